@@ -1,0 +1,233 @@
+// opcost: what every PyTorch operator costs, in time and energy.
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <fmt/ostream.h>
+
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "core/report/report.h"
+#include "core/spec/spec_file.h"
+#include "core/store/database.h"
+#include "core/version.h"
+#include "torch/replay.h"
+#include "torch/runner.h"
+
+namespace {
+
+using namespace opcost;
+
+struct MeasureOptions {
+  std::string op;
+  std::vector<std::string> args;
+  std::string spec;
+  bool json = false;
+  std::string db;
+  bool no_store = false;
+  bool resume = false;
+  std::string device = "auto";
+  std::string cache = "warm";
+  uint64_t seed = 0;
+  double max_time = 1.0;
+  double target_ci = 0.01;
+  double energy_max = 1.6;
+  bool no_energy = false;
+  std::string power_trace;
+};
+
+void write_power_trace(const std::string& path, const std::vector<Measurement>& ms) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& m : ms) {
+    nlohmann::json samples = nlohmann::json::array();
+    const double t0 = m.power_trace.empty() ? 0 : m.power_trace.front().t_s;
+    for (const auto& s : m.power_trace) samples.push_back({s.t_s - t0, s.watts});
+    out.push_back({{"op", m.display_name()}, {"args", m.args}, {"db_id", m.db_id},
+                   {"columns", {"t_s", "W"}}, {"samples", samples}});
+  }
+  std::ofstream f(path);
+  if (!f) throw std::runtime_error(fmt::format("{}: cannot write the power trace", path));
+  f << out.dump() << "\n";
+}
+
+int run_measure(const MeasureOptions& o) {
+  std::vector<OpCall> calls;
+  if (!o.spec.empty()) {
+    if (!o.op.empty()) throw std::invalid_argument("give either an operator or --spec FILE, not both");
+    calls = load_spec_file(o.spec);
+  } else {
+    if (o.op.empty())
+      throw std::invalid_argument("name an operator (e.g. aten::relu self=f32[1024]) or give --spec FILE");
+    calls.push_back(parse_call(o.op, o.args));
+    calls.back().origin = "command line";
+  }
+  ReplayOptions ropt;
+  ropt.device = o.device;
+  ropt.seed = o.seed;
+  ropt.cache_mode = o.cache;
+  // Resolve the device once, from the first call, and say so when falling back to the CPU.
+  MeasureConfig cfg;
+  cfg.time.max_seconds = o.max_time;
+  cfg.time.target_rel_ci95 = o.target_ci;
+  cfg.energy = !o.no_energy;
+  cfg.energy_max_s = o.energy_max;
+  cfg.keep_power_trace = !o.power_trace.empty();
+
+  std::unique_ptr<Database> db;
+  if (!o.no_store) db = std::make_unique<Database>(o.db.empty() ? Database::default_path() : o.db);
+  std::unique_ptr<Runner> runner;
+  std::vector<Measurement> done;
+  nlohmann::json json_out = nlohmann::json::array();
+  std::size_t failed = 0, skipped = 0;
+  const bool many = calls.size() > 1;
+  for (std::size_t i = 0; i < calls.size(); ++i) {
+    const OpCall& c = calls[i];
+    if (many) fmt::print(stderr, "[{}/{}] {} {}\n", i + 1, calls.size(), c.display_name(), format_args(c.args));
+    try {
+      auto prepared = PreparedCall::prepare(c, ropt);
+      if (!runner) {
+        runner = std::make_unique<Runner>(prepared->device_kind(), prepared->device_index(), cfg);
+        if (o.device == "auto" && prepared->device_kind() == "cpu")
+          fmt::print(stderr, "opcost: no CUDA GPU found; measuring on the CPU ({})\n",
+                     runner->environment().device_name);
+        if (!runner->energy_unavailable_reason().empty())
+          fmt::print(stderr, "opcost: energy unavailable: {}\n", runner->energy_unavailable_reason());
+      }
+      if (o.resume && db) {
+        Database::Key key{prepared->op(), prepared->overload(),
+                          stable_hash(prepared->op() + "." + prepared->overload() + " " + prepared->canonical_args()),
+                          runner->environment().device_name, o.cache};
+        if (auto row = db->lookup(key)) {
+          fmt::print(stderr, "  already measured (row {}), skipped (--resume)\n", (*row)["db_id"].get<int64_t>());
+          ++skipped;
+          continue;
+        }
+      }
+      Measurement m = runner->measure(*prepared);
+      if (db) m.db_id = db->insert(m);
+      if (o.json) json_out.push_back(to_json(m));
+      else fmt::print("{}", to_console(m));
+      if (many && !o.json) fmt::print("\n");
+      std::fflush(stdout);  // a long run shows (and a killed one keeps) each result as it lands
+      m.power_trace.shrink_to_fit();
+      done.push_back(std::move(m));
+    } catch (const std::exception& e) {
+      // One bad entry never loses the others: report it and go on.
+      ++failed;
+      const std::string where = c.origin.empty() ? "" : c.origin + ": ";
+      fmt::print(stderr, "opcost: error: {}{}\n", where, e.what());
+      if (o.json) json_out.push_back({{"op", c.display_name()}, {"args", format_args(c.args)}, {"error", e.what()}});
+    }
+  }
+  if (o.json) fmt::print("{}\n", (many ? json_out : (json_out.empty() ? nlohmann::json() : json_out[0])).dump(2));
+  if (!o.power_trace.empty()) write_power_trace(o.power_trace, done);
+  if (many)
+    fmt::print(stderr, "opcost: {} measured, {} skipped, {} failed{}\n", done.size(), skipped, failed,
+               db ? fmt::format("; stored in {}", db->path()) : "");
+  else if (db && !done.empty())
+    fmt::print(stderr, "opcost: stored as row {} in {}\n", done.back().db_id, db->path());
+  return failed ? 1 : 0;
+}
+
+int run_db_list(const std::string& path, const std::string& op, int limit) {
+  Database db(path);
+  auto rows = db.list(op, limit);
+  fmt::print("{:>5}  {:<20} {:<28} {:>12} {:>8} {:>12} {:>8}  {}\n", "id", "created", "op", "time_us", "±%",
+             "energy_mJ", "±%", "args / flags");
+  for (const auto& r : rows) {
+    const std::string name = r.overload.empty() ? r.op : r.op + "." + r.overload;
+    fmt::print("{:>5}  {:<20} {:<28} {:>12.4g} {:>8.2f} {:>12} {:>8}  {}{}\n", r.id, r.created_at, name, r.time_us,
+               100 * r.time_rel_ci, r.energy_mJ ? fmt::format("{:.4g}", *r.energy_mJ) : "n/a",
+               r.energy_rel_ci ? fmt::format("{:.2f}", 100 * *r.energy_rel_ci) : "",
+               r.args.size() > 60 ? r.args.substr(0, 57) + "..." : r.args,
+               r.flags.empty() ? "" : "  [" + r.flags + "]");
+  }
+  fmt::print(stderr, "{} of {} rows in {}\n", rows.size(), db.count(), path);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"opcost: what every PyTorch operator costs on your GPU, in time and energy"};
+  app.set_version_flag("--version", std::string("opcost ") + kOpcostVersion);
+  app.require_subcommand(1);
+  app.fallthrough();  // --db is accepted after the subcommand too
+  std::string db_path;
+  app.add_option("--db", db_path, "SQLite database (default: $OPCOST_DB or ~/.local/share/opcost/opcost.db)");
+
+  MeasureOptions mo;
+  auto* measure = app.add_subcommand("measure", "Replay one ATen operator in a loop and measure its time and energy");
+  measure->add_option("op", mo.op, "operator, e.g. aten::conv2d or aten::add.Tensor");
+  measure->add_option("args", mo.args, "arguments as name=value: input=f32[32,64,56,56] padding=[1,1]");
+  measure->add_option("--spec", mo.spec, "YAML/JSON file listing many operators")->check(CLI::ExistingFile);
+  measure->add_flag("--json", mo.json, "print JSON instead of text");
+  measure->add_flag("--no-store", mo.no_store, "do not write to the database");
+  measure->add_flag("--resume", mo.resume, "skip operators that already have an unflagged row");
+  measure->add_option("--device", mo.device, "auto (CUDA when present), cpu, cuda, cuda:N")->capture_default_str();
+  measure->add_option("--cache", mo.cache, "warm: reuse inputs; cold: rotate inputs over 256 MiB")
+      ->check(CLI::IsMember({"warm", "cold"}))->capture_default_str();
+  measure->add_option("--seed", mo.seed, "seed of the random input data")->capture_default_str();
+  measure->add_option("--max-time", mo.max_time, "timing budget per operator, seconds")->capture_default_str();
+  measure->add_option("--target-ci", mo.target_ci, "stop timing when the 95% CI half-width is this fraction of the mean")
+      ->capture_default_str();
+  measure->add_option("--energy-max-time", mo.energy_max, "energy loop budget per operator, seconds")->capture_default_str();
+  measure->add_flag("--no-energy", mo.no_energy, "skip the energy loop");
+  measure->add_option("--power-trace", mo.power_trace, "write the sampled power trace (JSON) to this file");
+
+  auto* dbcmd = app.add_subcommand("db", "Inspect and export the measurement database");
+  dbcmd->require_subcommand(1);
+  dbcmd->fallthrough();
+  std::string list_op;
+  int list_limit = 50;
+  auto* dblist = dbcmd->add_subcommand("list", "List the newest measurements");
+  dblist->add_option("--op", list_op, "only operators whose name contains this");
+  dblist->add_option("--limit", list_limit, "rows to show")->capture_default_str();
+  int64_t show_id = 0;
+  auto* dbshow = dbcmd->add_subcommand("show", "Show one measurement in full (JSON)");
+  dbshow->add_option("id", show_id, "row id")->required();
+  bool as_csv = false, as_json = false;
+  std::string export_out;
+  auto* dbexport = dbcmd->add_subcommand("export", "Export every row as CSV or JSON");
+  auto* csv_flag = dbexport->add_flag("--csv", as_csv, "CSV, one row per measurement");
+  auto* json_flag = dbexport->add_flag("--json", as_json, "JSON array of full result documents");
+  csv_flag->excludes(json_flag);
+  dbexport->add_option("-o,--output", export_out, "file to write (default: standard output)");
+
+  CLI11_PARSE(app, argc, argv);
+  // --db is accepted before or after the subcommand.
+  const std::string path = db_path.empty() ? Database::default_path() : db_path;
+  mo.db = path;
+  try {
+    if (measure->parsed()) return run_measure(mo);
+    if (dblist->parsed()) return run_db_list(path, list_op, list_limit);
+    if (dbshow->parsed()) {
+      Database db(path);
+      auto row = db.get(show_id);
+      if (!row) {
+        fmt::print(stderr, "opcost: no row {} in {} (see `opcost db list`)\n", show_id, path);
+        return 1;
+      }
+      fmt::print("{}\n", row->dump(2));
+      return 0;
+    }
+    if (dbexport->parsed()) {
+      if (!as_csv && !as_json) throw std::invalid_argument("db export needs --csv or --json");
+      Database db(path);
+      std::ofstream file;
+      if (!export_out.empty()) {
+        file.open(export_out);
+        if (!file) throw std::runtime_error(fmt::format("{}: cannot write", export_out));
+      }
+      std::ostream& out = export_out.empty() ? std::cout : file;
+      if (as_csv) db.export_csv(out);
+      else db.export_json(out);
+      return 0;
+    }
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "opcost: error: {}\n", e.what());
+    return 2;
+  }
+  return 0;
+}

@@ -1,0 +1,121 @@
+#include "core/energy/monitor.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+
+namespace opcost {
+
+double now_s() {
+  using namespace std::chrono;
+  return duration<double>(steady_clock::now().time_since_epoch()).count();
+}
+
+static void sleep_s(double s) {
+  std::this_thread::sleep_for(std::chrono::duration<double>(s));
+}
+
+EnergyMonitor::EnergyMonitor(EnergyProbe& probe, MonitorConfig cfg) : probe_(probe), cfg_(cfg) {}
+
+EnergyMonitor::~EnergyMonitor() { stop(); }
+
+void EnergyMonitor::start() {
+  stop_ = false;
+  thread_ = std::thread([this] { run(); });
+}
+
+void EnergyMonitor::stop() {
+  stop_ = true;
+  if (thread_.joinable()) thread_.join();
+}
+
+void EnergyMonitor::run() {
+  std::optional<double> last;
+  double last_poll = now_s(), next_power = 0, next_state = 0;
+  while (!stop_) {
+    const double t = now_s();
+    if (auto e = probe_.energy_mJ()) {
+      if (last && *e != *last) {
+        // The update happened between the previous poll and this one: take the midpoint.
+        std::lock_guard lock(mu_);
+        edges_.push_back({(t + last_poll) / 2, *e});
+      }
+      last = e;
+    }
+    last_poll = t;
+    if (t >= next_power) {
+      next_power = t + cfg_.power_every_s;
+      if (auto w = probe_.power_W()) {
+        std::lock_guard lock(mu_);
+        power_.push_back({t, *w});
+      }
+    }
+    if (t >= next_state) {
+      next_state = t + cfg_.state_every_s;
+      const DeviceState s = probe_.state();
+      std::lock_guard lock(mu_);
+      auto& a = state_;
+      ++a.samples;
+      if (s.sm_clock_MHz) {
+        a.sm_clock_min_MHz = std::min(a.sm_clock_min_MHz.value_or(*s.sm_clock_MHz), *s.sm_clock_MHz);
+        a.sm_clock_max_MHz = std::max(a.sm_clock_max_MHz.value_or(*s.sm_clock_MHz), *s.sm_clock_MHz);
+      }
+      if (s.temperature_C)
+        a.temperature_max_C = std::max(a.temperature_max_C.value_or(0), *s.temperature_C);
+      if (s.throttle_reasons) a.throttle_reasons_seen |= *s.throttle_reasons;
+      if (s.other_processes) a.other_processes_max = std::max(a.other_processes_max, *s.other_processes);
+    }
+    sleep_s(cfg_.poll_s);
+  }
+}
+
+std::vector<CounterEdge> EnergyMonitor::edges() const {
+  std::lock_guard lock(mu_);
+  return edges_;
+}
+
+std::size_t EnergyMonitor::edge_count() const {
+  std::lock_guard lock(mu_);
+  return edges_.size();
+}
+
+std::vector<PowerSample> EnergyMonitor::power_trace() const {
+  std::lock_guard lock(mu_);
+  return power_;
+}
+
+StateSummary EnergyMonitor::state_summary() const {
+  std::lock_guard lock(mu_);
+  return state_;
+}
+
+std::optional<double> measure_idle_power_W(EnergyProbe& probe, std::size_t count,
+                                           double timeout_s, std::string* why,
+                                           std::vector<CounterEdge>* edges_out) {
+  std::vector<CounterEdge> edges;
+  const double deadline = now_s() + timeout_s;
+  std::optional<double> last;
+  double last_poll = now_s();
+  while (edges.size() < count + 1 && now_s() < deadline) {
+    const double t = now_s();
+    auto e = probe.energy_mJ();
+    if (!e) {
+      *why = fmt::format("the {} energy counter stopped answering", probe.name());
+      return std::nullopt;
+    }
+    if (last && *e != *last) edges.push_back({(t + last_poll) / 2, *e});
+    last = e;
+    last_poll = t;
+    sleep_s(0.0005);
+  }
+  if (edges_out) *edges_out = edges;
+  if (edges.size() < count + 1) {
+    *why = fmt::format("the {} energy counter did not update {} times in {:.1f} s", probe.name(),
+                       count, timeout_s);
+    return std::nullopt;
+  }
+  return average_power_W(edges);
+}
+
+}  // namespace opcost

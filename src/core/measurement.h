@@ -1,0 +1,70 @@
+#pragma once
+// The result of measuring one operator: what the reports print and the database stores.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/energy/monitor.h"
+#include "core/energy/probe.h"
+#include "core/stats/summary.h"
+
+namespace opcost {
+
+struct Environment {
+  std::string device_kind;  // "cuda" or "cpu"
+  std::string device_name, device_uuid;
+  std::string driver_version, cuda_version, torch_version;
+  std::string opcost_version;
+  std::string host;
+};
+
+struct TimeResult {
+  Summary per_call_us;             // GPU time per call (CUDA events); wall time on the CPU
+  std::string stop_reason;         // converged / time_budget / sample_budget
+  double target_rel_ci95 = 0.01;
+  std::size_t calls_per_sample = 1;
+  double host_us_per_call = 0;     // host wall time to issue one call (dispatch + launch)
+  double host_cpu_us_per_call = 0; // host thread CPU time to issue one call
+};
+
+struct EnergyResult {
+  bool available = false;
+  std::string unavailable_reason;  // when !available
+  std::string source;              // "nvml-energy-counter", "rapl"
+  Summary per_call_mJ;             // over windows
+  double above_idle_mJ = 0;
+  double power_W = 0;              // average over the windows
+  std::optional<double> idle_power_W;
+  double wall_us_per_call = 0;     // loop wall time per call (>= GPU time when launch-bound)
+  double counter_period_s = 0;
+  std::size_t windows = 0;
+  double seconds = 0;
+};
+
+struct Measurement {
+  int64_t db_id = -1;
+  std::string created_at;  // UTC ISO-8601
+  std::string op, overload, args, args_hash, dtype, schema;
+  std::string cache_mode = "warm";
+  std::string method;
+  Environment env;
+  TimeResult time;
+  EnergyResult energy;
+  DeviceState before, after;
+  StateSummary during;
+  std::vector<std::string> flags;
+  std::size_t total_calls = 0;
+  double total_seconds = 0;
+  std::vector<PowerSample> power_trace;  // not stored in the database
+
+  std::string display_name() const { return overload.empty() ? op : op + "." + overload; }
+};
+
+// Flags for a run that saw throttling, a clock change or another process on the GPU.
+std::vector<std::string> hygiene_flags(const DeviceState& before, const DeviceState& after,
+                                       const StateSummary& during);
+
+std::string utc_timestamp();
+
+}  // namespace opcost

@@ -1,0 +1,265 @@
+#include "core/spec/arg_value.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <cmath>
+
+namespace opcost {
+
+const std::vector<DtypeName>& dtype_names() {
+  static const std::vector<DtypeName> names = {
+      {"f64", "float64", {"float64", "double", "fp64"}},
+      {"f32", "float32", {"float32", "float", "fp32"}},
+      {"f16", "float16", {"float16", "half", "fp16"}},
+      {"bf16", "bfloat16", {"bfloat16"}},
+      {"i64", "int64", {"int64", "long"}},
+      {"i32", "int32", {"int32", "int"}},
+      {"i16", "int16", {"int16", "short"}},
+      {"i8", "int8", {"int8"}},
+      {"u8", "uint8", {"uint8"}},
+      {"bool", "bool", {"b8"}},
+      {"c64", "complex64", {"complex64", "cfloat"}},
+      {"c128", "complex128", {"complex128", "cdouble"}},
+      {"f8e4m3", "float8_e4m3fn", {"float8_e4m3fn"}},
+      {"f8e5m2", "float8_e5m2", {"float8_e5m2"}},
+  };
+  return names;
+}
+
+std::optional<std::string> canonical_dtype(std::string_view name) {
+  std::string lower(name);
+  std::transform(lower.begin(), lower.end(), lower.begin(), ::tolower);
+  for (const auto& d : dtype_names()) {
+    if (lower == d.canonical) return d.canonical;
+    for (const char* a : d.aliases)
+      if (lower == a) return d.canonical;
+  }
+  return std::nullopt;
+}
+
+namespace {
+
+class Parser {
+ public:
+  explicit Parser(std::string_view s) : s_(s) {}
+
+  ArgValue parse_all() {
+    skip_ws();
+    ArgValue v = parse_one();
+    skip_ws();
+    if (pos_ != s_.size()) fail(fmt::format("unexpected '{}' after a complete value", s_[pos_]));
+    return v;
+  }
+
+ private:
+  [[noreturn]] void fail(const std::string& msg) const {
+    throw ParseError(fmt::format("{} at column {} of '{}'", msg, pos_ + 1, s_), pos_);
+  }
+  void skip_ws() {
+    while (pos_ < s_.size() && std::isspace(static_cast<unsigned char>(s_[pos_]))) ++pos_;
+  }
+  bool eat(char c) {
+    skip_ws();
+    if (pos_ < s_.size() && s_[pos_] == c) {
+      ++pos_;
+      return true;
+    }
+    return false;
+  }
+  void expect(char c, const char* what) {
+    if (!eat(c)) fail(fmt::format("expected '{}' {}", c, what));
+  }
+  std::string_view word() {
+    skip_ws();
+    const std::size_t start = pos_;
+    while (pos_ < s_.size() && (std::isalnum(static_cast<unsigned char>(s_[pos_])) ||
+                                s_[pos_] == '_' || s_[pos_] == '.' || s_[pos_] == '-' ||
+                                s_[pos_] == '+' || s_[pos_] == ':'))
+      ++pos_;
+    return s_.substr(start, pos_ - start);
+  }
+
+  std::vector<int64_t> int_list(const char* what) {
+    expect('[', what);
+    std::vector<int64_t> out;
+    if (eat(']')) return out;
+    do {
+      skip_ws();
+      const std::size_t start = pos_;
+      auto w = word();
+      int64_t x = 0;
+      auto [p, ec] = std::from_chars(w.data(), w.data() + w.size(), x);
+      if (w.empty() || ec != std::errc() || p != w.data() + w.size()) {
+        pos_ = start;
+        fail(fmt::format("expected an integer in {}", what));
+      }
+      out.push_back(x);
+    } while (eat(','));
+    expect(']', what);
+    return out;
+  }
+
+  ArgValue parse_one() {
+    skip_ws();
+    if (pos_ >= s_.size()) fail("expected a value");
+    if (s_[pos_] == '[') return parse_list();
+    const std::size_t start = pos_;
+    // Tensor: dtype immediately followed by '['.
+    std::string_view w = word();
+    if (w.empty()) fail(fmt::format("unexpected '{}'", s_[pos_]));
+    if (pos_ < s_.size() && s_[pos_] == '[') {
+      auto dt = canonical_dtype(w);
+      if (!dt) {
+        pos_ = start;
+        fail(fmt::format("unknown dtype '{}' (known: f64 f32 f16 bf16 i64 i32 i16 i8 u8 bool "
+                         "c64 c128 f8e4m3 f8e5m2)",
+                         w));
+      }
+      return ArgValue{parse_tensor_rest(*dt)};
+    }
+    return scalar_from_word(w, start);
+  }
+
+  TensorSpec parse_tensor_rest(std::string dtype) {
+    TensorSpec t;
+    t.dtype = std::move(dtype);
+    t.shape = int_list("in a tensor shape");
+    for (long d : t.shape)
+      if (d < 0) fail("a tensor dimension cannot be negative");
+    // Modifiers: ':stride[...]', ':range[lo,hi]', ':cpu', ':cuda', ':cuda:N'.
+    while (pos_ < s_.size() && s_[pos_] == ':') {
+      ++pos_;
+      const std::size_t start = pos_;
+      std::string_view name;
+      while (pos_ < s_.size() && std::isalpha(static_cast<unsigned char>(s_[pos_]))) ++pos_;
+      name = s_.substr(start, pos_ - start);
+      if (name == "stride") {
+        t.strides = int_list("in ':stride[...]'");
+        if (t.strides->size() != t.shape.size())
+          fail(fmt::format("':stride' has {} entries but the shape has {} dimensions",
+                           t.strides->size(), t.shape.size()));
+      } else if (name == "range") {
+        expect('[', "after ':range'");
+        const double lo = number("the low end of ':range'");
+        expect(',', "between the ends of ':range[low,high]'");
+        const double hi = number("the high end of ':range'");
+        expect(']', "to close ':range'");
+        if (!(hi > lo)) fail("':range[low,high]' needs high > low");
+        t.range = {lo, hi};
+      } else if (name == "cpu" || name == "cuda") {
+        std::string dev(name);
+        if (pos_ < s_.size() && s_[pos_] == ':' && pos_ + 1 < s_.size() &&
+            std::isdigit(static_cast<unsigned char>(s_[pos_ + 1]))) {
+          ++pos_;
+          const std::size_t d0 = pos_;
+          while (pos_ < s_.size() && std::isdigit(static_cast<unsigned char>(s_[pos_]))) ++pos_;
+          dev += ":" + std::string(s_.substr(d0, pos_ - d0));
+        }
+        t.device = dev;
+      } else {
+        pos_ = start;
+        fail(fmt::format("unknown tensor modifier ':{}' (known: :stride[...], :range[lo,hi], "
+                         ":cpu, :cuda)",
+                         name));
+      }
+    }
+    return t;
+  }
+
+  double number(const char* what) {
+    skip_ws();
+    const std::size_t start = pos_;
+    auto w = word();
+    double x = 0;
+    auto [p, ec] = std::from_chars(w.data(), w.data() + w.size(), x);
+    if (w.empty() || ec != std::errc() || p != w.data() + w.size()) {
+      pos_ = start;
+      fail(fmt::format("expected a number for {}", what));
+    }
+    return x;
+  }
+
+  ArgValue scalar_from_word(std::string_view w, std::size_t start) {
+    if (w == "None" || w == "none_t" || w == "null" || w == "~") return ArgValue{ArgValue::None{}};
+    if (w == "true" || w == "True") return ArgValue{true};
+    if (w == "false" || w == "False") return ArgValue{false};
+    int64_t i = 0;
+    auto [pi, eci] = std::from_chars(w.data(), w.data() + w.size(), i);
+    if (eci == std::errc() && pi == w.data() + w.size()) return ArgValue{i};
+    double d = 0;
+    auto [pd, ecd] = std::from_chars(w.data(), w.data() + w.size(), d);
+    if (ecd == std::errc() && pd == w.data() + w.size()) return ArgValue{d};
+    if (w == "inf" || w == "-inf" || w == "nan") {
+      return ArgValue{w == "nan" ? NAN : (w[0] == '-' ? -INFINITY : INFINITY)};
+    }
+    if (std::isdigit(static_cast<unsigned char>(w[0])) || w[0] == '-' || w[0] == '+') {
+      pos_ = start;
+      fail(fmt::format("'{}' is not a number", w));
+    }
+    return ArgValue{ArgValue::Word{std::string(w)}};
+  }
+
+  ArgValue parse_list() {
+    expect('[', "to open a list");
+    ArgList items;
+    if (eat(']')) return ArgValue{items};
+    do {
+      items.push_back(parse_one());
+    } while (eat(','));
+    expect(']', "to close a list");
+    return ArgValue{items};
+  }
+
+  std::string_view s_;
+  std::size_t pos_ = 0;
+};
+
+std::string join_ints(const std::vector<int64_t>& v) {
+  return fmt::format("{}", fmt::join(v, ","));
+}
+
+std::string format_double(double d) {
+  if (std::isnan(d)) return "nan";
+  if (std::isinf(d)) return d > 0 ? "inf" : "-inf";
+  // Shortest text that round-trips, always with a '.' or exponent so it reads as a float.
+  std::string s = fmt::format("{}", d);
+  if (s.find_first_of(".eE") == std::string::npos) s += ".0";
+  return s;
+}
+
+}  // namespace
+
+ArgValue parse_value(std::string_view text) { return Parser(text).parse_all(); }
+
+std::string format_tensor(const TensorSpec& t) {
+  std::string s = fmt::format("{}[{}]", t.dtype, join_ints(t.shape));
+  if (t.strides) s += fmt::format(":stride[{}]", join_ints(*t.strides));
+  if (t.range)
+    s += fmt::format(":range[{},{}]", format_double(t.range->first),
+                     format_double(t.range->second));
+  if (t.device) s += ":" + *t.device;
+  return s;
+}
+
+std::string format_value(const ArgValue& v) {
+  struct Visitor {
+    std::string operator()(const ArgValue::None&) const { return "None"; }
+    std::string operator()(bool b) const { return b ? "true" : "false"; }
+    std::string operator()(int64_t i) const { return std::to_string(i); }
+    std::string operator()(double d) const { return format_double(d); }
+    std::string operator()(const ArgValue::Word& w) const { return w.text; }
+    std::string operator()(const TensorSpec& t) const { return format_tensor(t); }
+    std::string operator()(const ArgList& l) const {
+      std::string s = "[";
+      for (std::size_t i = 0; i < l.size(); ++i) s += (i ? "," : "") + format_value(l[i]);
+      return s + "]";
+    }
+  };
+  return std::visit(Visitor{}, v.v);
+}
+
+}  // namespace opcost

@@ -1,0 +1,75 @@
+#pragma once
+// The textual argument language shared by `opcost measure`, spec files and inventories:
+//
+//   input=f32[32,64,56,56]          a tensor: dtype and shape, seeded random data
+//   x=f32[64,32]:stride[1,64]       ... with explicit strides (element units)
+//   idx=i64[8,128]:range[0,50257]   ... integer values drawn from [low, high)
+//   x=f32[4]:cpu                    ... on an explicit device (default: the measured one)
+//   bias=None  padding=[1,1]  eps=1e-05  training=false  approximate=tanh
+//   tensors=[f32[2,3],f32[2,3]]     a tensor list (aten::cat)
+//
+// Values are parsed into an untyped tree here (torch-free); the LibTorch adapter binds them
+// to the operator's schema, which decides what a bare word or number means.
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+namespace opcost {
+
+// Element type names accepted in tensor specs; canonical spelling first.
+struct DtypeName {
+  const char* canonical;   // "f32"
+  const char* torch_name;  // "float32", used by the adapter to look up the ScalarType
+  std::vector<const char*> aliases;
+};
+const std::vector<DtypeName>& dtype_names();
+// Canonical code for a dtype spelling ("float" -> "f32"), or nullopt.
+std::optional<std::string> canonical_dtype(std::string_view name);
+
+struct TensorSpec {
+  std::string dtype;  // canonical code, e.g. "f32"
+  std::vector<int64_t> shape;
+  std::optional<std::vector<int64_t>> strides;
+  std::optional<std::string> device;  // "cpu", "cuda", "cuda:1"
+  std::optional<std::pair<double, double>> range;  // values drawn from [first, second)
+  bool operator==(const TensorSpec&) const = default;
+};
+
+struct ArgValue;
+using ArgList = std::vector<ArgValue>;
+
+struct ArgValue {
+  struct None {
+    bool operator==(const None&) const = default;
+  };
+  // A bare word: an enum-like name (mean, tanh, channels_last, bf16) or a string.
+  struct Word {
+    std::string text;
+    bool operator==(const Word&) const = default;
+  };
+  std::variant<None, bool, int64_t, double, Word, TensorSpec, ArgList> v;
+
+  bool is_none() const { return std::holds_alternative<None>(v); }
+  bool operator==(const ArgValue&) const = default;
+};
+
+// Syntax error in an argument value; `column` is a 0-based offset into the parsed text.
+class ParseError : public std::runtime_error {
+ public:
+  ParseError(const std::string& what, std::size_t column)
+      : std::runtime_error(what), column_(column) {}
+  std::size_t column() const { return column_; }
+
+ private:
+  std::size_t column_;
+};
+
+ArgValue parse_value(std::string_view text);
+std::string format_value(const ArgValue& v);
+std::string format_tensor(const TensorSpec& t);
+
+}  // namespace opcost

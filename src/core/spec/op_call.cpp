@@ -1,0 +1,66 @@
+#include "core/spec/op_call.h"
+
+#include <fmt/format.h>
+
+#include <cctype>
+#include <stdexcept>
+
+namespace opcost {
+
+std::pair<std::string, std::string> split_op_name(std::string_view name) {
+  std::string full(name);
+  if (full.find("::") == std::string::npos) full = "aten::" + full;
+  const auto ns_end = full.find("::") + 2;
+  const auto dot = full.find('.', ns_end);
+  if (dot == std::string::npos) return {full, ""};
+  return {full.substr(0, dot), full.substr(dot + 1)};
+}
+
+OpCall parse_call(std::string_view op_name, const std::vector<std::string>& tokens) {
+  OpCall call;
+  std::tie(call.op, call.overload) = split_op_name(op_name);
+  for (const auto& tok : tokens) {
+    NamedArg a;
+    std::string_view text = tok;
+    const auto eq = tok.find('=');
+    // A name is an identifier before '='; anything else is a positional value.
+    if (eq != std::string::npos && eq > 0) {
+      bool ident = std::isalpha(static_cast<unsigned char>(tok[0])) || tok[0] == '_';
+      for (std::size_t i = 0; i < eq && ident; ++i)
+        ident = std::isalnum(static_cast<unsigned char>(tok[i])) || tok[i] == '_';
+      if (ident) {
+        a.name = tok.substr(0, eq);
+        text = std::string_view(tok).substr(eq + 1);
+      }
+    }
+    try {
+      a.value = parse_value(text);
+    } catch (const ParseError& e) {
+      throw std::invalid_argument(fmt::format(
+          "{}: argument '{}': {}", call.display_name(), a.name.empty() ? tok : a.name, e.what()));
+    }
+    call.args.push_back(std::move(a));
+  }
+  return call;
+}
+
+std::string format_args(const std::vector<NamedArg>& args) {
+  std::string out;
+  for (const auto& a : args) {
+    if (!out.empty()) out += ' ';
+    if (!a.name.empty()) out += a.name + "=";
+    out += format_value(a.value);
+  }
+  return out;
+}
+
+std::string stable_hash(std::string_view text) {
+  uint64_t h = 0xcbf29ce484222325ULL;
+  for (unsigned char c : text) {
+    h ^= c;
+    h *= 0x100000001b3ULL;
+  }
+  return fmt::format("{:016x}", h);
+}
+
+}  // namespace opcost

@@ -1,0 +1,141 @@
+#include "core/spec/spec_file.h"
+
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+namespace opcost {
+
+namespace {
+
+std::string where(const std::string& origin, const YAML::Node& n) {
+  return fmt::format("{}:{}", origin, n.Mark().line + 1);
+}
+
+ArgValue to_value(const YAML::Node& n, const std::string& at) {
+  switch (n.Type()) {
+    case YAML::NodeType::Null:
+    case YAML::NodeType::Undefined:
+      return ArgValue{ArgValue::None{}};
+    case YAML::NodeType::Scalar:
+      try {
+        return parse_value(n.Scalar());
+      } catch (const ParseError& e) {
+        throw std::invalid_argument(fmt::format("{}: {}", at, e.what()));
+      }
+    case YAML::NodeType::Sequence: {
+      ArgList items;
+      for (const auto& item : n) items.push_back(to_value(item, at));
+      return ArgValue{items};
+    }
+    case YAML::NodeType::Map:
+      break;
+  }
+  throw std::invalid_argument(
+      fmt::format("{}: an argument value cannot be a mapping; write a tensor as \"f32[2,3]\", a "
+                  "list as [1, 2]",
+                  at));
+}
+
+OpCall entry_to_call(const YAML::Node& e, const std::string& origin, std::size_t index) {
+  const std::string at = fmt::format("{} (ops[{}])", where(origin, e), index);
+  if (e.IsScalar()) {
+    auto tokens = split_call_line(e.Scalar());
+    if (tokens.empty()) throw std::invalid_argument(at + ": empty operator entry");
+    const std::string name = tokens.front();
+    tokens.erase(tokens.begin());
+    try {
+      OpCall c = parse_call(name, tokens);
+      c.origin = at;
+      return c;
+    } catch (const std::invalid_argument& err) {
+      throw std::invalid_argument(fmt::format("{}: {}", at, err.what()));
+    }
+  }
+  if (!e.IsMap())
+    throw std::invalid_argument(
+        at + ": each entry must be a mapping {op: ..., args: {...}} or a one-line call string");
+  if (!e["op"] || !e["op"].IsScalar())
+    throw std::invalid_argument(at + ": missing 'op' (e.g. op: aten::conv2d)");
+  for (const auto& kv : e) {
+    const auto key = kv.first.as<std::string>();
+    if (key != "op" && key != "args")
+      throw std::invalid_argument(
+          fmt::format("{}: unknown key '{}' (an entry has 'op' and 'args')", at, key));
+  }
+  OpCall call;
+  std::tie(call.op, call.overload) = split_op_name(e["op"].Scalar());
+  call.origin = at;
+  const YAML::Node args = e["args"];
+  if (args && args.IsMap()) {
+    for (const auto& kv : args) {
+      const auto name = kv.first.as<std::string>();
+      call.args.push_back(
+          {name, to_value(kv.second, fmt::format("{} argument '{}'", where(origin, kv.second),
+                                                 name))});
+    }
+  } else if (args && args.IsSequence()) {
+    for (const auto& v : args) call.args.push_back({"", to_value(v, where(origin, v))});
+  } else if (args && !args.IsNull()) {
+    throw std::invalid_argument(at + ": 'args' must be a mapping of name: value");
+  }
+  return call;
+}
+
+}  // namespace
+
+std::vector<std::string> split_call_line(const std::string& line) {
+  std::vector<std::string> out;
+  std::string cur;
+  int depth = 0;
+  for (char c : line) {
+    if (c == '[') ++depth;
+    if (c == ']') --depth;
+    if (std::isspace(static_cast<unsigned char>(c)) && depth <= 0) {
+      if (!cur.empty()) out.push_back(std::move(cur));
+      cur.clear();
+    } else {
+      cur += c;
+    }
+  }
+  if (!cur.empty()) out.push_back(std::move(cur));
+  return out;
+}
+
+std::vector<OpCall> parse_spec_text(const std::string& text, const std::string& origin) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(text);
+  } catch (const YAML::Exception& e) {
+    throw std::invalid_argument(fmt::format("{}:{}:{}: malformed YAML/JSON: {}", origin,
+                                            e.mark.line + 1, e.mark.column + 1, e.msg));
+  }
+  YAML::Node ops = root;
+  if (root.IsMap()) {
+    ops = root["ops"];
+    if (!ops)
+      throw std::invalid_argument(fmt::format(
+          "{}: no 'ops' list: a spec file is a list of operator entries, or a mapping with "
+          "key 'ops'",
+          origin));
+  }
+  if (!ops.IsSequence())
+    throw std::invalid_argument(fmt::format("{}: 'ops' must be a list of entries", origin));
+  std::vector<OpCall> calls;
+  for (std::size_t i = 0; i < ops.size(); ++i) calls.push_back(entry_to_call(ops[i], origin, i));
+  if (calls.empty()) throw std::invalid_argument(origin + ": the spec file lists no operators");
+  return calls;
+}
+
+std::vector<OpCall> load_spec_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw std::invalid_argument(fmt::format("{}: cannot open the spec file", path));
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return parse_spec_text(ss.str(), path);
+}
+
+}  // namespace opcost

@@ -1,0 +1,24 @@
+#pragma once
+// Spec files: many operator calls in one YAML or JSON file (JSON is read as YAML).
+//
+//   ops:
+//     - op: aten::conv2d
+//       args: {input: "f32[32,64,56,56]", weight: "f32[64,64,3,3]", padding: [1, 1]}
+//     - "aten::relu self=f32[32,64,56,56]"     # the command-line form also works
+//
+// A top-level list is accepted as the `ops` list. Errors name the file, line and entry.
+#include <string>
+#include <vector>
+
+#include "core/spec/op_call.h"
+
+namespace opcost {
+
+std::vector<OpCall> load_spec_file(const std::string& path);
+std::vector<OpCall> parse_spec_text(const std::string& text, const std::string& origin);
+
+// Splits a one-line call ("aten::relu self=f32[4]") into the op name and argument tokens,
+// keeping brackets together.
+std::vector<std::string> split_call_line(const std::string& line);
+
+}  // namespace opcost

@@ -1,0 +1,38 @@
+#pragma once
+// Noise-driven stopping rule (in the spirit of nvbench's `stdrel`): keep sampling until the
+// 95% confidence interval of the mean is narrow enough relative to the mean, or a time
+// budget is spent; then say which of the two ended the measurement.
+#include <cstddef>
+#include <string>
+
+#include "core/stats/summary.h"
+
+namespace opcost {
+
+struct StoppingCriterion {
+  double target_rel_ci95 = 0.01;  // stop when CI half-width <= this fraction of the mean
+  std::size_t min_samples = 10;
+  double min_seconds = 0.05;      // do not stop on a lucky first few samples
+  double max_seconds = 1.0;       // budget: stop and report the CI achieved
+  std::size_t max_samples = 100000;
+};
+
+enum class StopReason { kRunning, kConverged, kTimeBudget, kSampleBudget };
+std::string to_string(StopReason r);
+
+class AdaptiveStop {
+ public:
+  explicit AdaptiveStop(StoppingCriterion c) : c_(c) {}
+  // Adds one sample; `elapsed_s` is the time spent measuring so far.
+  void add(double sample, double elapsed_s);
+  bool done() const { return reason_ != StopReason::kRunning; }
+  StopReason reason() const { return reason_; }
+  const RunningStats& stats() const { return stats_; }
+
+ private:
+  StoppingCriterion c_;
+  RunningStats stats_;
+  StopReason reason_ = StopReason::kRunning;
+};
+
+}  // namespace opcost

@@ -1,0 +1,31 @@
+#pragma once
+// Schema-driven argument binding (LibTorch side). Exposed for tests that compare a replay
+// with a direct call of the op on the same inputs.
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/core/ivalue.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/spec/op_call.h"
+
+namespace opcost {
+
+struct BoundCall {
+  std::optional<c10::OperatorHandle> handle;
+  std::vector<c10::IValue> inputs;        // one per schema argument, in schema order
+  std::vector<NamedArg> canonical;        // non-default arguments, normalised, schema order
+  std::string dtype;                      // of the first floating tensor (else first tensor)
+  std::size_t tensor_bytes = 0;           // bytes of tensor storage the inputs own
+};
+
+// Throws ReplayError with the op, the argument and what the schema expects.
+BoundCall bind_call(const OpCall& call, c10::Device device, uint64_t seed);
+
+// Canonical text of a tensor as opcost writes it (dtype, shape, strides if not contiguous).
+TensorSpec tensor_spec_of(const at::Tensor& t);
+
+c10::Device resolve_device(const std::string& spec);
+
+}  // namespace opcost

@@ -1,0 +1,517 @@
+// Schema-driven replay of ATen operators: binds textual arguments to an operator's schema,
+// builds seeded random inputs and calls the operator boxed through the dispatcher.
+#include <ATen/ATen.h>
+#include <ATen/CPUGeneratorImpl.h>
+#include <ATen/DeviceAccelerator.h>
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <c10/core/InferenceMode.h>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <map>
+#include <optional>
+#include <set>
+
+#include "torch/bind.h"
+#include "torch/replay.h"
+
+namespace opcost {
+
+namespace {
+
+at::ScalarType scalar_type_of(const std::string& code) {
+  static const std::map<std::string, at::ScalarType> m = {
+      {"f64", at::kDouble},     {"f32", at::kFloat},       {"f16", at::kHalf},
+      {"bf16", at::kBFloat16},  {"i64", at::kLong},        {"i32", at::kInt},
+      {"i16", at::kShort},      {"i8", at::kChar},         {"u8", at::kByte},
+      {"bool", at::kBool},      {"c64", at::kComplexFloat}, {"c128", at::kComplexDouble},
+      {"f8e4m3", at::ScalarType::Float8_e4m3fn}, {"f8e5m2", at::ScalarType::Float8_e5m2}};
+  return m.at(code);
+}
+
+std::string code_of(at::ScalarType t) {
+  for (const auto& d : dtype_names())
+    if (scalar_type_of(d.canonical) == t) return d.canonical;
+  return c10::toString(t);
+}
+
+// Enum-like ints: names a user may write for them, in enum order.
+const std::vector<std::string> kReductions = {"none", "mean", "sum"};
+const std::vector<std::string> kMemoryFormats = {"contiguous_format", "preserve_format",
+                                                 "channels_last", "channels_last_3d"};
+const std::vector<std::string> kLayouts = {"strided", "sparse_coo"};
+
+c10::TypeKind real_kind(const c10::Argument& a) {
+  c10::TypePtr t = a.real_type();
+  if (auto o = t->cast<c10::OptionalType>()) t = o->getElementType();
+  return t->kind();
+}
+
+const std::vector<std::string>* enum_names(const c10::Argument& a) {
+  switch (real_kind(a)) {
+    case c10::TypeKind::MemoryFormatType: return &kMemoryFormats;
+    case c10::TypeKind::LayoutType: return &kLayouts;
+    default: break;
+  }
+  if (a.name() == "reduction") return &kReductions;
+  return nullptr;
+}
+
+struct Binder {
+  const OpCall& call;
+  const c10::FunctionSchema& schema;
+  c10::Device device;
+  at::Generator gen;
+  BoundCall out;
+  std::map<std::string, const ArgValue*> given;  // by schema argument name
+
+  [[noreturn]] void fail(const c10::Argument& a, const std::string& what) const {
+    throw ReplayError(fmt::format(
+        "{}: argument '{}' ({}): {}\n  schema: {}", call.display_name(), a.name(),
+        a.type()->str(), what, c10::toString(schema)));
+  }
+
+  // Value range for an integer tensor argument: explicit, else inferred from the op's
+  // other arguments where the op indexes with it, else [0, 16).
+  std::pair<double, double> int_range(const c10::Argument& a, const TensorSpec& t,
+                                      std::size_t list_pos) const {
+    if (t.range) return *t.range;
+    auto shape_of = [&](const char* name) -> const std::vector<int64_t>* {
+      auto it = given.find(name);
+      if (it == given.end()) return nullptr;
+      if (auto* ts = std::get_if<TensorSpec>(&it->second->v)) return &ts->shape;
+      return nullptr;
+    };
+    auto int_of = [&](const char* name, int64_t dflt) {
+      auto it = given.find(name);
+      if (it != given.end())
+        if (auto* i = std::get_if<int64_t>(&it->second->v)) return *i;
+      return dflt;
+    };
+    auto dim_size = [&](const std::vector<int64_t>* s, int64_t d) -> double {
+      if (!s || s->empty()) return 0;
+      if (d < 0) d += int64_t(s->size());
+      return d >= 0 && d < int64_t(s->size()) ? double((*s)[d]) : 0;
+    };
+    const std::string& op = call.op;
+    const std::string n = a.name();
+    double hi = 0;
+    if ((op == "aten::embedding" || op == "aten::embedding_bag" ||
+         op == "aten::_embedding_bag") && n == "indices")
+      hi = dim_size(shape_of("weight"), 0);
+    else if ((op == "aten::index_select" || op == "aten::gather" || op == "aten::scatter" ||
+              op == "aten::scatter_add" || op == "aten::take_along_dim") && n == "index")
+      hi = dim_size(shape_of("self"), int_of("dim", 0));
+    else if (op == "aten::index" && n == "indices")
+      hi = dim_size(shape_of("self"), int64_t(list_pos));
+    else if ((op == "aten::nll_loss" || op == "aten::nll_loss_nd" || op == "aten::nll_loss2d" ||
+              op == "aten::cross_entropy_loss") && n == "target") {
+      const auto* s = shape_of("self");
+      hi = dim_size(s, s && s->size() > 1 ? 1 : 0);
+    } else if (op == "aten::one_hot" && n == "self")
+      hi = double(std::max<int64_t>(int_of("num_classes", 16), 1));
+    if (hi <= 0) hi = 16;
+    return {0, hi};
+  }
+
+  at::Tensor make_tensor(const c10::Argument& a, const TensorSpec& t, std::size_t list_pos) {
+    const at::ScalarType st = scalar_type_of(t.dtype);
+    c10::Device dev = t.device ? resolve_device(*t.device) : device;
+    int64_t storage = 1;
+    for (auto d : t.shape) storage *= d;
+    if (t.strides) {
+      storage = 1;
+      bool empty = false;
+      for (std::size_t i = 0; i < t.shape.size(); ++i) {
+        if (t.shape[i] == 0) empty = true;
+        if ((*t.strides)[i] < 0) fail(a, "negative strides are not supported");
+        storage += (t.shape[i] - 1) * (*t.strides)[i];
+      }
+      if (empty) storage = 0;
+    }
+    const auto cpu = at::TensorOptions().device(at::kCPU);
+    at::Tensor flat;
+    if (at::isFloatingType(st) || at::isComplexType(st)) {
+      const auto gen_type = at::isComplexType(st) ? st : at::kFloat;
+      if (t.range) {
+        flat = at::rand({storage}, gen, cpu.dtype(gen_type)) * (t.range->second - t.range->first) +
+               t.range->first;
+      } else {
+        flat = at::randn({storage}, gen, cpu.dtype(gen_type));
+      }
+    } else if (st == at::kBool) {
+      flat = at::randint(0, 2, {storage}, gen, cpu.dtype(at::kLong));
+    } else {
+      auto [lo, hi] = int_range(a, t, list_pos);
+      flat = at::randint(int64_t(lo), int64_t(hi), {storage}, gen, cpu.dtype(at::kLong));
+    }
+    at::Tensor x = flat.to(st).to(dev);
+    x = t.strides ? x.as_strided(t.shape, *t.strides) : x.view(t.shape);
+    out.tensor_bytes += std::size_t(storage) * x.element_size();
+    if (out.dtype.empty() || (!at::isFloatingType(scalar_type_of(out.dtype)) && at::isFloatingType(st)))
+      out.dtype = t.dtype;
+    return x;
+  }
+
+  int64_t enum_value(const c10::Argument& a, const ArgValue& v) {
+    if (auto* i = std::get_if<int64_t>(&v.v)) return *i;
+    auto* w = std::get_if<ArgValue::Word>(&v.v);
+    if (!w) fail(a, fmt::format("expected an integer, got '{}'", format_value(v)));
+    if (real_kind(a) == c10::TypeKind::ScalarTypeType) {
+      if (auto code = canonical_dtype(w->text)) return int64_t(scalar_type_of(*code));
+      fail(a, fmt::format("'{}' is not a dtype (f32, bf16, f16, i64, ...)", w->text));
+    }
+    if (const auto* names = enum_names(a)) {
+      auto it = std::find(names->begin(), names->end(), w->text);
+      if (it != names->end()) return int64_t(it - names->begin());
+      fail(a, fmt::format("'{}' is not one of: {}", w->text, fmt::join(*names, ", ")));
+    }
+    fail(a, fmt::format("expected an integer, got '{}'", w->text));
+  }
+
+  std::vector<int64_t> int_list(const c10::Argument& a, const ArgValue& v) {
+    if (auto* i = std::get_if<int64_t>(&v.v)) {  // `padding=1` for int[2]: broadcast
+      return std::vector<int64_t>(a.N() ? std::size_t(*a.N()) : 1, *i);
+    }
+    auto* l = std::get_if<ArgList>(&v.v);
+    if (!l) fail(a, fmt::format("expected a list of integers like [1,1], got '{}'", format_value(v)));
+    std::vector<int64_t> out;
+    for (const auto& item : *l) {
+      auto* i = std::get_if<int64_t>(&item.v);
+      if (!i) fail(a, fmt::format("expected integers in the list, got '{}'", format_value(item)));
+      out.push_back(*i);
+    }
+    return out;
+  }
+
+  c10::IValue convert(const c10::Argument& a, const c10::TypePtr& type, const ArgValue& v) {
+    using K = c10::TypeKind;
+    switch (type->kind()) {
+      case K::OptionalType:
+        if (v.is_none()) return c10::IValue();
+        return convert(a, type->castRaw<c10::OptionalType>()->getElementType(), v);
+      case K::TensorType: {
+        auto* t = std::get_if<TensorSpec>(&v.v);
+        if (!t) fail(a, fmt::format("expected a tensor like f32[2,3], got '{}'", format_value(v)));
+        return make_tensor(a, *t, 0);
+      }
+      case K::IntType:
+      case K::SymIntType:
+        return enum_value(a, v);
+      case K::FloatType:
+      case K::SymFloatType:
+        if (auto* d = std::get_if<double>(&v.v)) return *d;
+        if (auto* i = std::get_if<int64_t>(&v.v)) return double(*i);
+        fail(a, fmt::format("expected a number, got '{}'", format_value(v)));
+      case K::BoolType:
+      case K::SymBoolType:
+        if (auto* b = std::get_if<bool>(&v.v)) return *b;
+        if (auto* i = std::get_if<int64_t>(&v.v); i && (*i == 0 || *i == 1)) return *i == 1;
+        fail(a, fmt::format("expected true or false, got '{}'", format_value(v)));
+      case K::NumberType:
+        if (auto* d = std::get_if<double>(&v.v)) return at::Scalar(*d);
+        if (auto* i = std::get_if<int64_t>(&v.v)) return at::Scalar(*i);
+        if (auto* b = std::get_if<bool>(&v.v)) return at::Scalar(*b);
+        fail(a, fmt::format("expected a number, got '{}'", format_value(v)));
+      case K::StringType:
+        if (auto* w = std::get_if<ArgValue::Word>(&v.v)) return w->text;
+        fail(a, fmt::format("expected a word such as tanh, got '{}'", format_value(v)));
+      case K::DeviceObjType:
+        if (auto* w = std::get_if<ArgValue::Word>(&v.v)) return resolve_device(w->text);
+        fail(a, fmt::format("expected a device (cpu, cuda), got '{}'", format_value(v)));
+      case K::GeneratorType:
+        if (v.is_none()) return c10::IValue();
+        fail(a, "only None is accepted for a generator");
+      case K::ListType: {
+        const c10::TypePtr elem = type->containedType(0);
+        const K ek = elem->kind();
+        if (ek == K::IntType || ek == K::SymIntType) return int_list(a, v);
+        auto* l = std::get_if<ArgList>(&v.v);
+        if (!l) fail(a, fmt::format("expected a list, got '{}'", format_value(v)));
+        if (ek == K::TensorType) {
+          c10::List<at::Tensor> ts;
+          for (std::size_t i = 0; i < l->size(); ++i) {
+            auto* t = std::get_if<TensorSpec>(&(*l)[i].v);
+            if (!t) fail(a, fmt::format("item {}: expected a tensor, got '{}'", i, format_value((*l)[i])));
+            ts.push_back(make_tensor(a, *t, i));
+          }
+          return ts;
+        }
+        if (ek == K::OptionalType && elem->containedType(0)->kind() == K::TensorType) {
+          c10::List<std::optional<at::Tensor>> ts;
+          for (std::size_t i = 0; i < l->size(); ++i) {
+            if ((*l)[i].is_none()) { ts.push_back(std::nullopt); continue; }
+            auto* t = std::get_if<TensorSpec>(&(*l)[i].v);
+            if (!t) fail(a, fmt::format("item {}: expected a tensor or None", i));
+            ts.push_back(make_tensor(a, *t, i));
+          }
+          return ts;
+        }
+        if (ek == K::FloatType) {
+          std::vector<double> ds;
+          for (const auto& item : *l) ds.push_back(convert(a, elem, item).toDouble());
+          return ds;
+        }
+        if (ek == K::BoolType) {
+          c10::List<bool> bs;
+          for (const auto& item : *l) bs.push_back(convert(a, elem, item).toBool());
+          return bs;
+        }
+        fail(a, fmt::format("lists of {} are not supported", elem->str()));
+      }
+      default:
+        fail(a, fmt::format("arguments of type {} are not supported", type->str()));
+    }
+  }
+
+  // The value as opcost writes it, normalised (dtype codes, enum names, broadcast lists).
+  ArgValue canonical(const c10::Argument& a, const c10::IValue& iv, const ArgValue* given_v) const {
+    if (iv.isNone()) return ArgValue{ArgValue::None{}};
+    if (iv.isTensor()) {
+      TensorSpec s = tensor_spec_of(iv.toTensor());
+      if (given_v)
+        if (auto* g = std::get_if<TensorSpec>(&given_v->v)) {
+          s.range = g->range;
+          if (g->device) s.device = g->device;
+        }
+      return ArgValue{s};
+    }
+    if (iv.isInt()) {
+      const int64_t i = iv.toInt();
+      if (real_kind(a) == c10::TypeKind::ScalarTypeType) return ArgValue{ArgValue::Word{code_of(at::ScalarType(i))}};
+      if (const auto* names = enum_names(a); names && i >= 0 && i < int64_t(names->size()))
+        return ArgValue{ArgValue::Word{(*names)[i]}};
+      return ArgValue{i};
+    }
+    if (iv.isDouble()) return ArgValue{iv.toDouble()};
+    if (iv.isBool()) return ArgValue{iv.toBool()};
+    if (iv.isScalar()) {
+      const at::Scalar s = iv.toScalar();
+      if (s.isIntegral(false)) return ArgValue{s.toLong()};
+      if (s.isBoolean()) return ArgValue{s.toBool()};
+      return ArgValue{s.toDouble()};
+    }
+    if (iv.isString()) return ArgValue{ArgValue::Word{iv.toStringRef()}};
+    if (iv.isDevice()) return ArgValue{ArgValue::Word{iv.toDevice().str()}};
+    if (iv.isList()) {
+      ArgList items;
+      const ArgList* given_items = given_v ? std::get_if<ArgList>(&given_v->v) : nullptr;
+      const auto list = iv.toListRef();
+      for (std::size_t i = 0; i < list.size(); ++i)
+        items.push_back(canonical(a, list[i], given_items && i < given_items->size() ? &(*given_items)[i] : nullptr));
+      return ArgValue{items};
+    }
+    return ArgValue{ArgValue::Word{"?"}};
+  }
+};
+
+}  // namespace
+
+c10::Device resolve_device(const std::string& spec) {
+  if (spec == "auto") {
+    auto acc = at::accelerator::getAccelerator(false);
+    if (acc && *acc == at::kCUDA && at::accelerator::deviceCount() > 0) return c10::Device(at::kCUDA, 0);
+    return c10::Device(at::kCPU);
+  }
+  try {
+    c10::Device d(spec);
+    if (d.is_cuda() && (!at::hasCUDA() || at::accelerator::deviceCount() == 0))
+      throw ReplayError(fmt::format("device '{}' requested but this machine has no CUDA GPU "
+                                    "(use --device cpu)", spec));
+    if (d.is_cuda() && !d.has_index()) d = c10::Device(at::kCUDA, 0);
+    return d;
+  } catch (const c10::Error&) {
+    throw ReplayError(fmt::format("unknown device '{}' (use auto, cpu, cuda or cuda:N)", spec));
+  }
+}
+
+TensorSpec tensor_spec_of(const at::Tensor& t) {
+  TensorSpec s;
+  s.dtype = code_of(t.scalar_type());
+  s.shape = t.sizes().vec();
+  if (!t.is_contiguous()) s.strides = t.strides().vec();
+  return s;
+}
+
+BoundCall bind_call(const OpCall& call, c10::Device device, uint64_t seed) {
+  auto handle = c10::Dispatcher::singleton().findSchema({call.op, call.overload});
+  if (!handle) {
+    std::vector<std::string> overloads;
+    for (const auto& n : c10::Dispatcher::singleton().getAllOpNames())
+      if (n.name == call.op) overloads.push_back(n.overload_name.empty() ? "(default)" : n.overload_name);
+    if (!overloads.empty()) {
+      std::sort(overloads.begin(), overloads.end());
+      throw ReplayError(fmt::format("{}: no overload '{}'; its overloads are: {}", call.op,
+                                    call.overload, fmt::join(overloads, ", ")));
+    }
+    auto near = similar_op_names(call.op);
+    throw ReplayError(fmt::format("unknown operator '{}'{}", call.display_name(),
+                                  near.empty() ? "" : fmt::format(" (did you mean {}?)", fmt::join(near, ", "))));
+  }
+  const c10::FunctionSchema& schema = handle->schema();
+  Binder b{call, schema, device, at::detail::createCPUGenerator(seed), {}, {}};
+  b.out.handle = handle;
+  const auto& args = schema.arguments();
+  for (const auto& a : args)
+    if (a.is_out())
+      throw ReplayError(fmt::format("{}: out= overloads are not replayed; use the functional "
+                                    "overload (e.g. {} instead of {}.out)",
+                                    call.display_name(), call.op, call.op));
+  // Positional values fill the positional (non-kwarg-only) parameters in order.
+  std::size_t next_positional = 0;
+  for (const auto& na : call.args) {
+    if (na.name.empty()) {
+      while (next_positional < args.size() && args[next_positional].kwarg_only()) ++next_positional;
+      if (next_positional >= args.size())
+        throw ReplayError(fmt::format("{}: too many positional arguments\n  schema: {}",
+                                      call.display_name(), c10::toString(schema)));
+      b.given[args[next_positional++].name()] = &na.value;
+      continue;
+    }
+    auto it = std::find_if(args.begin(), args.end(), [&](const c10::Argument& a) { return a.name() == na.name; });
+    if (it == args.end()) {
+      std::vector<std::string> names;
+      for (const auto& a : args) names.push_back(a.name());
+      throw ReplayError(fmt::format("{}: no argument named '{}'; the schema's arguments are: {}\n  schema: {}",
+                                    call.display_name(), na.name, fmt::join(names, ", "), c10::toString(schema)));
+    }
+    if (b.given.count(na.name))
+      throw ReplayError(fmt::format("{}: argument '{}' given twice", call.display_name(), na.name));
+    b.given[na.name] = &na.value;
+  }
+  for (const auto& a : args) {
+    auto it = b.given.find(a.name());
+    c10::IValue iv;
+    if (it != b.given.end()) {
+      iv = b.convert(a, a.type(), *it->second);
+    } else if (a.default_value()) {
+      iv = *a.default_value();
+    } else if (a.type()->kind() == c10::TypeKind::OptionalType) {
+      iv = c10::IValue();
+    } else {
+      b.fail(a, "missing: this argument has no default");
+    }
+    ArgValue canon = b.canonical(a, iv, it != b.given.end() ? it->second : nullptr);
+    const bool is_default =
+        a.default_value() && format_value(canon) == format_value(b.canonical(a, *a.default_value(), nullptr));
+    if (!is_default && !(canon.is_none() && !a.default_value() && it == b.given.end()))
+      b.out.canonical.push_back({a.name(), canon});
+    b.out.inputs.push_back(std::move(iv));
+  }
+  return std::move(b.out);
+}
+
+std::vector<std::string> similar_op_names(const std::string& name, std::size_t max) {
+  auto distance = [](const std::string& s, const std::string& t) {
+    std::vector<std::size_t> prev(t.size() + 1), cur(t.size() + 1);
+    for (std::size_t j = 0; j <= t.size(); ++j) prev[j] = j;
+    for (std::size_t i = 1; i <= s.size(); ++i) {
+      cur[0] = i;
+      for (std::size_t j = 1; j <= t.size(); ++j)
+        cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (s[i - 1] != t[j - 1])});
+      std::swap(prev, cur);
+    }
+    return prev[t.size()];
+  };
+  std::vector<std::pair<std::size_t, std::string>> scored;
+  std::set<std::string> seen;
+  for (const auto& n : c10::Dispatcher::singleton().getAllOpNames()) {
+    if (!seen.insert(n.name).second) continue;
+    scored.push_back({distance(name, n.name), n.name});
+  }
+  std::sort(scored.begin(), scored.end());
+  std::vector<std::string> out;
+  for (const auto& [d, n] : scored) {
+    if (out.size() >= max || d > std::max<std::size_t>(3, name.size() / 4)) break;
+    out.push_back(n);
+  }
+  return out;
+}
+
+namespace {
+
+class PreparedCallImpl : public PreparedCall {
+ public:
+  PreparedCallImpl(const OpCall& call, const ReplayOptions& opt) {
+    const c10::Device device = resolve_device(opt.device);
+    c10::InferenceMode guard;
+    try {
+      BoundCall b = bind_call(call, device, opt.seed);
+      handle_ = b.handle;
+      op_ = call.op;
+      overload_ = call.overload;
+      canonical_ = format_args(b.canonical);
+      schema_ = c10::toString(b.handle->schema());
+      dtype_ = b.dtype;
+      bytes_ = b.tensor_bytes;
+      sets_.push_back(std::move(b.inputs));
+      if (opt.cache_mode == "cold") {
+        // Rotate over enough input copies that each call finds its inputs out of cache.
+        const std::size_t n = std::clamp<std::size_t>(
+            bytes_ ? (opt.cold_footprint_bytes + bytes_ - 1) / bytes_ : 1, 2, 256);
+        for (std::size_t i = 1; i < n; ++i) {
+          std::vector<c10::IValue> copy;
+          for (const auto& iv : sets_.front()) copy.push_back(iv.isTensor() ? c10::IValue(iv.toTensor().clone()) : iv);
+          sets_.push_back(std::move(copy));
+        }
+      } else if (opt.cache_mode != "warm") {
+        throw ReplayError(fmt::format("unknown cache mode '{}' (use warm or cold)", opt.cache_mode));
+      }
+      device_kind_ = device.is_cuda() ? "cuda" : "cpu";
+      device_index_ = device.has_index() ? device.index() : 0;
+      call_checked();
+    } catch (const c10::OutOfMemoryError& e) {
+      throw ReplayError(fmt::format("{} {}: out of memory on {}: {}\n  fix: use smaller shapes, "
+                                    "or measure with --cache warm",
+                                    call.display_name(), format_args(call.args), device.str(),
+                                    e.what_without_backtrace()));
+    }
+  }
+
+  const std::string& op() const override { return op_; }
+  const std::string& overload() const override { return overload_; }
+  const std::string& canonical_args() const override { return canonical_; }
+  const std::string& schema() const override { return schema_; }
+  const std::string& dtype() const override { return dtype_; }
+  const std::string& device_kind() const override { return device_kind_; }
+  int device_index() const override { return device_index_; }
+  std::size_t input_sets() const override { return sets_.size(); }
+  std::size_t input_bytes() const override { return bytes_; }
+
+  void call() override {
+    stack_ = sets_[next_];
+    if (++next_ == sets_.size()) next_ = 0;
+    handle_->callBoxed(stack_);
+  }
+
+ private:
+  // The first call, with the op's own error text wrapped in ours.
+  void call_checked() {
+    try {
+      call();
+      if (device_kind_ == "cuda") at::accelerator::synchronizeDevice(device_index_);
+    } catch (const c10::OutOfMemoryError&) {
+      throw;
+    } catch (const c10::Error& e) {
+      throw ReplayError(fmt::format("{} rejected the arguments {}:\n  {}\n  schema: {}",
+                                    op_ + (overload_.empty() ? "" : "." + overload_), canonical_,
+                                    e.what_without_backtrace(), schema_));
+    }
+  }
+
+  std::optional<c10::OperatorHandle> handle_;
+  std::string op_, overload_, canonical_, schema_, dtype_, device_kind_;
+  int device_index_ = 0;
+  std::size_t bytes_ = 0, next_ = 0;
+  std::vector<std::vector<c10::IValue>> sets_;
+  std::vector<c10::IValue> stack_;
+};
+
+}  // namespace
+
+std::unique_ptr<PreparedCall> PreparedCall::prepare(const OpCall& call, const ReplayOptions& opt) {
+  return std::make_unique<PreparedCallImpl>(call, opt);
+}
+
+}  // namespace opcost

@@ -1,0 +1,317 @@
+// Timing and energy loops. Device-generic ATen APIs (c10::Event, at::accelerator) keep this
+// translation unit free of CUDA headers; at::cuda::sleep fills the GPU's queue ahead of a
+// timed batch so that launch overhead never shows up as GPU time.
+#include "torch/runner.h"
+
+#include <ATen/DeviceAccelerator.h>
+#include <ATen/detail/CUDAHooksInterface.h>
+#include <c10/core/Event.h>
+#include <c10/core/InferenceMode.h>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <torch/headeronly/version.h>
+#include <unistd.h>
+#if defined(OPCOST_TORCH_HAS_CUDA)
+#include <ATen/cuda/Sleep.h>
+#endif
+
+#include <algorithm>
+#include <cmath>
+#include <ctime>
+#include <fstream>
+
+#include "core/energy/monitor.h"
+#include "core/energy/nvml.h"
+#include "core/version.h"
+
+namespace opcost {
+
+namespace {
+
+double thread_cpu_s() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return double(ts.tv_sec) + double(ts.tv_nsec) * 1e-9;
+}
+
+std::string cpu_model() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("model name", 0) == 0) {
+      auto p = line.find(':');
+      if (p != std::string::npos) return line.substr(p + 2);
+    }
+  return "CPU";
+}
+
+std::string hostname() {
+  char buf[256] = {};
+  gethostname(buf, sizeof buf - 1);
+  return buf;
+}
+
+}  // namespace
+
+Environment describe_environment(const std::string& kind, int index) {
+  Environment e;
+  e.device_kind = kind;
+  e.opcost_version = kOpcostVersion;
+  e.torch_version = fmt::format("{}.{}.{}", TORCH_VERSION_MAJOR, TORCH_VERSION_MINOR, TORCH_VERSION_PATCH);
+  e.host = hostname();
+  if (kind == "cuda") {
+    const long rt = at::detail::getCUDAHooks().versionCUDART();
+    e.cuda_version = fmt::format("{}.{}", rt / 1000, (rt % 1000) / 10);
+    const Nvml& nvml = Nvml::instance();
+    e.driver_version = nvml.driver_version().value_or("unknown");
+    if (auto dev = nvml.device_for_cuda_ordinal(index)) {
+      e.device_name = dev->name().value_or(fmt::format("cuda:{}", index));
+      e.device_uuid = dev->uuid().value_or("");
+    } else {
+      e.device_name = fmt::format("cuda:{}", index);
+    }
+  } else {
+    e.device_name = cpu_model();
+    e.cuda_version = "";
+    e.driver_version = "";
+  }
+  return e;
+}
+
+Runner::Runner(const std::string& kind, int index, MeasureConfig cfg)
+    : kind_(kind), index_(index), cfg_(cfg), env_(describe_environment(kind, index)) {
+  if (!cfg_.energy) {
+    energy_why_ = "energy measurement disabled (--no-energy)";
+  } else if (kind_ == "cuda") {
+    probe_ = make_nvml_probe(index_, &energy_why_);
+  } else {
+    probe_ = make_rapl_probe(&energy_why_);
+  }
+}
+
+Runner::~Runner() = default;
+
+std::optional<double> Runner::idle_power() {
+  // Idle power is re-measured when older than a minute: it drifts with temperature.
+  if (!probe_) return std::nullopt;
+  if (now_s() - idle_at_s_ < 60) return idle_W_;
+  if (kind_ == "cuda") at::accelerator::synchronizeDevice(index_);
+  idle_W_ = measure_idle_power_W(*probe_, kind_ == "cuda" ? 3 : 50, 2.0, &idle_why_);
+  idle_at_s_ = now_s();
+  return idle_W_;
+}
+
+void Runner::time_cpu(PreparedCall& call, Measurement& m) {
+  // Warm-up, then batches of about target_sample_s each.
+  const double t0 = now_s();
+  std::size_t n = 0;
+  while (n < 3 || now_s() - t0 < cfg_.warmup_s) { call.call(); ++n; }
+  const double per_call = (now_s() - t0) / double(n);
+  const std::size_t batch = std::clamp<std::size_t>(std::size_t(cfg_.target_sample_s / per_call), 1, 10000);
+  AdaptiveStop stop(cfg_.time);
+  std::vector<double> samples, cpu;
+  const double start = now_s();
+  while (!stop.done()) {
+    const double c0 = thread_cpu_s(), w0 = now_s();
+    for (std::size_t i = 0; i < batch; ++i) call.call();
+    const double w1 = now_s(), c1 = thread_cpu_s();
+    samples.push_back((w1 - w0) * 1e6 / double(batch));
+    cpu.push_back((c1 - c0) * 1e6 / double(batch));
+    stop.add(samples.back(), w1 - start);
+  }
+  m.time.per_call_us = summarize(samples);
+  m.time.stop_reason = to_string(stop.reason());
+  m.time.calls_per_sample = batch;
+  // On the CPU issuing the call is running it: host time equals the measured time.
+  m.time.host_us_per_call = m.time.per_call_us.median;
+  m.time.host_cpu_us_per_call = median_of(cpu);
+  m.total_calls += n + samples.size() * batch;
+  m.method = "cpu-wall-clock";
+}
+
+void Runner::time_cuda(PreparedCall& call, Measurement& m) {
+  const c10::Stream stream = at::accelerator::getCurrentStream(index_);
+  auto sync = [&] { at::accelerator::synchronizeDevice(index_); };
+  // Warm-up in synchronised chunks (the queue never grows unbounded).
+  const double t0 = now_s();
+  std::size_t n = 0;
+  double per_call = 0;
+  while (n < 3 || now_s() - t0 < cfg_.warmup_s) {
+    const double c0 = now_s();
+    for (int i = 0; i < 10; ++i) call.call();
+    sync();
+    per_call = (now_s() - c0) / 10;
+    n += 10;
+  }
+  // Host issue cost estimate: ten calls behind a long sleep, so the queue never blocks.
+  double issue_per_call = per_call;
+#if defined(OPCOST_TORCH_HAS_CUDA)
+  {
+    at::cuda::sleep(int64_t(2e9 * 0.02));  // ~10-20 ms of GPU spin
+    const double i0 = now_s();
+    for (int i = 0; i < 10; ++i) call.call();
+    issue_per_call = (now_s() - i0) / 10;
+    sync();
+    n += 10;
+  }
+#endif
+  const std::size_t batch = std::clamp<std::size_t>(std::size_t(cfg_.target_sample_s / per_call), 1, 200);
+  c10::Event start(c10::DeviceType::CUDA, c10::EventFlag::BACKEND_DEFAULT);
+  c10::Event end(c10::DeviceType::CUDA, c10::EventFlag::BACKEND_DEFAULT);
+  AdaptiveStop stop(cfg_.time);
+  std::vector<double> samples, host, cpu;
+  std::size_t late_prefill = 0;
+  double prefill_s = 1.5 * issue_per_call * double(batch) + 20e-6;
+  const double begin = now_s();
+  while (!stop.done()) {
+#if defined(OPCOST_TORCH_HAS_CUDA)
+    // Keep the GPU busy while the batch is issued: the events then time GPU work alone.
+    at::cuda::sleep(int64_t(prefill_s * 2e9));
+#endif
+    start.record(stream);
+    const double w0 = now_s(), c0 = thread_cpu_s();
+    for (std::size_t i = 0; i < batch; ++i) call.call();
+    const double w1 = now_s(), c1 = thread_cpu_s();
+    end.record(stream);
+    end.synchronize();
+    const double issue_s = w1 - w0;
+    host.push_back(issue_s * 1e6 / double(batch));
+    cpu.push_back((c1 - c0) * 1e6 / double(batch));
+    n += batch;
+    if (issue_s > prefill_s) {
+      // The sleep ended before the batch was issued, so the GPU may have waited on the
+      // host: discard the sample and lengthen the prefill.
+      prefill_s = 1.5 * issue_s;
+      if (++late_prefill < 50) continue;
+    }
+    samples.push_back(start.elapsedTime(end) * 1e3 / double(batch));
+    stop.add(samples.back(), now_s() - begin);
+  }
+  m.time.per_call_us = summarize(samples);
+  m.time.stop_reason = to_string(stop.reason());
+  m.time.calls_per_sample = batch;
+  m.time.host_us_per_call = median_of(host);
+  m.time.host_cpu_us_per_call = median_of(cpu);
+  m.total_calls += n;
+#if defined(OPCOST_TORCH_HAS_CUDA)
+  m.method = fmt::format("cuda-events, batches of {} behind a sleep-kernel prefill", batch);
+#else
+  m.method = fmt::format("cuda-events, batches of {}", batch);
+#endif
+}
+
+void Runner::measure_energy(PreparedCall& call, Measurement& m) {
+  auto& e = m.energy;
+  if (!probe_) {
+    e.unavailable_reason = energy_why_;
+    return;
+  }
+  e.idle_power_W = idle_power();
+  if (!e.idle_power_W) {
+    e.unavailable_reason = idle_why_;
+    return;
+  }
+  const bool cuda = kind_ == "cuda";
+  // Loop continuously; record when each batch is known complete. On CUDA two batches are in
+  // flight, so the GPU never waits for the host unless the op itself is launch-bound.
+  const double batch_s = 0.002;
+  const double per_call_s = std::max(m.time.per_call_us.median, m.time.host_us_per_call) * 1e-6;
+  const std::size_t batch = std::clamp<std::size_t>(std::size_t(batch_s / std::max(per_call_s, 1e-7)), 1, 2000);
+  std::vector<CompletionPoint> timeline;
+  std::optional<c10::Event> events[2];
+  if (cuda) {
+    events[0].emplace(c10::DeviceType::CUDA, c10::EventFlag::PYTORCH_DEFAULT);
+    events[1].emplace(c10::DeviceType::CUDA, c10::EventFlag::PYTORCH_DEFAULT);
+  }
+  const c10::Stream stream = cuda ? at::accelerator::getCurrentStream(index_) : c10::Stream(c10::Stream::DEFAULT, c10::Device(c10::kCPU));
+  EnergyMonitor monitor(*probe_);
+  monitor.start();
+  const double start = now_s();
+  const double settle_end = start + cfg_.energy_settle_s;
+  std::size_t issued = 0, k = 0;
+  EnergyEstimate est;
+  std::vector<EnergyWindow> windows;
+  double period = 0.1;
+  std::size_t periods_per_window = 1;
+  while (true) {
+    for (std::size_t i = 0; i < batch; ++i) call.call();
+    issued += batch;
+    if (cuda) {
+      events[k % 2]->record(stream);
+      if (k > 0) {
+        events[(k - 1) % 2]->synchronize();
+        timeline.push_back({now_s(), double(issued - batch)});
+      } else {
+        timeline.push_back({now_s(), 0.0});
+      }
+    } else {
+      timeline.push_back({now_s(), double(issued)});
+    }
+    ++k;
+    const double t = now_s();
+    if (t < settle_end + 0.1) continue;
+    const auto edges = monitor.edges();
+    if (auto p = update_period_s(edges)) {
+      period = *p;
+      // RAPL updates every ~1 ms: group its periods into windows of ~100 ms.
+      periods_per_window = std::max<std::size_t>(1, std::size_t(std::lround(0.1 / period)));
+    }
+    windows = make_windows(edges, timeline, settle_end, periods_per_window);
+    est = estimate_energy(windows, *e.idle_power_W);
+    const bool enough = windows.size() >= cfg_.energy_min_windows &&
+                        est.per_call_mJ.rel_ci95() <= cfg_.energy_target_rel_ci95;
+    if (enough || t - start > cfg_.energy_max_s) break;
+  }
+  if (cuda) at::accelerator::synchronizeDevice(index_);
+  timeline.push_back({now_s(), double(issued)});
+  monitor.stop();
+  m.total_calls += issued;
+  m.during = monitor.state_summary();
+  if (cfg_.keep_power_trace) m.power_trace = monitor.power_trace();
+  windows = make_windows(monitor.edges(), timeline, settle_end, periods_per_window);
+  est = estimate_energy(windows, *e.idle_power_W);
+  if (windows.size() < 2) {
+    e.unavailable_reason = fmt::format(
+        "the {} energy counter gave {} usable window(s) in {:.2f} s of looping (it must update "
+        "at least twice after the {:.2f} s settle)",
+        probe_->name(), windows.size(), now_s() - start, cfg_.energy_settle_s);
+    return;
+  }
+  e.available = true;
+  e.source = probe_->name() == "nvml" ? "nvml-energy-counter" : "rapl-energy-counter";
+  e.per_call_mJ = est.per_call_mJ;
+  e.above_idle_mJ = est.above_idle_mJ;
+  e.power_W = est.power_W;
+  e.wall_us_per_call = est.wall_s_per_call * 1e6;
+  e.counter_period_s = period * double(periods_per_window);
+  e.windows = est.windows;
+  e.seconds = est.seconds;
+}
+
+Measurement Runner::measure(PreparedCall& call) {
+  c10::InferenceMode guard;
+  Measurement m;
+  m.op = call.op();
+  m.overload = call.overload();
+  m.args = call.canonical_args();
+  m.args_hash = stable_hash(m.op + "." + m.overload + " " + m.args);
+  m.dtype = call.dtype();
+  m.schema = call.schema();
+  m.cache_mode = call.input_sets() > 1 ? "cold" : "warm";
+  m.env = env_;
+  m.created_at = utc_timestamp();
+  const double t0 = now_s();
+  if (probe_) m.before = probe_->state();
+  if (kind_ == "cuda") time_cuda(call, m);
+  else time_cpu(call, m);
+  m.time.target_rel_ci95 = cfg_.time.target_rel_ci95;
+  measure_energy(call, m);
+  if (probe_) m.after = probe_->state();
+  if (m.energy.available)
+    m.method += fmt::format("; energy from {} over {} aligned windows", m.energy.source, m.energy.windows);
+  m.flags = hygiene_flags(m.before, m.after, m.during);
+  m.total_seconds = now_s() - t0;
+  return m;
+}
+
+}  // namespace opcost

@@ -1,0 +1,59 @@
+#pragma once
+// The measurement engine: warm-up, timing with an adaptive stopping rule, host-side issue
+// cost, and energy from the device's cumulative counter. Torch-free header.
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "core/energy/probe.h"
+#include "core/measurement.h"
+#include "core/stats/stopping.h"
+#include "torch/replay.h"
+
+namespace opcost {
+
+struct MeasureConfig {
+  StoppingCriterion time{0.01, 10, 0.05, 1.0, 100000};
+  double warmup_s = 0.05;
+  double target_sample_s = 0.001;  // one timing sample spans about this much GPU time
+  bool energy = true;
+  // Energy: settle after the loop starts, then whole counter periods until the per-call
+  // energy CI is within target, or the budget is spent.
+  double energy_settle_s = 0.3;
+  double energy_target_rel_ci95 = 0.02;
+  std::size_t energy_min_windows = 6;
+  double energy_max_s = 1.6;
+  bool keep_power_trace = false;
+};
+
+class Runner {
+ public:
+  // Opens the energy probe for the device (NVML on CUDA, RAPL on the CPU) if there is one.
+  Runner(const std::string& device_kind, int device_index, MeasureConfig cfg);
+  ~Runner();
+
+  Measurement measure(PreparedCall& call);
+  const Environment& environment() const { return env_; }
+  // Why energy is unavailable, or empty when a probe is open.
+  const std::string& energy_unavailable_reason() const { return energy_why_; }
+
+ private:
+  void time_cuda(PreparedCall& call, Measurement& m);
+  void time_cpu(PreparedCall& call, Measurement& m);
+  void measure_energy(PreparedCall& call, Measurement& m);
+  std::optional<double> idle_power();
+
+  std::string kind_;
+  int index_;
+  MeasureConfig cfg_;
+  Environment env_;
+  std::unique_ptr<EnergyProbe> probe_;
+  std::string energy_why_;
+  std::optional<double> idle_W_;
+  double idle_at_s_ = -1e9;
+  std::string idle_why_;
+};
+
+Environment describe_environment(const std::string& device_kind, int device_index);
+
+}  // namespace opcost

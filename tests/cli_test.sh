@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# End-to-end checks of the command line: output, errors a user can act on, the database
+# subcommands, and a spec run that goes on past a bad entry.
+set -uo pipefail
+bin=$1; dir=$2
+rm -rf "$dir"; mkdir -p "$dir"
+db=$dir/cli.db
+pass=0; fail=0
+check() {  # check NAME CONDITION-COMMAND...
+  local name=$1; shift
+  if "$@"; then pass=$((pass+1)); else fail=$((fail+1)); echo "FAILED: $name"; fi
+}
+has() { grep -q -- "$2" "$1"; }
+
+"$bin" measure aten::relu self=f32[256] --device cpu --db "$db" --max-time 0.1 >"$dir/o1" 2>"$dir/e1"
+check "measure exits 0" test $? -eq 0
+check "text names the op" has "$dir/o1" "aten::relu self=f32\[256\]"
+check "text has time CI" has "$dir/o1" "95% CI"
+check "energy unavailable or given" grep -qE "energy/call +(unavailable: .+|[0-9])" "$dir/o1"
+check "stored row reported" has "$dir/e1" "stored as row 1"
+
+"$bin" measure aten::add.Tensor self=f32[8,8] other=f32[8] alpha=2 --device cpu --db "$db" --max-time 0.1 --json >"$dir/o2" 2>/dev/null
+check "json parses with required keys" python3 -c "
+import json,sys; d=json.load(open('$dir/o2'))
+for k in ['op','overload','args','device','time_us','power_W','clocks_MHz','temperature_C','flags','db_id']: assert k in d, k
+for k in ['median','mean','ci95_low','ci95_high','samples']: assert k in d['time_us'], k
+assert ('energy_mJ' in d) != ('energy_unavailable' in d)
+assert d['overload']=='Tensor' and d['args']=='self=f32[8,8] other=f32[8] alpha=2' and d['db_id']==2"
+
+"$bin" measure aten::conv2dd input=f32[1] --device cpu --db "$db" >/dev/null 2>"$dir/e3"
+check "unknown op exits non-zero" test $? -ne 0
+check "unknown op suggests" has "$dir/e3" "did you mean"
+
+"$bin" measure aten::conv2d input=f32[1,3,8,8] weight=f32[4,5,3,3] --device cpu --db "$db" >/dev/null 2>"$dir/e4"
+check "rejected shapes carry the op's text" has "$dir/e4" "rejected the arguments"
+
+cat >"$dir/spec.yaml" <<'YAML'
+ops:
+  - aten::relu self=f32[64]
+  - aten::mm self=f32[4,5] mat2=f32[6,7]
+  - op: aten::gelu
+    args: {self: "f32[64]", approximate: tanh}
+YAML
+"$bin" measure --spec "$dir/spec.yaml" --device cpu --db "$db" --max-time 0.1 >"$dir/o5" 2>"$dir/e5"
+check "spec with a bad entry exits 1" test $? -eq 1
+check "spec goes on past the bad entry" has "$dir/o5" "aten::gelu self=f32\[64\] approximate=tanh"
+check "spec error names file and entry" has "$dir/e5" "spec.yaml:3 (ops\[1\])"
+check "spec summary" has "$dir/e5" "2 measured, 0 skipped, 1 failed"
+
+"$bin" measure --spec "$dir/spec.yaml" --device cpu --db "$db" --resume --max-time 0.1 >/dev/null 2>"$dir/e6"
+check "resume skips measured ops" has "$dir/e6" "0 measured, 2 skipped, 1 failed"
+
+printf 'ops: [\n  {op: aten::relu\n' >"$dir/bad.yaml"
+"$bin" measure --spec "$dir/bad.yaml" --device cpu --db "$db" >/dev/null 2>"$dir/e7"
+check "malformed yaml names the line" grep -q "bad.yaml:[0-9]*:[0-9]*: malformed" "$dir/e7"
+
+"$bin" db list --db "$db" >"$dir/o8" 2>/dev/null
+check "db list shows rows" test "$(grep -c 'aten::' "$dir/o8")" -eq 4
+"$bin" db show 2 --db "$db" >"$dir/o9"
+check "db show prints the document" python3 -c "import json; assert json.load(open('$dir/o9'))['db_id']==2"
+"$bin" db show 99 --db "$db" >/dev/null 2>"$dir/e10"
+check "db show of a missing row" has "$dir/e10" "no row 99"
+"$bin" db export --csv --db "$db" -o "$dir/all.csv"
+check "csv export has header and 4 rows" test "$(wc -l <"$dir/all.csv")" -eq 5
+"$bin" db export --json --db "$db" >"$dir/all.json"
+check "json export has 4 documents" python3 -c "import json; assert len(json.load(open('$dir/all.json')))==4"
+
+echo "$pass passed, $fail failed"
+test "$fail" -eq 0

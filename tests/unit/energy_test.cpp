@@ -1,0 +1,194 @@
+// Energy windowing and sampling logic, driven by synthetic data and by FakeEnergyProbe, a
+// simulated sensor that exists only in the tests (never reachable from the CLI).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "core/energy/monitor.h"
+#include "core/energy/probe.h"
+#include "core/energy/windows.h"
+#include "core/measurement.h"
+#include "core/energy/nvml.h"
+
+using namespace opcost;
+
+namespace {
+
+// A cumulative counter that, like the H100's, changes only every `period_s`, each time by the
+// exact energy of the elapsed period at a constant `watts`.
+class FakeEnergyProbe : public EnergyProbe {
+ public:
+  FakeEnergyProbe(double watts, double period_s) : watts_(watts), period_(period_s), t0_(now_s()) {}
+  std::string name() const override { return "fake"; }
+  std::optional<double> energy_mJ() override {
+    const double whole = std::floor((now_s() - t0_) / period_) * period_;
+    return 1e6 + watts_ * whole * 1000.0;
+  }
+  std::optional<double> power_W() override { return watts_; }
+  DeviceState state() override {
+    DeviceState s;
+    s.sm_clock_MHz = clock_;
+    clock_ = clock_ == 1980 ? 1400 : 1980;  // alternate: a clock change
+    s.throttle_reasons = throttle::kSwPowerCap;
+    return s;
+  }
+
+ private:
+  double watts_, period_, t0_;
+  unsigned clock_ = 1980;
+};
+
+std::vector<CounterEdge> steady_edges(double watts, double period, double first, int n) {
+  std::vector<CounterEdge> e;
+  for (int k = 0; k < n; ++k) {
+    const double t = first + k * period;
+    e.push_back({t, watts * t * 1000.0});
+  }
+  return e;
+}
+
+std::vector<CompletionPoint> steady_timeline(double calls_per_s, double until) {
+  std::vector<CompletionPoint> tl;
+  for (double t = 0; t <= until + 1e-12; t += 0.002) tl.push_back({t, calls_per_s * t});
+  return tl;
+}
+
+}  // namespace
+
+TEST(Windows, InterpolatesTheCompletionTimeline) {
+  const std::vector<CompletionPoint> tl = {{0, 0}, {1, 100}, {2, 100}, {3, 400}};
+  EXPECT_DOUBLE_EQ(*calls_at(tl, 0.5), 50);
+  EXPECT_DOUBLE_EQ(*calls_at(tl, 1.5), 100);
+  EXPECT_DOUBLE_EQ(*calls_at(tl, 2.5), 250);
+  EXPECT_FALSE(calls_at(tl, 3.5));
+  EXPECT_FALSE(calls_at(tl, -0.1));
+}
+
+TEST(Windows, ConstantLoadGivesExactEnergyPerCall) {
+  // 300 W, one call every 100 us: 30 mJ per call; idle 100 W: 20 mJ above idle.
+  const auto edges = steady_edges(300, 0.1, 0.05, 20);
+  const auto tl = steady_timeline(10000, 2.0);
+  const auto w = make_windows(edges, tl, 0.3, 1);
+  ASSERT_EQ(w.size(), 16u);  // edges 0.35 .. 1.95: 17 edges, 16 windows
+  for (const auto& x : w) {
+    EXPECT_NEAR(x.per_call_mJ(), 30.0, 1e-9);
+    EXPECT_NEAR(x.power_W(), 300.0, 1e-9);
+  }
+  const auto est = estimate_energy(w, 100.0);
+  EXPECT_NEAR(est.per_call_mJ.mean, 30.0, 1e-9);
+  EXPECT_NEAR(est.above_idle_mJ, 20.0, 1e-9);
+  EXPECT_NEAR(est.wall_s_per_call, 1e-4, 1e-12);
+  EXPECT_NEAR(est.per_call_mJ.ci95_half_width(), 0.0, 1e-9);
+}
+
+TEST(Windows, GroupsPeriodsAndSkipsInvalidWindows) {
+  auto edges = steady_edges(200, 0.1, 0.05, 12);
+  edges[6].energy_mJ = edges[5].energy_mJ;  // a window that read 0 J is invalid, not zero
+  edges[7].energy_mJ = edges[6].energy_mJ + 200 * 0.2 * 1000;
+  const auto tl = steady_timeline(1000, 1.2);
+  const auto one = make_windows(edges, tl, 0.0, 1);
+  EXPECT_EQ(one.size(), 10u);  // 11 intervals, one rejected
+  const auto two = make_windows(edges, tl, 0.0, 2);
+  EXPECT_EQ(two.size(), 5u);
+  for (const auto& w : two) EXPECT_NEAR(w.seconds(), 0.2, 1e-9);
+}
+
+TEST(Windows, NoisyEdgesGiveAnIntervalThatCoversTheTruth) {
+  // Edges seen up to 0.5 ms late (poll jitter): the CI must still cover 30 mJ.
+  std::vector<CounterEdge> edges;
+  for (int k = 0; k < 16; ++k) {
+    const double t = 0.05 + 0.1 * k;
+    edges.push_back({t + 0.0005 * ((k * 7) % 5) / 4.0, 300 * t * 1000});
+  }
+  const auto est = estimate_energy(make_windows(edges, steady_timeline(10000, 2.0), 0.0, 1), 0);
+  EXPECT_LE(est.per_call_mJ.ci95_low, 30.0);
+  EXPECT_GE(est.per_call_mJ.ci95_high, 30.0);
+  EXPECT_LT(est.per_call_mJ.rel_ci95(), 0.01);
+}
+
+TEST(Windows, UpdatePeriodAndAveragePower) {
+  const auto edges = steady_edges(125, 0.1, 0.0, 5);
+  EXPECT_NEAR(*update_period_s(edges), 0.1, 1e-12);
+  EXPECT_NEAR(*average_power_W(edges), 125, 1e-9);
+  EXPECT_FALSE(average_power_W({edges[0]}));
+}
+
+TEST(Monitor, RecordsCounterEdgesPowerAndState) {
+  FakeEnergyProbe probe(250, 0.01);
+  EnergyMonitor mon(probe, {0.0005, 0.005, 0.02});
+  mon.start();
+  std::this_thread::sleep_for(std::chrono::milliseconds(250));
+  mon.stop();
+  const auto edges = mon.edges();
+  ASSERT_GE(edges.size(), 15u);
+  EXPECT_NEAR(*update_period_s(edges), 0.01, 0.003);
+  EXPECT_NEAR(*average_power_W(edges), 250, 25);
+  EXPECT_GE(mon.power_trace().size(), 20u);
+  const auto st = mon.state_summary();
+  EXPECT_EQ(*st.sm_clock_min_MHz, 1400u);
+  EXPECT_EQ(*st.sm_clock_max_MHz, 1980u);
+  EXPECT_EQ(st.throttle_reasons_seen, throttle::kSwPowerCap);
+}
+
+TEST(Monitor, IdlePowerFromAlignedEdges) {
+  FakeEnergyProbe probe(80, 0.01);
+  std::string why;
+  auto w = measure_idle_power_W(probe, 5, 1.0, &why);
+  ASSERT_TRUE(w) << why;
+  EXPECT_NEAR(*w, 80, 8);
+}
+
+TEST(Monitor, IdlePowerReportsACounterThatNeverMoves) {
+  FakeEnergyProbe frozen(0, 0.01);  // 0 W: the value never changes
+  std::string why;
+  EXPECT_FALSE(measure_idle_power_W(frozen, 3, 0.1, &why));
+  EXPECT_NE(why.find("did not update"), std::string::npos) << why;
+}
+
+TEST(Hygiene, FlagsThrottlingClockChangesAndOtherProcesses) {
+  DeviceState before, after;
+  before.sm_clock_MHz = 1980;
+  after.sm_clock_MHz = 1980;
+  StateSummary quiet;
+  quiet.sm_clock_min_MHz = quiet.sm_clock_max_MHz = 1980;
+  quiet.throttle_reasons_seen = throttle::kGpuIdle;
+  EXPECT_TRUE(hygiene_flags(before, after, quiet).empty());
+
+  StateSummary hot = quiet;
+  hot.throttle_reasons_seen |= throttle::kSwPowerCap;
+  hot.sm_clock_min_MHz = 1380;
+  hot.other_processes_max = 1;
+  const auto f = hygiene_flags(before, after, hot);
+  ASSERT_EQ(f.size(), 3u);
+  EXPECT_EQ(f[0], "throttled:sw_power_cap");
+  EXPECT_EQ(f[1], "clock_changed:1380-1980MHz");
+  EXPECT_EQ(f[2], "other_processes:1");
+}
+
+TEST(Rapl, SumsPackagesAndUnwrapsTheCounter) {
+  namespace fs = std::filesystem;
+  const fs::path root = fs::temp_directory_path() / "opcost_rapl_fixture";
+  fs::remove_all(root);
+  fs::create_directories(root / "intel-rapl:0");
+  fs::create_directories(root / "intel-rapl:0:0");  // a sub-domain: not summed
+  auto write = [](const fs::path& p, const std::string& v) { std::ofstream(p) << v << "\n"; };
+  write(root / "intel-rapl:0/energy_uj", "900000");
+  write(root / "intel-rapl:0/max_energy_range_uj", "1000000");
+  write(root / "intel-rapl:0:0/energy_uj", "5");
+  std::string why;
+  auto probe = make_rapl_probe(&why, root.string());
+  ASSERT_TRUE(probe) << why;
+  EXPECT_DOUBLE_EQ(*probe->energy_mJ(), 900.0);
+  write(root / "intel-rapl:0/energy_uj", "100000");  // wrapped past 1 J
+  EXPECT_DOUBLE_EQ(*probe->energy_mJ(), 1100.0);
+  fs::remove_all(root);
+}
+
+TEST(Rapl, MissingPowercapIsUnavailableWithAReason) {
+  std::string why;
+  EXPECT_FALSE(make_rapl_probe(&why, "/nonexistent/powercap"));
+  EXPECT_NE(why.find("does not exist"), std::string::npos) << why;
+}

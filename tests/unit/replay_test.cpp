@@ -1,0 +1,174 @@
+// Schema-driven argument construction and replay, on CPU tensors: each op replayed through
+// the dispatcher gives exactly what a direct call of the op gives on the same inputs.
+#include <ATen/ATen.h>
+#include <c10/core/InferenceMode.h>
+#include <gtest/gtest.h>
+
+#include <functional>
+
+#include "core/spec/op_call.h"
+#include "core/spec/spec_file.h"
+#include "torch/bind.h"
+#include "torch/replay.h"
+
+using namespace opcost;
+using Inputs = std::vector<c10::IValue>;
+
+namespace {
+
+OpCall call_of(const std::string& line) {
+  auto tokens = split_call_line(line);
+  const std::string name = tokens.front();
+  tokens.erase(tokens.begin());
+  return parse_call(name, tokens);
+}
+
+struct Case {
+  std::string line;
+  std::function<at::Tensor(const Inputs&)> direct;  // the op called directly, same inputs
+};
+
+at::Tensor T(const Inputs& in, std::size_t i) { return in[i].toTensor(); }
+std::optional<at::Tensor> OT(const Inputs& in, std::size_t i) { return in[i].toOptional<at::Tensor>(); }
+
+const std::vector<Case>& cases() {
+  static const std::vector<Case> c = {
+      {"aten::conv2d input=f32[2,8,10,10] weight=f32[4,8,3,3] bias=f32[4] padding=[1,1] stride=2",
+       [](const Inputs& in) { return at::conv2d(T(in, 0), T(in, 1), OT(in, 2), {2, 2}, {1, 1}); }},
+      {"aten::linear input=f32[4,16] weight=f32[8,16] bias=f32[8]",
+       [](const Inputs& in) { return at::linear(T(in, 0), T(in, 1), OT(in, 2)); }},
+      {"aten::addmm self=f32[12] mat1=f32[5,7] mat2=f32[7,12] beta=0.5 alpha=2",
+       [](const Inputs& in) { return at::addmm(T(in, 0), T(in, 1), T(in, 2), 0.5, 2); }},
+      {"aten::bmm self=f32[3,4,5] mat2=f32[3,5,6]", [](const Inputs& in) { return at::bmm(T(in, 0), T(in, 1)); }},
+      {"aten::matmul self=f32[2,3,4,5] other=f32[5,6]", [](const Inputs& in) { return at::matmul(T(in, 0), T(in, 1)); }},
+      {"aten::layer_norm input=f32[4,32] normalized_shape=[32] weight=f32[32] bias=f32[32] eps=1e-5",
+       [](const Inputs& in) { return at::layer_norm(T(in, 0), {32}, OT(in, 2), OT(in, 3), 1e-5); }},
+      {"aten::native_layer_norm input=f32[4,32] normalized_shape=[32] weight=f32[32] bias=f32[32] eps=1e-5",
+       [](const Inputs& in) { return std::get<0>(at::native_layer_norm(T(in, 0), {32}, OT(in, 2), OT(in, 3), 1e-5)); }},
+      {"aten::softmax.int self=f32[4,50] dim=-1", [](const Inputs& in) { return at::softmax(T(in, 0), -1); }},
+      {"aten::gelu self=f32[64] approximate=tanh", [](const Inputs& in) { return at::gelu(T(in, 0), "tanh"); }},
+      {"aten::relu self=f32[3,7]", [](const Inputs& in) { return at::relu(T(in, 0)); }},
+      {"aten::add.Tensor self=f32[4,5] other=f32[5] alpha=3", [](const Inputs& in) { return at::add(T(in, 0), T(in, 1), 3); }},
+      {"aten::mul.Tensor self=bf16[4,5] other=bf16[4,5]", [](const Inputs& in) { return at::mul(T(in, 0), T(in, 1)); }},
+      {"aten::embedding weight=f32[100,16] indices=i64[4,9]",
+       [](const Inputs& in) { return at::embedding(T(in, 0), T(in, 1)); }},
+      {"aten::scaled_dot_product_attention query=f32[2,4,16,8] key=f32[2,4,16,8] value=f32[2,4,16,8] is_causal=true",
+       [](const Inputs& in) { return at::scaled_dot_product_attention(T(in, 0), T(in, 1), T(in, 2), std::nullopt, 0.0, true); }},
+      {"aten::max_pool2d self=f32[2,3,16,16] kernel_size=[3,3] stride=[2,2] padding=[1,1]",
+       [](const Inputs& in) { return at::max_pool2d(T(in, 0), {3, 3}, {2, 2}, {1, 1}); }},
+      {"aten::batch_norm input=f32[4,6,5,5] weight=f32[6] bias=f32[6] running_mean=f32[6] running_var=f32[6]:range[0.5,1.5] "
+       "training=false momentum=0.1 eps=1e-5 cudnn_enabled=true",
+       [](const Inputs& in) {
+         return at::batch_norm(T(in, 0), OT(in, 1), OT(in, 2), OT(in, 3), OT(in, 4), false, 0.1, 1e-5, true);
+       }},
+      {"aten::cat tensors=[f32[2,3],f32[4,3]] dim=0",
+       [](const Inputs& in) { return at::cat(in[0].toTensorList().vec(), 0); }},
+      {"aten::view self=f32[4,6] size=[3,8]", [](const Inputs& in) { return T(in, 0).view({3, 8}); }},
+      {"aten::reshape self=f32[4,6]:stride[1,4] shape=[24]", [](const Inputs& in) { return T(in, 0).reshape({24}); }},
+      {"aten::sum.dim_IntList self=f32[4,6] dim=[1] keepdim=true dtype=f64",
+       [](const Inputs& in) { return at::sum(T(in, 0), {1}, true, at::kDouble); }},
+      {"aten::nll_loss self=f32[8,10] target=i64[8] reduction=sum",
+       [](const Inputs& in) { return at::nll_loss(T(in, 0), T(in, 1), {}, at::Reduction::Sum); }},
+  };
+  return c;
+}
+
+}  // namespace
+
+class ReplayEqualsDirectCall : public ::testing::TestWithParam<std::size_t> {};
+
+TEST_P(ReplayEqualsDirectCall, SameInputsSameOutput) {
+  const Case& c = cases()[GetParam()];
+  c10::InferenceMode guard;
+  BoundCall b = bind_call(call_of(c.line), c10::Device(at::kCPU), 0);
+  std::vector<c10::IValue> stack = b.inputs;
+  b.handle->callBoxed(stack);
+  ASSERT_GE(stack.size(), 1u) << c.line;
+  const at::Tensor replayed = stack[0].toTensor();
+  const at::Tensor direct = c.direct(b.inputs);
+  ASSERT_EQ(replayed.sizes(), direct.sizes()) << c.line;
+  EXPECT_TRUE(at::equal(replayed, direct)) << c.line;
+  EXPECT_FALSE(replayed.isnan().any().item<bool>()) << c.line;
+}
+
+INSTANTIATE_TEST_SUITE_P(Ops, ReplayEqualsDirectCall, ::testing::Range<std::size_t>(0, cases().size()));
+
+TEST(Bind, CanonicalFormOmitsDefaultsAndNormalises) {
+  BoundCall b = bind_call(call_of("conv2d f32[1,3,8,8] f32[4,3,3,3] None 1 padding=1 dilation=[1,1] groups=1"),
+                          c10::Device(at::kCPU), 0);
+  EXPECT_EQ(format_args(b.canonical), "input=f32[1,3,8,8] weight=f32[4,3,3,3] padding=[1,1]");
+  EXPECT_EQ(b.dtype, "f32");
+  EXPECT_EQ(b.tensor_bytes, std::size_t(1 * 3 * 8 * 8 + 4 * 3 * 3 * 3) * 4);
+}
+
+TEST(Bind, SeededDataIsReproducibleAndIndicesAreInRange) {
+  auto a = bind_call(call_of("aten::embedding weight=f32[50,4] indices=i64[1000]"), c10::Device(at::kCPU), 42);
+  auto b = bind_call(call_of("aten::embedding weight=f32[50,4] indices=i64[1000]"), c10::Device(at::kCPU), 42);
+  EXPECT_TRUE(at::equal(a.inputs[0].toTensor(), b.inputs[0].toTensor()));
+  const auto idx = a.inputs[1].toTensor();
+  EXPECT_GE(idx.min().item<int64_t>(), 0);
+  EXPECT_LT(idx.max().item<int64_t>(), 50);
+  EXPECT_GT(idx.max().item<int64_t>(), 40);  // the whole range is used, not a corner of it
+  auto r = bind_call(call_of("aten::relu self=f32[1000]:range[2,3]"), c10::Device(at::kCPU), 0);
+  EXPECT_GE(r.inputs[0].toTensor().min().item<float>(), 2.0f);
+  EXPECT_EQ(format_args(r.canonical), "self=f32[1000]:range[2.0,3.0]");
+}
+
+TEST(Bind, StridedTensorsKeepTheirStrides) {
+  auto b = bind_call(call_of("aten::relu self=f32[4,8]:stride[1,4]"), c10::Device(at::kCPU), 0);
+  EXPECT_EQ(b.inputs[0].toTensor().strides().vec(), (std::vector<int64_t>{1, 4}));
+  EXPECT_EQ(format_args(b.canonical), "self=f32[4,8]:stride[1,4]");
+}
+
+static std::string replay_error(const std::string& line) {
+  try {
+    ReplayOptions o;
+    o.device = "cpu";
+    PreparedCall::prepare(call_of(line), o);
+  } catch (const ReplayError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(ReplayErrors, NameTheOpTheArgumentAndTheSchema) {
+  auto e = replay_error("aten::conv2dd input=f32[1]");
+  EXPECT_NE(e.find("unknown operator 'aten::conv2dd'"), std::string::npos) << e;
+  EXPECT_NE(e.find("aten::conv2d"), std::string::npos) << e;  // did you mean
+  e = replay_error("aten::add.Bogus self=f32[2]");
+  EXPECT_NE(e.find("no overload 'Bogus'"), std::string::npos) << e;
+  EXPECT_NE(e.find("Tensor"), std::string::npos) << e;
+}
+
+TEST(ReplayErrors, BindingAndShapeErrors) {
+  auto e = replay_error("aten::conv2d input=f32[1,3,8,8] weight=f32[4,3,3,3] padding=[1,tanh]");
+  EXPECT_NE(e.find("argument 'padding'"), std::string::npos) << e;
+  EXPECT_NE(e.find("schema: aten::conv2d("), std::string::npos) << e;
+  e = replay_error("aten::conv2d input=f32[1,3,8,8]");
+  EXPECT_NE(e.find("argument 'weight'"), std::string::npos) << e;
+  EXPECT_NE(e.find("no default"), std::string::npos) << e;
+  e = replay_error("aten::conv2d input=f32[1,3,8,8] weight=f32[4,3,3,3] paddin=[1,1]");
+  EXPECT_NE(e.find("no argument named 'paddin'"), std::string::npos) << e;
+  e = replay_error("aten::conv2d input=f32[1,3,8,8] weight=f32[4,5,3,3]");  // channel mismatch
+  EXPECT_NE(e.find("rejected the arguments"), std::string::npos) << e;
+  EXPECT_NE(e.find("channels"), std::string::npos) << e;  // the op's own text
+  e = replay_error("aten::relu self=3");
+  EXPECT_NE(e.find("expected a tensor"), std::string::npos) << e;
+  e = replay_error("aten::nll_loss self=f32[8,10] target=i64[8] reduction=average");
+  EXPECT_NE(e.find("none, mean, sum"), std::string::npos) << e;
+  e = replay_error("aten::relu self=f32[4]:cuda");
+  EXPECT_NE(e.find("no CUDA GPU"), std::string::npos) << e;
+}
+
+TEST(Replay, PreparedCallRunsAndRotatesColdInputs) {
+  ReplayOptions o;
+  o.device = "cpu";
+  o.cache_mode = "cold";
+  o.cold_footprint_bytes = 1 << 20;
+  auto p = PreparedCall::prepare(call_of("aten::mul.Tensor self=f32[256,256] other=f32[256,256]"), o);
+  EXPECT_EQ(p->input_bytes(), 2u * 256 * 256 * 4);
+  EXPECT_EQ(p->input_sets(), 2u);  // 1 MiB / 512 KiB
+  EXPECT_EQ(p->device_kind(), "cpu");
+  EXPECT_EQ(p->overload(), "Tensor");
+  for (int i = 0; i < 5; ++i) p->call();
+}

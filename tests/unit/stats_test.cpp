@@ -1,0 +1,119 @@
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "core/stats/stopping.h"
+#include "core/stats/summary.h"
+
+using namespace opcost;
+
+TEST(StudentT, MatchesTables) {
+  EXPECT_NEAR(student_t975(1), 12.706, 1e-3);
+  EXPECT_NEAR(student_t975(10), 2.228, 1e-3);
+  EXPECT_NEAR(student_t975(30), 2.042, 1e-3);
+  EXPECT_NEAR(student_t975(60), 2.000, 2e-3);
+  EXPECT_NEAR(student_t975(120), 1.980, 2e-3);
+  EXPECT_NEAR(student_t975(100000), 1.960, 1e-3);
+}
+
+TEST(Summary, DescribesANormalSample) {
+  std::mt19937_64 rng(1);
+  std::normal_distribution<double> d(100.0, 5.0);
+  std::vector<double> x(5000);
+  for (auto& v : x) v = d(rng);
+  const Summary s = summarize(x);
+  EXPECT_EQ(s.n, 5000u);
+  EXPECT_NEAR(s.mean, 100.0, 0.3);
+  EXPECT_NEAR(s.median, 100.0, 0.4);
+  EXPECT_NEAR(s.stdev, 5.0, 0.2);
+  EXPECT_LT(s.ci95_low, 100.0 + 0.3);
+  EXPECT_GT(s.ci95_high, 100.0 - 0.3);
+  // Half-width = t * sd / sqrt(n).
+  EXPECT_NEAR(s.ci95_half_width(), 1.96 * s.stdev / std::sqrt(5000.0), 1e-3);
+  EXPECT_LE(s.min, s.median);
+  EXPECT_GE(s.max, s.median);
+}
+
+TEST(Summary, IntervalCoversTheTrueMeanAbout95PercentOfTheTime) {
+  std::mt19937_64 rng(7);
+  std::exponential_distribution<double> d(1.0);  // skewed, like timings
+  int covered = 0;
+  const int trials = 2000;
+  for (int t = 0; t < trials; ++t) {
+    std::vector<double> x(40);
+    for (auto& v : x) v = d(rng);
+    const Summary s = summarize(x);
+    covered += s.ci95_low <= 1.0 && 1.0 <= s.ci95_high;
+  }
+  const double rate = double(covered) / trials;
+  EXPECT_GT(rate, 0.91);
+  EXPECT_LT(rate, 0.975);
+}
+
+TEST(Summary, ClippedMeanDropsOutliersButMeanDoesNot) {
+  std::mt19937_64 rng(3);
+  std::normal_distribution<double> d(10.0, 0.1);
+  std::vector<double> x(1000);
+  for (auto& v : x) v = d(rng);
+  for (int i = 0; i < 10; ++i) x[i * 97] = 50.0;  // 1% preempted samples
+  const Summary s = summarize(x);
+  EXPECT_NEAR(s.clipped_mean, 10.0, 0.02);
+  EXPECT_GT(s.mean, 10.3);
+  EXPECT_GE(s.clipped_out, 10u);  // the outliers, and the few normal tails beyond 3 sigma
+  EXPECT_LE(s.clipped_out, 16u);
+}
+
+TEST(Summary, MedianOfEvenAndOddCounts) {
+  EXPECT_DOUBLE_EQ(median_of({3, 1, 2}), 2);
+  EXPECT_DOUBLE_EQ(median_of({4, 1, 3, 2}), 2.5);
+  EXPECT_DOUBLE_EQ(median_of({}), 0);
+}
+
+TEST(Summary, SingleSampleHasNoInterval) {
+  const std::vector<double> x = {5};
+  const Summary s = summarize(x);
+  EXPECT_EQ(s.n, 1u);
+  EXPECT_TRUE(std::isinf(s.rel_ci95()));
+}
+
+TEST(RunningStats, AgreesWithSummary) {
+  std::mt19937_64 rng(5);
+  std::gamma_distribution<double> d(2.0, 3.0);
+  std::vector<double> x(300);
+  RunningStats r;
+  for (auto& v : x) r.add(v = d(rng));
+  const Summary s = summarize(x);
+  EXPECT_NEAR(r.mean(), s.mean, 1e-9);
+  EXPECT_NEAR(std::sqrt(r.variance()), s.stdev, 1e-9);
+  EXPECT_NEAR(r.rel_ci95(), s.rel_ci95(), 1e-9);
+}
+
+TEST(AdaptiveStop, QuietSamplesConverge) {
+  std::mt19937_64 rng(11);
+  std::normal_distribution<double> d(20.0, 0.2);  // 1% noise: CI of 1% needs few samples
+  AdaptiveStop stop({0.01, 10, 0.0, 10.0, 100000});
+  int n = 0;
+  while (!stop.done()) stop.add(d(rng), 0.001 * ++n);
+  EXPECT_EQ(stop.reason(), StopReason::kConverged);
+  EXPECT_GE(n, 10);
+  EXPECT_LT(n, 20);
+}
+
+TEST(AdaptiveStop, NoisySamplesStopAtTheTimeBudget) {
+  std::mt19937_64 rng(13);
+  std::normal_distribution<double> d(20.0, 20.0);  // 100% noise: 1% CI needs ~40k samples
+  AdaptiveStop stop({0.01, 10, 0.0, 0.5, 100000});
+  int n = 0;
+  while (!stop.done()) stop.add(d(rng), 0.001 * ++n);
+  EXPECT_EQ(stop.reason(), StopReason::kTimeBudget);
+  EXPECT_EQ(n, 500);
+  EXPECT_GT(stop.stats().rel_ci95(), 0.01);
+}
+
+TEST(AdaptiveStop, MinimumTimeHoldsOffALuckyStart) {
+  AdaptiveStop stop({0.01, 10, 0.2, 10.0, 100000});
+  int n = 0;
+  while (!stop.done()) stop.add(1.0, 0.01 * ++n);  // zero noise
+  EXPECT_EQ(stop.reason(), StopReason::kConverged);
+  EXPECT_EQ(n, 20);
+}
