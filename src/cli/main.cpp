@@ -33,6 +33,8 @@ struct MeasureOptions {
   double max_time = 1.0;
   double target_ci = 0.01;
   double energy_max = 1.6;
+  double energy_settle = 0.3;
+  double energy_target = 0.02;
   bool no_energy = false;
   std::string power_trace;
 };
@@ -40,11 +42,15 @@ struct MeasureOptions {
 void write_power_trace(const std::string& path, const std::vector<Measurement>& ms) {
   nlohmann::json out = nlohmann::json::array();
   for (const auto& m : ms) {
-    nlohmann::json samples = nlohmann::json::array();
     const double t0 = m.power_trace.empty() ? 0 : m.power_trace.front().t_s;
-    for (const auto& s : m.power_trace) samples.push_back({s.t_s - t0, s.watts});
+    auto series = [&](const std::vector<PowerSample>& v) {
+      nlohmann::json out = nlohmann::json::array();
+      for (const auto& s : v) out.push_back({s.t_s - t0, s.watts});
+      return out;
+    };
     out.push_back({{"op", m.display_name()}, {"args", m.args}, {"db_id", m.db_id},
-                   {"columns", {"t_s", "W"}}, {"samples", samples}});
+                   {"power_W", series(m.power_trace)}, {"sm_clock_MHz", series(m.sm_clock_trace)},
+                   {"columns", {"t_s", "value"}}});
   }
   std::ofstream f(path);
   if (!f) throw std::runtime_error(fmt::format("{}: cannot write the power trace", path));
@@ -72,6 +78,8 @@ int run_measure(const MeasureOptions& o) {
   cfg.time.target_rel_ci95 = o.target_ci;
   cfg.energy = !o.no_energy;
   cfg.energy_max_s = o.energy_max;
+  cfg.energy_settle_s = o.energy_settle;
+  cfg.energy_target_rel_ci95 = o.energy_target;
   cfg.keep_power_trace = !o.power_trace.empty();
 
   std::unique_ptr<Database> db;
@@ -173,6 +181,10 @@ int main(int argc, char** argv) {
   measure->add_option("--target-ci", mo.target_ci, "stop timing when the 95% CI half-width is this fraction of the mean")
       ->capture_default_str();
   measure->add_option("--energy-max-time", mo.energy_max, "energy loop budget per operator, seconds")->capture_default_str();
+  measure->add_option("--energy-settle", mo.energy_settle, "seconds of looping discarded before energy windows")
+      ->capture_default_str();
+  measure->add_option("--energy-target-ci", mo.energy_target, "stop the energy loop at this relative 95% CI")
+      ->capture_default_str();
   measure->add_flag("--no-energy", mo.no_energy, "skip the energy loop");
   measure->add_option("--power-trace", mo.power_trace, "write the sampled power trace (JSON) to this file");
 

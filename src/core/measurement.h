@@ -40,6 +40,9 @@ struct EnergyResult {
   double counter_period_s = 0;
   std::size_t windows = 0;
   double seconds = 0;
+  // The windows themselves (start relative to the loop's start), for the JSON report.
+  std::vector<EnergyWindow> window_list;
+  double loop_start_s = 0;
 };
 
 struct Measurement {
@@ -56,7 +59,8 @@ struct Measurement {
   std::vector<std::string> flags;
   std::size_t total_calls = 0;
   double total_seconds = 0;
-  std::vector<PowerSample> power_trace;  // not stored in the database
+  std::vector<PowerSample> power_trace;     // not stored in the database
+  std::vector<PowerSample> sm_clock_trace;  // likewise
 
   std::string display_name() const { return overload.empty() ? op : op + "." + overload; }
 };

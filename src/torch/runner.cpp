@@ -267,7 +267,10 @@ void Runner::measure_energy(PreparedCall& call, Measurement& m) {
   monitor.stop();
   m.total_calls += issued;
   m.during = monitor.state_summary();
-  if (cfg_.keep_power_trace) m.power_trace = monitor.power_trace();
+  if (cfg_.keep_power_trace) {
+    m.power_trace = monitor.power_trace();
+    m.sm_clock_trace = monitor.sm_clock_trace();
+  }
   windows = make_windows(monitor.edges(), timeline, settle_end, periods_per_window);
   est = estimate_energy(windows, *e.idle_power_W);
   if (windows.size() < 2) {
@@ -286,6 +289,8 @@ void Runner::measure_energy(PreparedCall& call, Measurement& m) {
   e.counter_period_s = period * double(periods_per_window);
   e.windows = est.windows;
   e.seconds = est.seconds;
+  e.window_list = windows;
+  e.loop_start_s = start;
 }
 
 Measurement Runner::measure(PreparedCall& call) {

@@ -58,6 +58,7 @@ void EnergyMonitor::run() {
       auto& a = state_;
       ++a.samples;
       if (s.sm_clock_MHz) {
+        sm_clock_.push_back({t, double(*s.sm_clock_MHz)});
         a.sm_clock_min_MHz = std::min(a.sm_clock_min_MHz.value_or(*s.sm_clock_MHz), *s.sm_clock_MHz);
         a.sm_clock_max_MHz = std::max(a.sm_clock_max_MHz.value_or(*s.sm_clock_MHz), *s.sm_clock_MHz);
       }
@@ -83,6 +84,11 @@ std::size_t EnergyMonitor::edge_count() const {
 std::vector<PowerSample> EnergyMonitor::power_trace() const {
   std::lock_guard lock(mu_);
   return power_;
+}
+
+std::vector<PowerSample> EnergyMonitor::sm_clock_trace() const {
+  std::lock_guard lock(mu_);
+  return sm_clock_;
 }
 
 StateSummary EnergyMonitor::state_summary() const {

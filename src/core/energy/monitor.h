@@ -46,6 +46,7 @@ class EnergyMonitor {
   std::vector<CounterEdge> edges() const;   // copy, safe while running
   std::size_t edge_count() const;
   std::vector<PowerSample> power_trace() const;
+  std::vector<PowerSample> sm_clock_trace() const;  // (t, MHz) at each state sample
   StateSummary state_summary() const;
 
  private:
@@ -56,7 +57,7 @@ class EnergyMonitor {
   std::atomic<bool> stop_{false};
   mutable std::mutex mu_;
   std::vector<CounterEdge> edges_;
-  std::vector<PowerSample> power_;
+  std::vector<PowerSample> power_, sm_clock_;
   StateSummary state_;
 };
 

@@ -89,7 +89,14 @@ json to_json(const Measurement& m) {
                       {"window_seconds", e.seconds},
                       {"counter_period_s", e.counter_period_s},
                       {"loop_wall_us_per_call", e.wall_us_per_call},
-                      {"source", e.source}};
+                      {"source", e.source},
+                      {"window_columns", {"start_s", "seconds", "per_call_mJ", "W"}},
+                      {"window_list", [&] {
+                         json w = json::array();
+                         for (const auto& x : e.window_list)
+                           w.push_back({x.t0_s - e.loop_start_s, x.seconds(), x.per_call_mJ(), x.power_W()});
+                         return w;
+                       }()}};
   } else {
     j["energy_unavailable"] = e.unavailable_reason;
   }
