@@ -34,6 +34,7 @@ struct MeasureOptions {
   double target_ci = 0.01;
   double energy_max = 1.6;
   double energy_settle = 0.3;
+  double energy_max_capped = 3.5;
   double energy_target = 0.02;
   bool no_energy = false;
   std::string power_trace;
@@ -79,6 +80,7 @@ int run_measure(const MeasureOptions& o) {
   cfg.energy = !o.no_energy;
   cfg.energy_max_s = o.energy_max;
   cfg.energy_settle_s = o.energy_settle;
+  cfg.energy_max_capped_s = o.energy_max_capped;
   cfg.energy_target_rel_ci95 = o.energy_target;
   cfg.keep_power_trace = !o.power_trace.empty();
 
@@ -181,6 +183,8 @@ int main(int argc, char** argv) {
   measure->add_option("--target-ci", mo.target_ci, "stop timing when the 95% CI half-width is this fraction of the mean")
       ->capture_default_str();
   measure->add_option("--energy-max-time", mo.energy_max, "energy loop budget per operator, seconds")->capture_default_str();
+  measure->add_option("--energy-max-time-capped", mo.energy_max_capped,
+                      "energy loop budget when the GPU sits at its power cap, seconds")->capture_default_str();
   measure->add_option("--energy-settle", mo.energy_settle, "seconds of looping discarded before energy windows")
       ->capture_default_str();
   measure->add_option("--energy-target-ci", mo.energy_target, "stop the energy loop at this relative 95% CI")

@@ -39,6 +39,7 @@ struct EnergyResult {
   double wall_us_per_call = 0;     // loop wall time per call (>= GPU time when launch-bound)
   double counter_period_s = 0;
   std::size_t windows = 0;
+  double effective_windows = 0;  // windows corrected for their autocorrelation
   double seconds = 0;
   // The windows themselves (start relative to the loop's start), for the JSON report.
   std::vector<EnergyWindow> window_list;

@@ -260,7 +260,8 @@ void Runner::measure_energy(PreparedCall& call, Measurement& m) {
     est = estimate_energy(windows, *e.idle_power_W);
     const bool enough = windows.size() >= cfg_.energy_min_windows &&
                         est.per_call_mJ.rel_ci95() <= cfg_.energy_target_rel_ci95;
-    if (enough || t - start > cfg_.energy_max_s) break;
+    const bool capped = monitor.state_summary().throttle_reasons_seen & throttle::kSwPowerCap;
+    if (enough || t - start > (capped ? cfg_.energy_max_capped_s : cfg_.energy_max_s)) break;
   }
   if (cuda) at::accelerator::synchronizeDevice(index_);
   timeline.push_back({now_s(), double(issued)});
@@ -288,6 +289,7 @@ void Runner::measure_energy(PreparedCall& call, Measurement& m) {
   e.wall_us_per_call = est.wall_s_per_call * 1e6;
   e.counter_period_s = period * double(periods_per_window);
   e.windows = est.windows;
+  e.effective_windows = est.effective_windows;
   e.seconds = est.seconds;
   e.window_list = windows;
   e.loop_start_s = start;
@@ -306,12 +308,12 @@ Measurement Runner::measure(PreparedCall& call) {
   m.env = env_;
   m.created_at = utc_timestamp();
   const double t0 = now_s();
-  if (probe_) m.before = probe_->state();
+  if (probe_) m.before = probe_->state(true);
   if (kind_ == "cuda") time_cuda(call, m);
   else time_cpu(call, m);
   m.time.target_rel_ci95 = cfg_.time.target_rel_ci95;
   measure_energy(call, m);
-  if (probe_) m.after = probe_->state();
+  if (probe_) m.after = probe_->state(true);
   if (m.energy.available)
     m.method += fmt::format("; energy from {} over {} aligned windows", m.energy.source, m.energy.windows);
   m.flags = hygiene_flags(m.before, m.after, m.during);

@@ -23,6 +23,8 @@ struct MeasureConfig {
   double energy_target_rel_ci95 = 0.02;
   std::size_t energy_min_windows = 6;
   double energy_max_s = 1.6;
+  // At the power cap the clock control oscillates (~1 s period): more windows are needed.
+  double energy_max_capped_s = 3.5;
   bool keep_power_trace = false;
 };
 

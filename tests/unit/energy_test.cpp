@@ -28,7 +28,7 @@ class FakeEnergyProbe : public EnergyProbe {
     return 1e6 + watts_ * whole * 1000.0;
   }
   std::optional<double> power_W() override { return watts_; }
-  DeviceState state() override {
+  DeviceState state(bool) override {
     DeviceState s;
     s.sm_clock_MHz = clock_;
     clock_ = clock_ == 1980 ? 1400 : 1980;  // alternate: a clock change
@@ -191,4 +191,29 @@ TEST(Rapl, MissingPowercapIsUnavailableWithAReason) {
   std::string why;
   EXPECT_FALSE(make_rapl_probe(&why, "/nonexistent/powercap"));
   EXPECT_NE(why.find("does not exist"), std::string::npos) << why;
+}
+
+TEST(Windows, CorrelatedWindowsWidenTheInterval) {
+  // Per-call energy oscillating slowly (like a power-capped GPU's clock control) gives
+  // correlated consecutive windows: the interval must widen to the effective count.
+  std::vector<EnergyWindow> slow, iid;
+  for (int k = 0; k < 30; ++k) {
+    const double wobble = std::sin(2 * M_PI * k / 10.0);  // period of 10 windows
+    slow.push_back({0.1 * k, 0.1 * (k + 1), 1000 * (20 + 2 * wobble), 1000});
+    const double alt = (k * 7919 % 13) / 6.0 - 1.0;         // scrambled, ~uncorrelated
+    iid.push_back({0.1 * k, 0.1 * (k + 1), 1000 * (20 + 2 * alt), 1000});
+  }
+  const auto s = estimate_energy(slow, 0), i = estimate_energy(iid, 0);
+  EXPECT_GT(s.lag1_autocorrelation, 0.7);
+  EXPECT_LT(s.effective_windows, 6.0);
+  const double naive = student_t975(29) * s.per_call_mJ.stdev / std::sqrt(30.0);
+  EXPECT_GT(s.per_call_mJ.ci95_half_width(), 2.5 * naive);
+  EXPECT_LT(std::abs(i.lag1_autocorrelation), 0.4);
+  EXPECT_GT(i.effective_windows, 13.0);
+}
+
+TEST(Windows, Lag1AutocorrelationOfKnownSeries) {
+  EXPECT_NEAR(lag1_autocorrelation({1, -1, 1, -1, 1, -1, 1, -1}), -0.875, 1e-9);
+  EXPECT_EQ(lag1_autocorrelation({1, 2}), 0.0);
+  EXPECT_EQ(lag1_autocorrelation({3, 3, 3, 3}), 0.0);
 }

@@ -22,15 +22,16 @@ class NvmlProbe : public EnergyProbe {
     return e ? std::optional<double>(double(*e)) : std::nullopt;
   }
   std::optional<double> power_W() override { return dev_.instant_power_W(); }
-  DeviceState state() override {
+  DeviceState state(bool with_processes) override {
     DeviceState s;
     s.sm_clock_MHz = dev_.sm_clock_MHz();
     s.mem_clock_MHz = dev_.mem_clock_MHz();
     s.temperature_C = dev_.temperature_C();
     s.power_limit_W = dev_.power_limit_W();
     s.throttle_reasons = dev_.throttle_reasons();
-    if (auto others = dev_.other_processes(unsigned(getpid())))
-      s.other_processes = unsigned(others->size());
+    if (with_processes)
+      if (auto others = dev_.other_processes(unsigned(getpid())))
+        s.other_processes = unsigned(others->size());
     return s;
   }
 

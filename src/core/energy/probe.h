@@ -22,7 +22,12 @@ class EnergyProbe {
   virtual std::string name() const = 0;                  // "nvml", "rapl"
   virtual std::optional<double> energy_mJ() = 0;         // cumulative, monotonic
   virtual std::optional<double> power_W() { return std::nullopt; }
-  virtual DeviceState state() { return {}; }
+  // `with_processes`: also count other compute processes. That query is slow and is kept out
+  // of the sampling loop (it is taken before and after each measurement).
+  virtual DeviceState state(bool with_processes = false) {
+    (void)with_processes;
+    return {};
+  }
 };
 
 // The NVML probe for a CUDA device ordinal, or nullptr with `why` set.

@@ -1,6 +1,7 @@
 #include "core/energy/windows.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace opcost {
 
@@ -53,10 +54,34 @@ EnergyEstimate estimate_energy(const std::vector<EnergyWindow>& windows, double 
     est.seconds += w.seconds();
   }
   est.per_call_mJ = summarize(per_call);
+  // Widen the interval for correlated windows; never narrow it for anti-correlated ones.
+  const double n = double(per_call.size());
+  est.lag1_autocorrelation = lag1_autocorrelation(per_call);
+  const double r = std::clamp(est.lag1_autocorrelation, 0.0, 0.95);
+  est.effective_windows = std::max(2.0, n * (1 - r) / (1 + r));
+  if (per_call.size() >= 2) {
+    const double neff = std::min(est.effective_windows, n);
+    const double half = student_t975(std::size_t(std::max(1.0, std::floor(neff - 1)))) *
+                        est.per_call_mJ.stdev / std::sqrt(neff);
+    est.per_call_mJ.ci95_low = est.per_call_mJ.mean - half;
+    est.per_call_mJ.ci95_high = est.per_call_mJ.mean + half;
+  }
   est.power_W = energy / 1000.0 / est.seconds;
   est.wall_s_per_call = est.seconds / calls;
   est.above_idle_mJ = est.per_call_mJ.mean - idle_power_W * est.wall_s_per_call * 1000.0;
   return est;
+}
+
+double lag1_autocorrelation(const std::vector<double>& x) {
+  if (x.size() < 3) return 0;
+  double mean = 0;
+  for (double v : x) mean += v / double(x.size());
+  double num = 0, den = 0;
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    den += (x[i] - mean) * (x[i] - mean);
+    if (i) num += (x[i] - mean) * (x[i - 1] - mean);
+  }
+  return den > 0 ? num / den : 0;
 }
 
 std::optional<double> average_power_W(const std::vector<CounterEdge>& edges) {

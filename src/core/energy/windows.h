@@ -46,13 +46,21 @@ std::vector<EnergyWindow> make_windows(const std::vector<CounterEdge>& edges,
                                        double start_after_s, std::size_t periods = 1);
 
 struct EnergyEstimate {
-  Summary per_call_mJ;       // over windows
+  // Over windows. Consecutive windows are correlated when power drifts or oscillates (a
+  // power-capped GPU's clock control swings with a period of about a second): the interval
+  // uses the effective number of windows n(1-r1)/(1+r1), r1 the lag-1 autocorrelation.
+  Summary per_call_mJ;
   double power_W = 0;        // mean power over all windows
   double above_idle_mJ = 0;  // per call, power above the idle power
   double wall_s_per_call = 0;  // window time / calls: includes any gaps the GPU saw
   double seconds = 0;        // total window time
   std::size_t windows = 0;
+  double lag1_autocorrelation = 0;
+  double effective_windows = 0;
 };
+
+// Lag-1 autocorrelation of a series (0 for fewer than 3 values).
+double lag1_autocorrelation(const std::vector<double>& x);
 
 EnergyEstimate estimate_energy(const std::vector<EnergyWindow>& windows, double idle_power_W);
 
