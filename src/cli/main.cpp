@@ -32,7 +32,7 @@ struct MeasureOptions {
   uint64_t seed = 0;
   double max_time = 1.0;
   double target_ci = 0.01;
-  double energy_max = 1.6;
+  double energy_max = 2.0;
   double energy_settle = 0.3;
   double energy_max_capped = 3.5;
   double energy_target = 0.02;

@@ -22,7 +22,7 @@ struct MeasureConfig {
   double energy_settle_s = 0.3;
   double energy_target_rel_ci95 = 0.02;
   std::size_t energy_min_windows = 6;
-  double energy_max_s = 1.6;
+  double energy_max_s = 2.0;
   // At the power cap the clock control oscillates (~1 s period): more windows are needed.
   double energy_max_capped_s = 3.5;
   bool keep_power_trace = false;

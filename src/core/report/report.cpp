@@ -106,10 +106,38 @@ json to_json(const Measurement& m) {
   return j;
 }
 
+namespace {
+// Picks a unit so that the number reads naturally: 14.6 ms rather than 1.46e+04 us.
+struct Scaled {
+  double factor;
+  const char* unit;
+};
+Scaled scale_for(double v, const char* unit) {
+  const double a = std::abs(v);
+  if (std::string(unit) == "us") {
+    if (a >= 1e6) return {1e-6, "s"};
+    if (a >= 1e3) return {1e-3, "ms"};
+    if (a < 1) return {1e3, "ns"};
+    return {1, "µs"};
+  }
+  if (std::string(unit) == "mJ") {
+    if (a >= 1e3) return {1e-3, "J"};
+    if (a < 1) return {1e3, "µJ"};
+  }
+  return {1, unit};
+}
+}  // namespace
+
+std::string human(double value, const char* unit) {
+  const Scaled s = scale_for(value, unit);
+  return fmt::format("{:.4g} {}", value * s.factor, s.unit);
+}
+
 std::string with_ci(double value, double low, double high, const char* unit) {
   const double half = (high - low) / 2;
   const double rel = value != 0 ? 100.0 * half / std::abs(value) : 0;
-  return fmt::format("{:.4g} {} ± {:.2g} (±{:.2f}%, 95% CI)", value, unit, half, rel);
+  const Scaled s = scale_for(value, unit);
+  return fmt::format("{:.4g} {} ± {:.2g} (±{:.2f}%, 95% CI)", value * s.factor, s.unit, half * s.factor, rel);
 }
 
 std::string to_console(const Measurement& m) {
@@ -121,17 +149,17 @@ std::string to_console(const Measurement& m) {
   line("device", fmt::format("{} ({}), cache {}", m.env.device_name, m.env.device_kind, m.cache_mode));
   const auto& t = m.time.per_call_us;
   line("time/call", with_ci(t.mean, t.ci95_low, t.ci95_high, "us"));
-  line("", fmt::format("median {:.4g} us, 3σ-clipped mean {:.4g} us, min {:.4g} us, stdev {:.3g} us",
-                       t.median, t.clipped_mean, t.min, t.stdev));
+  line("", fmt::format("median {}, 3σ-clipped mean {}, min {}, stdev {}", human(t.median, "us"),
+                       human(t.clipped_mean, "us"), human(t.min, "us"), human(t.stdev, "us")));
   line("", fmt::format("{} samples × {} calls, stopped: {}", t.n, m.time.calls_per_sample,
                        m.time.stop_reason));
-  line("host/call", fmt::format("{:.3g} us wall, {:.3g} us CPU (dispatch + launch)",
-                                m.time.host_us_per_call, m.time.host_cpu_us_per_call));
+  line("host/call", fmt::format("{} wall, {} CPU (dispatch + launch)", human(m.time.host_us_per_call, "us"),
+                                human(m.time.host_cpu_us_per_call, "us")));
   const auto& e = m.energy;
   if (e.available) {
     line("energy/call", with_ci(e.per_call_mJ.mean, e.per_call_mJ.ci95_low, e.per_call_mJ.ci95_high, "mJ"));
-    line("", fmt::format("{:.4g} mJ above idle; {} windows over {:.2f} s ({})", e.above_idle_mJ,
-                         e.windows, e.seconds, e.source));
+    line("", fmt::format("{} above idle; {} counter windows over {:.2f} s ({:.1f} effective), {}",
+                         human(e.above_idle_mJ, "mJ"), e.windows, e.seconds, e.effective_windows, e.source));
     line("power", fmt::format("{:.1f} W average, {} idle", e.power_W,
                               e.idle_power_W ? fmt::format("{:.1f} W", *e.idle_power_W) : "unknown"));
   } else {
