@@ -40,6 +40,7 @@ struct EnergyResult {
   double counter_period_s = 0;
   std::size_t windows = 0;
   double effective_windows = 0;  // windows corrected for their autocorrelation
+  std::size_t stalled_windows = 0;  // dropped: the loop stalled and the GPU idled
   double seconds = 0;
   // The windows themselves (start relative to the loop's start), for the JSON report.
   std::vector<EnergyWindow> window_list;

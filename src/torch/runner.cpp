@@ -257,6 +257,7 @@ void Runner::measure_energy(PreparedCall& call, Measurement& m) {
       periods_per_window = std::max<std::size_t>(1, std::size_t(std::lround(0.1 / period)));
     }
     windows = make_windows(edges, timeline, settle_end, periods_per_window);
+    drop_stalled_windows(windows);
     est = estimate_energy(windows, *e.idle_power_W);
     const bool enough = windows.size() >= cfg_.energy_min_windows &&
                         est.per_call_mJ.rel_ci95() <= cfg_.energy_target_rel_ci95;
@@ -273,6 +274,7 @@ void Runner::measure_energy(PreparedCall& call, Measurement& m) {
     m.sm_clock_trace = monitor.sm_clock_trace();
   }
   windows = make_windows(monitor.edges(), timeline, settle_end, periods_per_window);
+  e.stalled_windows = drop_stalled_windows(windows);
   est = estimate_energy(windows, *e.idle_power_W);
   if (windows.size() < 2) {
     e.unavailable_reason = fmt::format(

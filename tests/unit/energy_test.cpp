@@ -217,3 +217,16 @@ TEST(Windows, Lag1AutocorrelationOfKnownSeries) {
   EXPECT_EQ(lag1_autocorrelation({1, 2}), 0.0);
   EXPECT_EQ(lag1_autocorrelation({3, 3, 3, 3}), 0.0);
 }
+
+TEST(Windows, StalledWindowsAreDropped) {
+  // 1000 calls per 100 ms window, but in one the loop stalled: 600 calls and idle energy.
+  std::vector<EnergyWindow> w;
+  for (int k = 0; k < 8; ++k) w.push_back({0.1 * k, 0.1 * (k + 1), 20000, 1000});
+  w[0] = {0.0, 0.1, 15000, 600};
+  EXPECT_EQ(drop_stalled_windows(w), 1u);
+  ASSERT_EQ(w.size(), 7u);
+  EXPECT_NEAR(estimate_energy(w, 0).per_call_mJ.mean, 20.0, 1e-12);
+  // A steady launch-bound loop (slow but even) loses nothing.
+  std::vector<EnergyWindow> even(6, EnergyWindow{0, 0.1, 5000, 100});
+  EXPECT_EQ(drop_stalled_windows(even), 0u);
+}

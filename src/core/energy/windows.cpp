@@ -41,6 +41,16 @@ std::vector<EnergyWindow> make_windows(const std::vector<CounterEdge>& edges,
   return out;
 }
 
+std::size_t drop_stalled_windows(std::vector<EnergyWindow>& windows, double min_fraction) {
+  if (windows.size() < 3) return 0;
+  std::vector<double> rates;
+  for (const auto& w : windows) rates.push_back(w.calls / w.seconds());
+  const double median = median_of(rates);
+  const auto before = windows.size();
+  std::erase_if(windows, [&](const EnergyWindow& w) { return w.calls / w.seconds() < min_fraction * median; });
+  return before - windows.size();
+}
+
 EnergyEstimate estimate_energy(const std::vector<EnergyWindow>& windows, double idle_power_W) {
   EnergyEstimate est;
   est.windows = windows.size();

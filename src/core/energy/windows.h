@@ -45,6 +45,11 @@ std::vector<EnergyWindow> make_windows(const std::vector<CounterEdge>& edges,
                                        const std::vector<CompletionPoint>& timeline,
                                        double start_after_s, std::size_t periods = 1);
 
+// Drops windows in which the loop completed calls more slowly than `min_fraction` of the
+// median rate: the host stalled (page faults, preemption), the GPU idled, and the window's
+// energy per call describes the stall rather than the operator. Returns how many it dropped.
+std::size_t drop_stalled_windows(std::vector<EnergyWindow>& windows, double min_fraction = 0.9);
+
 struct EnergyEstimate {
   // Over windows. Consecutive windows are correlated when power drifts or oscillates (a
   // power-capped GPU's clock control swings with a period of about a second): the interval

@@ -87,6 +87,7 @@ json to_json(const Measurement& m) {
                       {"rel_ci95", e.per_call_mJ.n >= 2 ? json(e.per_call_mJ.rel_ci95()) : json(nullptr)},
                       {"windows", e.windows},
                       {"effective_windows", e.effective_windows},
+                      {"stalled_windows_dropped", e.stalled_windows},
                       {"window_seconds", e.seconds},
                       {"counter_period_s", e.counter_period_s},
                       {"loop_wall_us_per_call", e.wall_us_per_call},
