@@ -88,16 +88,7 @@ class Parser {
     std::vector<int64_t> out;
     if (eat(']')) return out;
     do {
-      skip_ws();
-      const std::size_t start = pos_;
-      auto w = word();
-      int64_t x = 0;
-      auto [p, ec] = std::from_chars(w.data(), w.data() + w.size(), x);
-      if (w.empty() || ec != std::errc() || p != w.data() + w.size()) {
-        pos_ = start;
-        fail(fmt::format("expected an integer in {}", what));
-      }
-      out.push_back(x);
+      out.push_back(number<int64_t>(fmt::format("an integer in {}", what)));
     } while (eat(','));
     expect(']', what);
     return out;
@@ -144,9 +135,9 @@ class Parser {
                            t.strides->size(), t.shape.size()));
       } else if (name == "range") {
         expect('[', "after ':range'");
-        const double lo = number("the low end of ':range'");
+        const double lo = number<double>("a number for the low end of ':range'");
         expect(',', "between the ends of ':range[low,high]'");
-        const double hi = number("the high end of ':range'");
+        const double hi = number<double>("a number for the high end of ':range'");
         expect(']', "to close ':range'");
         if (!(hi > lo)) fail("':range[low,high]' needs high > low");
         t.range = {lo, hi};
@@ -170,15 +161,17 @@ class Parser {
     return t;
   }
 
-  double number(const char* what) {
+  // The next word as a number of type T; `what` completes "expected ...".
+  template <typename T>
+  T number(const std::string& what) {
     skip_ws();
     const std::size_t start = pos_;
     auto w = word();
-    double x = 0;
+    T x{};
     auto [p, ec] = std::from_chars(w.data(), w.data() + w.size(), x);
     if (w.empty() || ec != std::errc() || p != w.data() + w.size()) {
       pos_ = start;
-      fail(fmt::format("expected a number for {}", what));
+      fail("expected " + what);
     }
     return x;
   }
