@@ -23,6 +23,14 @@ struct BoundCall {
 // Throws ReplayError with the op, the argument and what the schema expects.
 BoundCall bind_call(const OpCall& call, c10::Device device, uint64_t seed);
 
+// The value as opcost writes it: normalised dtype codes, enum names, tensors as specs (keeping
+// the range/device annotations of `given` when the value came from the user).
+ArgValue canonical_value(const c10::Argument& a, const c10::IValue& iv, const ArgValue* given = nullptr);
+
+// Canonical non-default arguments of a call seen with these inputs (schema order): what an
+// inventory emits and `opcost measure` accepts.
+std::vector<NamedArg> canonical_args(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& inputs);
+
 // Canonical text of a tensor as opcost writes it (dtype, shape, strides if not contiguous).
 TensorSpec tensor_spec_of(const at::Tensor& t);
 

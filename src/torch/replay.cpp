@@ -265,48 +265,62 @@ struct Binder {
     }
   }
 
-  // The value as opcost writes it, normalised (dtype codes, enum names, broadcast lists).
-  ArgValue canonical(const c10::Argument& a, const c10::IValue& iv, const ArgValue* given_v) const {
-    if (iv.isNone()) return ArgValue{ArgValue::None{}};
-    if (iv.isTensor()) {
-      TensorSpec s = tensor_spec_of(iv.toTensor());
-      if (given_v)
-        if (auto* g = std::get_if<TensorSpec>(&given_v->v)) {
-          s.range = g->range;
-          if (g->device) s.device = g->device;
-        }
-      return ArgValue{s};
-    }
-    if (iv.isInt()) {
-      const int64_t i = iv.toInt();
-      if (real_kind(a) == c10::TypeKind::ScalarTypeType) return ArgValue{ArgValue::Word{code_of(at::ScalarType(i))}};
-      if (const auto* names = enum_names(a); names && i >= 0 && i < int64_t(names->size()))
-        return ArgValue{ArgValue::Word{(*names)[i]}};
-      return ArgValue{i};
-    }
-    if (iv.isDouble()) return ArgValue{iv.toDouble()};
-    if (iv.isBool()) return ArgValue{iv.toBool()};
-    if (iv.isScalar()) {
-      const at::Scalar s = iv.toScalar();
-      if (s.isIntegral(false)) return ArgValue{s.toLong()};
-      if (s.isBoolean()) return ArgValue{s.toBool()};
-      return ArgValue{s.toDouble()};
-    }
-    if (iv.isString()) return ArgValue{ArgValue::Word{iv.toStringRef()}};
-    if (iv.isDevice()) return ArgValue{ArgValue::Word{iv.toDevice().str()}};
-    if (iv.isList()) {
-      ArgList items;
-      const ArgList* given_items = given_v ? std::get_if<ArgList>(&given_v->v) : nullptr;
-      const auto list = iv.toListRef();
-      for (std::size_t i = 0; i < list.size(); ++i)
-        items.push_back(canonical(a, list[i], given_items && i < given_items->size() ? &(*given_items)[i] : nullptr));
-      return ArgValue{items};
-    }
-    return ArgValue{ArgValue::Word{"?"}};
-  }
 };
 
 }  // namespace
+
+// The value as opcost writes it, normalised (dtype codes, enum names, broadcast lists).
+ArgValue canonical_value(const c10::Argument& a, const c10::IValue& iv, const ArgValue* given_v) {
+  if (iv.isNone()) return ArgValue{ArgValue::None{}};
+  if (iv.isTensor()) {
+    TensorSpec s = tensor_spec_of(iv.toTensor());
+    if (given_v)
+      if (auto* g = std::get_if<TensorSpec>(&given_v->v)) {
+        s.range = g->range;
+        if (g->device) s.device = g->device;
+      }
+    return ArgValue{s};
+  }
+  if (iv.isInt()) {
+    const int64_t i = iv.toInt();
+    if (real_kind(a) == c10::TypeKind::ScalarTypeType) return ArgValue{ArgValue::Word{code_of(at::ScalarType(i))}};
+    if (const auto* names = enum_names(a); names && i >= 0 && i < int64_t(names->size()))
+      return ArgValue{ArgValue::Word{(*names)[i]}};
+    return ArgValue{i};
+  }
+  if (iv.isDouble()) return ArgValue{iv.toDouble()};
+  if (iv.isBool()) return ArgValue{iv.toBool()};
+  if (iv.isScalar()) {
+    const at::Scalar s = iv.toScalar();
+    if (s.isIntegral(false)) return ArgValue{s.toLong()};
+    if (s.isBoolean()) return ArgValue{s.toBool()};
+    return ArgValue{s.toDouble()};
+  }
+  if (iv.isString()) return ArgValue{ArgValue::Word{iv.toStringRef()}};
+  if (iv.isDevice()) return ArgValue{ArgValue::Word{iv.toDevice().str()}};
+  if (iv.isList()) {
+    ArgList items;
+    const ArgList* given_items = given_v ? std::get_if<ArgList>(&given_v->v) : nullptr;
+    const auto list = iv.toListRef();
+    for (std::size_t i = 0; i < list.size(); ++i)
+      items.push_back(canonical_value(a, list[i], given_items && i < given_items->size() ? &(*given_items)[i] : nullptr));
+    return ArgValue{items};
+  }
+  return ArgValue{ArgValue::Word{"?"}};
+}
+
+std::vector<NamedArg> canonical_args(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& inputs) {
+  std::vector<NamedArg> out;
+  const auto& args = schema.arguments();
+  for (std::size_t i = 0; i < args.size() && i < inputs.size(); ++i) {
+    const auto& a = args[i];
+    ArgValue v = canonical_value(a, inputs[i], nullptr);
+    if (a.default_value() && format_value(v) == format_value(canonical_value(a, *a.default_value(), nullptr))) continue;
+    if (v.is_none() && !a.default_value()) continue;
+    out.push_back({a.name(), std::move(v)});
+  }
+  return out;
+}
 
 c10::Device resolve_device(const std::string& spec) {
   if (spec == "auto") {
@@ -392,9 +406,9 @@ BoundCall bind_call(const OpCall& call, c10::Device device, uint64_t seed) {
     } else {
       b.fail(a, "missing: this argument has no default");
     }
-    ArgValue canon = b.canonical(a, iv, it != b.given.end() ? it->second : nullptr);
+    ArgValue canon = canonical_value(a, iv, it != b.given.end() ? it->second : nullptr);
     const bool is_default =
-        a.default_value() && format_value(canon) == format_value(b.canonical(a, *a.default_value(), nullptr));
+        a.default_value() && format_value(canon) == format_value(canonical_value(a, *a.default_value(), nullptr));
     if (!is_default && !(canon.is_none() && !a.default_value() && it == b.given.end()))
       b.out.canonical.push_back({a.name(), canon});
     b.out.inputs.push_back(std::move(iv));
