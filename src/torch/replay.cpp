@@ -309,17 +309,24 @@ ArgValue canonical_value(const c10::Argument& a, const c10::IValue& iv, const Ar
   return ArgValue{ArgValue::Word{"?"}};
 }
 
-std::vector<NamedArg> canonical_args(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& inputs) {
+std::vector<NamedArg> drop_defaults(const c10::FunctionSchema& schema, std::vector<ArgValue> values) {
   std::vector<NamedArg> out;
   const auto& args = schema.arguments();
-  for (std::size_t i = 0; i < args.size() && i < inputs.size(); ++i) {
+  for (std::size_t i = 0; i < args.size() && i < values.size(); ++i) {
     const auto& a = args[i];
-    ArgValue v = canonical_value(a, inputs[i], nullptr);
-    if (a.default_value() && format_value(v) == format_value(canonical_value(a, *a.default_value(), nullptr))) continue;
-    if (v.is_none() && !a.default_value()) continue;
-    out.push_back({a.name(), std::move(v)});
+    if (a.default_value() && format_value(values[i]) == format_value(canonical_value(a, *a.default_value(), nullptr)))
+      continue;
+    if (values[i].is_none() && !a.default_value()) continue;
+    out.push_back({a.name(), std::move(values[i])});
   }
   return out;
+}
+
+std::vector<NamedArg> canonical_args(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& inputs) {
+  std::vector<ArgValue> values;
+  const auto& args = schema.arguments();
+  for (std::size_t i = 0; i < args.size() && i < inputs.size(); ++i) values.push_back(canonical_value(args[i], inputs[i]));
+  return drop_defaults(schema, std::move(values));
 }
 
 c10::Device resolve_device(const std::string& spec) {

@@ -1,0 +1,70 @@
+#include "core/inventory/inventory.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+#include <set>
+
+namespace opcost {
+
+std::size_t Inventory::layer_count() const {
+  std::set<std::string> layers;
+  for (const auto& c : sequence) layers.insert(c.layer);
+  return layers.size();
+}
+
+void InventoryBuilder::add(const std::string& op, const std::string& overload, const std::string& args,
+                           const std::string& layer, const std::vector<std::string>& nested) {
+  const std::string key = (overload.empty() ? op : op + "." + overload) + " " + args;
+  auto [it, fresh] = index_.try_emplace(key, inv_.entries.size());
+  if (fresh) inv_.entries.push_back({op, overload, args});
+  InventoryEntry& e = inv_.entries[it->second];
+  ++e.count;
+  if (std::find(e.layers.begin(), e.layers.end(), layer) == e.layers.end()) e.layers.push_back(layer);
+  for (const auto& n : nested) ++e.nested[n];
+  inv_.sequence.push_back({it->second, layer});
+}
+
+nlohmann::json to_json(const Inventory& inv) {
+  nlohmann::json ops = nlohmann::json::array();
+  for (const auto& e : inv.entries)
+    ops.push_back({{"op", e.op}, {"overload", e.overload}, {"args", e.args}, {"signature", e.signature()},
+                   {"count", e.count}, {"layers", e.layers}, {"nested", e.nested}});
+  nlohmann::json seq = nlohmann::json::array();
+  for (const auto& c : inv.sequence) seq.push_back({c.entry, c.layer});
+  return {{"model", inv.model},
+          {"input", inv.input},
+          {"device", inv.device},
+          {"dtype", inv.dtype},
+          {"mode", inv.mode},
+          {"parameters", inv.parameters},
+          {"totals", {{"calls", inv.sequence.size()}, {"unique_signatures", inv.entries.size()}, {"layers", inv.layer_count()}}},
+          {"ops", ops},
+          {"sequence_columns", {"entry", "layer"}},
+          {"sequence", seq}};
+}
+
+std::string to_table(const Inventory& inv) {
+  std::string out = fmt::format("{} input={} on {} ({}, {})\n", inv.model, inv.input, inv.device, inv.dtype, inv.mode);
+  out += fmt::format("{:>4} {:>6}  {:<32} {}\n", "#", "calls", "operator", "arguments / layers / nested");
+  for (std::size_t i = 0; i < inv.entries.size(); ++i) {
+    const auto& e = inv.entries[i];
+    out += fmt::format("{:>4} {:>6}  {:<32} {}\n", i + 1, e.count, e.display_name(), e.args);
+    std::string layers;
+    for (std::size_t k = 0; k < e.layers.size() && k < 4; ++k) layers += (k ? ", " : "") + (e.layers[k].empty() ? "(top)" : e.layers[k]);
+    if (e.layers.size() > 4) layers += fmt::format(", +{} more", e.layers.size() - 4);
+    out += fmt::format("{:>44}layers: {}\n", "", layers);
+    if (!e.nested.empty()) {
+      std::string nested;
+      for (const auto& [name, n] : e.nested)
+        nested += fmt::format("{}{} ×{:g}", nested.empty() ? "" : ", ", name, double(n) / double(e.count));
+      out += fmt::format("{:>44}nested per call: {}\n", "", nested);
+    }
+  }
+  out += fmt::format("totals: {} operator calls, {} unique signatures, {} layers\n", inv.sequence.size(),
+                     inv.entries.size(), inv.layer_count());
+  return out;
+}
+
+}  // namespace opcost

@@ -1,0 +1,51 @@
+#pragma once
+// A model's operator inventory: every outermost ATen call of one forward, grouped by
+// canonical signature, with the layers that issued it and the ops nested inside it.
+// Torch-free, so reports and later tools (prediction) compile without LibTorch.
+#include <cstdint>
+#include <map>
+#include <nlohmann/json_fwd.hpp>
+#include <string>
+#include <vector>
+
+namespace opcost {
+
+struct InventoryEntry {
+  std::string op, overload, args;           // args: canonical, as `opcost measure` accepts
+  std::size_t count = 0;
+  std::vector<std::string> layers;          // in order of first use
+  std::map<std::string, std::size_t> nested;  // nested op -> calls, summed over `count` calls
+  std::string display_name() const { return overload.empty() ? op : op + "." + overload; }
+  std::string signature() const { return display_name() + " " + args; }
+};
+
+struct InventoryCall {
+  std::size_t entry;  // index into entries
+  std::string layer;
+};
+
+struct Inventory {
+  std::string model, input, device, dtype, mode = "inference";
+  int64_t parameters = 0;
+  std::vector<InventoryEntry> entries;  // in order of first call
+  std::vector<InventoryCall> sequence;  // every outermost call, in issue order
+  std::size_t layer_count() const;
+};
+
+nlohmann::json to_json(const Inventory& inv);
+std::string to_table(const Inventory& inv);
+
+// Groups recorded calls: each call is (signature parts, layer, nested op names).
+class InventoryBuilder {
+ public:
+  void add(const std::string& op, const std::string& overload, const std::string& args,
+           const std::string& layer, const std::vector<std::string>& nested);
+  Inventory take() { return std::move(inv_); }
+  Inventory& inventory() { return inv_; }
+
+ private:
+  Inventory inv_;
+  std::map<std::string, std::size_t> index_;  // signature -> entry
+};
+
+}  // namespace opcost
