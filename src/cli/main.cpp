@@ -12,6 +12,9 @@
 #include "core/spec/spec_file.h"
 #include "core/store/database.h"
 #include "core/version.h"
+#include "core/inventory/inventory.h"
+#include "torch/models.h"
+#include "torch/observer.h"
 #include "torch/replay.h"
 #include "torch/runner.h"
 
@@ -211,12 +214,37 @@ int main(int argc, char** argv) {
   csv_flag->excludes(json_flag);
   dbexport->add_option("-o,--output", export_out, "file to write (default: standard output)");
 
+  ModelInput minput;
+  std::string model_name;
+  bool inv_json = false;
+  auto* inventory = app.add_subcommand("inventory", "Run a built-in model once and list every ATen operator it calls");
+  inventory->add_option("model", model_name, "built-in model (opcost models)")->required();
+  inventory->add_option("--batch", minput.batch, "batch size")->capture_default_str();
+  inventory->add_option("--seq", minput.seq, "tokens per sequence (token models)")->capture_default_str();
+  inventory->add_option("--dtype", minput.dtype, "fp32, bf16 or fp16")->capture_default_str();
+  inventory->add_option("--device", minput.device, "auto, cpu, cuda")->capture_default_str();
+  inventory->add_flag("--json", inv_json, "print JSON");
+
   CLI11_PARSE(app, argc, argv);
   // --db is accepted before or after the subcommand.
   const std::string path = db_path.empty() ? Database::default_path() : db_path;
   mo.db = path;
   try {
     if (measure->parsed()) return run_measure(mo);
+    if (inventory->parsed()) {
+      auto model = make_builtin_model(model_name, minput);
+      model->forward();  // warm-up
+      model->synchronize();
+      Inventory inv = observe([&] { model->forward(); });
+      inv.model = model_name;
+      inv.input = model->input_signature();
+      inv.device = model->device_kind();
+      inv.dtype = minput.dtype;
+      inv.parameters = model->parameter_count();
+      if (inv_json) fmt::print("{}\n", to_json(inv).dump(2));
+      else fmt::print("{}", to_table(inv));
+      return 0;
+    }
     if (dblist->parsed()) return run_db_list(path, list_op, list_limit);
     if (dbshow->parsed()) {
       Database db(path);
