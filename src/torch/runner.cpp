@@ -233,6 +233,7 @@ void Runner::measure_energy(PreparedCall& call, Measurement& m) {
   std::vector<EnergyWindow> windows;
   double period = 0.1;
   std::size_t periods_per_window = 1;
+  std::size_t edges_seen = 0;
   while (true) {
     for (std::size_t i = 0; i < batch; ++i) call.call();
     issued += batch;
@@ -250,7 +251,12 @@ void Runner::measure_energy(PreparedCall& call, Measurement& m) {
     ++k;
     const double t = now_s();
     if (t < settle_end + 0.1) continue;
+    // Recompute the windows only when the counter has moved: the loop stays lean.
+    const bool capped = monitor.state_summary().throttle_reasons_seen & throttle::kSwPowerCap;
+    const bool over_budget = t - start > (capped ? cfg_.energy_max_capped_s : cfg_.energy_max_s);
+    if (monitor.edge_count() == edges_seen && !over_budget) continue;
     const auto edges = monitor.edges();
+    edges_seen = edges.size();
     if (auto p = update_period_s(edges)) {
       period = *p;
       // RAPL updates every ~1 ms: group its periods into windows of ~100 ms.
@@ -261,8 +267,7 @@ void Runner::measure_energy(PreparedCall& call, Measurement& m) {
     est = estimate_energy(windows, *e.idle_power_W);
     const bool enough = windows.size() >= cfg_.energy_min_windows &&
                         est.per_call_mJ.rel_ci95() <= cfg_.energy_target_rel_ci95;
-    const bool capped = monitor.state_summary().throttle_reasons_seen & throttle::kSwPowerCap;
-    if (enough || t - start > (capped ? cfg_.energy_max_capped_s : cfg_.energy_max_s)) break;
+    if (enough || over_budget) break;
   }
   if (cuda) at::accelerator::synchronizeDevice(index_);
   timeline.push_back({now_s(), double(issued)});

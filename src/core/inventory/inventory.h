@@ -41,7 +41,6 @@ class InventoryBuilder {
   void add(const std::string& op, const std::string& overload, const std::string& args,
            const std::string& layer, const std::vector<std::string>& nested);
   Inventory take() { return std::move(inv_); }
-  Inventory& inventory() { return inv_; }
 
  private:
   Inventory inv_;
