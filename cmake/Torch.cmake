@@ -43,6 +43,27 @@ if(NOT OPCOST_TORCH_ROOT)
   endforeach()
 endif()
 
+# The Python whose torch is this LibTorch, if any: tests that need Python's torch (making a
+# TorchScript file) run it.
+if(OPCOST_TORCH_ROOT AND NOT OPCOST_TORCH_PYTHON_CHECKED STREQUAL OPCOST_TORCH_ROOT)
+  unset(OPCOST_TORCH_PYTHON CACHE)
+  find_program(_sys_python3 python3)
+  set(_given_python "")
+  if(OPCOST_PYTHON)
+    find_program(_given_python NAMES "${OPCOST_PYTHON}" NO_CACHE)
+  endif()
+  foreach(py IN ITEMS "${_given_python}" "${_sys_python3}" "${PROJECT_SOURCE_DIR}/.venv/bin/python")
+    if(py AND EXISTS "${py}")
+      _opcost_torch_from_python("${py}" _root)
+      if(_root STREQUAL OPCOST_TORCH_ROOT)
+        set(OPCOST_TORCH_PYTHON "${py}" CACHE FILEPATH "Python whose torch opcost is built against" FORCE)
+        break()
+      endif()
+    endif()
+  endforeach()
+  set(OPCOST_TORCH_PYTHON_CHECKED "${OPCOST_TORCH_ROOT}" CACHE INTERNAL "")
+endif()
+
 if(NOT OPCOST_TORCH_ROOT OR NOT EXISTS "${OPCOST_TORCH_ROOT}/include/ATen/ATen.h")
   message(FATAL_ERROR
     "opcost: no LibTorch found. Run scripts/bootstrap (it creates .venv with the pinned "

@@ -65,5 +65,25 @@ check "csv export has header and 4 rows" test "$(wc -l <"$dir/all.csv")" -eq 5
 "$bin" db export --json --db "$db" >"$dir/all.json"
 check "json export has 4 documents" python3 -c "import json; assert len(json.load(open('$dir/all.json')))==4"
 
+# Inventory: the models list, a JSON inventory, and measuring it as a spec file.
+"$bin" models >"$dir/o11"
+check "models lists resnet50 with its parameter count" grep -qE "^resnet50 +25557032 " "$dir/o11"
+"$bin" inventory mnist-cnn --device cpu --batch 2 --json -o "$dir/inv.json" 2>"$dir/e12"
+check "inventory -o reports what it wrote" has "$dir/e12" "10 calls, 10 unique signatures"
+check "inventory json has layers and totals" python3 -c "
+import json; d=json.load(open('$dir/inv.json'))
+assert d['totals']=={'calls':10,'unique_signatures':10,'layers':8}, d['totals']
+ops={}
+[ops.setdefault(o['op'], o) for o in d['ops']]
+assert ops['aten::linear']['layers']==['fc1'] and ops['aten::conv2d']['count']==1 and d['parameters']==431080"
+"$bin" measure --spec "$dir/inv.json" --device cpu --no-store --no-energy --max-time 0.02 >/dev/null 2>"$dir/e13"
+check "every inventory signature measures" has "$dir/e13" "10 measured, 0 skipped, 0 failed"
+"$bin" inventory mnist-cnn --device cpu --train >"$dir/o14" 2>/dev/null
+check "train inventory has backward ops by layer" grep -q "aten::convolution_backward (bwd)" "$dir/o14"
+"$bin" inventory resnet50 --input f32[1,3,224,224] --device cpu >/dev/null 2>"$dir/e15"
+check "built-in model with --input says what fits" has "$dir/e15" "size its input with --batch"
+"$bin" inventory mnist-cnn --device cpu --dtype bf16 --autocast fp16 >/dev/null 2>"$dir/e16"
+check "autocast of a bf16 model is refused" has "$dir/e16" "drop --autocast"
+
 echo "$pass passed, $fail failed"
 test "$fail" -eq 0

@@ -41,6 +41,7 @@ struct MeasureOptions {
   double energy_target = 0.02;
   bool no_energy = false;
   std::string power_trace;
+  std::string autocast;
 };
 
 void write_power_trace(const std::string& path, const std::vector<Measurement>& ms) {
@@ -76,6 +77,7 @@ int run_measure(const MeasureOptions& o) {
   ropt.device = o.device;
   ropt.seed = o.seed;
   ropt.cache_mode = o.cache;
+  ropt.autocast = o.autocast;
   // Resolve the device once, from the first call, and say so when falling back to the CPU.
   MeasureConfig cfg;
   cfg.time.max_seconds = o.max_time;
@@ -98,7 +100,13 @@ int run_measure(const MeasureOptions& o) {
     const OpCall& c = calls[i];
     if (many) fmt::print(stderr, "[{}/{}] {} {}\n", i + 1, calls.size(), c.display_name(), format_args(c.args));
     try {
-      auto prepared = PreparedCall::prepare(c, ropt);
+      ReplayOptions call_opt = ropt;
+      if (!c.autocast.empty()) {
+        if (!ropt.autocast.empty() && ropt.autocast != c.autocast)
+          throw std::invalid_argument(fmt::format("the spec's autocast {} contradicts --autocast {}", c.autocast, ropt.autocast));
+        call_opt.autocast = c.autocast;
+      }
+      auto prepared = PreparedCall::prepare(c, call_opt);
       if (!runner) {
         runner = std::make_unique<Runner>(prepared->device_kind(), prepared->device_index(), cfg);
         if (o.device == "auto" && prepared->device_kind() == "cpu")
@@ -110,7 +118,7 @@ int run_measure(const MeasureOptions& o) {
       if (o.resume && db) {
         Database::Key key{prepared->op(), prepared->overload(),
                           stable_hash(prepared->op() + "." + prepared->overload() + " " + prepared->canonical_args()),
-                          runner->environment().device_name, o.cache};
+                          runner->environment().device_name, o.cache, prepared->autocast()};
         if (auto row = db->lookup(key)) {
           fmt::print(stderr, "  already measured (row {}), skipped (--resume)\n", (*row)["db_id"].get<int64_t>());
           ++skipped;
@@ -160,6 +168,58 @@ int run_db_list(const std::string& path, const std::string& op, int limit) {
   return 0;
 }
 
+struct InventoryOptions {
+  std::string model;
+  std::vector<std::string> inputs;
+  ModelInput in;
+  bool json = false;
+  std::string output;
+};
+
+int run_inventory(const InventoryOptions& o) {
+  auto model = make_model(o.model, o.inputs, o.in);
+  if (o.in.device == "auto" && model->device_kind() == "cpu")
+    fmt::print(stderr, "opcost: no CUDA GPU found; running {} on the CPU\n", o.model);
+  for (int i = 0; i < model->warmup_steps(); ++i) model->step();
+  model->synchronize();
+  ObserveOptions oo;
+  oo.backward = o.in.train;
+  oo.layer_source = model->layer_source();
+  Inventory inv = observe([&] {
+    model->step();
+    model->synchronize();
+  }, oo);
+  inv.model = o.model;
+  inv.input = model->input_signature();
+  inv.device = model->device_kind();
+  inv.dtype = o.in.dtype;
+  inv.mode = o.in.train ? "train" : "inference";
+  inv.autocast = o.in.autocast;
+  inv.parameters = model->parameter_count();
+  const std::string text = o.json ? to_json(inv).dump(2) + "\n" : to_table(inv);
+  if (o.output.empty()) {
+    fmt::print("{}", text);
+  } else {
+    std::ofstream f(o.output);
+    if (!(f << text)) throw std::runtime_error(fmt::format("{}: cannot write", o.output));
+    fmt::print(stderr, "opcost: inventory of {} written to {} ({} calls, {} unique signatures)\n", o.model, o.output,
+               inv.sequence.size(), inv.entries.size());
+  }
+  return 0;
+}
+
+int run_models() {
+  fmt::print("{:<12} {:>12}  {:<20} {}\n", "model", "parameters", "default input", "description");
+  for (const auto& info : builtin_models()) {
+    ModelInput in;
+    in.device = "cpu";
+    const auto m = make_builtin_model(info.name, in);
+    fmt::print("{:<12} {:>12}  {:<20} {}\n", info.name, m->parameter_count(), info.default_input, info.description);
+  }
+  fmt::print("\nAny TorchScript file (torch.jit.save) works too: opcost inventory model.pt --input f32[1,3,224,224]\n");
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -194,6 +254,7 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   measure->add_flag("--no-energy", mo.no_energy, "skip the energy loop");
   measure->add_option("--power-trace", mo.power_trace, "write the sampled power trace (JSON) to this file");
+  measure->add_option("--autocast", mo.autocast, "replay under autocast to this dtype (bf16, fp16), as an autocast model runs");
 
   auto* dbcmd = app.add_subcommand("db", "Inspect and export the measurement database");
   dbcmd->require_subcommand(1);
@@ -214,16 +275,20 @@ int main(int argc, char** argv) {
   csv_flag->excludes(json_flag);
   dbexport->add_option("-o,--output", export_out, "file to write (default: standard output)");
 
-  ModelInput minput;
-  std::string model_name;
-  bool inv_json = false;
-  auto* inventory = app.add_subcommand("inventory", "Run a built-in model once and list every ATen operator it calls");
-  inventory->add_option("model", model_name, "built-in model (opcost models)")->required();
-  inventory->add_option("--batch", minput.batch, "batch size")->capture_default_str();
-  inventory->add_option("--seq", minput.seq, "tokens per sequence (token models)")->capture_default_str();
-  inventory->add_option("--dtype", minput.dtype, "fp32, bf16 or fp16")->capture_default_str();
-  inventory->add_option("--device", minput.device, "auto, cpu, cuda")->capture_default_str();
-  inventory->add_flag("--json", inv_json, "print JSON");
+  InventoryOptions io;
+  auto* inventory = app.add_subcommand("inventory", "Run a model once and list every ATen operator it calls, by layer");
+  inventory->add_option("model", io.model, "built-in model (see opcost models) or a TorchScript file")->required();
+  inventory->add_option("--input", io.inputs, "TorchScript: one tensor per forward argument, e.g. f32[1,3,224,224] "
+                                              "or i64[1,128]:range[0,50257]");
+  inventory->add_option("--batch", io.in.batch, "batch size (built-in models)")->capture_default_str();
+  inventory->add_option("--seq", io.in.seq, "tokens per sequence (distilgpt2)")->capture_default_str();
+  inventory->add_option("--dtype", io.in.dtype, "model dtype: fp32, bf16 or fp16")->capture_default_str();
+  inventory->add_option("--device", io.in.device, "auto (CUDA when present), cpu, cuda, cuda:N")->capture_default_str();
+  inventory->add_flag("--train", io.in.train, "forward and backward; backward ops attributed to their forward layer");
+  inventory->add_option("--autocast", io.in.autocast, "run the fp32 model under autocast to bf16 or fp16");
+  inventory->add_flag("--json", io.json, "write JSON (ops, layers, nested ops, the call sequence)");
+  inventory->add_option("-o,--output", io.output, "file to write (default: standard output)");
+  auto* models = app.add_subcommand("models", "List the built-in models with their parameter counts and inputs");
 
   CLI11_PARSE(app, argc, argv);
   // --db is accepted before or after the subcommand.
@@ -231,20 +296,8 @@ int main(int argc, char** argv) {
   mo.db = path;
   try {
     if (measure->parsed()) return run_measure(mo);
-    if (inventory->parsed()) {
-      auto model = make_builtin_model(model_name, minput);
-      model->forward();  // warm-up
-      model->synchronize();
-      Inventory inv = observe([&] { model->forward(); });
-      inv.model = model_name;
-      inv.input = model->input_signature();
-      inv.device = model->device_kind();
-      inv.dtype = minput.dtype;
-      inv.parameters = model->parameter_count();
-      if (inv_json) fmt::print("{}\n", to_json(inv).dump(2));
-      else fmt::print("{}", to_table(inv));
-      return 0;
-    }
+    if (inventory->parsed()) return run_inventory(io);
+    if (models->parsed()) return run_models();
     if (dblist->parsed()) return run_db_list(path, list_op, list_limit);
     if (dbshow->parsed()) {
       Database db(path);

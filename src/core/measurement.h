@@ -52,6 +52,7 @@ struct Measurement {
   std::string created_at;  // UTC ISO-8601
   std::string op, overload, args, args_hash, dtype, schema;
   std::string cache_mode = "warm";
+  std::string autocast;  // "" or the autocast dtype the op was replayed under
   std::string method;
   Environment env;
   TimeResult time;

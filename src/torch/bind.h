@@ -38,4 +38,23 @@ TensorSpec tensor_spec_of(const at::Tensor& t);
 
 c10::Device resolve_device(const std::string& spec);
 
+// dtype codes as opcost writes them ("f32", "bf16", ...) and back.
+at::ScalarType scalar_type_of(const std::string& code);
+std::string code_of(at::ScalarType t);
+
+// Autocast to `dtype` (bf16 or fp16; "" does nothing) on one device type for the scope's life,
+// as torch.autocast does: ops on the autocast lists cast their inputs.
+class AutocastScope {
+ public:
+  AutocastScope(const std::string& dtype, c10::DeviceType device);
+  ~AutocastScope();
+  AutocastScope(const AutocastScope&) = delete;
+  AutocastScope& operator=(const AutocastScope&) = delete;
+
+ private:
+  c10::DeviceType device_;
+  bool active_ = false, was_enabled_ = false;
+  at::ScalarType was_dtype_ = at::kFloat;
+};
+
 }  // namespace opcost

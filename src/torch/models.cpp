@@ -8,9 +8,11 @@
 #include <fmt/format.h>
 #include <torch/torch.h>
 
+#include <sys/stat.h>
 #include <stdexcept>
 
 #include "torch/bind.h"
+#include "torch/model_support.h"
 
 namespace opcost {
 
@@ -34,6 +36,13 @@ template <typename M>
 torch::Tensor run(const std::string& path, M& m, const torch::Tensor& x) {
   SCOPE(path);
   return m->forward(x);
+}
+
+// LibTorch's nn::Linear calls addmm or matmul directly; Python's nn.Linear, which users
+// profile, calls aten::linear. Keep the Python op so inventories match what users see.
+torch::Tensor run(const std::string& path, nn::Linear& m, const torch::Tensor& x) {
+  SCOPE(path);
+  return at::linear(x, m->weight, m->bias);
 }
 
 struct BlockImpl : nn::Module {
@@ -216,19 +225,14 @@ struct MnistImpl : nn::Module {
 };
 TORCH_MODULE(Mnist);
 
-at::ScalarType model_dtype(const std::string& d) {
-  if (d == "fp32" || d == "f32" || d == "float32") return at::kFloat;
-  if (d == "bf16" || d == "bfloat16") return at::kBFloat16;
-  if (d == "fp16" || d == "f16" || d == "float16") return at::kHalf;
-  throw std::invalid_argument(fmt::format("unknown dtype '{}' (use fp32, bf16 or fp16)", d));
-}
 
 template <typename M>
 class Runnable : public RunnableModel {
  public:
-  Runnable(std::string name, M m, torch::Tensor input, c10::Device dev)
-      : name_(std::move(name)), m_(std::move(m)), input_(std::move(input)), dev_(dev) {
-    m_->eval();
+  Runnable(std::string name, M m, torch::Tensor input, c10::Device dev, const ModelInput& in)
+      : name_(std::move(name)), m_(std::move(m)), input_(std::move(input)), dev_(dev), in_(in) {
+    if (in_.train) m_->train();
+    else m_->eval();
   }
   const std::string& name() const override { return name_; }
   int64_t parameter_count() const override {
@@ -238,9 +242,17 @@ class Runnable : public RunnableModel {
   }
   std::string input_signature() const override { return format_tensor(tensor_spec_of(input_)); }
   std::string device_kind() const override { return dev_.is_cuda() ? "cuda" : "cpu"; }
-  void forward() override {
-    c10::InferenceMode guard;
-    m_->forward(input_);
+  void step() override {
+    AutocastScope autocast(in_.autocast, dev_.type());
+    if (!in_.train) {
+      c10::InferenceMode guard;
+      m_->forward(input_);
+      return;
+    }
+    for (auto& p : m_->parameters()) p.mutable_grad() = torch::Tensor();  // zero_grad(set_to_none)
+    torch::Tensor out = m_->forward(input_);
+    SCOPE("loss");
+    out.sum().backward();
   }
   void synchronize() override {
     if (dev_.is_cuda()) at::accelerator::synchronizeDevice(dev_.index());
@@ -251,9 +263,26 @@ class Runnable : public RunnableModel {
   M m_;
   torch::Tensor input_;
   c10::Device dev_;
+  ModelInput in_;
 };
 
 }  // namespace
+
+at::ScalarType model_dtype(const std::string& d) {
+  if (d == "fp32" || d == "f32" || d == "float32") return at::kFloat;
+  if (d == "bf16" || d == "bfloat16") return at::kBFloat16;
+  if (d == "fp16" || d == "f16" || d == "float16") return at::kHalf;
+  throw std::invalid_argument(fmt::format("unknown dtype '{}' (use fp32, bf16 or fp16)", d));
+}
+
+void check_mode(const ModelInput& in, at::ScalarType dtype) {
+  if (!in.autocast.empty()) {
+    if (dtype != at::kFloat)
+      throw std::invalid_argument(fmt::format(
+          "--autocast runs an fp32 model with {} math; drop --dtype {} or drop --autocast", in.autocast, in.dtype));
+    model_dtype(in.autocast);  // names a bad autocast dtype
+  }
+}
 
 const std::vector<ModelInfo>& builtin_models() {
   static const std::vector<ModelInfo> m = {
@@ -270,11 +299,12 @@ std::unique_ptr<RunnableModel> make_builtin_model(const std::string& name, const
   if (in.batch < 1) throw std::invalid_argument(fmt::format("--batch must be at least 1 (got {})", in.batch));
   const c10::Device dev = resolve_device(in.device);
   const at::ScalarType dtype = model_dtype(in.dtype);
+  check_mode(in, dtype);
   torch::manual_seed(0);
   const auto fopts = torch::TensorOptions().device(dev).dtype(dtype);
   auto finish = [&](auto m, torch::Tensor input) -> std::unique_ptr<RunnableModel> {
     m->to(dev, dtype);
-    return std::make_unique<Runnable<decltype(m)>>(name, m, input, dev);
+    return std::make_unique<Runnable<decltype(m)>>(name, m, input, dev, in);
   };
   if (name == "resnet18" || name == "resnet34" || name == "resnet50") {
     const bool deep = name == "resnet50";
@@ -290,7 +320,26 @@ std::unique_ptr<RunnableModel> make_builtin_model(const std::string& name, const
   if (name == "mnist-cnn") return finish(Mnist(), torch::randn({in.batch, 1, 28, 28}, fopts));
   std::string names;
   for (const auto& m : builtin_models()) names += (names.empty() ? "" : ", ") + m.name;
-  throw std::invalid_argument(fmt::format("unknown model '{}' (built-in: {}; or a TorchScript .pt file)", name, names));
+  throw std::invalid_argument(fmt::format(
+      "unknown model '{}': not a built-in model ({}) and no such file (a TorchScript file from torch.jit.save)",
+      name, names));
+}
+
+std::unique_ptr<RunnableModel> make_model(const std::string& name_or_path, const std::vector<std::string>& inputs,
+                                          const ModelInput& in) {
+  for (const auto& m : builtin_models())
+    if (m.name == name_or_path) {
+      if (!inputs.empty())
+        throw std::invalid_argument(fmt::format(
+            "{} is a built-in model: size its input with --batch{} instead of --input", name_or_path,
+            m.tokens ? " and --seq" : ""));
+      return make_builtin_model(name_or_path, in);
+    }
+  // POSIX, not std::filesystem: libtorch.so exports its own std::filesystem symbols, some of
+  // which crash when called from our code (seen with remove_all on torch 2.11).
+  struct stat st {};
+  if (::stat(name_or_path.c_str(), &st) == 0) return load_torchscript_model(name_or_path, inputs, in);
+  return make_builtin_model(name_or_path, in);  // names the built-in models
 }
 
 }  // namespace opcost

@@ -16,6 +16,8 @@ struct ModelInput {
   int64_t seq = 128;        // token models
   std::string dtype = "fp32";  // fp32 | bf16 | fp16
   std::string device = "auto";
+  bool train = false;          // forward + backward of sum(output), grads set to none first
+  std::string autocast;        // "", "bf16" or "fp16": autocast an fp32 model
 };
 
 struct ModelInfo {
@@ -34,11 +36,29 @@ class RunnableModel {
   virtual int64_t parameter_count() const = 0;
   virtual std::string input_signature() const = 0;  // "i64[8,512]"
   virtual std::string device_kind() const = 0;
-  virtual void forward() = 0;                      // one forward on the example input
+  // One step on the example input: a forward in inference mode, or with `train` a forward
+  // and backward; under autocast when asked.
+  virtual void step() = 0;
   virtual void synchronize() = 0;
+  // Steps to run before observing (TorchScript's profiling executor optimises on the second).
+  virtual int warmup_steps() const { return 1; }
+  // For models whose layers are not USER_SCOPE records (TorchScript): names the layer of the
+  // op running now on this thread. Empty for built-in models.
+  virtual std::function<std::string()> layer_source() const { return {}; }
 };
 
 // Throws std::invalid_argument naming what is wrong and what would fit.
 std::unique_ptr<RunnableModel> make_builtin_model(const std::string& name, const ModelInput& in);
+
+// A TorchScript file (torch.jit.save output) run on `inputs`, one tensor spec per forward
+// argument ("f32[1,3,224,224]", "i64[1,128]:range[0,50257]"). Layers are the module
+// hierarchy's instance names ("blocks.0.fc"). Throws std::invalid_argument naming the file,
+// what was wrong and what would fit.
+std::unique_ptr<RunnableModel> load_torchscript_model(const std::string& path, const std::vector<std::string>& inputs,
+                                                      const ModelInput& in);
+
+// A built-in model's name, or a path to a TorchScript file.
+std::unique_ptr<RunnableModel> make_model(const std::string& name_or_path, const std::vector<std::string>& inputs,
+                                          const ModelInput& in);
 
 }  // namespace opcost

@@ -4,7 +4,11 @@
 #include <ATen/record_function.h>
 #include <fmt/format.h>
 
+#include <atomic>
+#include <map>
+#include <mutex>
 #include <optional>
+#include <unordered_map>
 #include <variant>
 
 #include "torch/bind.h"
@@ -21,22 +25,53 @@ struct Call {
   std::optional<c10::OperatorHandle> handle;
   std::vector<Slot> slots;
   std::string layer;
+  bool backward = false;
   std::vector<std::string> nested;
 };
 
+// One observation. Callbacks may run on several threads (autograd's device threads), so
+// shared state is behind a mutex; each thread keeps its own stacks.
 struct Capture {
+  uint64_t generation = 0;
+  const ObserveOptions* options = nullptr;
+  std::mutex mu;
   std::vector<Call> calls;
-  std::vector<std::string> layers;  // open USER_SCOPE records
-  std::vector<int> ops;             // open FUNCTION records: index into calls, or -1 nested
   std::map<std::pair<std::string, std::string>, std::optional<c10::OperatorHandle>> handles;
+  std::unordered_map<int64_t, std::string> seq_layer;  // autograd sequence nr -> forward layer
 };
 
-thread_local Capture* tl_capture = nullptr;
+std::atomic<Capture*> g_capture{nullptr};
+std::atomic<uint64_t> g_generation{0};
+
+struct Frame {
+  std::string layer;
+  bool backward = false;
+};
+
+// Entries of ThreadState::ops besides an index into Capture::calls.
+constexpr int kNested = -1;       // a dispatcher op inside an outer one
+constexpr int kTransparent = -2;  // a record that is not a dispatcher op
+
+struct ThreadState {
+  uint64_t generation = 0;
+  std::vector<Frame> scopes;  // open USER_SCOPE and BACKWARD_FUNCTION records
+  std::vector<int> ops;       // open FUNCTION records
+  int open_ops = 0;           // how many of `ops` are dispatcher ops
+  int outer = -1;             // the open outermost call
+};
+
+thread_local ThreadState tl;
+
+ThreadState& state_for(const Capture& c) {
+  if (tl.generation != c.generation) tl = ThreadState{c.generation};
+  return tl;
+}
 
 Slot slot_of(const c10::IValue& v) {
   if (v.isTensor()) {
     const auto& t = v.toTensor();
-    if (t.defined()) return tensor_spec_of(t);
+    if (!t.defined()) return c10::IValue();  // C++'s "no tensor" is Python's None
+    return tensor_spec_of(t);
   }
   if (v.isTensorList()) {
     std::vector<TensorSpec> specs;
@@ -47,65 +82,98 @@ Slot slot_of(const c10::IValue& v) {
 }
 
 std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
-  Capture* c = tl_capture;
+  Capture* c = g_capture.load(std::memory_order_acquire);
   if (!c) return nullptr;
+  ThreadState& t = state_for(*c);
+  const bool in_backward = !t.scopes.empty() && t.scopes.back().backward;
   if (fn.scope() == at::RecordScope::USER_SCOPE) {
-    c->layers.emplace_back(fn.name());
+    if (!in_backward) t.scopes.push_back({fn.name(), false});
+    else t.scopes.push_back(t.scopes.back());  // a scope inside a backward node keeps its layer
     return nullptr;
   }
-  if (!c->ops.empty()) {  // nested inside an outer op: count it there
-    for (auto it = c->ops.rbegin(); it != c->ops.rend(); ++it)
-      if (*it >= 0) {
-        c->calls[*it].nested.emplace_back(fn.name());
-        break;
-      }
-    c->ops.push_back(-1);
+  if (fn.scope() == at::RecordScope::BACKWARD_FUNCTION) {
+    std::lock_guard lock(c->mu);
+    auto it = c->seq_layer.find(fn.seqNr());
+    // Gradient accumulation into parameters has no forward op (and no sequence number).
+    const bool accumulate = std::string_view(fn.name()).find("AccumulateGrad") != std::string_view::npos;
+    t.scopes.push_back({it != c->seq_layer.end() ? it->second : accumulate ? "(accumulate-grad)" : "(autograd)", true});
+    return nullptr;
+  }
+  std::lock_guard lock(c->mu);
+  if (t.open_ops > 0) {  // nested inside an outer op: count it there
+    if (t.outer >= 0) {
+      Call& outer = c->calls[t.outer];
+      outer.nested.emplace_back(fn.name());
+      if (c->options->backward && !outer.backward && fn.seqNr() >= 0) c->seq_layer.try_emplace(fn.seqNr(), outer.layer);
+    }
+    t.ops.push_back(kNested);
+    ++t.open_ops;
     return nullptr;
   }
   const std::string name = fn.name(), overload = fn.overload_name();
   auto [it, fresh] = c->handles.try_emplace({name, overload});
   if (fresh) it->second = c10::Dispatcher::singleton().findSchema({name, overload});
-  if (!it->second) {  // not a dispatcher op (e.g. a profiler range): not a unit to measure
-    c->ops.push_back(-1);
+  if (!it->second) {  // not a dispatcher op (autograd engine or profiler range): see through it
+    t.ops.push_back(kTransparent);
     return nullptr;
   }
   Call call;
   call.handle = it->second;
   for (const auto& v : fn.inputs()) call.slots.push_back(slot_of(v));
-  call.layer = c->layers.empty() ? "" : c->layers.back();
-  c->ops.push_back(int(c->calls.size()));
+  if (!t.scopes.empty()) {
+    call.layer = t.scopes.back().layer;
+    call.backward = t.scopes.back().backward;
+  } else if (c->options->layer_source) {
+    call.layer = c->options->layer_source();
+  }
+  if (c->options->backward && !call.backward && fn.seqNr() >= 0) c->seq_layer.try_emplace(fn.seqNr(), call.layer);
+  t.outer = int(c->calls.size());
+  t.ops.push_back(t.outer);
+  ++t.open_ops;
   c->calls.push_back(std::move(call));
   return nullptr;
 }
 
 void on_end(const at::RecordFunction& fn, at::ObserverContext*) {
-  Capture* c = tl_capture;
-  if (!c) return;
-  if (fn.scope() == at::RecordScope::USER_SCOPE) {
-    if (!c->layers.empty()) c->layers.pop_back();
-  } else if (!c->ops.empty()) {
-    c->ops.pop_back();
+  Capture* c = g_capture.load(std::memory_order_acquire);
+  if (!c || tl.generation != c->generation) return;
+  ThreadState& t = tl;
+  if (fn.scope() == at::RecordScope::USER_SCOPE || fn.scope() == at::RecordScope::BACKWARD_FUNCTION) {
+    if (!t.scopes.empty()) t.scopes.pop_back();
+    return;
   }
+  if (t.ops.empty()) return;
+  const int top = t.ops.back();
+  t.ops.pop_back();
+  if (top == kTransparent) return;
+  if (--t.open_ops == 0) t.outer = -1;
 }
 
 }  // namespace
 
-Inventory observe(const std::function<void()>& body) {
+Inventory observe(const std::function<void()>& body, const ObserveOptions& options) {
   Capture capture;
-  tl_capture = &capture;
-  const auto handle = at::addThreadLocalCallback(
+  capture.generation = ++g_generation;
+  capture.options = &options;
+  Capture* expected = nullptr;
+  if (!g_capture.compare_exchange_strong(expected, &capture))
+    throw std::logic_error("opcost::observe: another observation is already running");
+  // Global, not thread-local: backward ops of CUDA tensors run on autograd's device threads.
+  const auto handle = at::addGlobalCallback(
       at::RecordFunctionCallback(on_start, on_end)
           .needsInputs(true)
-          .scopes({at::RecordScope::FUNCTION, at::RecordScope::USER_SCOPE}));
+          .scopes({at::RecordScope::FUNCTION, at::RecordScope::USER_SCOPE, at::RecordScope::BACKWARD_FUNCTION}));
+  auto stop = [&] {
+    at::removeCallback(handle);
+    g_capture.store(nullptr, std::memory_order_release);
+  };
   try {
     body();
   } catch (...) {
-    at::removeCallback(handle);
-    tl_capture = nullptr;
+    stop();
     throw;
   }
-  at::removeCallback(handle);
-  tl_capture = nullptr;
+  stop();
 
   InventoryBuilder builder;
   for (const auto& call : capture.calls) {
@@ -125,7 +193,7 @@ Inventory observe(const std::function<void()>& body) {
       }
     }
     builder.add(schema.name(), schema.overload_name(), format_args(drop_defaults(schema, std::move(values))),
-                call.layer, call.nested);
+                call.layer, call.nested, call.backward ? "backward" : "forward");
   }
   return builder.take();
 }

@@ -1,16 +1,28 @@
 #pragma once
-// Records every ATen call a piece of code makes on this thread, through a RecordFunction
-// observer, and builds the inventory. Torch-free header.
+// Records every ATen call a piece of code makes, through a RecordFunction observer, and
+// builds the inventory. Torch-free header.
 #include <functional>
+#include <string>
 
 #include "core/inventory/inventory.h"
 
 namespace opcost {
 
-// Runs `body` once with the observer installed on this thread. The outermost dispatcher call
-// of each operation is the unit (aten::linear, not the aten::addmm inside it); its inputs are
+struct ObserveOptions {
+  // Attribute backward ops to the forward layer whose op created their autograd node
+  // (sequence numbers). Costs a map insert per forward op, so only for --train.
+  bool backward = false;
+  // Layer of an op that runs outside any USER_SCOPE record (TorchScript's module hierarchy).
+  std::function<std::string()> layer_source;
+};
+
+// Runs `body` once with the observer installed. The outermost dispatcher call of each
+// operation is the unit (aten::linear, not the aten::addmm inside it); records that are not
+// dispatcher ops (autograd engine ranges, profiler ranges) are transparent. Inputs are
 // summarised as dtype/shape/strides and scalars, and turned into canonical signatures after
-// the run. The layer is the innermost USER_SCOPE record open at the call ("" outside any).
-Inventory observe(const std::function<void()>& body);
+// the run. The layer is the innermost USER_SCOPE record open at the call ("" outside any);
+// a backward op's layer is its forward op's. Ops on other threads (the autograd engine's
+// device threads) are seen too.
+Inventory observe(const std::function<void()>& body, const ObserveOptions& options = {});
 
 }  // namespace opcost

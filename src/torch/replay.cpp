@@ -13,12 +13,12 @@
 #include <optional>
 #include <set>
 
+#include <ATen/autocast_mode.h>
+
 #include "torch/bind.h"
 #include "torch/replay.h"
 
 namespace opcost {
-
-namespace {
 
 at::ScalarType scalar_type_of(const std::string& code) {
   static const std::map<std::string, at::ScalarType> m = {
@@ -35,6 +35,8 @@ std::string code_of(at::ScalarType t) {
     if (scalar_type_of(d.canonical) == t) return d.canonical;
   return c10::toString(t);
 }
+
+namespace {
 
 // Enum-like ints: names a user may write for them, in enum order.
 const std::vector<std::string> kReductions = {"none", "mean", "sum"};
@@ -272,6 +274,8 @@ struct Binder {
 // The value as opcost writes it, normalised (dtype codes, enum names, broadcast lists).
 ArgValue canonical_value(const c10::Argument& a, const c10::IValue& iv, const ArgValue* given_v) {
   if (iv.isNone()) return ArgValue{ArgValue::None{}};
+  // C++ callers pass an undefined tensor where Python passes None (a conv without bias).
+  if (iv.isTensor() && !iv.toTensor().defined()) return ArgValue{ArgValue::None{}};
   if (iv.isTensor()) {
     TensorSpec s = tensor_spec_of(iv.toTensor());
     if (given_v)
@@ -481,6 +485,11 @@ class PreparedCallImpl : public PreparedCall {
       }
       device_kind_ = device.is_cuda() ? "cuda" : "cpu";
       device_index_ = device.has_index() ? device.index() : 0;
+      device_type_ = device.type();
+      if (!opt.autocast.empty()) {
+        AutocastScope check(opt.autocast, device_type_);  // rejects a bad dtype now
+        autocast_ = *canonical_dtype(opt.autocast);
+      }
       call_checked();
     } catch (const c10::OutOfMemoryError& e) {
       throw ReplayError(fmt::format("{} {}: out of memory on {}: {}\n  fix: use smaller shapes, "
@@ -496,6 +505,7 @@ class PreparedCallImpl : public PreparedCall {
   const std::string& schema() const override { return schema_; }
   const std::string& dtype() const override { return dtype_; }
   const std::string& device_kind() const override { return device_kind_; }
+  const std::string& autocast() const override { return autocast_; }
   int device_index() const override { return device_index_; }
   std::size_t input_sets() const override { return sets_.size(); }
   std::size_t input_bytes() const override { return bytes_; }
@@ -503,7 +513,12 @@ class PreparedCallImpl : public PreparedCall {
   void call() override {
     stack_ = sets_[next_];
     if (++next_ == sets_.size()) next_ = 0;
-    handle_->callBoxed(stack_);
+    if (autocast_.empty()) {
+      handle_->callBoxed(stack_);
+    } else {
+      AutocastScope scope(autocast_, device_type_);  // a few thread-local stores per call
+      handle_->callBoxed(stack_);
+    }
   }
 
  private:
@@ -522,7 +537,8 @@ class PreparedCallImpl : public PreparedCall {
   }
 
   std::optional<c10::OperatorHandle> handle_;
-  std::string op_, overload_, canonical_, schema_, dtype_, device_kind_;
+  std::string op_, overload_, canonical_, schema_, dtype_, device_kind_, autocast_;
+  c10::DeviceType device_type_ = c10::DeviceType::CPU;
   int device_index_ = 0;
   std::size_t bytes_ = 0, next_ = 0;
   std::vector<std::vector<c10::IValue>> sets_;
@@ -533,6 +549,25 @@ class PreparedCallImpl : public PreparedCall {
 
 std::unique_ptr<PreparedCall> PreparedCall::prepare(const OpCall& call, const ReplayOptions& opt) {
   return std::make_unique<PreparedCallImpl>(call, opt);
+}
+
+AutocastScope::AutocastScope(const std::string& dtype, c10::DeviceType device) : device_(device) {
+  if (dtype.empty()) return;
+  const auto code = canonical_dtype(dtype);
+  if (!code || (*code != "bf16" && *code != "f16"))
+    throw ReplayError(fmt::format("autocast dtype '{}' is not supported (use bf16 or fp16)", dtype));
+  active_ = true;
+  was_enabled_ = at::autocast::is_autocast_enabled(device_);
+  was_dtype_ = at::autocast::get_autocast_dtype(device_);
+  at::autocast::set_autocast_enabled(device_, true);
+  at::autocast::set_autocast_dtype(device_, scalar_type_of(*code));
+}
+
+AutocastScope::~AutocastScope() {
+  if (!active_) return;
+  at::autocast::set_autocast_enabled(device_, was_enabled_);
+  at::autocast::set_autocast_dtype(device_, was_dtype_);
+  if (!was_enabled_) at::autocast::clear_cache();
 }
 
 }  // namespace opcost

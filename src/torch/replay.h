@@ -15,6 +15,7 @@ struct ReplayOptions {
   uint64_t seed = 0;
   std::string cache_mode = "warm";          // "warm": one input set; "cold": rotate sets
   std::size_t cold_footprint_bytes = 256u << 20;  // cold: input sets span at least this much
+  std::string autocast;  // "", "bf16" or "fp16": replay under autocast, as the model ran
 };
 
 // Thrown for anything the user can fix: unknown op, argument that does not fit the schema,
@@ -37,6 +38,7 @@ class PreparedCall {
   virtual const std::string& schema() const = 0;
   virtual const std::string& dtype() const = 0;          // of the first floating tensor
   virtual const std::string& device_kind() const = 0;    // "cuda" or "cpu"
+  virtual const std::string& autocast() const = 0;       // "" or the autocast dtype
   virtual int device_index() const = 0;
   virtual std::size_t input_sets() const = 0;             // > 1 in cold mode
   virtual std::size_t input_bytes() const = 0;            // of one input set

@@ -312,6 +312,7 @@ Measurement Runner::measure(PreparedCall& call) {
   m.dtype = call.dtype();
   m.schema = call.schema();
   m.cache_mode = call.input_sets() > 1 ? "cold" : "warm";
+  m.autocast = call.autocast();
   m.env = env_;
   m.created_at = utc_timestamp();
   const double t0 = now_s();

@@ -15,10 +15,11 @@ std::size_t Inventory::layer_count() const {
 }
 
 void InventoryBuilder::add(const std::string& op, const std::string& overload, const std::string& args,
-                           const std::string& layer, const std::vector<std::string>& nested) {
-  const std::string key = (overload.empty() ? op : op + "." + overload) + " " + args;
+                           const std::string& layer, const std::vector<std::string>& nested,
+                           const std::string& phase) {
+  const std::string key = phase + " " + (overload.empty() ? op : op + "." + overload) + " " + args;
   auto [it, fresh] = index_.try_emplace(key, inv_.entries.size());
-  if (fresh) inv_.entries.push_back({op, overload, args});
+  if (fresh) inv_.entries.push_back({op, overload, args, phase});
   InventoryEntry& e = inv_.entries[it->second];
   ++e.count;
   if (std::find(e.layers.begin(), e.layers.end(), layer) == e.layers.end()) e.layers.push_back(layer);
@@ -30,7 +31,7 @@ nlohmann::json to_json(const Inventory& inv) {
   nlohmann::json ops = nlohmann::json::array();
   for (const auto& e : inv.entries)
     ops.push_back({{"op", e.op}, {"overload", e.overload}, {"args", e.args}, {"signature", e.signature()},
-                   {"count", e.count}, {"layers", e.layers}, {"nested", e.nested}});
+                   {"phase", e.phase}, {"count", e.count}, {"layers", e.layers}, {"nested", e.nested}});
   nlohmann::json seq = nlohmann::json::array();
   for (const auto& c : inv.sequence) seq.push_back({c.entry, c.layer});
   return {{"model", inv.model},
@@ -38,6 +39,7 @@ nlohmann::json to_json(const Inventory& inv) {
           {"device", inv.device},
           {"dtype", inv.dtype},
           {"mode", inv.mode},
+          {"autocast", inv.autocast.empty() ? nlohmann::json() : nlohmann::json(inv.autocast)},
           {"parameters", inv.parameters},
           {"totals", {{"calls", inv.sequence.size()}, {"unique_signatures", inv.entries.size()}, {"layers", inv.layer_count()}}},
           {"ops", ops},
@@ -46,11 +48,13 @@ nlohmann::json to_json(const Inventory& inv) {
 }
 
 std::string to_table(const Inventory& inv) {
-  std::string out = fmt::format("{} input={} on {} ({}, {})\n", inv.model, inv.input, inv.device, inv.dtype, inv.mode);
+  std::string out = fmt::format("{} input={} on {} ({}{}, {})\n", inv.model, inv.input, inv.device, inv.dtype,
+                                inv.autocast.empty() ? "" : ", autocast " + inv.autocast, inv.mode);
   out += fmt::format("{:>4} {:>6}  {:<32} {}\n", "#", "calls", "operator", "arguments / layers / nested");
   for (std::size_t i = 0; i < inv.entries.size(); ++i) {
     const auto& e = inv.entries[i];
-    out += fmt::format("{:>4} {:>6}  {:<32} {}\n", i + 1, e.count, e.display_name(), e.args);
+    out += fmt::format("{:>4} {:>6}  {:<32} {}\n", i + 1, e.count,
+                       e.phase == "forward" ? e.display_name() : e.display_name() + " (bwd)", e.args);
     std::string layers;
     for (std::size_t k = 0; k < e.layers.size() && k < 4; ++k) layers += (k ? ", " : "") + (e.layers[k].empty() ? "(top)" : e.layers[k]);
     if (e.layers.size() > 4) layers += fmt::format(", +{} more", e.layers.size() - 4);

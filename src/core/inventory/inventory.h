@@ -12,6 +12,7 @@ namespace opcost {
 
 struct InventoryEntry {
   std::string op, overload, args;           // args: canonical, as `opcost measure` accepts
+  std::string phase = "forward";            // or "backward" (--train)
   std::size_t count = 0;
   std::vector<std::string> layers;          // in order of first use
   std::map<std::string, std::size_t> nested;  // nested op -> calls, summed over `count` calls
@@ -25,7 +26,8 @@ struct InventoryCall {
 };
 
 struct Inventory {
-  std::string model, input, device, dtype, mode = "inference";
+  std::string model, input, device, dtype, mode = "inference";  // mode: inference | train
+  std::string autocast;  // "" or the autocast dtype
   int64_t parameters = 0;
   std::vector<InventoryEntry> entries;  // in order of first call
   std::vector<InventoryCall> sequence;  // every outermost call, in issue order
@@ -35,16 +37,16 @@ struct Inventory {
 nlohmann::json to_json(const Inventory& inv);
 std::string to_table(const Inventory& inv);
 
-// Groups recorded calls: each call is (signature parts, layer, nested op names).
+// Groups recorded calls: each call is (signature parts, layer, nested op names, phase).
 class InventoryBuilder {
  public:
   void add(const std::string& op, const std::string& overload, const std::string& args,
-           const std::string& layer, const std::vector<std::string>& nested);
+           const std::string& layer, const std::vector<std::string>& nested, const std::string& phase = "forward");
   Inventory take() { return std::move(inv_); }
 
  private:
   Inventory inv_;
-  std::map<std::string, std::size_t> index_;  // signature -> entry
+  std::map<std::string, std::size_t> index_;  // phase + signature -> entry
 };
 
 }  // namespace opcost

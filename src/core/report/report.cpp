@@ -40,6 +40,7 @@ json to_json(const Measurement& m) {
       {"device", m.env.device_name},
       {"device_kind", m.env.device_kind},
       {"cache_mode", m.cache_mode},
+      {"autocast", m.autocast},
       {"method", m.method},
       {"time_us",
        {{"median", t.median},
@@ -147,7 +148,8 @@ std::string to_console(const Measurement& m) {
     out += fmt::format("  {:<16}{}\n", k, v);
   };
   out += fmt::format("{} {}\n", m.display_name(), m.args);
-  line("device", fmt::format("{} ({}), cache {}", m.env.device_name, m.env.device_kind, m.cache_mode));
+  line("device", fmt::format("{} ({}), cache {}{}", m.env.device_name, m.env.device_kind, m.cache_mode,
+                             m.autocast.empty() ? "" : ", autocast " + m.autocast));
   const auto& t = m.time.per_call_us;
   line("time/call", with_ci(t.mean, t.ci95_low, t.ci95_high, "us"));
   line("", fmt::format("median {}, 3σ-clipped mean {}, min {}, stdev {}", human(t.median, "us"),

@@ -20,6 +20,7 @@ struct OpCall {
   std::string overload;  // "" for the default overload
   std::vector<NamedArg> args;
   std::string origin;    // where it came from, for error messages ("spec.yaml:12")
+  std::string autocast;  // "" or the autocast dtype the call ran under (an inventory's)
 
   // "aten::add.Tensor" style display name.
   std::string display_name() const { return overload.empty() ? op : op + "." + overload; }

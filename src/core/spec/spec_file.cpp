@@ -40,21 +40,27 @@ ArgValue to_value(const YAML::Node& n, const std::string& at) {
                   at));
 }
 
+// "aten::conv2d input=f32[...] padding=[1]" as written on a command line.
+OpCall line_to_call(const std::string& line, const std::string& at) {
+  auto tokens = split_call_line(line);
+  if (tokens.empty()) throw std::invalid_argument(at + ": empty operator entry");
+  const std::string name = tokens.front();
+  tokens.erase(tokens.begin());
+  try {
+    OpCall c = parse_call(name, tokens);
+    c.origin = at;
+    return c;
+  } catch (const std::invalid_argument& err) {
+    throw std::invalid_argument(fmt::format("{}: {}", at, err.what()));
+  }
+}
+
 OpCall entry_to_call(const YAML::Node& e, const std::string& origin, std::size_t index) {
   const std::string at = fmt::format("{} (ops[{}])", where(origin, e), index);
-  if (e.IsScalar()) {
-    auto tokens = split_call_line(e.Scalar());
-    if (tokens.empty()) throw std::invalid_argument(at + ": empty operator entry");
-    const std::string name = tokens.front();
-    tokens.erase(tokens.begin());
-    try {
-      OpCall c = parse_call(name, tokens);
-      c.origin = at;
-      return c;
-    } catch (const std::invalid_argument& err) {
-      throw std::invalid_argument(fmt::format("{}: {}", at, err.what()));
-    }
-  }
+  if (e.IsScalar()) return line_to_call(e.Scalar(), at);
+  // An entry of `opcost inventory --json`: its signature is a one-line call; the other keys
+  // (count, layers, nested, phase) describe the model and do not change the measurement.
+  if (e.IsMap() && e["signature"] && e["signature"].IsScalar()) return line_to_call(e["signature"].Scalar(), at);
   if (!e.IsMap())
     throw std::invalid_argument(
         at + ": each entry must be a mapping {op: ..., args: {...}} or a one-line call string");
@@ -113,9 +119,10 @@ std::vector<OpCall> parse_spec_text(const std::string& text, const std::string& 
     throw std::invalid_argument(fmt::format("{}:{}:{}: malformed YAML/JSON: {}", origin,
                                             e.mark.line + 1, e.mark.column + 1, e.msg));
   }
-  YAML::Node ops = root;
+  // Constructed, never assigned: yaml-cpp's Node::operator= writes through to the node it
+  // refers to, which would overwrite `root`.
+  const YAML::Node ops = root.IsMap() ? root["ops"] : root;
   if (root.IsMap()) {
-    ops = root["ops"];
     if (!ops)
       throw std::invalid_argument(fmt::format(
           "{}: no 'ops' list: a spec file is a list of operator entries, or a mapping with "
@@ -126,6 +133,9 @@ std::vector<OpCall> parse_spec_text(const std::string& text, const std::string& 
     throw std::invalid_argument(fmt::format("{}: 'ops' must be a list of entries", origin));
   std::vector<OpCall> calls;
   for (std::size_t i = 0; i < ops.size(); ++i) calls.push_back(entry_to_call(ops[i], origin, i));
+  // An inventory of an autocast run: its ops are measured under the same autocast.
+  if (root.IsMap() && root["autocast"] && root["autocast"].IsScalar())
+    for (auto& c : calls) c.autocast = root["autocast"].Scalar();
   if (calls.empty()) throw std::invalid_argument(origin + ": the spec file lists no operators");
   return calls;
 }

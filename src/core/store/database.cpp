@@ -5,6 +5,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <set>
 #include <stdexcept>
 
 #include "core/report/report.h"
@@ -23,6 +24,7 @@ const std::vector<std::pair<const char*, const char*>>& columns() {
       {"dtype", "TEXT"},                {"device_kind", "TEXT"},    {"device_name", "TEXT"},
       {"device_uuid", "TEXT"},          {"driver_version", "TEXT"}, {"cuda_version", "TEXT"},
       {"torch_version", "TEXT"},        {"cache_mode", "TEXT"},     {"method", "TEXT"},
+      {"autocast", "TEXT NOT NULL DEFAULT ''"},
       {"time_median_us", "REAL"},       {"time_mean_us", "REAL"},   {"time_clipped_mean_us", "REAL"},
       {"time_min_us", "REAL"},          {"time_stdev_us", "REAL"},  {"time_ci95_low_us", "REAL"},
       {"time_ci95_high_us", "REAL"},    {"time_samples", "INTEGER"}, {"stop_reason", "TEXT"},
@@ -88,7 +90,7 @@ nlohmann::json row_values(const Measurement& m) {
       {"device_kind", m.env.device_kind}, {"device_name", m.env.device_name},
       {"device_uuid", m.env.device_uuid}, {"driver_version", m.env.driver_version},
       {"cuda_version", m.env.cuda_version}, {"torch_version", m.env.torch_version},
-      {"cache_mode", m.cache_mode}, {"method", m.method}, {"time_median_us", t.median},
+      {"cache_mode", m.cache_mode}, {"method", m.method}, {"autocast", m.autocast}, {"time_median_us", t.median},
       {"time_mean_us", t.mean}, {"time_clipped_mean_us", t.clipped_mean}, {"time_min_us", t.min},
       {"time_stdev_us", t.stdev}, {"time_ci95_low_us", t.ci95_low},
       {"time_ci95_high_us", t.ci95_high}, {"time_samples", t.n}, {"stop_reason", m.time.stop_reason},
@@ -137,6 +139,11 @@ Database::Database(const std::string& path) : path_(path) {
     std::string cols;
     for (const auto& [name, type] : columns()) cols += fmt::format(", {} {}", name, type);
     exec(fmt::format("CREATE TABLE IF NOT EXISTS measurements (id INTEGER PRIMARY KEY AUTOINCREMENT{});", cols));
+    // A file from an older opcost lacks the newer columns: add them (old rows get the default).
+    std::set<std::string> present;
+    for (Stmt info(db_, "PRAGMA table_info(measurements)"); info.step();) present.insert(info.column(1).get<std::string>());
+    for (const auto& [name, type] : columns())
+      if (!present.count(name)) exec(fmt::format("ALTER TABLE measurements ADD COLUMN {} {};", name, type));
     exec("CREATE INDEX IF NOT EXISTS measurements_key ON measurements(op, overload, args_hash, device_name, cache_mode);");
     exec("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);");
     Stmt v(db_, "SELECT value FROM meta WHERE key='schema_version'");
@@ -206,12 +213,13 @@ std::optional<nlohmann::json> Database::get(int64_t id) const {
 std::optional<nlohmann::json> Database::lookup(const Key& k, bool allow_flagged) const {
   Stmt s(db_,
          "SELECT id, result_json FROM measurements WHERE op=? AND overload=? AND args_hash=? "
-         "AND device_name=? AND cache_mode=? ORDER BY (flags = '') DESC, id DESC LIMIT 1");
+         "AND device_name=? AND cache_mode=? AND autocast=? ORDER BY (flags = '') DESC, id DESC LIMIT 1");
   s.bind(1, k.op);
   s.bind(2, k.overload);
   s.bind(3, k.args_hash);
   s.bind(4, k.device_name);
   s.bind(5, k.cache_mode);
+  s.bind(6, k.autocast);
   if (!s.step()) return std::nullopt;
   auto doc = document_of(s, 0, 1);
   if (!allow_flagged && !doc["flags"].empty()) return std::nullopt;

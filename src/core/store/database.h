@@ -30,6 +30,7 @@ class Database {
 
   struct Key {
     std::string op, overload, args_hash, device_name, cache_mode;
+    std::string autocast;  // "" when the op ran without autocast
   };
   // The newest unflagged row for the key; with allow_flagged, the newest row of any kind
   // when no unflagged one exists. The JSON is the stored result document with db_id set.

@@ -1,0 +1,57 @@
+// Inventory grouping and its JSON document (torch-free).
+#include "core/inventory/inventory.h"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+namespace opcost {
+namespace {
+
+Inventory sample() {
+  InventoryBuilder b;
+  b.add("aten::linear", "", "input=f32[2,8] weight=f32[4,8]", "fc1", {"aten::t", "aten::addmm"});
+  b.add("aten::relu", "", "self=f32[2,4]", "act", {"aten::clamp_min"});
+  b.add("aten::linear", "", "input=f32[2,8] weight=f32[4,8]", "fc2", {"aten::t", "aten::addmm"});
+  b.add("aten::linear", "", "input=f32[2,8] weight=f32[4,8]", "fc1", {"aten::t", "aten::mm"});
+  b.add("aten::mm", "", "self=f32[2,4] mat2=f32[4,8]", "fc1", {}, "backward");
+  b.add("aten::mm", "", "self=f32[2,4] mat2=f32[4,8]", "fc1", {}, "forward");
+  return b.take();
+}
+
+TEST(InventoryBuilder, GroupsBySignatureAndPhaseKeepingFirstUseOrder) {
+  Inventory inv = sample();
+  ASSERT_EQ(inv.entries.size(), 4u);
+  const auto& linear = inv.entries[0];
+  EXPECT_EQ(linear.count, 3u);
+  EXPECT_EQ(linear.layers, (std::vector<std::string>{"fc1", "fc2"}));
+  EXPECT_EQ(linear.nested.at("aten::t"), 3u);
+  EXPECT_EQ(linear.nested.at("aten::addmm"), 2u);
+  EXPECT_EQ(linear.nested.at("aten::mm"), 1u);
+  EXPECT_EQ(inv.entries[2].phase, "backward");
+  EXPECT_EQ(inv.entries[3].phase, "forward");  // same signature, other phase: its own entry
+  ASSERT_EQ(inv.sequence.size(), 6u);
+  EXPECT_EQ(inv.sequence[2].entry, 0u);
+  EXPECT_EQ(inv.sequence[2].layer, "fc2");
+  EXPECT_EQ(inv.layer_count(), 3u);
+}
+
+TEST(InventoryJson, CarriesTotalsSignaturesAndTheSequence) {
+  Inventory inv = sample();
+  inv.model = "toy";
+  inv.autocast = "bf16";
+  const auto j = to_json(inv);
+  EXPECT_EQ(j["totals"]["calls"], 6);
+  EXPECT_EQ(j["totals"]["unique_signatures"], 4);
+  EXPECT_EQ(j["totals"]["layers"], 3);
+  EXPECT_EQ(j["autocast"], "bf16");
+  EXPECT_EQ(j["ops"][0]["signature"], "aten::linear input=f32[2,8] weight=f32[4,8]");
+  EXPECT_EQ(j["ops"][2]["phase"], "backward");
+  EXPECT_EQ(j["sequence"][1], nlohmann::json::array({1, "act"}));
+  const std::string table = to_table(inv);
+  EXPECT_NE(table.find("aten::mm (bwd)"), std::string::npos);
+  EXPECT_NE(table.find("totals: 6 operator calls, 4 unique signatures, 3 layers"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace opcost

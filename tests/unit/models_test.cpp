@@ -1,0 +1,335 @@
+// Built-in models and their inventories, checked on CPU tensors: parameter counts against
+// the reference architectures, the observer against torch.profiler (Kineto) on the same run,
+// every signature replayable, training and autocast attribution, TorchScript files.
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+#include <torch/csrc/autograd/profiler_kineto.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <map>
+#include <set>
+
+#include "core/inventory/inventory.h"
+#include "core/spec/op_call.h"
+#include "core/spec/spec_file.h"
+#include "torch/models.h"
+#include "torch/observer.h"
+#include "torch/replay.h"
+
+namespace opcost {
+namespace {
+
+ModelInput small(int64_t batch = 2, int64_t seq = 16) {
+  ModelInput in;
+  in.batch = batch;
+  in.seq = seq;
+  in.device = "cpu";
+  return in;
+}
+
+Inventory inventory_of(RunnableModel& m, bool backward = false) {
+  for (int i = 0; i < m.warmup_steps(); ++i) m.step();
+  ObserveOptions o;
+  o.backward = backward;
+  o.layer_source = m.layer_source();
+  return observe([&] { m.step(); }, o);
+}
+
+const InventoryEntry* find(const Inventory& inv, const std::string& op, const std::string& phase = "forward") {
+  for (const auto& e : inv.entries)
+    if (e.op == op && e.phase == phase) return &e;
+  return nullptr;
+}
+
+std::size_t count_of(const Inventory& inv, const std::string& op, const std::string& phase = "forward") {
+  std::size_t n = 0;
+  for (const auto& e : inv.entries)
+    if (e.op == op && e.phase == phase) n += e.count;
+  return n;
+}
+
+TEST(Models, ParameterCountsMatchTheReferenceArchitectures) {
+  // torchvision resnet18/34/50 and HF distilgpt2 (tied lm_head) parameter counts.
+  const std::map<std::string, int64_t> expected = {{"resnet18", 11689512},  {"resnet34", 21797672},
+                                                   {"resnet50", 25557032},  {"distilgpt2", 81912576},
+                                                   {"mnist-cnn", 431080}};
+  ASSERT_EQ(builtin_models().size(), expected.size());
+  for (const auto& info : builtin_models()) {
+    auto m = make_builtin_model(info.name, small(1, 8));
+    EXPECT_EQ(m->parameter_count(), expected.at(info.name)) << info.name;
+  }
+}
+
+TEST(Models, BadInputsAreNamed) {
+  ModelInput in = small();
+  EXPECT_THROW(
+      {
+        try {
+          make_model("resnet51", {}, in);
+        } catch (const std::invalid_argument& e) {
+          EXPECT_NE(std::string(e.what()).find("resnet50"), std::string::npos) << e.what();
+          throw;
+        }
+      },
+      std::invalid_argument);
+  in.dtype = "fp8";
+  EXPECT_THROW(make_builtin_model("mnist-cnn", in), std::invalid_argument);
+  in = small(1, 2000);
+  EXPECT_THROW(make_builtin_model("distilgpt2", in), std::invalid_argument);
+  EXPECT_THROW(make_model("mnist-cnn", {"f32[1,1,28,28]"}, small()), std::invalid_argument);
+  in = small();
+  in.dtype = "bf16";
+  in.autocast = "bf16";
+  EXPECT_THROW(make_builtin_model("mnist-cnn", in), std::invalid_argument);
+}
+
+TEST(Inventory, MnistLayersAndCompositeOpsAreTheUnit) {
+  auto m = make_builtin_model("mnist-cnn", small());
+  Inventory inv = inventory_of(*m);
+  // Python's nn.Linear calls aten::linear: that is the unit, with addmm nested inside.
+  const InventoryEntry* linear = find(inv, "aten::linear");
+  ASSERT_NE(linear, nullptr);
+  EXPECT_EQ(count_of(inv, "aten::linear"), 2u);
+  EXPECT_EQ(count_of(inv, "aten::addmm"), 0u);
+  EXPECT_EQ(linear->layers, std::vector<std::string>{"fc1"});
+  EXPECT_EQ(linear->nested.count("aten::addmm"), 1u);
+  EXPECT_EQ(linear->args, "input=f32[2,800] weight=f32[500,800] bias=f32[500]");
+  EXPECT_EQ(count_of(inv, "aten::conv2d"), 2u);
+  EXPECT_EQ(inv.sequence.size(), 10u);  // conv,relu,pool ×2, flatten, linear, relu, linear
+  EXPECT_EQ(find(inv, "aten::flatten")->layers, std::vector<std::string>{""});  // the model's own forward
+}
+
+TEST(Inventory, ResNetBlocksOwnTheirResidualAdds) {
+  auto m = make_builtin_model("resnet18", small(1));
+  Inventory inv = inventory_of(*m);
+  EXPECT_EQ(count_of(inv, "aten::conv2d"), 20u);
+  EXPECT_EQ(count_of(inv, "aten::batch_norm"), 20u);
+  EXPECT_EQ(count_of(inv, "aten::add"), 8u);
+  const InventoryEntry* add = find(inv, "aten::add");
+  ASSERT_NE(add, nullptr);
+  EXPECT_EQ(add->layers.front(), "layer1.0");
+  std::set<std::string> layers;
+  for (const auto& c : inv.sequence) layers.insert(c.layer);
+  EXPECT_TRUE(layers.count("layer3.1.conv2"));
+  EXPECT_TRUE(layers.count("layer2.0.downsample.0"));
+  EXPECT_TRUE(layers.count("fc"));
+}
+
+TEST(Inventory, Gpt2AttentionMathIsCountedInItsBlock) {
+  auto m = make_builtin_model("distilgpt2", small(1, 8));
+  Inventory inv = inventory_of(*m);
+  EXPECT_EQ(count_of(inv, "aten::scaled_dot_product_attention"), 6u);
+  EXPECT_EQ(count_of(inv, "aten::linear"), 6u * 4 + 1);  // 4 per block + tied lm_head
+  EXPECT_EQ(count_of(inv, "aten::layer_norm"), 6u * 2 + 1);
+  EXPECT_EQ(count_of(inv, "aten::gelu"), 6u);
+  EXPECT_EQ(find(inv, "aten::scaled_dot_product_attention")->layers.front(), "transformer.h.0.attn");
+  EXPECT_EQ(find(inv, "aten::gelu")->args, "self=f32[1,8,3072] approximate=tanh");
+}
+
+// ---------------------------------------------------------------- against torch.profiler
+
+struct ProfiledOp {
+  std::string name;
+  std::vector<std::vector<int64_t>> shapes;  // non-empty input shapes, in schema order
+  bool outermost = false;
+};
+
+// The same step under the Kineto profiler (what torch.profiler runs) with record_shapes.
+std::vector<ProfiledOp> profile(RunnableModel& m) {
+  using namespace torch::autograd::profiler;
+  namespace impl = torch::profiler::impl;
+  const impl::ProfilerConfig cfg(impl::ProfilerState::KINETO, /*report_input_shapes=*/true);
+  const std::set<impl::ActivityType> acts = {impl::ActivityType::CPU};
+  prepareProfiler(cfg, acts);
+  enableProfiler(cfg, acts);
+  m.step();
+  auto result = disableProfiler();
+  // Dispatcher ops only (not the profiler's own ranges), on the thread that ran the model.
+  struct Ev {
+    uint64_t start, end, id;
+    ProfiledOp op;
+  };
+  std::vector<Ev> evs;
+  std::map<uint64_t, std::size_t> per_thread;
+  std::set<std::string> op_names;  // Kineto events carry no overload name
+  for (const auto& n : c10::Dispatcher::singleton().getAllOpNames()) op_names.insert(n.name);
+  for (const auto& e : result->events()) {
+    if (e.deviceType() != c10::DeviceType::CPU) continue;
+    if (!op_names.count(e.name())) continue;
+    ProfiledOp op{e.name(), {}};
+    for (const auto& s : e.shapes())
+      if (!s.empty()) op.shapes.push_back(s);
+    evs.push_back({e.startNs(), e.endNs(), e.correlationId(), op});
+    ++per_thread[e.startThreadId()];
+  }
+  // Parents first: earlier start, then later end, then the record opened first (an op and
+  // its only nested call can share both timestamps at the clock's resolution).
+  std::sort(evs.begin(), evs.end(), [](const Ev& a, const Ev& b) {
+    if (a.start != b.start) return a.start < b.start;
+    if (a.end != b.end) return a.end > b.end;
+    return a.id < b.id;
+  });
+  std::vector<ProfiledOp> out;
+  uint64_t open_until = 0;
+  for (auto& e : evs) {
+    e.op.outermost = e.start >= open_until;
+    if (e.op.outermost) open_until = e.end;
+    out.push_back(e.op);
+  }
+  return out;
+}
+
+std::vector<std::vector<int64_t>> shapes_of(const InventoryEntry& e) {
+  OpCall call = parse_call(e.display_name(), split_call_line(e.args));
+  std::vector<std::vector<int64_t>> out;
+  std::function<void(const ArgValue&)> visit = [&](const ArgValue& v) {
+    if (auto* t = std::get_if<TensorSpec>(&v.v)) {
+      if (!t->shape.empty()) out.push_back(t->shape);
+    }
+  };
+  for (const auto& a : call.args) visit(a.value);
+  return out;
+}
+
+class EveryBuiltinModel : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(EveryBuiltinModel, InventoryMatchesTorchProfilerAndEverySignatureReplays) {
+  const std::string name = GetParam();
+  auto m = make_builtin_model(name, small(name == "distilgpt2" ? 1 : 2, 8));
+  Inventory inv = inventory_of(*m);
+  m->step();  // the profiled run repeats the observed one
+  std::vector<ProfiledOp> prof = profile(*m);
+
+  // 1. The outermost calls, in order, with their tensor shapes.
+  std::vector<const ProfiledOp*> outer;
+  for (const auto& p : prof)
+    if (p.outermost) outer.push_back(&p);
+  ASSERT_EQ(outer.size(), inv.sequence.size()) << name;
+  for (std::size_t i = 0; i < outer.size(); ++i) {
+    const InventoryEntry& e = inv.entries[inv.sequence[i].entry];
+    ASSERT_EQ(outer[i]->name, e.op) << name << " call " << i;
+    ASSERT_EQ(outer[i]->shapes, shapes_of(e)) << name << " call " << i << ": " << e.signature();
+  }
+  // 2. Every dispatcher call, nested ones included, by name.
+  std::map<std::string, std::size_t> theirs, ours;
+  for (const auto& p : prof) ++theirs[p.name];
+  for (const auto& e : inv.entries) {
+    ours[e.op] += e.count;
+    for (const auto& [n, k] : e.nested) ours[n] += k;
+  }
+  EXPECT_EQ(ours, theirs) << name;
+
+  // 3. Every unique signature replays through `opcost measure`'s path.
+  ReplayOptions ro;
+  ro.device = "cpu";
+  for (const auto& e : inv.entries) {
+    OpCall call = parse_call(e.display_name(), split_call_line(e.args));
+    std::unique_ptr<PreparedCall> p;
+    ASSERT_NO_THROW(p = PreparedCall::prepare(call, ro)) << e.signature();
+    EXPECT_EQ(p->canonical_args(), e.args) << "replay normalises the signature differently";
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Builtin, EveryBuiltinModel,
+                         ::testing::Values("mnist-cnn", "resnet18", "resnet34", "resnet50", "distilgpt2"),
+                         [](const auto& info) {
+                           std::string s = info.param;
+                           std::replace(s.begin(), s.end(), '-', '_');
+                           return s;
+                         });
+
+// ---------------------------------------------------------------- modes
+
+TEST(Inventory, TrainingAttributesBackwardOpsToTheirForwardLayer) {
+  ModelInput in = small();
+  in.train = true;
+  auto m = make_builtin_model("mnist-cnn", in);
+  Inventory inv = inventory_of(*m, /*backward=*/true);
+  // conv1 needs no input gradient (output_mask differs), so two signatures, one per layer.
+  EXPECT_EQ(count_of(inv, "aten::convolution_backward", "backward"), 2u);
+  std::set<std::string> layers;
+  for (const auto& e : inv.entries)
+    if (e.phase == "backward" && e.op == "aten::convolution_backward") layers.insert(e.layers.begin(), e.layers.end());
+  EXPECT_EQ(layers, (std::set<std::string>{"conv1", "conv2"}));
+  // linear's backward: mm for the input and weight gradients, attributed to fc1 / fc2.
+  std::set<std::string> mm_layers;
+  for (const auto& e : inv.entries)
+    if (e.phase == "backward" && e.op == "aten::mm") mm_layers.insert(e.layers.begin(), e.layers.end());
+  EXPECT_TRUE(mm_layers.count("fc1") && mm_layers.count("fc2"));
+  // Forward ops still run once each, and the loss is its own layer.
+  EXPECT_EQ(count_of(inv, "aten::linear"), 2u);
+  EXPECT_EQ(find(inv, "aten::sum")->layers, std::vector<std::string>{"loss"});
+  // Every backward op has a forward layer ("" is the model's own forward, where flatten ran),
+  // except gradient accumulation into the parameters.
+  std::set<std::string> forward_layers;
+  for (const auto& c : inv.sequence)
+    if (inv.entries[c.entry].phase == "forward") forward_layers.insert(c.layer);
+  for (const auto& e : inv.entries)
+    if (e.phase == "backward")
+      for (const auto& l : e.layers)
+        EXPECT_TRUE(forward_layers.count(l) || (l == "(accumulate-grad)" && e.op == "aten::detach")) << e.signature() << " in " << l;
+}
+
+TEST(Inventory, AutocastRecordsTheCastsAndReplaysUnderAutocast) {
+  ModelInput in = small();
+  in.autocast = "bf16";
+  auto m = make_builtin_model("mnist-cnn", in);
+  Inventory inv = inventory_of(*m);
+  const InventoryEntry* linear = find(inv, "aten::linear");
+  ASSERT_NE(linear, nullptr);
+  // As the model called it: the conv before ran in bf16, linear casts its fp32 weights inside.
+  EXPECT_EQ(linear->args, "input=bf16[2,800] weight=f32[500,800] bias=f32[500]");
+  EXPECT_GE(linear->nested.count("aten::_to_copy"), 1u);                       // autocast's casts, inside
+  ReplayOptions ro;
+  ro.device = "cpu";
+  ro.autocast = "bf16";
+  auto p = PreparedCall::prepare(parse_call(linear->display_name(), split_call_line(linear->args)), ro);
+  EXPECT_EQ(p->autocast(), "bf16");
+  Inventory replayed = observe([&] { p->call(); });
+  ASSERT_EQ(replayed.entries.size(), 1u);
+  EXPECT_EQ(replayed.entries[0].nested, linear->nested);  // the same casts and kernels as in the model
+}
+
+// ---------------------------------------------------------------- TorchScript
+
+TEST(TorchScript, LayerNamesAndCountsComeFromTheModuleHierarchy) {
+  const std::string python = OPCOST_TEST_PYTHON, maker = OPCOST_TEST_MAKE_TORCHSCRIPT;
+  if (python.empty()) GTEST_SKIP() << "LibTorch came from OPCOST_TORCH_ROOT: no Python with this torch to script a model";
+  // Shell and POSIX, not std::filesystem: libtorch.so exports a remove_all that crashes.
+  char tmpl[] = "/tmp/opcost_ts_XXXXXX";
+  ASSERT_NE(::mkdtemp(tmpl), nullptr);
+  const std::string dir = tmpl, file = dir + "/net.pt";
+  ASSERT_EQ(std::system(fmt::format("'{}' '{}' '{}'", python, maker, file).c_str()), 0);
+
+  auto m = make_model(file, {"f32[2,3,8,8]"}, small());
+  EXPECT_EQ(m->parameter_count(), 3 * 4 * 9 + 4 + 2 * (8 * 8 + 8) + 8 * 2 + 2);
+  Inventory inv = inventory_of(*m);
+  std::map<std::string, std::vector<std::string>> layers_of;
+  for (const auto& e : inv.entries) layers_of[e.op].insert(layers_of[e.op].end(), e.layers.begin(), e.layers.end());
+  EXPECT_EQ(count_of(inv, "aten::linear"), 3u);
+  EXPECT_EQ(layers_of["aten::linear"], (std::vector<std::string>{"blocks.0.fc", "blocks.1.fc", "head"}));
+  EXPECT_EQ(layers_of["aten::conv2d"], std::vector<std::string>{"conv"});
+  EXPECT_EQ(layers_of["aten::relu"], (std::vector<std::string>{"blocks.0.act", "blocks.1.act"}));
+  EXPECT_EQ(layers_of["aten::add"], (std::vector<std::string>{"blocks.0", "blocks.1"}));
+  EXPECT_EQ(layers_of["aten::flatten"], std::vector<std::string>{""});
+
+  // Inputs that do not fit are named with what the model's forward takes.
+  try {
+    make_model(file, {"f32[2,5,8,8]"}, small());
+    FAIL() << "a 5-channel input should not fit a 3-channel conv";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("do not fit"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("forward(x: Tensor)"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(make_model(file, {}, small()), std::invalid_argument);
+  const std::string junk = dir + "/junk.pt";
+  ASSERT_EQ(std::system(fmt::format("echo not-a-model > '{}'", junk).c_str()), 0);
+  EXPECT_THROW(make_model(junk, {"f32[1]"}, small()), std::invalid_argument);
+  ASSERT_EQ(std::system(fmt::format("rm -rf '{}'", dir).c_str()), 0);
+}
+
+}  // namespace
+}  // namespace opcost
