@@ -22,11 +22,18 @@
 namespace opcost {
 namespace {
 
+// CPU in CI; tests/gpu/run sets OPCOST_TEST_DEVICE=cuda to run the same checks on the GPU
+// (where backward ops run on autograd's device threads).
+std::string test_device() {
+  const char* d = std::getenv("OPCOST_TEST_DEVICE");
+  return d && *d ? d : "cpu";
+}
+
 ModelInput small(int64_t batch = 2, int64_t seq = 16) {
   ModelInput in;
   in.batch = batch;
   in.seq = seq;
-  in.device = "cpu";
+  in.device = test_device();
   return in;
 }
 
@@ -224,7 +231,7 @@ TEST_P(EveryBuiltinModel, InventoryMatchesTorchProfilerAndEverySignatureReplays)
 
   // 3. Every unique signature replays through `opcost measure`'s path.
   ReplayOptions ro;
-  ro.device = "cpu";
+  ro.device = test_device();
   for (const auto& e : inv.entries) {
     OpCall call = parse_call(e.display_name(), split_call_line(e.args));
     std::unique_ptr<PreparedCall> p;
@@ -284,7 +291,7 @@ TEST(Inventory, AutocastRecordsTheCastsAndReplaysUnderAutocast) {
   EXPECT_EQ(linear->args, "input=bf16[2,800] weight=f32[500,800] bias=f32[500]");
   EXPECT_GE(linear->nested.count("aten::_to_copy"), 1u);                       // autocast's casts, inside
   ReplayOptions ro;
-  ro.device = "cpu";
+  ro.device = test_device();
   ro.autocast = "bf16";
   auto p = PreparedCall::prepare(parse_call(linear->display_name(), split_call_line(linear->args)), ro);
   EXPECT_EQ(p->autocast(), "bf16");
