@@ -3,14 +3,15 @@
 //   observed       inside opcost::observe (RecordFunction with inputs, grouping included)
 //   kineto         under the Kineto profiler with record_shapes (torch.profiler's engine),
 //                  CPU activity only and CPU+CUDA, enable/disable and event collection included
-// alternating the modes so drift (clocks, temperature) hits them alike. Prints JSON.
-//   opcost_observer_overhead MODEL BATCH SEQ [REPEATS] [DTYPE]
+// alternating the modes so drift (clocks, temperature) hits them alike. Writes JSON to OUT
+// (not stdout: Kineto logs there).
+//   opcost_observer_overhead OUT.json MODEL BATCH SEQ [REPEATS] [DTYPE]
 #include <fmt/format.h>
 #include <torch/csrc/autograd/profiler_kineto.h>
 
 #include <algorithm>
 #include <chrono>
-#include <iostream>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
 
@@ -43,10 +44,13 @@ void kineto_step(RunnableModel& m, bool cuda) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc < 4) {
-    fmt::print(stderr, "usage: {} MODEL BATCH SEQ [REPEATS] [DTYPE]\n", argv[0]);
+  if (argc < 5) {
+    fmt::print(stderr, "usage: {} OUT.json MODEL BATCH SEQ [REPEATS] [DTYPE]\n", argv[0]);
     return 2;
   }
+  const std::string out_path = argv[1];
+  ++argv;
+  --argc;
   ModelInput in;
   in.batch = std::stoll(argv[2]);
   in.seq = std::stoll(argv[3]);
@@ -93,6 +97,6 @@ int main(int argc, char** argv) {
     out["modes"][mode] = {{"median_ms", med}, {"min_ms", *std::min_element(v.begin(), v.end())},
                           {"overhead_vs_plain", med / plain - 1}};
   }
-  std::cout << out.dump(2) << std::endl;
+  std::ofstream(out_path) << out.dump(2) << std::endl;
   return 0;
 }

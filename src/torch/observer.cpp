@@ -5,7 +5,6 @@
 #include <fmt/format.h>
 
 #include <atomic>
-#include <map>
 #include <mutex>
 #include <optional>
 #include <unordered_map>
@@ -17,16 +16,49 @@ namespace opcost {
 
 namespace {
 
-// What the observer keeps of an input: tensors as their specs (cheap: no data, no
-// reference that would keep activations alive), everything else as the IValue itself.
-using Slot = std::variant<TensorSpec, std::vector<TensorSpec>, c10::IValue>;
+// The callbacks run for every dispatcher call of the model (several hundred per forward, most
+// of them nested), so the hot path allocates nothing once warm: names and layers are interned,
+// tensors are kept as dtype + sizes (+ strides), and text is made after the run.
+
+// Interns C strings. Dispatcher op names are stable pointers, so a pointer hit (checked
+// against the text, as other records' names may reuse an address) skips hashing the text.
+class NameTable {
+ public:
+  uint32_t id(const char* text) {
+    if (auto it = by_ptr_.find(text); it != by_ptr_.end() && names_[it->second] == text) return it->second;
+    auto [it, fresh] = by_text_.try_emplace(text, uint32_t(names_.size()));
+    if (fresh) names_.emplace_back(text);
+    by_ptr_[text] = it->second;
+    return it->second;
+  }
+  uint32_t id(const std::string& text) {
+    auto [it, fresh] = by_text_.try_emplace(text, uint32_t(names_.size()));
+    if (fresh) names_.push_back(text);
+    return it->second;
+  }
+  const std::string& operator[](uint32_t id) const { return names_[id]; }
+
+ private:
+  std::unordered_map<const char*, uint32_t> by_ptr_;
+  std::unordered_map<std::string, uint32_t> by_text_;
+  std::vector<std::string> names_;
+};
+
+struct TensorSlot {
+  at::ScalarType dtype;
+  c10::SmallVector<int64_t, 5> sizes, strides;  // strides only when not contiguous
+};
+
+// What the observer keeps of an input: tensors as dtype and geometry (no data, no reference
+// that would keep activations alive), everything else as the IValue itself.
+using Slot = std::variant<TensorSlot, std::vector<TensorSlot>, c10::IValue>;
 
 struct Call {
   std::optional<c10::OperatorHandle> handle;
   std::vector<Slot> slots;
-  std::string layer;
+  uint32_t layer = 0;
   bool backward = false;
-  std::vector<std::string> nested;
+  std::vector<uint32_t> nested;  // name ids
 };
 
 // One observation. Callbacks may run on several threads (autograd's device threads), so
@@ -35,16 +67,18 @@ struct Capture {
   uint64_t generation = 0;
   const ObserveOptions* options = nullptr;
   std::mutex mu;
+  NameTable names;  // op names and layers
+  uint32_t top = 0, autograd = 0, accumulate = 0;  // ids of "", "(autograd)", "(accumulate-grad)"
   std::vector<Call> calls;
-  std::map<std::pair<std::string, std::string>, std::optional<c10::OperatorHandle>> handles;
-  std::unordered_map<int64_t, std::string> seq_layer;  // autograd sequence nr -> forward layer
+  std::unordered_map<uint64_t, std::optional<c10::OperatorHandle>> handles;  // (name id, overload id)
+  std::unordered_map<int64_t, uint32_t> seq_layer;  // autograd sequence nr -> forward layer
 };
 
 std::atomic<Capture*> g_capture{nullptr};
 std::atomic<uint64_t> g_generation{0};
 
 struct Frame {
-  std::string layer;
+  uint32_t layer;
   bool backward = false;
 };
 
@@ -67,16 +101,30 @@ ThreadState& state_for(const Capture& c) {
   return tl;
 }
 
+TensorSlot tensor_slot(const at::Tensor& t) {
+  TensorSlot s{t.scalar_type(), c10::SmallVector<int64_t, 5>(t.sizes().begin(), t.sizes().end()), {}};
+  if (!t.is_contiguous()) s.strides.assign(t.strides().begin(), t.strides().end());
+  return s;
+}
+
+TensorSpec spec_of(const TensorSlot& s) {
+  TensorSpec t;
+  t.dtype = code_of(s.dtype);
+  t.shape.assign(s.sizes.begin(), s.sizes.end());
+  if (!s.strides.empty()) t.strides = std::vector<int64_t>(s.strides.begin(), s.strides.end());
+  return t;
+}
+
 Slot slot_of(const c10::IValue& v) {
   if (v.isTensor()) {
     const auto& t = v.toTensor();
     if (!t.defined()) return c10::IValue();  // C++'s "no tensor" is Python's None
-    return tensor_spec_of(t);
+    return tensor_slot(t);
   }
   if (v.isTensorList()) {
-    std::vector<TensorSpec> specs;
-    for (const auto& t : v.toTensorVector()) specs.push_back(tensor_spec_of(t));
-    return specs;
+    std::vector<TensorSlot> slots;
+    for (const at::Tensor& t : v.toTensorList()) slots.push_back(tensor_slot(t));
+    return slots;
   }
   return v;
 }
@@ -86,45 +134,45 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
   if (!c) return nullptr;
   ThreadState& t = state_for(*c);
   const bool in_backward = !t.scopes.empty() && t.scopes.back().backward;
+  std::lock_guard lock(c->mu);
   if (fn.scope() == at::RecordScope::USER_SCOPE) {
-    if (!in_backward) t.scopes.push_back({fn.name(), false});
+    if (!in_backward) t.scopes.push_back({c->names.id(fn.name()), false});
     else t.scopes.push_back(t.scopes.back());  // a scope inside a backward node keeps its layer
     return nullptr;
   }
   if (fn.scope() == at::RecordScope::BACKWARD_FUNCTION) {
-    std::lock_guard lock(c->mu);
     auto it = c->seq_layer.find(fn.seqNr());
     // Gradient accumulation into parameters has no forward op (and no sequence number).
     const bool accumulate = std::string_view(fn.name()).find("AccumulateGrad") != std::string_view::npos;
-    t.scopes.push_back({it != c->seq_layer.end() ? it->second : accumulate ? "(accumulate-grad)" : "(autograd)", true});
+    t.scopes.push_back({it != c->seq_layer.end() ? it->second : accumulate ? c->accumulate : c->autograd, true});
     return nullptr;
   }
-  std::lock_guard lock(c->mu);
   if (t.open_ops > 0) {  // nested inside an outer op: count it there
     if (t.outer >= 0) {
       Call& outer = c->calls[t.outer];
-      outer.nested.emplace_back(fn.name());
+      outer.nested.push_back(c->names.id(fn.name()));
       if (c->options->backward && !outer.backward && fn.seqNr() >= 0) c->seq_layer.try_emplace(fn.seqNr(), outer.layer);
     }
     t.ops.push_back(kNested);
     ++t.open_ops;
     return nullptr;
   }
-  const std::string name = fn.name(), overload = fn.overload_name();
-  auto [it, fresh] = c->handles.try_emplace({name, overload});
-  if (fresh) it->second = c10::Dispatcher::singleton().findSchema({name, overload});
+  const uint64_t key = uint64_t(c->names.id(fn.name())) << 32 | c->names.id(fn.overload_name());
+  auto [it, fresh] = c->handles.try_emplace(key);
+  if (fresh) it->second = c10::Dispatcher::singleton().findSchema({fn.name(), fn.overload_name()});
   if (!it->second) {  // not a dispatcher op (autograd engine or profiler range): see through it
     t.ops.push_back(kTransparent);
     return nullptr;
   }
   Call call;
   call.handle = it->second;
+  call.slots.reserve(fn.num_inputs());
   for (const auto& v : fn.inputs()) call.slots.push_back(slot_of(v));
   if (!t.scopes.empty()) {
     call.layer = t.scopes.back().layer;
     call.backward = t.scopes.back().backward;
-  } else if (c->options->layer_source) {
-    call.layer = c->options->layer_source();
+  } else {
+    call.layer = c->options->layer_source ? c->names.id(c->options->layer_source()) : c->top;
   }
   if (c->options->backward && !call.backward && fn.seqNr() >= 0) c->seq_layer.try_emplace(fn.seqNr(), call.layer);
   t.outer = int(c->calls.size());
@@ -155,6 +203,9 @@ Inventory observe(const std::function<void()>& body, const ObserveOptions& optio
   Capture capture;
   capture.generation = ++g_generation;
   capture.options = &options;
+  capture.top = capture.names.id(std::string());
+  capture.autograd = capture.names.id(std::string("(autograd)"));
+  capture.accumulate = capture.names.id(std::string("(accumulate-grad)"));
   Capture* expected = nullptr;
   if (!g_capture.compare_exchange_strong(expected, &capture))
     throw std::logic_error("opcost::observe: another observation is already running");
@@ -182,18 +233,20 @@ Inventory observe(const std::function<void()>& body, const ObserveOptions& optio
     std::vector<ArgValue> values;
     for (std::size_t i = 0; i < args.size() && i < call.slots.size(); ++i) {
       const Slot& s = call.slots[i];
-      if (auto* t = std::get_if<TensorSpec>(&s)) {
-        values.push_back(ArgValue{*t});
-      } else if (auto* ts = std::get_if<std::vector<TensorSpec>>(&s)) {
+      if (auto* t = std::get_if<TensorSlot>(&s)) {
+        values.push_back(ArgValue{spec_of(*t)});
+      } else if (auto* ts = std::get_if<std::vector<TensorSlot>>(&s)) {
         ArgList l;
-        for (const auto& t : *ts) l.push_back(ArgValue{t});
+        for (const auto& t : *ts) l.push_back(ArgValue{spec_of(t)});
         values.push_back(ArgValue{l});
       } else {
         values.push_back(canonical_value(args[i], std::get<c10::IValue>(s)));
       }
     }
+    std::vector<std::string> nested;
+    for (uint32_t id : call.nested) nested.push_back(capture.names[id]);
     builder.add(schema.name(), schema.overload_name(), format_args(drop_defaults(schema, std::move(values))),
-                call.layer, call.nested, call.backward ? "backward" : "forward");
+                capture.names[call.layer], nested, call.backward ? "backward" : "forward");
   }
   return builder.take();
 }
