@@ -30,7 +30,8 @@ ArgValue canonical_value(const c10::Argument& a, const c10::IValue& iv, const Ar
 // Canonical non-default arguments of a call seen with these inputs (schema order): what an
 // inventory emits and `opcost measure` accepts.
 std::vector<NamedArg> canonical_args(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& inputs);
-// The same from already-canonical values, one per schema argument.
+// The same from already-canonical values, one per schema argument. `schema` must be a
+// registered op's (defaults are cached by argument address).
 std::vector<NamedArg> drop_defaults(const c10::FunctionSchema& schema, std::vector<ArgValue> values);
 
 // Canonical text of a tensor as opcost writes it (dtype, shape, strides if not contiguous).

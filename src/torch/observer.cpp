@@ -129,6 +129,57 @@ Slot slot_of(const c10::IValue& v) {
   return v;
 }
 
+// Appends a compact binary key of the slot to `key`; false when the value is of a kind not
+// keyed (then the call is formatted on its own). Identical calls (a ResNet repeats most of its
+// convolutions) share one formatting.
+bool append_key(std::string& key, const Slot& s) {
+  auto put = [&](const void* p, std::size_t n) { key.append(static_cast<const char*>(p), n); };
+  auto put_tensor = [&](const TensorSlot& t) {
+    key += char(t.dtype);
+    key += char(t.sizes.size());
+    put(t.sizes.data(), t.sizes.size() * sizeof(int64_t));
+    key += char(t.strides.size());
+    put(t.strides.data(), t.strides.size() * sizeof(int64_t));
+  };
+  if (auto* t = std::get_if<TensorSlot>(&s)) {
+    key += 'T';
+    put_tensor(*t);
+    return true;
+  }
+  if (auto* ts = std::get_if<std::vector<TensorSlot>>(&s)) {
+    key += 'L';
+    key += char(ts->size());
+    for (const auto& t : *ts) put_tensor(t);
+    return true;
+  }
+  const auto& v = std::get<c10::IValue>(s);
+  if (v.isNone()) {
+    key += 'N';
+  } else if (v.isBool()) {
+    key += v.toBool() ? 'y' : 'n';
+  } else if (v.isInt()) {
+    const int64_t i = v.toInt();
+    key += 'i';
+    put(&i, sizeof i);
+  } else if (v.isDouble()) {
+    const double d = v.toDouble();
+    key += 'd';
+    put(&d, sizeof d);
+  } else if (v.isIntList()) {
+    key += 'I';
+    const auto l = v.toIntList();
+    key += char(l.size());
+    for (int64_t i : l) put(&i, sizeof i);
+  } else if (v.isString()) {
+    key += 's';
+    key += v.toStringRef();
+    key += '\0';
+  } else {
+    return false;
+  }
+  return true;
+}
+
 std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
   Capture* c = g_capture.load(std::memory_order_acquire);
   if (!c) return nullptr;
@@ -227,9 +278,22 @@ Inventory observe(const std::function<void()>& body, const ObserveOptions& optio
   stop();
 
   InventoryBuilder builder;
+  std::unordered_map<std::string, std::string> formatted;  // call key -> canonical args
+  std::string key;
   for (const auto& call : capture.calls) {
     const auto& schema = call.handle->schema();
     const auto& args = schema.arguments();
+    std::vector<std::string> nested;
+    for (uint32_t id : call.nested) nested.push_back(capture.names[id]);
+    const char* phase = call.backward ? "backward" : "forward";
+    key.assign(schema.name()).append(1, '.').append(schema.overload_name()).append(1, '\0');
+    bool keyed = true;
+    for (const auto& s : call.slots) keyed = keyed && append_key(key, s);
+    if (keyed)
+      if (auto it = formatted.find(key); it != formatted.end()) {
+        builder.add(schema.name(), schema.overload_name(), it->second, capture.names[call.layer], nested, phase);
+        continue;
+      }
     std::vector<ArgValue> values;
     for (std::size_t i = 0; i < args.size() && i < call.slots.size(); ++i) {
       const Slot& s = call.slots[i];
@@ -243,10 +307,9 @@ Inventory observe(const std::function<void()>& body, const ObserveOptions& optio
         values.push_back(canonical_value(args[i], std::get<c10::IValue>(s)));
       }
     }
-    std::vector<std::string> nested;
-    for (uint32_t id : call.nested) nested.push_back(capture.names[id]);
-    builder.add(schema.name(), schema.overload_name(), format_args(drop_defaults(schema, std::move(values))),
-                capture.names[call.layer], nested, call.backward ? "backward" : "forward");
+    std::string text = format_args(drop_defaults(schema, std::move(values)));
+    builder.add(schema.name(), schema.overload_name(), text, capture.names[call.layer], nested, phase);
+    if (keyed) formatted.emplace(key, std::move(text));
   }
   return builder.take();
 }

@@ -3,6 +3,7 @@
 #include <ATen/ATen.h>
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/DeviceAccelerator.h>
+#include <ATen/autocast_mode.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <c10/core/InferenceMode.h>
 #include <fmt/format.h>
@@ -11,9 +12,9 @@
 #include <algorithm>
 #include <map>
 #include <optional>
+#include <mutex>
 #include <set>
-
-#include <ATen/autocast_mode.h>
+#include <unordered_map>
 
 #include "torch/bind.h"
 #include "torch/replay.h"
@@ -31,9 +32,14 @@ at::ScalarType scalar_type_of(const std::string& code) {
 }
 
 std::string code_of(at::ScalarType t) {
-  for (const auto& d : dtype_names())
-    if (scalar_type_of(d.canonical) == t) return d.canonical;
-  return c10::toString(t);
+  // Called for every tensor an inventory records: a table, built once.
+  static const std::map<at::ScalarType, std::string> codes = [] {
+    std::map<at::ScalarType, std::string> m;
+    for (const auto& d : dtype_names()) m.emplace(scalar_type_of(d.canonical), d.canonical);
+    return m;
+  }();
+  auto it = codes.find(t);
+  return it != codes.end() ? it->second : c10::toString(t);
 }
 
 namespace {
@@ -313,13 +319,27 @@ ArgValue canonical_value(const c10::Argument& a, const c10::IValue& iv, const Ar
   return ArgValue{ArgValue::Word{"?"}};
 }
 
+namespace {
+
+// The canonical text of an argument's default. Registered schemas live as long as the
+// process, so their arguments' addresses are stable keys.
+const std::string& default_text(const c10::Argument& a) {
+  static std::mutex mu;
+  static std::unordered_map<const c10::Argument*, std::string> cache;
+  std::lock_guard lock(mu);
+  auto it = cache.find(&a);
+  if (it == cache.end()) it = cache.emplace(&a, format_value(canonical_value(a, *a.default_value(), nullptr))).first;
+  return it->second;
+}
+
+}  // namespace
+
 std::vector<NamedArg> drop_defaults(const c10::FunctionSchema& schema, std::vector<ArgValue> values) {
   std::vector<NamedArg> out;
   const auto& args = schema.arguments();
   for (std::size_t i = 0; i < args.size() && i < values.size(); ++i) {
     const auto& a = args[i];
-    if (a.default_value() && format_value(values[i]) == format_value(canonical_value(a, *a.default_value(), nullptr)))
-      continue;
+    if (a.default_value() && format_value(values[i]) == default_text(a)) continue;
     if (values[i].is_none() && !a.default_value()) continue;
     out.push_back({a.name(), std::move(values[i])});
   }
