@@ -217,6 +217,7 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
   }
   Call call;
   call.handle = it->second;
+  call.nested.reserve(8);
   call.slots.reserve(fn.num_inputs());
   for (const auto& v : fn.inputs()) call.slots.push_back(slot_of(v));
   if (!t.scopes.empty()) {
@@ -254,6 +255,7 @@ Inventory observe(const std::function<void()>& body, const ObserveOptions& optio
   Capture capture;
   capture.generation = ++g_generation;
   capture.options = &options;
+  capture.calls.reserve(4096);  // no reallocation (and moves of every call) while the model runs
   capture.top = capture.names.id(std::string());
   capture.autograd = capture.names.id(std::string("(autograd)"));
   capture.accumulate = capture.names.id(std::string("(accumulate-grad)"));
