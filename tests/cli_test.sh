@@ -85,5 +85,21 @@ check "built-in model with --input says what fits" has "$dir/e15" "size its inpu
 "$bin" inventory mnist-cnn --device cpu --dtype bf16 --autocast fp16 >/dev/null 2>"$dir/e16"
 check "autocast of a bf16 model is refused" has "$dir/e16" "drop --autocast"
 
+# Predict / validate on the CPU: missing operators are reported (exit 3), validate measures
+# them and the whole step, and a second predict is complete from the database alone.
+pdb=$dir/predict.db
+"$bin" predict mnist-cnn --device cpu --batch 2 --db "$pdb" >"$dir/o17" 2>/dev/null
+check "predict of an empty database exits 3" test $? -eq 3
+check "predict lists the missing operators" has "$dir/o17" "INCOMPLETE: 10 of 10 signatures"
+"$bin" validate mnist-cnn --device cpu --batch 2 --db "$pdb" --max-time 0.05 --step-max-time 0.3 --json >"$dir/o18" 2>/dev/null
+check "validate measures and compares" python3 -c "
+import json; d=json.load(open('$dir/o18'))
+assert d['complete'] and d['measured_calls']==10, d['missing']
+assert d['measured']['time_us']>0 and abs(d['error']['time'])<1, d['error']
+assert d['predicted']['time_us']>0 and d['explained']['time']>0
+assert {l['name'] for l in d['layers']} >= {'conv1','conv2','fc1','fc2'}"
+"$bin" predict mnist-cnn --device cpu --batch 2 --db "$pdb" >"$dir/o19" 2>/dev/null
+check "predict from the database alone is complete" test $? -eq 0
+
 echo "$pass passed, $fail failed"
 test "$fail" -eq 0

@@ -13,6 +13,7 @@
 #include "core/store/database.h"
 #include "core/version.h"
 #include "core/inventory/inventory.h"
+#include "cli/commands.h"
 #include "torch/models.h"
 #include "torch/observer.h"
 #include "torch/replay.h"
@@ -169,43 +170,39 @@ int run_db_list(const std::string& path, const std::string& op, int limit) {
 }
 
 struct InventoryOptions {
-  std::string model;
-  std::vector<std::string> inputs;
-  ModelInput in;
+  ModelOptions model;
   bool json = false;
   std::string output;
 };
 
 int run_inventory(const InventoryOptions& o) {
-  auto model = make_model(o.model, o.inputs, o.in);
-  if (o.in.device == "auto" && model->device_kind() == "cpu")
-    fmt::print(stderr, "opcost: no CUDA GPU found; running {} on the CPU\n", o.model);
-  for (int i = 0; i < model->warmup_steps(); ++i) model->step();
-  model->synchronize();
-  ObserveOptions oo;
-  oo.backward = o.in.train;
-  oo.layer_source = model->layer_source();
-  Inventory inv = observe([&] {
-    model->step();
-    model->synchronize();
-  }, oo);
-  inv.model = o.model;
-  inv.input = model->input_signature();
-  inv.device = model->device_kind();
-  inv.dtype = o.in.dtype;
-  inv.mode = o.in.train ? "train" : "inference";
-  inv.autocast = o.in.autocast;
-  inv.parameters = model->parameter_count();
+  auto model = make_model(o.model.model, o.model.inputs, o.model.in);
+  if (o.model.in.device == "auto" && model->device_kind() == "cpu")
+    fmt::print(stderr, "opcost: no CUDA GPU found; running {} on the CPU\n", o.model.model);
+  Inventory inv = take_inventory(*model, o.model);
   const std::string text = o.json ? to_json(inv).dump(2) + "\n" : to_table(inv);
   if (o.output.empty()) {
     fmt::print("{}", text);
   } else {
     std::ofstream f(o.output);
     if (!(f << text)) throw std::runtime_error(fmt::format("{}: cannot write", o.output));
-    fmt::print(stderr, "opcost: inventory of {} written to {} ({} calls, {} unique signatures)\n", o.model, o.output,
+    fmt::print(stderr, "opcost: inventory of {} written to {} ({} calls, {} unique signatures)\n", o.model.model, o.output,
                inv.sequence.size(), inv.entries.size());
   }
   return 0;
+}
+
+// The options every model command takes.
+void add_model_options(CLI::App* cmd, ModelOptions& m) {
+  cmd->add_option("model", m.model, "built-in model (see opcost models) or a TorchScript file")->required();
+  cmd->add_option("--input", m.inputs, "TorchScript: one tensor per forward argument, e.g. f32[1,3,224,224] "
+                                       "or i64[1,128]:range[0,50257]");
+  cmd->add_option("--batch", m.in.batch, "batch size (built-in models)")->capture_default_str();
+  cmd->add_option("--seq", m.in.seq, "tokens per sequence (distilgpt2)")->capture_default_str();
+  cmd->add_option("--dtype", m.in.dtype, "model dtype: fp32, bf16 or fp16")->capture_default_str();
+  cmd->add_option("--device", m.in.device, "auto (CUDA when present), cpu, cuda")->capture_default_str();
+  cmd->add_flag("--train", m.in.train, "forward and backward; backward ops attributed to their forward layer");
+  cmd->add_option("--autocast", m.in.autocast, "run the fp32 model under autocast to bf16 or fp16");
 }
 
 int run_models() {
@@ -277,17 +274,33 @@ int main(int argc, char** argv) {
 
   InventoryOptions io;
   auto* inventory = app.add_subcommand("inventory", "Run a model once and list every ATen operator it calls, by layer");
-  inventory->add_option("model", io.model, "built-in model (see opcost models) or a TorchScript file")->required();
-  inventory->add_option("--input", io.inputs, "TorchScript: one tensor per forward argument, e.g. f32[1,3,224,224] "
-                                              "or i64[1,128]:range[0,50257]");
-  inventory->add_option("--batch", io.in.batch, "batch size (built-in models)")->capture_default_str();
-  inventory->add_option("--seq", io.in.seq, "tokens per sequence (distilgpt2)")->capture_default_str();
-  inventory->add_option("--dtype", io.in.dtype, "model dtype: fp32, bf16 or fp16")->capture_default_str();
-  inventory->add_option("--device", io.in.device, "auto (CUDA when present), cpu, cuda, cuda:N")->capture_default_str();
-  inventory->add_flag("--train", io.in.train, "forward and backward; backward ops attributed to their forward layer");
-  inventory->add_option("--autocast", io.in.autocast, "run the fp32 model under autocast to bf16 or fp16");
+  add_model_options(inventory, io.model);
   inventory->add_flag("--json", io.json, "write JSON (ops, layers, nested ops, the call sequence)");
   inventory->add_option("-o,--output", io.output, "file to write (default: standard output)");
+
+  // predict / validate / model share their options; each sets what it measures.
+  PredictOptions po;
+  double op_max_time = 1.0, op_energy_max = 2.0, step_max_time = 3.0;
+  bool no_energy = false;
+  auto add_predict = [&](const char* name, const char* help) {
+    auto* c = app.add_subcommand(name, help);
+    add_model_options(c, po.model);
+    c->add_flag("--json", po.json, "print JSON");
+    return c;
+  };
+  auto add_measuring = [&](CLI::App* c) {
+    c->add_option("--max-time", op_max_time, "timing budget per operator, seconds")->capture_default_str();
+    c->add_option("--energy-max-time", op_energy_max, "energy loop budget per operator, seconds")->capture_default_str();
+    c->add_option("--step-max-time", step_max_time, "timing budget for the whole step, seconds")->capture_default_str();
+    c->add_flag("--no-energy", no_energy, "skip the energy loops");
+  };
+  auto* predict = add_predict("predict", "Predict a model step's time and energy from the database (lists what is missing)");
+  auto* validate = add_predict("validate", "Measure what the database lacks and the whole step; compare with the prediction");
+  add_measuring(validate);
+  auto* modelcmd = add_predict("model", "Measure operators in order of expected share until they explain --target of the step");
+  add_measuring(modelcmd);
+  modelcmd->add_option("--target", po.target, "share of the step's time and energy to explain")
+      ->check(CLI::Range(0.01, 1.0))->default_val(0.9)->capture_default_str();
   auto* models = app.add_subcommand("models", "List the built-in models with their parameter counts and inputs");
 
   CLI11_PARSE(app, argc, argv);
@@ -297,6 +310,17 @@ int main(int argc, char** argv) {
   try {
     if (measure->parsed()) return run_measure(mo);
     if (inventory->parsed()) return run_inventory(io);
+    if (predict->parsed() || validate->parsed() || modelcmd->parsed()) {
+      po.db = path;
+      po.measure_missing = po.measure_model = !predict->parsed();
+      if (!modelcmd->parsed()) po.target = 0;
+      for (MeasureConfig* c : {&po.op_config, &po.step_config}) c->energy = !no_energy;
+      po.op_config.time.max_seconds = op_max_time;
+      po.op_config.energy_max_s = op_energy_max;
+      po.step_config.synchronous_calls = true;
+      po.step_config.time.max_seconds = step_max_time;
+      return run_predict(po);
+    }
     if (models->parsed()) return run_models();
     if (dblist->parsed()) return run_db_list(path, list_op, list_limit);
     if (dbshow->parsed()) {

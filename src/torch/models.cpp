@@ -249,6 +249,8 @@ class Runnable : public RunnableModel {
       m_->forward(input_);
       return;
     }
+    c10::InferenceMode no_inference(false);  // callers may run us under inference mode
+    torch::AutoGradMode grad(true);
     for (auto& p : m_->parameters()) p.mutable_grad() = torch::Tensor();  // zero_grad(set_to_none)
     torch::Tensor out = m_->forward(input_);
     SCOPE("loss");

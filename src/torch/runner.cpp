@@ -317,8 +317,12 @@ Measurement Runner::measure(PreparedCall& call) {
   m.created_at = utc_timestamp();
   const double t0 = now_s();
   if (probe_) m.before = probe_->state(true);
-  if (kind_ == "cuda") time_cuda(call, m);
-  else time_cpu(call, m);
+  if (kind_ == "cuda" && !cfg_.synchronous_calls) {
+    time_cuda(call, m);
+  } else {
+    time_cpu(call, m);
+    if (kind_ == "cuda") m.method = "wall clock per synchronised call";
+  }
   m.time.target_rel_ci95 = cfg_.time.target_rel_ci95;
   measure_energy(call, m);
   if (probe_) m.after = probe_->state(true);
@@ -327,6 +331,18 @@ Measurement Runner::measure(PreparedCall& call) {
   m.flags = hygiene_flags(m.before, m.after, m.during);
   m.total_seconds = now_s() - t0;
   return m;
+}
+
+double synchronize_latency_us(const std::string& device_kind, int device_index) {
+  if (device_kind != "cuda") return 0;
+  std::vector<double> us;
+  at::accelerator::synchronizeDevice(device_index);
+  for (int i = 0; i < 200; ++i) {
+    const double t0 = now_s();
+    at::accelerator::synchronizeDevice(device_index);
+    us.push_back((now_s() - t0) * 1e6);
+  }
+  return median_of(us);
 }
 
 }  // namespace opcost

@@ -26,6 +26,9 @@ struct MeasureConfig {
   // At the power cap the clock control oscillates (~1 s period): more windows are needed.
   double energy_max_capped_s = 3.5;
   bool keep_power_trace = false;
+  // The call synchronises itself (a whole model step): time it by wall clock, as on the CPU,
+  // instead of CUDA events behind a sleep-kernel prefill.
+  bool synchronous_calls = false;
 };
 
 class Runner {
@@ -57,5 +60,8 @@ class Runner {
 };
 
 Environment describe_environment(const std::string& device_kind, int device_index);
+
+// Median host time to observe an idle device finishing (a synchronise with nothing queued).
+double synchronize_latency_us(const std::string& device_kind, int device_index);
 
 }  // namespace opcost

@@ -72,6 +72,8 @@ class ScriptedModel : public RunnableModel {
       m_.forward(inputs_);
       return;
     }
+    c10::InferenceMode no_inference(false);  // callers may run us under inference mode
+    torch::AutoGradMode grad(true);
     for (auto p : m_.parameters()) p.mutable_grad() = at::Tensor();
     c10::IValue out = m_.forward(inputs_);
     at::Tensor t = out.isTensor() ? out.toTensor() : at::Tensor();

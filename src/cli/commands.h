@@ -1,0 +1,34 @@
+#pragma once
+// The subcommands that work on whole models (inventory, predict, validate, model).
+#include <string>
+#include <vector>
+
+#include "core/inventory/inventory.h"
+#include "torch/models.h"
+#include "torch/runner.h"
+
+namespace opcost {
+
+struct ModelOptions {
+  std::string model;                // built-in name or TorchScript file
+  std::vector<std::string> inputs;  // TorchScript: one tensor spec per forward argument
+  ModelInput in;
+};
+
+// Runs the model's warm-up, then one observed step.
+Inventory take_inventory(RunnableModel& model, const ModelOptions& o);
+
+struct PredictOptions {
+  ModelOptions model;
+  std::string db;
+  bool json = false;
+  bool measure_missing = false;  // validate / model: measure what the database lacks
+  bool measure_model = false;    // validate / model: measure the whole step
+  double target = 0;             // model: stop measuring operators once both shares reach this
+  MeasureConfig op_config;       // for operators
+  MeasureConfig step_config;     // for the whole step
+};
+
+int run_predict(const PredictOptions& o);
+
+}  // namespace opcost

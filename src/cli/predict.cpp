@@ -1,0 +1,196 @@
+// opcost predict / validate / model: a model step's time and energy from the operator
+// database, checked against a measurement of the whole step.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "cli/commands.h"
+#include "core/predict/prediction.h"
+#include "core/spec/op_call.h"
+#include "core/spec/spec_file.h"
+#include "core/store/database.h"
+#include "torch/model_call.h"
+#include "torch/observer.h"
+
+namespace opcost {
+
+Inventory take_inventory(RunnableModel& model, const ModelOptions& o) {
+  for (int i = 0; i < model.warmup_steps(); ++i) model.step();
+  model.synchronize();
+  ObserveOptions oo;
+  oo.backward = o.in.train;
+  oo.layer_source = model.layer_source();
+  Inventory inv = observe([&] {
+    model.step();
+    model.synchronize();
+  }, oo);
+  inv.model = o.model;
+  inv.input = model.input_signature();
+  inv.device = model.device_kind();
+  inv.dtype = o.in.dtype;
+  inv.mode = o.in.train ? "train" : "inference";
+  inv.autocast = o.in.autocast;
+  inv.parameters = model.parameter_count();
+  return inv;
+}
+
+namespace {
+
+// The op whose loop is almost all gaps between tiny kernels: its power is the GPU's power
+// while it idles between kernels, which a model's gaps draw (not deep idle).
+const char* kGapProbe = "aten::add.Tensor";
+const char* kGapProbeArgs = "self=f32[1] other=f32[1]";
+
+std::string key_hash(const std::string& op, const std::string& overload, const std::string& args) {
+  return stable_hash(op + "." + overload + " " + args);
+}
+
+// Expected share of an entry before it is measured: tensor elements touched × calls. Cheap,
+// and ranks convolutions and matmuls above views and small pointwise ops.
+double expected_weight(const InventoryEntry& e) {
+  double elements = 0;
+  OpCall call = parse_call(e.display_name(), split_call_line(e.args));
+  for (const auto& a : call.args)
+    if (auto* t = std::get_if<TensorSpec>(&a.value.v)) {
+      double n = 1;
+      for (auto d : t->shape) n *= double(d);
+      elements += n;
+    }
+  return (elements + 1000) * double(e.count);  // + a floor for the host cost every call has
+}
+
+}  // namespace
+
+int run_predict(const PredictOptions& o) {
+  auto model = make_model(o.model.model, o.model.inputs, o.model.in);
+  const std::string kind = model->device_kind();
+  const bool on_gpu = kind == "cuda";
+  if (o.model.in.device == "auto" && !on_gpu)
+    fmt::print(stderr, "opcost: no CUDA GPU found; predicting {} on the CPU\n", o.model.model);
+  Inventory inv = take_inventory(*model, o.model);
+  const Environment env = describe_environment(kind, 0);
+  Database db(o.db);
+  const bool measuring = o.measure_missing || o.measure_model;
+  std::unique_ptr<Runner> op_runner;
+  auto runner = [&]() -> Runner& {
+    if (!op_runner) {
+      op_runner = std::make_unique<Runner>(kind, 0, o.op_config);
+      if (!op_runner->energy_unavailable_reason().empty())
+        fmt::print(stderr, "opcost: energy unavailable: {}\n", op_runner->energy_unavailable_reason());
+    }
+    return *op_runner;
+  };
+
+  auto lookup = [&](const std::string& op, const std::string& overload, const std::string& args,
+                    const std::string& autocast) -> std::optional<nlohmann::json> {
+    return db.lookup({op, overload, key_hash(op, overload, args), env.device_name, "warm", autocast}, true);
+  };
+  auto measure_one = [&](const std::string& signature, const std::string& autocast) -> std::optional<nlohmann::json> {
+    auto tokens = split_call_line(signature);
+    const std::string name = tokens.front();
+    tokens.erase(tokens.begin());
+    try {
+      ReplayOptions ro;
+      ro.device = kind;
+      ro.autocast = autocast;
+      auto prepared = PreparedCall::prepare(parse_call(name, tokens), ro);
+      Measurement m = runner().measure(*prepared);
+      m.db_id = db.insert(m);  // each its own transaction: an interrupted run keeps what it measured
+      return db.get(m.db_id);
+    } catch (const std::exception& e) {  // one bad op never stops the rest
+      fmt::print(stderr, "opcost: error: {}: {}\n", signature, e.what());
+      return std::nullopt;
+    }
+  };
+
+  // Costs already in the database.
+  std::map<std::size_t, OpCost> costs;
+  for (std::size_t i = 0; i < inv.entries.size(); ++i) {
+    const auto& e = inv.entries[i];
+    if (auto doc = lookup(e.op, e.overload, e.args, inv.autocast)) costs[i] = op_cost_from_document(*doc, on_gpu);
+  }
+  PredictionInputs pin;
+  pin.on_gpu = on_gpu;
+  pin.sync_us = synchronize_latency_us(kind, 0);
+  auto gap_doc = on_gpu ? lookup("aten::add", "Tensor", kGapProbeArgs, "") : std::nullopt;
+  if (on_gpu && !gap_doc && measuring) {
+    fmt::print(stderr, "opcost: measuring the GPU's power between kernels ({} {})\n", kGapProbe, kGapProbeArgs);
+    gap_doc = measure_one(std::string(kGapProbe) + " " + kGapProbeArgs, "");
+  }
+  auto set_gap = [&] {
+    if (!on_gpu) return;
+    if (gap_doc && (*gap_doc)["power_W"]["average"].is_number()) pin.gap_power_W = (*gap_doc)["power_W"]["average"].get<double>();
+    else pin.gap_power_why = fmt::format("measure it with `opcost measure {} {}` or run `opcost validate`", kGapProbe, kGapProbeArgs);
+  };
+  set_gap();
+
+  // The whole step, measured first in `model` (it decides when enough operators are measured).
+  std::optional<StepMeasurement> step;
+  auto measure_step = [&] {
+    fmt::print(stderr, "opcost: measuring the whole step of {} ({})\n", o.model.model, inv.input);
+    Runner r(kind, 0, o.step_config);
+    ModelCall call(*model, o.model.in);
+    Measurement m = r.measure(call);
+    m.db_id = db.insert(m);
+    StepMeasurement s;
+    s.time_us = m.time.per_call_us.mean;
+    s.time_ci_us = (m.time.per_call_us.ci95_high - m.time.per_call_us.ci95_low) / 2;
+    if (m.energy.available) {
+      s.energy_mJ = m.energy.per_call_mJ.mean;
+      s.energy_ci_mJ = (m.energy.per_call_mJ.ci95_high - m.energy.per_call_mJ.ci95_low) / 2;
+    } else {
+      s.energy_why = m.energy.unavailable_reason;
+    }
+    s.flags = m.flags;
+    s.db_id = m.db_id;
+    step = s;
+  };
+  if (o.measure_model && o.target > 0) measure_step();
+
+  if (o.measure_missing) {
+    std::vector<std::size_t> todo;
+    for (std::size_t i = 0; i < inv.entries.size(); ++i)
+      if (!costs.count(i)) todo.push_back(i);
+    std::stable_sort(todo.begin(), todo.end(), [&](auto a, auto b) {
+      return expected_weight(inv.entries[a]) > expected_weight(inv.entries[b]);
+    });
+    std::size_t done = 0;
+    for (std::size_t i : todo) {
+      if (o.target > 0 && step) {  // `model`: stop once the measured operators explain enough
+        Prediction p = predict(inv, costs, pin);
+        const bool time_ok = p.time_us >= o.target * step->time_us;
+        const bool energy_ok = !step->energy_mJ || (p.energy_mJ && *p.energy_mJ >= o.target * *step->energy_mJ);
+        if (time_ok && energy_ok) {
+          fmt::print(stderr, "opcost: measured operators explain {:.1f}% of the step's time (target {:.0f}%); stopping\n",
+                     100 * p.time_us / step->time_us, 100 * o.target);
+          break;
+        }
+      }
+      const auto& e = inv.entries[i];
+      fmt::print(stderr, "[{}/{}] {} ×{}\n", ++done, todo.size(), e.signature(), e.count);
+      if (auto doc = measure_one(e.signature(), inv.autocast)) costs[i] = op_cost_from_document(*doc, on_gpu);
+    }
+  }
+  if (o.measure_model && !step) measure_step();
+
+  Prediction p = predict(inv, costs, pin);
+  const StepMeasurement* m = step ? &*step : nullptr;
+  if (o.json) {
+    nlohmann::json j = to_json(p, inv, m);
+    j["sync_us"] = pin.sync_us;
+    j["gap_power_W"] = pin.gap_power_W ? nlohmann::json(*pin.gap_power_W) : nlohmann::json(nullptr);
+    j["gpu"] = env.device_name;
+    fmt::print("{}\n", j.dump(2));
+  } else {
+    fmt::print("{}", to_table(p, inv, m));
+    if (on_gpu && pin.gap_power_W) fmt::print("GPU power between kernels: {:.0f} W; host sync {:.1f} µs\n", *pin.gap_power_W, pin.sync_us);
+  }
+  std::fflush(stdout);
+  return p.complete() ? 0 : 3;
+}
+
+}  // namespace opcost

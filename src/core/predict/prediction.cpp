@@ -1,0 +1,248 @@
+#include "core/predict/prediction.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+namespace opcost {
+
+OpCost op_cost_from_document(const nlohmann::json& d, bool on_gpu) {
+  OpCost c;
+  c.db_id = d.value("db_id", int64_t(-1));
+  const auto& t = d.at("time_us");
+  c.gpu_us = t.at("mean").get<double>();
+  c.gpu_ci_us = (t.at("ci95_high").get<double>() - t.at("ci95_low").get<double>()) / 2;
+  c.cpu_us = d.at("host_us_per_call").at("wall").get<double>();
+  if (!on_gpu) {  // on the CPU the call's time is all host time, and nothing overlaps
+    c.cpu_us = c.gpu_us;
+    c.gpu_us = 0;
+  }
+  if (d.contains("energy_mJ") && d["energy_mJ"].is_object()) {
+    const auto& e = d["energy_mJ"];
+    c.energy_mJ = e.at("per_call").get<double>();
+    c.energy_ci_mJ = (e.at("ci95_high").get<double>() - e.at("ci95_low").get<double>()) / 2;
+    c.loop_wall_us = e.value("loop_wall_us_per_call", 0.0);
+  }
+  if (d.contains("flags")) c.flags = d["flags"].get<std::vector<std::string>>();
+  return c;
+}
+
+namespace {
+
+// The energy a call spends beyond what the GPU would draw idling between kernels anyway:
+// the loop's energy per call minus gap power over the loop's own gaps (a launch-bound loop
+// idles between its kernels, a model run has its own gaps, modelled by the timeline).
+double active_energy_mJ(const OpCost& c, const PredictionInputs& in) {
+  if (!in.on_gpu || !in.gap_power_W) return *c.energy_mJ;
+  const double own_gap_us = std::max(0.0, c.loop_wall_us - c.gpu_us);
+  return std::max(0.0, *c.energy_mJ - *in.gap_power_W * own_gap_us * 1e-3);
+}
+
+void sort_rows(std::vector<PredictedRow>& rows) {
+  std::stable_sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.time_us > b.time_us; });
+}
+
+}  // namespace
+
+Prediction predict(const Inventory& inv, const std::map<std::size_t, OpCost>& costs, const PredictionInputs& in) {
+  Prediction p;
+  std::vector<TimelineOp> ops;
+  ops.reserve(inv.sequence.size());
+  for (const auto& call : inv.sequence) {
+    auto it = costs.find(call.entry);
+    ops.push_back(it == costs.end() ? TimelineOp{} : TimelineOp{it->second.cpu_us, it->second.gpu_us});
+  }
+  p.timeline = simulate(ops, in.sync_us);
+  p.time_us = p.timeline.wall_us;
+  p.calls = inv.sequence.size();
+
+  bool energy = true;
+  for (std::size_t e = 0; e < inv.entries.size(); ++e) {
+    auto it = costs.find(e);
+    if (it == costs.end()) {
+      p.missing.push_back(e);
+      continue;
+    }
+    if (!it->second.energy_mJ) energy = false;
+    if (!it->second.flags.empty()) p.flagged.push_back(inv.entries[e].signature());
+  }
+  if (in.on_gpu && !in.gap_power_W) {
+    energy = false;
+    p.energy_why = "no gap-power measurement: " + in.gap_power_why;
+  } else if (!energy) {
+    p.energy_why = "some measured operators have no energy figure (see opcost db show)";
+  }
+
+  // Per-call attribution: the call's kernels plus the GPU's wait just before them; trailing
+  // CPU-only work and the final synchronisation are listed as their own row.
+  std::map<std::string, PredictedRow> by_layer, by_op;
+  double var_time = 0, var_energy = 0, energy_sum = 0;
+  std::map<std::size_t, std::size_t> calls_of;
+  for (std::size_t i = 0; i < inv.sequence.size(); ++i) {
+    const auto& call = inv.sequence[i];
+    const InventoryEntry& entry = inv.entries[call.entry];
+    auto it = costs.find(call.entry);
+    const std::string layer = call.layer.empty() ? "(top)" : call.layer;
+    for (PredictedRow* row : {&by_layer[layer], &by_op[entry.signature()]}) {
+      ++row->calls;
+      if (it == costs.end()) {
+        ++row->missing_calls;
+        continue;
+      }
+      const OpCost& c = it->second;
+      const double stall = p.timeline.stall_us[i];
+      row->time_us += in.on_gpu ? c.gpu_us + stall : c.cpu_us;
+      row->gpu_us += c.gpu_us;
+      row->cpu_us += c.cpu_us;
+      if (energy)
+        row->energy_mJ = row->energy_mJ.value_or(0) + active_energy_mJ(c, in) +
+                         (in.on_gpu ? *in.gap_power_W * stall * 1e-3 : 0);
+    }
+    if (it != costs.end()) {
+      ++p.measured_calls;
+      ++calls_of[call.entry];
+      if (energy) energy_sum += active_energy_mJ(it->second, in);
+    }
+  }
+  // One measurement serves all calls of a signature: its error repeats (count × half-width);
+  // different signatures' errors are independent (root sum of squares).
+  for (const auto& [e, n] : calls_of) {
+    const OpCost& c = costs.at(e);
+    var_time += std::pow(double(n) * c.gpu_ci_us, 2);  // GPU time's CI (on the CPU: wall time's)
+    if (c.energy_ci_mJ) var_energy += std::pow(double(n) * *c.energy_ci_mJ, 2);
+  }
+  p.time_ci_us = std::sqrt(var_time);
+  if (energy) {
+    p.gap_energy_mJ = in.on_gpu ? *in.gap_power_W * p.timeline.gap_us * 1e-3 : 0;
+    p.energy_mJ = energy_sum + p.gap_energy_mJ;
+    p.energy_ci_mJ = std::sqrt(var_energy);
+  }
+  const double tail = p.timeline.tail_us + in.sync_us;
+  if (in.on_gpu && tail > 0) {  // on the CPU every call is its own row already
+    PredictedRow r;
+    r.name = "(CPU tail and final sync)";
+    r.time_us = r.cpu_us = tail;
+    if (energy && in.on_gpu) r.energy_mJ = *in.gap_power_W * tail * 1e-3;
+    by_layer.emplace(r.name, r);
+  }
+  for (auto& [name, row] : by_layer) {
+    row.name = name;
+    p.layers.push_back(row);
+  }
+  for (auto& [name, row] : by_op) {
+    row.name = name;
+    p.ops.push_back(row);
+  }
+  sort_rows(p.layers);
+  sort_rows(p.ops);
+  return p;
+}
+
+namespace {
+
+nlohmann::json opt(const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); }
+
+nlohmann::json rows_json(const std::vector<PredictedRow>& rows) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& r : rows)
+    out.push_back({{"name", r.name}, {"calls", r.calls}, {"time_us", r.time_us}, {"gpu_us", r.gpu_us},
+                   {"cpu_us", r.cpu_us}, {"energy_mJ", opt(r.energy_mJ)}, {"missing_calls", r.missing_calls}});
+  return out;
+}
+
+std::string error_pct(double predicted, double measured) {
+  return fmt::format("{:+.2f}%", 100 * (predicted - measured) / measured);
+}
+
+}  // namespace
+
+nlohmann::json to_json(const Prediction& p, const Inventory& inv, const StepMeasurement* m) {
+  nlohmann::json missing = nlohmann::json::array();
+  for (auto e : p.missing) missing.push_back({{"signature", inv.entries[e].signature()}, {"count", inv.entries[e].count}});
+  nlohmann::json j = {
+      {"model", inv.model},  {"input", inv.input}, {"device", inv.device}, {"dtype", inv.dtype}, {"mode", inv.mode},
+      {"predicted",
+       {{"time_us", p.time_us},
+        {"time_ci95_us", p.time_ci_us},
+        {"energy_mJ", opt(p.energy_mJ)},
+        {"energy_ci95_mJ", opt(p.energy_ci_mJ)},
+        {"energy_unavailable", p.energy_mJ ? nlohmann::json(nullptr) : nlohmann::json(p.energy_why)},
+        {"timeline",
+         {{"cpu_us", p.timeline.cpu_us}, {"gpu_busy_us", p.timeline.gpu_busy_us}, {"gap_us", p.timeline.gap_us},
+          {"tail_us", p.timeline.tail_us}}},
+        {"gap_energy_mJ", p.gap_energy_mJ}}},
+      {"complete", p.complete()},
+      {"calls", p.calls},
+      {"measured_calls", p.measured_calls},
+      {"missing", missing},
+      {"flagged", p.flagged},
+      {"layers", rows_json(p.layers)},
+      {"ops", rows_json(p.ops)}};
+  if (m) {
+    j["measured"] = {{"time_us", m->time_us}, {"time_ci95_us", m->time_ci_us}, {"energy_mJ", opt(m->energy_mJ)},
+                     {"energy_ci95_mJ", opt(m->energy_ci_mJ)}, {"flags", m->flags}, {"db_id", m->db_id}};
+    j["error"] = {{"time", (p.time_us - m->time_us) / m->time_us},
+                  {"energy", p.energy_mJ && m->energy_mJ ? nlohmann::json((*p.energy_mJ - *m->energy_mJ) / *m->energy_mJ)
+                                                          : nlohmann::json(nullptr)}};
+    // What the measured operators explain of the measured step (missing ones count as zero).
+    j["explained"] = {{"time", p.time_us / m->time_us},
+                      {"energy", p.energy_mJ && m->energy_mJ ? nlohmann::json(*p.energy_mJ / *m->energy_mJ)
+                                                              : nlohmann::json(nullptr)}};
+  }
+  return j;
+}
+
+std::string to_table(const Prediction& p, const Inventory& inv, const StepMeasurement* m, std::size_t rows) {
+  std::string out = fmt::format("{} input={} on {} ({}, {})\n", inv.model, inv.input, inv.device, inv.dtype, inv.mode);
+  auto energy = [](const std::optional<double>& e) { return e ? fmt::format("{:.4g}", *e) : std::string("n/a"); };
+  auto table = [&](const char* title, const std::vector<PredictedRow>& v) {
+    out += fmt::format("\n{:<58} {:>6} {:>11} {:>7} {:>11} {:>7}\n", title, "calls", "time_us", "share", "energy_mJ", "share");
+    for (std::size_t i = 0; i < v.size() && i < rows; ++i) {
+      const auto& r = v[i];
+      std::string name = r.name.size() > 58 ? r.name.substr(0, 55) + "..." : r.name;
+      out += fmt::format("{:<58} {:>6} {:>11.2f} {:>6.1f}% {:>11} {:>7}{}\n", name, r.calls, r.time_us,
+                         100 * r.time_us / p.time_us, energy(r.energy_mJ),
+                         r.energy_mJ && p.energy_mJ ? fmt::format("{:.1f}%", 100 * *r.energy_mJ / *p.energy_mJ) : "",
+                         r.missing_calls ? fmt::format("  ({} calls unmeasured)", r.missing_calls) : "");
+    }
+    if (v.size() > rows) out += fmt::format("... {} more (--json lists all)\n", v.size() - rows);
+  };
+  table("layer", p.layers);
+  table("operator", p.ops);
+  out += fmt::format("\npredicted: time {:.2f} µs ± {:.2f} (CPU issue {:.1f} µs, GPU busy {:.1f} µs, GPU idle {:.1f} µs)\n",
+                     p.time_us, p.time_ci_us, p.timeline.cpu_us, p.timeline.gpu_busy_us, p.timeline.gap_us);
+  out += p.energy_mJ ? fmt::format("           energy {:.4g} mJ ± {:.2g} (of which {:.3g} mJ in GPU gaps)\n", *p.energy_mJ,
+                                   *p.energy_ci_mJ, p.gap_energy_mJ)
+                     : fmt::format("           energy unavailable: {}\n", p.energy_why);
+  if (m) {
+    out += fmt::format("measured:  time {:.2f} µs ± {:.2f}   → error {}\n", m->time_us, m->time_ci_us,
+                       error_pct(p.time_us, m->time_us));
+    if (m->energy_mJ)
+      out += fmt::format("           energy {:.4g} mJ ± {:.2g}   → error {}\n", *m->energy_mJ, m->energy_ci_mJ.value_or(0),
+                         p.energy_mJ ? error_pct(*p.energy_mJ, *m->energy_mJ) : std::string("n/a"));
+    else
+      out += fmt::format("           energy unavailable: {}\n", m->energy_why);
+    out += fmt::format("explained: {:.1f}% of the measured time{}\n", 100 * p.time_us / m->time_us,
+                       p.energy_mJ && m->energy_mJ ? fmt::format(", {:.1f}% of the energy", 100 * *p.energy_mJ / *m->energy_mJ) : "");
+    if (!m->flags.empty()) {
+      std::string flags;
+      for (const auto& f : m->flags) flags += (flags.empty() ? "" : ", ") + f;
+      out += fmt::format("whole-step flags: {}\n", flags);
+    }
+  }
+  if (!p.complete()) {
+    std::size_t calls = 0;
+    for (auto e : p.missing) calls += inv.entries[e].count;
+    out += fmt::format("INCOMPLETE: {} of {} signatures ({} of {} calls) have no measurement and count as zero above:\n",
+                       p.missing.size(), inv.entries.size(), calls, p.calls);
+    for (std::size_t i = 0; i < p.missing.size() && i < rows; ++i)
+      out += fmt::format("  {} ×{}\n", inv.entries[p.missing[i]].signature(), inv.entries[p.missing[i]].count);
+    out += "  measure them with `opcost validate` (or `opcost measure --spec` of the inventory)\n";
+  }
+  if (!p.flagged.empty()) out += fmt::format("{} measured signatures were flagged (throttling, clocks or other processes)\n", p.flagged.size());
+  return out;
+}
+
+}  // namespace opcost

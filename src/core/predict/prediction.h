@@ -1,0 +1,72 @@
+#pragma once
+// A model step's predicted time and energy from its inventory and stored operator costs, and
+// the comparison with a measurement of the whole step. Torch-free.
+#include <cstdint>
+#include <map>
+#include <nlohmann/json_fwd.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/inventory/inventory.h"
+#include "core/predict/timeline.h"
+
+namespace opcost {
+
+// What the prediction uses of one stored measurement (a result document).
+struct OpCost {
+  int64_t db_id = -1;
+  double gpu_us = 0, gpu_ci_us = 0;  // device time per call and its 95% half-width (CPU: wall time)
+  double cpu_us = 0;                 // host time to issue one call
+  std::optional<double> energy_mJ, energy_ci_mJ;  // per call, as measured in the loop
+  double loop_wall_us = 0;           // the energy loop's wall time per call
+  std::vector<std::string> flags;
+};
+OpCost op_cost_from_document(const nlohmann::json& doc, bool on_gpu);
+
+struct PredictionInputs {
+  bool on_gpu = true;
+  std::optional<double> gap_power_W;  // GPU power while it idles between kernels
+  std::string gap_power_why;          // why it is missing
+  double sync_us = 0;                 // host cost to observe the end of the step
+};
+
+struct PredictedRow {
+  std::string name;           // layer path, or operator signature
+  std::size_t calls = 0;
+  double time_us = 0;         // on the critical path: kernels plus the GPU's waits before them
+  double gpu_us = 0, cpu_us = 0;
+  std::optional<double> energy_mJ;
+  std::size_t missing_calls = 0;
+};
+
+struct Prediction {
+  Timeline timeline;
+  double time_us = 0, time_ci_us = 0;
+  std::optional<double> energy_mJ, energy_ci_mJ;
+  std::string energy_why;                // when energy_mJ is empty
+  double gap_energy_mJ = 0;
+  std::size_t calls = 0, measured_calls = 0;
+  std::vector<std::size_t> missing;      // inventory entries without a measurement
+  std::vector<PredictedRow> layers, ops;  // sorted by time, largest first
+  std::vector<std::string> flagged;      // signatures whose measurement was flagged
+  bool complete() const { return missing.empty(); }
+};
+
+// costs: inventory entry index -> cost (entries absent from the map are missing; the
+// prediction then covers only the measured calls, and says so).
+Prediction predict(const Inventory& inv, const std::map<std::size_t, OpCost>& costs, const PredictionInputs& in);
+
+// A whole-step measurement to compare against.
+struct StepMeasurement {
+  double time_us = 0, time_ci_us = 0;
+  std::optional<double> energy_mJ, energy_ci_mJ;
+  std::string energy_why;
+  std::vector<std::string> flags;
+  int64_t db_id = -1;
+};
+
+nlohmann::json to_json(const Prediction& p, const Inventory& inv, const StepMeasurement* measured);
+std::string to_table(const Prediction& p, const Inventory& inv, const StepMeasurement* measured, std::size_t rows = 12);
+
+}  // namespace opcost

@@ -1,0 +1,144 @@
+// The timeline model on hand-made sequences with known answers, and predictions from costs.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "core/predict/prediction.h"
+#include "core/predict/timeline.h"
+
+namespace opcost {
+namespace {
+
+TEST(Timeline, GpuBoundRunsBackToBackAfterTheFirstLaunch) {
+  // CPU issues each op in 5 µs, kernels take 100 µs: the GPU waits only for the first launch.
+  Timeline t = simulate({{5, 100}, {5, 100}, {5, 100}}, 10);
+  EXPECT_DOUBLE_EQ(t.wall_us, 5 + 300 + 10);
+  EXPECT_DOUBLE_EQ(t.gpu_busy_us, 300);
+  EXPECT_DOUBLE_EQ(t.gap_us, 15);
+  EXPECT_EQ(t.stall_us, (std::vector<double>{5, 0, 0}));
+  EXPECT_DOUBLE_EQ(t.tail_us, 0);
+}
+
+TEST(Timeline, CpuBoundStepIsTheSumOfIssueTimes) {
+  // Kernels of 2 µs issued every 10 µs: the GPU idles 8 µs before each.
+  Timeline t = simulate({{10, 2}, {10, 2}, {10, 2}, {10, 2}});
+  EXPECT_DOUBLE_EQ(t.wall_us, 42);  // the last kernel ends 2 µs after the last issue
+  EXPECT_DOUBLE_EQ(t.gpu_busy_us, 8);
+  EXPECT_DOUBLE_EQ(t.gap_us, 34);
+  EXPECT_EQ(t.stall_us, (std::vector<double>{10, 8, 8, 8}));
+}
+
+TEST(Timeline, MixedViewsAndKernels) {
+  // A view (no kernel) between two kernels delays the second launch; a long kernel then lets
+  // the CPU run ahead, and trailing CPU-only ops end after the GPU.
+  Timeline t = simulate({{10, 50}, {20, 0}, {10, 5}, {5, 0}, {100, 0}});
+  // op0: issue 0-10, gpu 10-60. op1: cpu 10-30. op2: cpu 30-40, gpu 60-65. op3,4: cpu 40-145.
+  EXPECT_DOUBLE_EQ(t.wall_us, 145);
+  EXPECT_DOUBLE_EQ(t.tail_us, 80);
+  EXPECT_EQ(t.stall_us, (std::vector<double>{10, 0, 0, 0, 0}));
+  EXPECT_DOUBLE_EQ(t.gap_us, 145 - 55);
+  // Every microsecond of the wall is a stall, a kernel, or the tail.
+  double stalls = 0;
+  for (double s : t.stall_us) stalls += s;
+  EXPECT_DOUBLE_EQ(stalls + t.gpu_busy_us + t.tail_us, t.wall_us);
+}
+
+Inventory two_layer_inventory() {
+  InventoryBuilder b;
+  b.add("aten::linear", "", "input=f32[8,64] weight=f32[64,64]", "fc1", {});
+  b.add("aten::relu", "", "self=f32[8,64]", "act", {});
+  b.add("aten::linear", "", "input=f32[8,64] weight=f32[64,64]", "fc2", {});
+  b.add("aten::view", "", "self=f32[8,64] size=[512]", "", {});
+  Inventory inv = b.take();
+  inv.model = "toy";
+  return inv;
+}
+
+OpCost cost(double cpu, double gpu, double energy, double loop_wall) {
+  OpCost c;
+  c.cpu_us = cpu;
+  c.gpu_us = gpu;
+  c.gpu_ci_us = gpu * 0.01;
+  c.energy_mJ = energy;
+  c.energy_ci_mJ = energy * 0.02;
+  c.loop_wall_us = loop_wall;
+  return c;
+}
+
+TEST(Prediction, EnergyIsActiveEnergyPlusGapPowerOverTheTimelinesGaps) {
+  Inventory inv = two_layer_inventory();
+  PredictionInputs in;
+  in.gap_power_W = 100;  // 0.1 mJ per µs... per 1000 µs: 100 W × 1 µs = 0.1 mJ
+  in.sync_us = 0;
+  // linear: GPU-bound in its loop (no own gaps); relu: launch-bound loop (4 µs kernel, 10 µs
+  // per call: 6 µs of its loop energy is gap power, 0.6 mJ, not the op's); view: host only.
+  std::map<std::size_t, OpCost> costs = {{0, cost(5, 40, 12.0, 40)}, {1, cost(10, 4, 1.6, 10)}, {2, cost(3, 0, 0.3, 3)}};
+  Prediction p = predict(inv, costs, in);
+  // Timeline: fc1 cpu 0-5 gpu 5-45; relu cpu 5-15 gpu 45-49; fc2 cpu 15-20 gpu 49-89; view cpu 20-23.
+  EXPECT_DOUBLE_EQ(p.time_us, 89);
+  EXPECT_DOUBLE_EQ(p.timeline.gap_us, 5);
+  ASSERT_TRUE(p.energy_mJ);
+  // active: 12 + (1.6 - 100 W × 6 µs = 0.6) + 12 + (0.3 - 100 W × 3 µs = 0.3 -> 0) ; gaps 5 µs × 100 W.
+  EXPECT_NEAR(*p.energy_mJ, 12 + 1.0 + 12 + 0 + 0.5, 1e-9);
+  EXPECT_TRUE(p.complete());
+  EXPECT_EQ(p.measured_calls, 4u);
+  // Errors of one signature repeat over its calls (linear twice), signatures add in quadrature.
+  EXPECT_NEAR(p.time_ci_us, std::sqrt(std::pow(2 * 0.4, 2) + std::pow(0.04, 2)), 1e-9);
+  // Layers: fc1 owns its kernel and the GPU's wait for the first launch.
+  ASSERT_FALSE(p.layers.empty());
+  EXPECT_EQ(p.layers.front().name, "fc1");
+  EXPECT_DOUBLE_EQ(p.layers.front().time_us, 45);
+}
+
+TEST(Prediction, AMissingOperatorIsReportedNeverFree) {
+  Inventory inv = two_layer_inventory();
+  PredictionInputs in;
+  in.gap_power_W = 100;
+  std::map<std::size_t, OpCost> costs = {{0, cost(5, 40, 12.0, 40)}, {2, cost(3, 0, 0.3, 3)}};
+  Prediction p = predict(inv, costs, in);
+  EXPECT_FALSE(p.complete());
+  ASSERT_EQ(p.missing, std::vector<std::size_t>{1});
+  EXPECT_EQ(p.measured_calls, 3u);
+  const auto j = to_json(p, inv, nullptr);
+  EXPECT_EQ(j["complete"], false);
+  EXPECT_EQ(j["missing"][0]["signature"], "aten::relu self=f32[8,64]");
+  const std::string table = to_table(p, inv, nullptr);
+  EXPECT_NE(table.find("INCOMPLETE: 1 of 3 signatures (1 of 4 calls)"), std::string::npos) << table;
+  EXPECT_NE(table.find("aten::relu self=f32[8,64] ×1"), std::string::npos);
+}
+
+TEST(Prediction, NoGapPowerMeansNoEnergyFigure) {
+  Inventory inv = two_layer_inventory();
+  PredictionInputs in;
+  in.gap_power_why = "not measured";
+  std::map<std::size_t, OpCost> costs = {{0, cost(5, 40, 12, 40)}, {1, cost(10, 4, 1.6, 10)}, {2, cost(3, 0, 0.3, 3)}};
+  Prediction p = predict(inv, costs, in);
+  EXPECT_FALSE(p.energy_mJ);
+  EXPECT_NE(p.energy_why.find("not measured"), std::string::npos);
+  StepMeasurement m;
+  m.time_us = 100;
+  m.time_ci_us = 1;
+  m.energy_mJ = 30;
+  const auto j = to_json(p, inv, &m);
+  EXPECT_NEAR(j["error"]["time"].get<double>(), -0.11, 1e-12);
+  EXPECT_TRUE(j["error"]["energy"].is_null());
+}
+
+TEST(Prediction, CostsComeFromStoredDocuments) {
+  const auto doc = nlohmann::json::parse(R"({"db_id": 7, "time_us": {"mean": 20, "ci95_low": 19, "ci95_high": 21},
+    "host_us_per_call": {"wall": 6, "cpu": 5}, "energy_mJ": {"per_call": 3, "ci95_low": 2.9, "ci95_high": 3.1,
+    "loop_wall_us_per_call": 21}, "flags": ["throttled:sw_power_cap"]})");
+  OpCost gpu = op_cost_from_document(doc, true);
+  EXPECT_EQ(gpu.db_id, 7);
+  EXPECT_DOUBLE_EQ(gpu.gpu_us, 20);
+  EXPECT_DOUBLE_EQ(gpu.gpu_ci_us, 1);
+  EXPECT_DOUBLE_EQ(gpu.cpu_us, 6);
+  EXPECT_NEAR(*gpu.energy_ci_mJ, 0.1, 1e-12);
+  EXPECT_EQ(gpu.flags.size(), 1u);
+  OpCost cpu = op_cost_from_document(doc, false);  // on the CPU the time is the host's
+  EXPECT_DOUBLE_EQ(cpu.cpu_us, 20);
+  EXPECT_DOUBLE_EQ(cpu.gpu_us, 0);
+}
+
+}  // namespace
+}  // namespace opcost
