@@ -25,6 +25,7 @@ struct PredictOptions {
   bool measure_missing = false;  // validate / model: measure what the database lacks
   bool measure_model = false;    // validate / model: measure the whole step
   double target = 0;             // model: stop measuring operators once both shares reach this
+  std::string cache = "warm";    // operator measurements to use and make: warm or cold inputs
   MeasureConfig op_config;       // for operators
   MeasureConfig step_config;     // for the whole step
 };

@@ -286,6 +286,8 @@ int main(int argc, char** argv) {
     auto* c = app.add_subcommand(name, help);
     add_model_options(c, po.model);
     c->add_flag("--json", po.json, "print JSON");
+    c->add_option("--cache", po.cache, "operator measurements with warm inputs, or cold (rotated over 256 MiB)")
+        ->check(CLI::IsMember({"warm", "cold"}))->capture_default_str();
     return c;
   };
   auto add_measuring = [&](CLI::App* c) {

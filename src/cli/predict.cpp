@@ -87,9 +87,10 @@ int run_predict(const PredictOptions& o) {
 
   auto lookup = [&](const std::string& op, const std::string& overload, const std::string& args,
                     const std::string& autocast) -> std::optional<nlohmann::json> {
-    return db.lookup({op, overload, key_hash(op, overload, args), env.device_name, "warm", autocast}, true);
+    return db.lookup({op, overload, key_hash(op, overload, args), env.device_name, o.cache, autocast}, true);
   };
-  auto measure_one = [&](const std::string& signature, const std::string& autocast) -> std::optional<nlohmann::json> {
+  auto measure_one = [&](const std::string& signature, const std::string& autocast,
+                         const std::string& cache) -> std::optional<nlohmann::json> {
     auto tokens = split_call_line(signature);
     const std::string name = tokens.front();
     tokens.erase(tokens.begin());
@@ -97,6 +98,7 @@ int run_predict(const PredictOptions& o) {
       ReplayOptions ro;
       ro.device = kind;
       ro.autocast = autocast;
+      ro.cache_mode = cache;
       auto prepared = PreparedCall::prepare(parse_call(name, tokens), ro);
       Measurement m = runner().measure(*prepared);
       m.db_id = db.insert(m);  // each its own transaction: an interrupted run keeps what it measured
@@ -116,10 +118,13 @@ int run_predict(const PredictOptions& o) {
   PredictionInputs pin;
   pin.on_gpu = on_gpu;
   pin.sync_us = synchronize_latency_us(kind, 0);
-  auto gap_doc = on_gpu ? lookup("aten::add", "Tensor", kGapProbeArgs, "") : std::nullopt;
+  auto gap_lookup = [&] {  // always a warm loop: it measures the GPU between kernels, not the op
+    return db.lookup({"aten::add", "Tensor", key_hash("aten::add", "Tensor", kGapProbeArgs), env.device_name, "warm", ""}, true);
+  };
+  auto gap_doc = on_gpu ? gap_lookup() : std::nullopt;
   if (on_gpu && !gap_doc && measuring) {
     fmt::print(stderr, "opcost: measuring the GPU's power between kernels ({} {})\n", kGapProbe, kGapProbeArgs);
-    gap_doc = measure_one(std::string(kGapProbe) + " " + kGapProbeArgs, "");
+    gap_doc = measure_one(std::string(kGapProbe) + " " + kGapProbeArgs, "", "warm");
   }
   auto set_gap = [&] {
     if (!on_gpu) return;
@@ -172,7 +177,7 @@ int run_predict(const PredictOptions& o) {
       }
       const auto& e = inv.entries[i];
       fmt::print(stderr, "[{}/{}] {} ×{}\n", ++done, todo.size(), e.signature(), e.count);
-      if (auto doc = measure_one(e.signature(), inv.autocast)) costs[i] = op_cost_from_document(*doc, on_gpu);
+      if (auto doc = measure_one(e.signature(), inv.autocast, o.cache)) costs[i] = op_cost_from_document(*doc, on_gpu);
     }
   }
   if (o.measure_model && !step) measure_step();
@@ -184,6 +189,13 @@ int run_predict(const PredictOptions& o) {
     j["sync_us"] = pin.sync_us;
     j["gap_power_W"] = pin.gap_power_W ? nlohmann::json(*pin.gap_power_W) : nlohmann::json(nullptr);
     j["gpu"] = env.device_name;
+    j["cache"] = o.cache;
+    double host = 0, gaps = 0;
+    for (const auto& c : inv.sequence) {
+      host += c.host_us;
+      gaps += c.host_gap_us;
+    }
+    j["inventory_run"] = {{"host_us_in_calls", host}, {"host_us_between_calls", gaps}};
     fmt::print("{}\n", j.dump(2));
   } else {
     fmt::print("{}", to_table(p, inv, m));

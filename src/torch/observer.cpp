@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <atomic>
+#include <chrono>
 #include <mutex>
 #include <optional>
 #include <unordered_map>
@@ -59,6 +60,9 @@ struct Call {
   uint32_t layer = 0;
   bool backward = false;
   std::vector<uint32_t> nested;  // name ids
+  // Host clock (ns) after the call's inputs were recorded, and when it returned: the call's
+  // host time in the model, and the host time between calls (module code, scopes, freeing).
+  int64_t start_ns = 0, end_ns = 0, gap_ns = 0;
 };
 
 // One observation. Callbacks may run on several threads (autograd's device threads), so
@@ -92,7 +96,10 @@ struct ThreadState {
   std::vector<int> ops;       // open FUNCTION records
   int open_ops = 0;           // how many of `ops` are dispatcher ops
   int outer = -1;             // the open outermost call
+  int last_outer = -1;        // the previous outermost call on this thread
 };
+
+int64_t now_ns() { return std::chrono::steady_clock::now().time_since_epoch().count(); }
 
 thread_local ThreadState tl;
 
@@ -231,6 +238,7 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
   t.ops.push_back(t.outer);
   ++t.open_ops;
   c->calls.push_back(std::move(call));
+  c->calls.back().start_ns = now_ns();
   return nullptr;
 }
 
@@ -246,6 +254,15 @@ void on_end(const at::RecordFunction& fn, at::ObserverContext*) {
   const int top = t.ops.back();
   t.ops.pop_back();
   if (top == kTransparent) return;
+  if (top >= 0) {
+    const int64_t end = now_ns();
+    std::lock_guard lock(c->mu);
+    Call& call = c->calls[top];
+    call.end_ns = end;
+    // Host time since the previous call on this thread ended: what the model's own code costs.
+    call.gap_ns = t.last_outer >= 0 ? call.start_ns - c->calls[t.last_outer].end_ns : 0;
+    t.last_outer = top;
+  }
   if (--t.open_ops == 0) t.outer = -1;
 }
 
@@ -294,6 +311,7 @@ Inventory observe(const std::function<void()>& body, const ObserveOptions& optio
     if (keyed)
       if (auto it = formatted.find(key); it != formatted.end()) {
         builder.add(schema.name(), schema.overload_name(), it->second, capture.names[call.layer], nested, phase);
+        builder.time_last((call.end_ns - call.start_ns) * 1e-3, call.gap_ns * 1e-3);
         continue;
       }
     std::vector<ArgValue> values;
@@ -311,6 +329,7 @@ Inventory observe(const std::function<void()>& body, const ObserveOptions& optio
     }
     std::string text = format_args(drop_defaults(schema, std::move(values)));
     builder.add(schema.name(), schema.overload_name(), text, capture.names[call.layer], nested, phase);
+    builder.time_last((call.end_ns - call.start_ns) * 1e-3, call.gap_ns * 1e-3);
     if (keyed) formatted.emplace(key, std::move(text));
   }
   return builder.take();

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <nlohmann/json.hpp>
 #include <set>
 
@@ -27,13 +28,20 @@ void InventoryBuilder::add(const std::string& op, const std::string& overload, c
   inv_.sequence.push_back({it->second, layer});
 }
 
+void InventoryBuilder::time_last(double host_us, double host_gap_us) {
+  if (inv_.sequence.empty()) return;
+  inv_.sequence.back().host_us = host_us;
+  inv_.sequence.back().host_gap_us = host_gap_us;
+}
+
 nlohmann::json to_json(const Inventory& inv) {
   nlohmann::json ops = nlohmann::json::array();
   for (const auto& e : inv.entries)
     ops.push_back({{"op", e.op}, {"overload", e.overload}, {"args", e.args}, {"signature", e.signature()},
                    {"phase", e.phase}, {"count", e.count}, {"layers", e.layers}, {"nested", e.nested}});
   nlohmann::json seq = nlohmann::json::array();
-  for (const auto& c : inv.sequence) seq.push_back({c.entry, c.layer});
+  for (const auto& c : inv.sequence)
+    seq.push_back({c.entry, c.layer, std::round(c.host_us * 100) / 100, std::round(c.host_gap_us * 100) / 100});
   return {{"model", inv.model},
           {"input", inv.input},
           {"device", inv.device},
@@ -43,7 +51,7 @@ nlohmann::json to_json(const Inventory& inv) {
           {"parameters", inv.parameters},
           {"totals", {{"calls", inv.sequence.size()}, {"unique_signatures", inv.entries.size()}, {"layers", inv.layer_count()}}},
           {"ops", ops},
-          {"sequence_columns", {"entry", "layer"}},
+          {"sequence_columns", {"entry", "layer", "host_us", "host_gap_us"}},
           {"sequence", seq}};
 }
 

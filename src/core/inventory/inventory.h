@@ -23,6 +23,10 @@ struct InventoryEntry {
 struct InventoryCall {
   std::size_t entry;  // index into entries
   std::string layer;
+  // Host time as observed in the model run (observer overhead included, ~0.5 µs per
+  // dispatcher record): the call itself, and the host time since the previous call returned
+  // (the model's own code: module calls, scopes, freeing tensors).
+  double host_us = 0, host_gap_us = 0;
 };
 
 struct Inventory {
@@ -42,6 +46,8 @@ class InventoryBuilder {
  public:
   void add(const std::string& op, const std::string& overload, const std::string& args,
            const std::string& layer, const std::vector<std::string>& nested, const std::string& phase = "forward");
+  // Sets the observed host times of the call added last.
+  void time_last(double host_us, double host_gap_us);
   Inventory take() { return std::move(inv_); }
 
  private:

@@ -52,7 +52,9 @@ Prediction predict(const Inventory& inv, const std::map<std::size_t, OpCost>& co
   ops.reserve(inv.sequence.size());
   for (const auto& call : inv.sequence) {
     auto it = costs.find(call.entry);
-    ops.push_back(it == costs.end() ? TimelineOp{} : TimelineOp{it->second.cpu_us, it->second.gpu_us});
+    // The model's own host code between calls delays the next launch like an op would.
+    const double between = in.host_gaps ? call.host_gap_us : 0;
+    ops.push_back(it == costs.end() ? TimelineOp{between, 0} : TimelineOp{between + it->second.cpu_us, it->second.gpu_us});
   }
   p.timeline = simulate(ops, in.sync_us);
   p.time_us = p.timeline.wall_us;
@@ -93,9 +95,9 @@ Prediction predict(const Inventory& inv, const std::map<std::size_t, OpCost>& co
       }
       const OpCost& c = it->second;
       const double stall = p.timeline.stall_us[i];
-      row->time_us += in.on_gpu ? c.gpu_us + stall : c.cpu_us;
+      row->time_us += in.on_gpu ? c.gpu_us + stall : c.cpu_us + (in.host_gaps ? call.host_gap_us : 0);
       row->gpu_us += c.gpu_us;
-      row->cpu_us += c.cpu_us;
+      row->cpu_us += c.cpu_us + (in.host_gaps ? call.host_gap_us : 0);
       if (energy)
         row->energy_mJ = row->energy_mJ.value_or(0) + active_energy_mJ(c, in) +
                          (in.on_gpu ? *in.gap_power_W * stall * 1e-3 : 0);

@@ -29,6 +29,9 @@ struct PredictionInputs {
   std::optional<double> gap_power_W;  // GPU power while it idles between kernels
   std::string gap_power_why;          // why it is missing
   double sync_us = 0;                 // host cost to observe the end of the step
+  // Add the host time observed between calls in the inventory run (the model's own code,
+  // which no operator replay sees) to the timeline.
+  bool host_gaps = true;
 };
 
 struct PredictedRow {
