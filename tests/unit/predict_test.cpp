@@ -90,6 +90,22 @@ TEST(Prediction, EnergyIsActiveEnergyPlusGapPowerOverTheTimelinesGaps) {
   EXPECT_DOUBLE_EQ(p.layers.front().time_us, 45);
 }
 
+TEST(Prediction, HostTimeBetweenCallsDelaysLaunchesButABlockedHostIsCapped) {
+  Inventory inv = two_layer_inventory();
+  const double gaps[] = {0, 3, 4, 500};  // the last: the host waited for the device
+  for (std::size_t i = 0; i < inv.sequence.size(); ++i) inv.sequence[i].host_gap_us = gaps[i];
+  EXPECT_DOUBLE_EQ(host_gap_cap_us(inv), 20);  // 4 × median 3.5 = 14, at least 20
+  PredictionInputs in;
+  in.gap_power_W = 100;
+  std::map<std::size_t, OpCost> costs = {{0, cost(5, 40, 12.0, 40)}, {1, cost(10, 4, 1.6, 10)}, {2, cost(3, 0, 0.3, 3)}};
+  Prediction p = predict(inv, costs, in);
+  // fc1 cpu 0-5 gpu 5-45; relu cpu 8-18 gpu 45-49; fc2 cpu 22-27 gpu 49-89; view cpu 47-50.
+  EXPECT_DOUBLE_EQ(p.timeline.cpu_us, 5 + 3 + 10 + 4 + 5 + 20 + 3);
+  EXPECT_DOUBLE_EQ(p.time_us, 89);
+  in.host_gaps = false;
+  EXPECT_DOUBLE_EQ(predict(inv, costs, in).timeline.cpu_us, 5 + 10 + 5 + 3);
+}
+
 TEST(Prediction, AMissingOperatorIsReportedNeverFree) {
   Inventory inv = two_layer_inventory();
   PredictionInputs in;

@@ -46,14 +46,26 @@ void sort_rows(std::vector<PredictedRow>& rows) {
 
 }  // namespace
 
+double host_gap_cap_us(const Inventory& inv) {
+  // Host code between two calls takes microseconds. A much longer gap in the inventory run is
+  // the host blocked on the device (an allocator sync, a copy to the host): GPU time that the
+  // timeline already has, so it is capped at 4× the median gap (and at least 20 µs).
+  std::vector<double> gaps;
+  for (const auto& c : inv.sequence) gaps.push_back(c.host_gap_us);
+  if (gaps.empty()) return 0;
+  std::nth_element(gaps.begin(), gaps.begin() + gaps.size() / 2, gaps.end());
+  return std::max(20.0, 4 * gaps[gaps.size() / 2]);
+}
+
 Prediction predict(const Inventory& inv, const std::map<std::size_t, OpCost>& costs, const PredictionInputs& in) {
   Prediction p;
+  const double gap_cap = host_gap_cap_us(inv);
   std::vector<TimelineOp> ops;
   ops.reserve(inv.sequence.size());
   for (const auto& call : inv.sequence) {
     auto it = costs.find(call.entry);
     // The model's own host code between calls delays the next launch like an op would.
-    const double between = in.host_gaps ? call.host_gap_us : 0;
+    const double between = in.host_gaps ? std::min(call.host_gap_us, gap_cap) : 0;
     ops.push_back(it == costs.end() ? TimelineOp{between, 0} : TimelineOp{between + it->second.cpu_us, it->second.gpu_us});
   }
   p.timeline = simulate(ops, in.sync_us);
@@ -95,9 +107,9 @@ Prediction predict(const Inventory& inv, const std::map<std::size_t, OpCost>& co
       }
       const OpCost& c = it->second;
       const double stall = p.timeline.stall_us[i];
-      row->time_us += in.on_gpu ? c.gpu_us + stall : c.cpu_us + (in.host_gaps ? call.host_gap_us : 0);
+      row->time_us += in.on_gpu ? c.gpu_us + stall : c.cpu_us + (in.host_gaps ? std::min(call.host_gap_us, gap_cap) : 0);
       row->gpu_us += c.gpu_us;
-      row->cpu_us += c.cpu_us + (in.host_gaps ? call.host_gap_us : 0);
+      row->cpu_us += c.cpu_us + (in.host_gaps ? std::min(call.host_gap_us, gap_cap) : 0);
       if (energy)
         row->energy_mJ = row->energy_mJ.value_or(0) + active_energy_mJ(c, in) +
                          (in.on_gpu ? *in.gap_power_W * stall * 1e-3 : 0);

@@ -56,6 +56,10 @@ struct Prediction {
   bool complete() const { return missing.empty(); }
 };
 
+// The most host time between two calls the timeline takes from the inventory run; longer
+// gaps are the host waiting for the device, not model code.
+double host_gap_cap_us(const Inventory& inv);
+
 // costs: inventory entry index -> cost (entries absent from the map are missing; the
 // prediction then covers only the measured calls, and says so).
 Prediction predict(const Inventory& inv, const std::map<std::size_t, OpCost>& costs, const PredictionInputs& in);
