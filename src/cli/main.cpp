@@ -8,14 +8,13 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "cli/commands.h"
+#include "core/inventory/inventory.h"
 #include "core/report/report.h"
 #include "core/spec/spec_file.h"
 #include "core/store/database.h"
 #include "core/version.h"
-#include "core/inventory/inventory.h"
-#include "cli/commands.h"
 #include "torch/models.h"
-#include "torch/observer.h"
 #include "torch/replay.h"
 #include "torch/runner.h"
 
