@@ -6,7 +6,6 @@
 #include <cstdio>
 #include <map>
 #include <nlohmann/json.hpp>
-#include <set>
 
 #include "cli/commands.h"
 #include "core/predict/prediction.h"
