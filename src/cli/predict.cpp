@@ -41,7 +41,8 @@ namespace {
 
 // The op whose loop is almost all gaps between tiny kernels: its power is the GPU's power
 // while it idles between kernels, which a model's gaps draw (not deep idle).
-const char* kGapProbe = "aten::add.Tensor";
+const char* kGapProbeOp = "aten::add";
+const char* kGapProbeOverload = "Tensor";
 const char* kGapProbeArgs = "self=f32[1] other=f32[1]";
 
 std::string key_hash(const std::string& op, const std::string& overload, const std::string& args) {
@@ -52,8 +53,7 @@ std::string key_hash(const std::string& op, const std::string& overload, const s
 // and ranks convolutions and matmuls above views and small pointwise ops.
 double expected_weight(const InventoryEntry& e) {
   double elements = 0;
-  OpCall call = parse_call(e.display_name(), split_call_line(e.args));
-  for (const auto& a : call.args)
+  for (const auto& a : parse_call_line(e.signature(), "inventory").args)
     if (auto* t = std::get_if<TensorSpec>(&a.value.v)) {
       double n = 1;
       for (auto d : t->shape) n *= double(d);
@@ -85,20 +85,17 @@ int run_predict(const PredictOptions& o) {
   };
 
   auto lookup = [&](const std::string& op, const std::string& overload, const std::string& args,
-                    const std::string& autocast) -> std::optional<nlohmann::json> {
-    return db.lookup({op, overload, key_hash(op, overload, args), env.device_name, o.cache, autocast}, true);
+                    const std::string& autocast, const std::string& cache) {
+    return db.lookup({op, overload, key_hash(op, overload, args), env.device_name, cache, autocast}, true);
   };
   auto measure_one = [&](const std::string& signature, const std::string& autocast,
                          const std::string& cache) -> std::optional<nlohmann::json> {
-    auto tokens = split_call_line(signature);
-    const std::string name = tokens.front();
-    tokens.erase(tokens.begin());
     try {
       ReplayOptions ro;
       ro.device = kind;
       ro.autocast = autocast;
       ro.cache_mode = cache;
-      auto prepared = PreparedCall::prepare(parse_call(name, tokens), ro);
+      auto prepared = PreparedCall::prepare(parse_call_line(signature, "inventory"), ro);
       Measurement m = runner().measure(*prepared);
       m.db_id = db.insert(m);  // each its own transaction: an interrupted run keeps what it measured
       return db.get(m.db_id);
@@ -112,25 +109,22 @@ int run_predict(const PredictOptions& o) {
   std::map<std::size_t, OpCost> costs;
   for (std::size_t i = 0; i < inv.entries.size(); ++i) {
     const auto& e = inv.entries[i];
-    if (auto doc = lookup(e.op, e.overload, e.args, inv.autocast)) costs[i] = op_cost_from_document(*doc, on_gpu);
+    if (auto doc = lookup(e.op, e.overload, e.args, inv.autocast, o.cache)) costs[i] = op_cost_from_document(*doc, on_gpu);
   }
   PredictionInputs pin;
   pin.on_gpu = on_gpu;
   pin.sync_us = synchronize_latency_us(kind, 0);
-  auto gap_lookup = [&] {  // always a warm loop: it measures the GPU between kernels, not the op
-    return db.lookup({"aten::add", "Tensor", key_hash("aten::add", "Tensor", kGapProbeArgs), env.device_name, "warm", ""}, true);
-  };
-  auto gap_doc = on_gpu ? gap_lookup() : std::nullopt;
+  // Always a warm loop: it measures the GPU between kernels, not the op.
+  const std::string gap_probe = fmt::format("{}.{} {}", kGapProbeOp, kGapProbeOverload, kGapProbeArgs);
+  auto gap_doc = on_gpu ? lookup(kGapProbeOp, kGapProbeOverload, kGapProbeArgs, "", "warm") : std::nullopt;
   if (on_gpu && !gap_doc && measuring) {
-    fmt::print(stderr, "opcost: measuring the GPU's power between kernels ({} {})\n", kGapProbe, kGapProbeArgs);
-    gap_doc = measure_one(std::string(kGapProbe) + " " + kGapProbeArgs, "", "warm");
+    fmt::print(stderr, "opcost: measuring the GPU's power between kernels ({})\n", gap_probe);
+    gap_doc = measure_one(gap_probe, "", "warm");
   }
-  auto set_gap = [&] {
-    if (!on_gpu) return;
-    if (gap_doc && (*gap_doc)["power_W"]["average"].is_number()) pin.gap_power_W = (*gap_doc)["power_W"]["average"].get<double>();
-    else pin.gap_power_why = fmt::format("measure it with `opcost measure {} {}` or run `opcost validate`", kGapProbe, kGapProbeArgs);
-  };
-  set_gap();
+  if (on_gpu && gap_doc && (*gap_doc)["power_W"]["average"].is_number())
+    pin.gap_power_W = (*gap_doc)["power_W"]["average"].get<double>();
+  else if (on_gpu)
+    pin.gap_power_why = fmt::format("measure it with `opcost measure {}` or run `opcost validate`", gap_probe);
 
   // The whole step, measured first in `model` (it decides when enough operators are measured).
   std::optional<StepMeasurement> step;

@@ -43,11 +43,15 @@ c10::Device resolve_device(const std::string& spec);
 at::ScalarType scalar_type_of(const std::string& code);
 std::string code_of(at::ScalarType t);
 
-// Autocast to `dtype` (bf16 or fp16; "" does nothing) on one device type for the scope's life,
-// as torch.autocast does: ops on the autocast lists cast their inputs.
+// The autocast dtype a user names ("bf16", "fp16", "half"...); nullopt for "". Throws
+// ReplayError for anything else.
+std::optional<at::ScalarType> autocast_dtype(const std::string& name);
+
+// Autocast to `dtype` (nullopt does nothing) on one device type for the scope's life, as
+// torch.autocast does: ops on the autocast lists cast their inputs.
 class AutocastScope {
  public:
-  AutocastScope(const std::string& dtype, c10::DeviceType device);
+  AutocastScope(std::optional<at::ScalarType> dtype, c10::DeviceType device);
   ~AutocastScope();
   AutocastScope(const AutocastScope&) = delete;
   AutocastScope& operator=(const AutocastScope&) = delete;

@@ -13,6 +13,7 @@
 
 #include "torch/bind.h"
 #include "torch/model_support.h"
+#include "torch/replay.h"
 
 namespace opcost {
 
@@ -229,32 +230,23 @@ TORCH_MODULE(Mnist);
 template <typename M>
 class Runnable : public RunnableModel {
  public:
-  Runnable(std::string name, M m, torch::Tensor input, c10::Device dev, const ModelInput& in)
-      : name_(std::move(name)), m_(std::move(m)), input_(std::move(input)), dev_(dev), in_(in) {
+  Runnable(std::string name, M m, torch::Tensor input, c10::Device dev, const ModelInput& in,
+           std::optional<at::ScalarType> autocast)
+      : name_(std::move(name)), m_(std::move(m)), input_(std::move(input)), dev_(dev), in_(in), autocast_(autocast),
+        parameters_(m_->parameters()) {
     if (in_.train) m_->train();
     else m_->eval();
   }
   const std::string& name() const override { return name_; }
   int64_t parameter_count() const override {
     int64_t n = 0;
-    for (const auto& p : m_->parameters()) n += p.numel();
+    for (const auto& p : parameters_) n += p.numel();
     return n;
   }
   std::string input_signature() const override { return format_tensor(tensor_spec_of(input_)); }
   std::string device_kind() const override { return dev_.is_cuda() ? "cuda" : "cpu"; }
   void step() override {
-    AutocastScope autocast(in_.autocast, dev_.type());
-    if (!in_.train) {
-      c10::InferenceMode guard;
-      m_->forward(input_);
-      return;
-    }
-    c10::InferenceMode no_inference(false);  // callers may run us under inference mode
-    torch::AutoGradMode grad(true);
-    for (auto& p : m_->parameters()) p.mutable_grad() = torch::Tensor();  // zero_grad(set_to_none)
-    torch::Tensor out = m_->forward(input_);
-    SCOPE("loss");
-    out.sum().backward();
+    run_model_step(in_, autocast_, dev_.type(), parameters_, [&] { return m_->forward(input_); });
   }
   void synchronize() override {
     if (dev_.is_cuda()) at::accelerator::synchronizeDevice(dev_.index());
@@ -266,6 +258,8 @@ class Runnable : public RunnableModel {
   torch::Tensor input_;
   c10::Device dev_;
   ModelInput in_;
+  std::optional<at::ScalarType> autocast_;
+  std::vector<torch::Tensor> parameters_;
 };
 
 }  // namespace
@@ -277,13 +271,34 @@ at::ScalarType model_dtype(const std::string& d) {
   throw std::invalid_argument(fmt::format("unknown dtype '{}' (use fp32, bf16 or fp16)", d));
 }
 
-void check_mode(const ModelInput& in, at::ScalarType dtype) {
-  if (!in.autocast.empty()) {
-    if (dtype != at::kFloat)
-      throw std::invalid_argument(fmt::format(
-          "--autocast runs an fp32 model with {} math; drop --dtype {} or drop --autocast", in.autocast, in.dtype));
-    model_dtype(in.autocast);  // names a bad autocast dtype
+std::optional<at::ScalarType> resolve_autocast(const ModelInput& in, at::ScalarType dtype) {
+  if (in.autocast.empty()) return std::nullopt;
+  if (dtype != at::kFloat)
+    throw std::invalid_argument(fmt::format(
+        "--autocast runs an fp32 model with {} math; drop --dtype {} or drop --autocast", in.autocast, in.dtype));
+  try {
+    return autocast_dtype(in.autocast);
+  } catch (const ReplayError& e) {
+    throw std::invalid_argument(std::string("--autocast: ") + e.what());
   }
+}
+
+void run_model_step(const ModelInput& in, std::optional<at::ScalarType> autocast, c10::DeviceType device,
+                    const std::vector<at::Tensor>& parameters, const std::function<at::Tensor()>& forward) {
+  AutocastScope scope(autocast, device);
+  if (!in.train) {
+    c10::InferenceMode guard;
+    forward();
+    return;
+  }
+  c10::InferenceMode no_inference(false);  // callers may run us under inference mode
+  torch::AutoGradMode grad(true);
+  for (auto p : parameters) p.mutable_grad() = at::Tensor();  // zero_grad(set_to_none=True)
+  const at::Tensor out = forward();
+  if (!out.defined())
+    throw std::invalid_argument("--train needs the model's forward to return a tensor (or a tuple holding one)");
+  SCOPE("loss");
+  out.sum().backward();
 }
 
 const std::vector<ModelInfo>& builtin_models() {
@@ -301,12 +316,12 @@ std::unique_ptr<RunnableModel> make_builtin_model(const std::string& name, const
   if (in.batch < 1) throw std::invalid_argument(fmt::format("--batch must be at least 1 (got {})", in.batch));
   const c10::Device dev = resolve_device(in.device);
   const at::ScalarType dtype = model_dtype(in.dtype);
-  check_mode(in, dtype);
+  const auto autocast = resolve_autocast(in, dtype);
   torch::manual_seed(0);
   const auto fopts = torch::TensorOptions().device(dev).dtype(dtype);
   auto finish = [&](auto m, torch::Tensor input) -> std::unique_ptr<RunnableModel> {
     m->to(dev, dtype);
-    return std::make_unique<Runnable<decltype(m)>>(name, m, input, dev, in);
+    return std::make_unique<Runnable<decltype(m)>>(name, m, input, dev, in, autocast);
   };
   if (name == "resnet18" || name == "resnet34" || name == "resnet50") {
     const bool deep = name == "resnet50";

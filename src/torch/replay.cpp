@@ -438,8 +438,7 @@ BoundCall bind_call(const OpCall& call, c10::Device device, uint64_t seed) {
       b.fail(a, "missing: this argument has no default");
     }
     ArgValue canon = canonical_value(a, iv, it != b.given.end() ? it->second : nullptr);
-    const bool is_default =
-        a.default_value() && format_value(canon) == format_value(canonical_value(a, *a.default_value(), nullptr));
+    const bool is_default = a.default_value() && format_value(canon) == default_text(a);
     if (!is_default && !(canon.is_none() && !a.default_value() && it == b.given.end()))
       b.out.canonical.push_back({a.name(), canon});
     b.out.inputs.push_back(std::move(iv));
@@ -484,17 +483,17 @@ class PreparedCallImpl : public PreparedCall {
     try {
       BoundCall b = bind_call(call, device, opt.seed);
       handle_ = b.handle;
-      op_ = call.op;
-      overload_ = call.overload;
-      canonical_ = format_args(b.canonical);
-      schema_ = c10::toString(b.handle->schema());
-      dtype_ = b.dtype;
-      bytes_ = b.tensor_bytes;
+      info_.op = call.op;
+      info_.overload = call.overload;
+      info_.canonical_args = format_args(b.canonical);
+      info_.schema = c10::toString(b.handle->schema());
+      info_.dtype = b.dtype;
+      const std::size_t bytes = info_.input_bytes = b.tensor_bytes;
       sets_.push_back(std::move(b.inputs));
       if (opt.cache_mode == "cold") {
         // Rotate over enough input copies that each call finds its inputs out of cache.
         const std::size_t n = std::clamp<std::size_t>(
-            bytes_ ? (opt.cold_footprint_bytes + bytes_ - 1) / bytes_ : 1, 2, 256);
+            bytes ? (opt.cold_footprint_bytes + bytes - 1) / bytes : 1, 2, 256);
         for (std::size_t i = 1; i < n; ++i) {
           std::vector<c10::IValue> copy;
           for (const auto& iv : sets_.front()) copy.push_back(iv.isTensor() ? c10::IValue(iv.toTensor().clone()) : iv);
@@ -503,13 +502,12 @@ class PreparedCallImpl : public PreparedCall {
       } else if (opt.cache_mode != "warm") {
         throw ReplayError(fmt::format("unknown cache mode '{}' (use warm or cold)", opt.cache_mode));
       }
-      device_kind_ = device.is_cuda() ? "cuda" : "cpu";
-      device_index_ = device.has_index() ? device.index() : 0;
+      info_.input_sets = sets_.size();
+      info_.device_kind = device.is_cuda() ? "cuda" : "cpu";
+      info_.device_index = device.has_index() ? device.index() : 0;
       device_type_ = device.type();
-      if (!opt.autocast.empty()) {
-        AutocastScope check(opt.autocast, device_type_);  // rejects a bad dtype now
-        autocast_ = *canonical_dtype(opt.autocast);
-      }
+      autocast_ = autocast_dtype(opt.autocast);  // resolved once: call() stays lean
+      if (autocast_) info_.autocast = code_of(*autocast_);
       call_checked();
     } catch (const c10::OutOfMemoryError& e) {
       throw ReplayError(fmt::format("{} {}: out of memory on {}: {}\n  fix: use smaller shapes, "
@@ -519,21 +517,10 @@ class PreparedCallImpl : public PreparedCall {
     }
   }
 
-  const std::string& op() const override { return op_; }
-  const std::string& overload() const override { return overload_; }
-  const std::string& canonical_args() const override { return canonical_; }
-  const std::string& schema() const override { return schema_; }
-  const std::string& dtype() const override { return dtype_; }
-  const std::string& device_kind() const override { return device_kind_; }
-  const std::string& autocast() const override { return autocast_; }
-  int device_index() const override { return device_index_; }
-  std::size_t input_sets() const override { return sets_.size(); }
-  std::size_t input_bytes() const override { return bytes_; }
-
   void call() override {
     stack_ = sets_[next_];
     if (++next_ == sets_.size()) next_ = 0;
-    if (autocast_.empty()) {
+    if (!autocast_) {
       handle_->callBoxed(stack_);
     } else {
       AutocastScope scope(autocast_, device_type_);  // a few thread-local stores per call
@@ -546,21 +533,20 @@ class PreparedCallImpl : public PreparedCall {
   void call_checked() {
     try {
       call();
-      if (device_kind_ == "cuda") at::accelerator::synchronizeDevice(device_index_);
+      if (info_.device_kind == "cuda") at::accelerator::synchronizeDevice(info_.device_index);
     } catch (const c10::OutOfMemoryError&) {
       throw;
     } catch (const c10::Error& e) {
       throw ReplayError(fmt::format("{} rejected the arguments {}:\n  {}\n  schema: {}",
-                                    op_ + (overload_.empty() ? "" : "." + overload_), canonical_,
-                                    e.what_without_backtrace(), schema_));
+                                    info_.op + (info_.overload.empty() ? "" : "." + info_.overload),
+                                    info_.canonical_args, e.what_without_backtrace(), info_.schema));
     }
   }
 
   std::optional<c10::OperatorHandle> handle_;
-  std::string op_, overload_, canonical_, schema_, dtype_, device_kind_, autocast_;
+  std::optional<at::ScalarType> autocast_;
   c10::DeviceType device_type_ = c10::DeviceType::CPU;
-  int device_index_ = 0;
-  std::size_t bytes_ = 0, next_ = 0;
+  std::size_t next_ = 0;
   std::vector<std::vector<c10::IValue>> sets_;
   std::vector<c10::IValue> stack_;
 };
@@ -571,16 +557,21 @@ std::unique_ptr<PreparedCall> PreparedCall::prepare(const OpCall& call, const Re
   return std::make_unique<PreparedCallImpl>(call, opt);
 }
 
-AutocastScope::AutocastScope(const std::string& dtype, c10::DeviceType device) : device_(device) {
-  if (dtype.empty()) return;
-  const auto code = canonical_dtype(dtype);
+std::optional<at::ScalarType> autocast_dtype(const std::string& name) {
+  if (name.empty()) return std::nullopt;
+  const auto code = canonical_dtype(name);
   if (!code || (*code != "bf16" && *code != "f16"))
-    throw ReplayError(fmt::format("autocast dtype '{}' is not supported (use bf16 or fp16)", dtype));
+    throw ReplayError(fmt::format("autocast dtype '{}' is not supported (use bf16 or fp16)", name));
+  return scalar_type_of(*code);
+}
+
+AutocastScope::AutocastScope(std::optional<at::ScalarType> dtype, c10::DeviceType device) : device_(device) {
+  if (!dtype) return;
   active_ = true;
   was_enabled_ = at::autocast::is_autocast_enabled(device_);
   was_dtype_ = at::autocast::get_autocast_dtype(device_);
   at::autocast::set_autocast_enabled(device_, true);
-  at::autocast::set_autocast_dtype(device_, scalar_type_of(*code));
+  at::autocast::set_autocast_dtype(device_, *dtype);
 }
 
 AutocastScope::~AutocastScope() {

@@ -25,6 +25,20 @@ class ReplayError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// What a prepared call is: the fields the measurement and the database record.
+struct CallInfo {
+  std::string op, overload;
+  std::string canonical_args;  // schema order, defaults omitted
+  std::string schema;
+  std::string dtype;           // of the first floating tensor
+  std::string device_kind;     // "cuda" or "cpu"
+  std::string autocast;        // "" or the autocast dtype
+  int device_index = 0;
+  std::size_t input_sets = 1;   // > 1 in cold mode
+  std::size_t input_bytes = 0;  // of one input set
+};
+
+// Something the measurement engine loops on: one operator replayed, or a whole model step.
 class PreparedCall {
  public:
   virtual ~PreparedCall() = default;
@@ -32,17 +46,21 @@ class PreparedCall {
   // that it accepts them.
   static std::unique_ptr<PreparedCall> prepare(const OpCall& call, const ReplayOptions& opt);
 
-  virtual const std::string& op() const = 0;
-  virtual const std::string& overload() const = 0;
-  virtual const std::string& canonical_args() const = 0;  // schema order, defaults omitted
-  virtual const std::string& schema() const = 0;
-  virtual const std::string& dtype() const = 0;          // of the first floating tensor
-  virtual const std::string& device_kind() const = 0;    // "cuda" or "cpu"
-  virtual const std::string& autocast() const = 0;       // "" or the autocast dtype
-  virtual int device_index() const = 0;
-  virtual std::size_t input_sets() const = 0;             // > 1 in cold mode
-  virtual std::size_t input_bytes() const = 0;            // of one input set
+  const CallInfo& info() const { return info_; }
+  const std::string& op() const { return info_.op; }
+  const std::string& overload() const { return info_.overload; }
+  const std::string& canonical_args() const { return info_.canonical_args; }
+  const std::string& schema() const { return info_.schema; }
+  const std::string& dtype() const { return info_.dtype; }
+  const std::string& device_kind() const { return info_.device_kind; }
+  const std::string& autocast() const { return info_.autocast; }
+  int device_index() const { return info_.device_index; }
+  std::size_t input_sets() const { return info_.input_sets; }
+  std::size_t input_bytes() const { return info_.input_bytes; }
   virtual void call() = 0;  // one call (asynchronous on CUDA); rotates input sets when cold
+
+ protected:
+  CallInfo info_;
 };
 
 // Names of registered operators close to `name` (for "did you mean").

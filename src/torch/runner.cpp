@@ -122,11 +122,12 @@ void Runner::time_cpu(PreparedCall& call, Measurement& m) {
   m.time.per_call_us = summarize(samples);
   m.time.stop_reason = to_string(stop.reason());
   m.time.calls_per_sample = batch;
-  // On the CPU issuing the call is running it: host time equals the measured time.
+  // The call runs to completion on the host (the CPU, or a call that synchronises itself):
+  // host time equals the measured time.
   m.time.host_us_per_call = m.time.per_call_us.median;
   m.time.host_cpu_us_per_call = median_of(cpu);
   m.total_calls += n + samples.size() * batch;
-  m.method = "cpu-wall-clock";
+  m.method = kind_ == "cuda" ? "wall clock per synchronised call" : "cpu-wall-clock";
 }
 
 void Runner::time_cuda(PreparedCall& call, Measurement& m) {
@@ -321,7 +322,6 @@ Measurement Runner::measure(PreparedCall& call) {
     time_cuda(call, m);
   } else {
     time_cpu(call, m);
-    if (kind_ == "cuda") m.method = "wall clock per synchronised call";
   }
   m.time.target_rel_ci95 = cfg_.time.target_rel_ci95;
   measure_energy(call, m);

@@ -46,14 +46,16 @@ std::string first_line(const std::string& s) {
 class ScriptedModel : public RunnableModel {
  public:
   ScriptedModel(std::string path, torch::jit::Module m, std::vector<c10::IValue> inputs, c10::Device dev,
-                const ModelInput& in, std::string input_signature)
-      : path_(std::move(path)), m_(std::move(m)), inputs_(std::move(inputs)), dev_(dev), in_(in),
-        signature_(std::move(input_signature)) {}
+                const ModelInput& in, std::optional<at::ScalarType> autocast, std::string input_signature)
+      : path_(std::move(path)), m_(std::move(m)), inputs_(std::move(inputs)), dev_(dev), in_(in), autocast_(autocast),
+        signature_(std::move(input_signature)) {
+    for (const auto& p : m_.parameters()) parameters_.push_back(p);
+  }
 
   const std::string& name() const override { return path_; }
   int64_t parameter_count() const override {
     int64_t n = 0;
-    for (const auto& p : m_.parameters()) n += p.numel();
+    for (const auto& p : parameters_) n += p.numel();
     return n;
   }
   std::string input_signature() const override { return signature_; }
@@ -66,27 +68,14 @@ class ScriptedModel : public RunnableModel {
     if (dev_.is_cuda()) at::accelerator::synchronizeDevice(dev_.index());
   }
   void step() override {
-    AutocastScope autocast(in_.autocast, dev_.type());
-    if (!in_.train) {
-      c10::InferenceMode guard;
-      m_.forward(inputs_);
-      return;
-    }
-    c10::InferenceMode no_inference(false);  // callers may run us under inference mode
-    torch::AutoGradMode grad(true);
-    for (auto p : m_.parameters()) p.mutable_grad() = at::Tensor();
-    c10::IValue out = m_.forward(inputs_);
-    at::Tensor t = out.isTensor() ? out.toTensor() : at::Tensor();
-    if (!t.defined() && out.isTuple())
-      for (const auto& e : out.toTupleRef().elements())
-        if (e.isTensor()) {
-          t = e.toTensor();
-          break;
-        }
-    if (!t.defined())
-      throw std::invalid_argument(fmt::format("{}: --train needs forward to return a tensor (or a tuple holding one)", path_));
-    RECORD_USER_SCOPE("loss");
-    t.sum().backward();
+    run_model_step(in_, autocast_, dev_.type(), parameters_, [&] {
+      const c10::IValue out = m_.forward(inputs_);
+      if (out.isTensor()) return out.toTensor();
+      if (out.isTuple())
+        for (const auto& e : out.toTupleRef().elements())
+          if (e.isTensor()) return e.toTensor();
+      return at::Tensor();
+    });
   }
 
  private:
@@ -95,7 +84,9 @@ class ScriptedModel : public RunnableModel {
   std::vector<c10::IValue> inputs_;
   c10::Device dev_;
   ModelInput in_;
+  std::optional<at::ScalarType> autocast_;
   std::string signature_;
+  std::vector<at::Tensor> parameters_;
 };
 
 at::Tensor make_input(const TensorSpec& spec, at::ScalarType float_dtype, c10::Device dev, at::Generator& gen) {
@@ -124,7 +115,7 @@ std::unique_ptr<RunnableModel> load_torchscript_model(const std::string& path, c
     throw std::invalid_argument(fmt::format("{}: no such file (give a built-in model or a torch.jit.save file)", path));
   const c10::Device dev = resolve_device(in.device);
   const at::ScalarType dtype = model_dtype(in.dtype);
-  check_mode(in, dtype);
+  const auto autocast = resolve_autocast(in, dtype);
   // Fused groups are not dispatcher ops: keep every op visible and replayable.
   torch::jit::setTensorExprFuserEnabled(false);
   torch::jit::Module m;
@@ -172,18 +163,17 @@ std::unique_ptr<RunnableModel> load_torchscript_model(const std::string& path, c
     values.push_back(make_input(*spec, dtype, dev, gen));
     specs.push_back(format_tensor(tensor_spec_of(values.back().toTensor())));
   }
-  auto model = std::make_unique<ScriptedModel>(path, std::move(m), std::move(values), dev, in, fmt::format("{}", fmt::join(specs, " ")));
+  auto model = std::make_unique<ScriptedModel>(path, std::move(m), std::move(values), dev, in, autocast, fmt::format("{}", fmt::join(specs, " ")));
   try {
     model->step();  // the inputs fit, or the user learns why now
     model->synchronize();
-  } catch (const std::invalid_argument&) {
-    throw;
-  } catch (const c10::Error& e) {
+  } catch (const std::invalid_argument& e) {  // ours: e.g. --train on a model without a tensor output
+    throw std::invalid_argument(fmt::format("{}: {}", path, e.what()));
+  } catch (const std::exception& e) {  // an op's error, or the interpreter's rethrow with a script traceback
+    const auto* c10_error = dynamic_cast<const c10::Error*>(&e);
     throw std::invalid_argument(fmt::format("{}: the inputs {} do not fit the model's {}:\n  {}", path,
-                                            model->input_signature(), wants, first_line(e.what_without_backtrace())));
-  } catch (const std::exception& e) {  // the interpreter rethrows op errors with a script traceback
-    throw std::invalid_argument(fmt::format("{}: the inputs {} do not fit the model's {}:\n  {}", path,
-                                            model->input_signature(), wants, first_line(e.what())));
+                                            model->input_signature(), wants,
+                                            first_line(c10_error ? c10_error->what_without_backtrace() : e.what())));
   }
   return model;
 }

@@ -190,7 +190,7 @@ std::vector<ProfiledOp> profile(RunnableModel& m) {
 }
 
 std::vector<std::vector<int64_t>> shapes_of(const InventoryEntry& e) {
-  OpCall call = parse_call(e.display_name(), split_call_line(e.args));
+  OpCall call = parse_call_line(e.signature(), "inventory");
   std::vector<std::vector<int64_t>> out;
   std::function<void(const ArgValue&)> visit = [&](const ArgValue& v) {
     if (auto* t = std::get_if<TensorSpec>(&v.v)) {
@@ -233,7 +233,7 @@ TEST_P(EveryBuiltinModel, InventoryMatchesTorchProfilerAndEverySignatureReplays)
   ReplayOptions ro;
   ro.device = test_device();
   for (const auto& e : inv.entries) {
-    OpCall call = parse_call(e.display_name(), split_call_line(e.args));
+    OpCall call = parse_call_line(e.signature(), "inventory");
     std::unique_ptr<PreparedCall> p;
     ASSERT_NO_THROW(p = PreparedCall::prepare(call, ro)) << e.signature();
     EXPECT_EQ(p->canonical_args(), e.args) << "replay normalises the signature differently";
@@ -293,7 +293,7 @@ TEST(Inventory, AutocastRecordsTheCastsAndReplaysUnderAutocast) {
   ReplayOptions ro;
   ro.device = test_device();
   ro.autocast = "bf16";
-  auto p = PreparedCall::prepare(parse_call(linear->display_name(), split_call_line(linear->args)), ro);
+  auto p = PreparedCall::prepare(parse_call_line(linear->signature(), "inventory"), ro);
   EXPECT_EQ(p->autocast(), "bf16");
   Inventory replayed = observe([&] { p->call(); });
   ASSERT_EQ(replayed.entries.size(), 1u);

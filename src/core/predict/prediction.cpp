@@ -225,16 +225,16 @@ std::string to_table(const Prediction& p, const Inventory& inv, const StepMeasur
   };
   table("layer", p.layers);
   table("operator", p.ops);
-  out += fmt::format("\npredicted: time {:.2f} µs ± {:.2f} (CPU issue {:.1f} µs, GPU busy {:.1f} µs, GPU idle {:.1f} µs)\n",
+  out += fmt::format("\npredicted: time {:.2f} µs ± {:.2f} µs (95%; CPU issue {:.1f} µs, GPU busy {:.1f} µs, GPU idle {:.1f} µs)\n",
                      p.time_us, p.time_ci_us, p.timeline.cpu_us, p.timeline.gpu_busy_us, p.timeline.gap_us);
-  out += p.energy_mJ ? fmt::format("           energy {:.4g} mJ ± {:.2g} (of which {:.3g} mJ in GPU gaps)\n", *p.energy_mJ,
+  out += p.energy_mJ ? fmt::format("           energy {:.4g} mJ ± {:.2g} mJ (95%; {:.3g} mJ of it in GPU gaps)\n", *p.energy_mJ,
                                    *p.energy_ci_mJ, p.gap_energy_mJ)
                      : fmt::format("           energy unavailable: {}\n", p.energy_why);
   if (m) {
-    out += fmt::format("measured:  time {:.2f} µs ± {:.2f}   → error {}\n", m->time_us, m->time_ci_us,
+    out += fmt::format("measured:  time {:.2f} µs ± {:.2f} µs (95%)   → error {}\n", m->time_us, m->time_ci_us,
                        error_pct(p.time_us, m->time_us));
     if (m->energy_mJ)
-      out += fmt::format("           energy {:.4g} mJ ± {:.2g}   → error {}\n", *m->energy_mJ, m->energy_ci_mJ.value_or(0),
+      out += fmt::format("           energy {:.4g} mJ ± {:.2g} mJ (95%)   → error {}\n", *m->energy_mJ, m->energy_ci_mJ.value_or(0),
                          p.energy_mJ ? error_pct(*p.energy_mJ, *m->energy_mJ) : std::string("n/a"));
     else
       out += fmt::format("           energy unavailable: {}\n", m->energy_why);

@@ -40,27 +40,12 @@ ArgValue to_value(const YAML::Node& n, const std::string& at) {
                   at));
 }
 
-// "aten::conv2d input=f32[...] padding=[1]" as written on a command line.
-OpCall line_to_call(const std::string& line, const std::string& at) {
-  auto tokens = split_call_line(line);
-  if (tokens.empty()) throw std::invalid_argument(at + ": empty operator entry");
-  const std::string name = tokens.front();
-  tokens.erase(tokens.begin());
-  try {
-    OpCall c = parse_call(name, tokens);
-    c.origin = at;
-    return c;
-  } catch (const std::invalid_argument& err) {
-    throw std::invalid_argument(fmt::format("{}: {}", at, err.what()));
-  }
-}
-
 OpCall entry_to_call(const YAML::Node& e, const std::string& origin, std::size_t index) {
   const std::string at = fmt::format("{} (ops[{}])", where(origin, e), index);
-  if (e.IsScalar()) return line_to_call(e.Scalar(), at);
+  if (e.IsScalar()) return parse_call_line(e.Scalar(), at);
   // An entry of `opcost inventory --json`: its signature is a one-line call; the other keys
   // (count, layers, nested, phase) describe the model and do not change the measurement.
-  if (e.IsMap() && e["signature"] && e["signature"].IsScalar()) return line_to_call(e["signature"].Scalar(), at);
+  if (e.IsMap() && e["signature"] && e["signature"].IsScalar()) return parse_call_line(e["signature"].Scalar(), at);
   if (!e.IsMap())
     throw std::invalid_argument(
         at + ": each entry must be a mapping {op: ..., args: {...}} or a one-line call string");
@@ -109,6 +94,20 @@ std::vector<std::string> split_call_line(const std::string& line) {
   }
   if (!cur.empty()) out.push_back(std::move(cur));
   return out;
+}
+
+OpCall parse_call_line(const std::string& line, const std::string& at) {
+  auto tokens = split_call_line(line);
+  if (tokens.empty()) throw std::invalid_argument(at + ": empty operator entry");
+  const std::string name = tokens.front();
+  tokens.erase(tokens.begin());
+  try {
+    OpCall c = parse_call(name, tokens);
+    c.origin = at;
+    return c;
+  } catch (const std::invalid_argument& err) {
+    throw std::invalid_argument(fmt::format("{}: {}", at, err.what()));
+  }
 }
 
 std::vector<OpCall> parse_spec_text(const std::string& text, const std::string& origin) {

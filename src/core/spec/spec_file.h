@@ -21,4 +21,8 @@ std::vector<OpCall> parse_spec_text(const std::string& text, const std::string& 
 // keeping brackets together.
 std::vector<std::string> split_call_line(const std::string& line);
 
+// One call as written on a command line or in an inventory ("aten::conv2d input=f32[1,3,8,8]
+// padding=[1]"); errors are prefixed with `origin`.
+OpCall parse_call_line(const std::string& line, const std::string& origin);
+
 }  // namespace opcost
