@@ -82,6 +82,9 @@ check "every inventory signature measures" has "$dir/e13" "10 measured, 0 skippe
 check "train inventory has backward ops by layer" grep -q "aten::convolution_backward (bwd)" "$dir/o14"
 "$bin" inventory resnet50 --input f32[1,3,224,224] --device cpu >/dev/null 2>"$dir/e15"
 check "built-in model with --input says what fits" has "$dir/e15" "size its input with --batch"
+"$bin" inventory mnist-cnn --device cpu --autocast fp16 --json -o "$dir/inv16.json" 2>/dev/null
+check "an autocast inventory names its dtype as measurements store it" python3 -c "
+import json; assert json.load(open('$dir/inv16.json'))['autocast']=='f16'"
 "$bin" inventory mnist-cnn --device cpu --dtype bf16 --autocast fp16 >/dev/null 2>"$dir/e16"
 check "autocast of a bf16 model is refused" has "$dir/e16" "drop --autocast"
 

@@ -32,7 +32,8 @@ Inventory take_inventory(RunnableModel& model, const ModelOptions& o) {
   inv.device = model.device_kind();
   inv.dtype = o.in.dtype;
   inv.mode = o.in.train ? "train" : "inference";
-  inv.autocast = o.in.autocast;
+  // As the measurements store it ("fp16" -> "f16"), so look-ups by an inventory match.
+  inv.autocast = canonical_dtype(o.in.autocast).value_or(o.in.autocast);
   inv.parameters = model.parameter_count();
   return inv;
 }

@@ -4,6 +4,8 @@
 // the CPU. Torch-free.
 #include <string>
 
+#include "core/spec/arg_value.h"
+
 #include "torch/models.h"
 #include "torch/replay.h"
 
@@ -17,7 +19,7 @@ class ModelCall : public PreparedCall {
     info_.canonical_args = "input=" + model.input_signature();
     info_.dtype = in.dtype;
     info_.device_kind = model.device_kind();
-    info_.autocast = in.autocast;
+    info_.autocast = canonical_dtype(in.autocast).value_or(in.autocast);  // as measurements store it
   }
   void call() override {
     model_.step();
