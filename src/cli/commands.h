@@ -22,8 +22,7 @@ struct PredictOptions {
   ModelOptions model;
   std::string db;
   bool json = false;
-  bool measure_missing = false;  // validate / model: measure what the database lacks
-  bool measure_model = false;    // validate / model: measure the whole step
+  bool measure = false;          // validate / model: measure what the database lacks, and the whole step
   double target = 0;             // model: stop measuring operators once both shares reach this
   std::string cache = "warm";    // operator measurements to use and make: warm or cold inputs
   MeasureConfig op_config;       // for operators

@@ -102,7 +102,7 @@ int run_measure(const MeasureOptions& o) {
     try {
       ReplayOptions call_opt = ropt;
       if (!c.autocast.empty()) {
-        if (!ropt.autocast.empty() && ropt.autocast != c.autocast)
+        if (!ropt.autocast.empty() && canonical_dtype(ropt.autocast) != canonical_dtype(c.autocast))
           throw std::invalid_argument(fmt::format("the spec's autocast {} contradicts --autocast {}", c.autocast, ropt.autocast));
         call_opt.autocast = c.autocast;
       }
@@ -320,7 +320,7 @@ int main(int argc, char** argv) {
     if (inventory->parsed()) return run_inventory(io);
     if (predict->parsed() || validate->parsed() || modelcmd->parsed()) {
       po.db = path;
-      po.measure_missing = po.measure_model = !predict->parsed();
+      po.measure = !predict->parsed();
       if (!modelcmd->parsed()) po.target = 0;
       const Budgets& b = modelcmd->parsed() ? model_budgets : validate_budgets;
       for (MeasureConfig* c : {&po.op_config, &po.step_config}) c->energy = !b.no_energy;

@@ -74,7 +74,6 @@ int run_predict(const PredictOptions& o) {
   Inventory inv = take_inventory(*model, o.model);
   const Environment env = describe_environment(kind, 0);
   Database db(o.db);
-  const bool measuring = o.measure_missing || o.measure_model;
   std::unique_ptr<Runner> op_runner;
   auto runner = [&]() -> Runner& {
     if (!op_runner) {
@@ -118,7 +117,7 @@ int run_predict(const PredictOptions& o) {
   // Always a warm loop: it measures the GPU between kernels, not the op.
   const std::string gap_probe = fmt::format("{}.{} {}", kGapProbeOp, kGapProbeOverload, kGapProbeArgs);
   auto gap_doc = on_gpu ? lookup(kGapProbeOp, kGapProbeOverload, kGapProbeArgs, "", "warm") : std::nullopt;
-  if (on_gpu && !gap_doc && measuring) {
+  if (on_gpu && !gap_doc && o.measure) {
     fmt::print(stderr, "opcost: measuring the GPU's power between kernels ({})\n", gap_probe);
     gap_doc = measure_one(gap_probe, "", "warm");
   }
@@ -148,9 +147,9 @@ int run_predict(const PredictOptions& o) {
     s.db_id = m.db_id;
     step = s;
   };
-  if (o.measure_model && o.target > 0) measure_step();
+  if (o.measure && o.target > 0) measure_step();
 
-  if (o.measure_missing) {
+  if (o.measure) {
     std::vector<std::size_t> todo;
     for (std::size_t i = 0; i < inv.entries.size(); ++i)
       if (!costs.count(i)) todo.push_back(i);
@@ -174,7 +173,7 @@ int run_predict(const PredictOptions& o) {
       if (auto doc = measure_one(e.signature(), inv.autocast, o.cache)) costs[i] = op_cost_from_document(*doc, on_gpu);
     }
   }
-  if (o.measure_model && !step) measure_step();
+  if (o.measure && !step) measure_step();
 
   Prediction p = predict(inv, costs, pin);
   const StepMeasurement* m = step ? &*step : nullptr;
