@@ -25,6 +25,7 @@ OpCost op_cost_from_document(const nlohmann::json& d, bool on_gpu) {
     c.energy_ci_mJ = (e.at("ci95_high").get<double>() - e.at("ci95_low").get<double>()) / 2;
     c.loop_wall_us = e.value("loop_wall_us_per_call", 0.0);
   }
+  else c.energy_why = d.value("energy_unavailable", std::string("not measured"));
   if (d.contains("flags")) c.flags = d["flags"].get<std::vector<std::string>>();
   return c;
 }
@@ -79,14 +80,15 @@ Prediction predict(const Inventory& inv, const std::map<std::size_t, OpCost>& co
       p.missing.push_back(e);
       continue;
     }
-    if (!it->second.energy_mJ) energy = false;
+    if (!it->second.energy_mJ && energy) {
+      energy = false;
+      p.energy_why = fmt::format("{} has no energy figure: {}", inv.entries[e].signature(), it->second.energy_why);
+    }
     if (!it->second.flags.empty()) p.flagged.push_back(inv.entries[e].signature());
   }
   if (in.on_gpu && !in.gap_power_W) {
     energy = false;
     p.energy_why = "no gap-power measurement: " + in.gap_power_why;
-  } else if (!energy) {
-    p.energy_why = "some measured operators have no energy figure (see opcost db show)";
   }
 
   // Per-call attribution: the call's kernels plus the GPU's wait just before them; trailing
@@ -225,8 +227,11 @@ std::string to_table(const Prediction& p, const Inventory& inv, const StepMeasur
   };
   table("layer", p.layers);
   table("operator", p.ops);
-  out += fmt::format("\npredicted: time {:.2f} µs ± {:.2f} µs (95%; CPU issue {:.1f} µs, GPU busy {:.1f} µs, GPU idle {:.1f} µs)\n",
-                     p.time_us, p.time_ci_us, p.timeline.cpu_us, p.timeline.gpu_busy_us, p.timeline.gap_us);
+  out += fmt::format("\npredicted: time {:.2f} µs ± {:.2f} µs (95%{})\n", p.time_us, p.time_ci_us,
+                     p.timeline.gpu_busy_us > 0
+                         ? fmt::format("; CPU issue {:.1f} µs, GPU busy {:.1f} µs, GPU idle {:.1f} µs", p.timeline.cpu_us,
+                                       p.timeline.gpu_busy_us, p.timeline.gap_us)
+                         : std::string("; host only"));
   out += p.energy_mJ ? fmt::format("           energy {:.4g} mJ ± {:.2g} mJ (95%; {:.3g} mJ of it in GPU gaps)\n", *p.energy_mJ,
                                    *p.energy_ci_mJ, p.gap_energy_mJ)
                      : fmt::format("           energy unavailable: {}\n", p.energy_why);

@@ -19,6 +19,7 @@ struct OpCost {
   double gpu_us = 0, gpu_ci_us = 0;  // device time per call and its 95% half-width (CPU: wall time)
   double cpu_us = 0;                 // host time to issue one call
   std::optional<double> energy_mJ, energy_ci_mJ;  // per call, as measured in the loop
+  std::string energy_why;            // when energy_mJ is empty: the measurement's reason
   double loop_wall_us = 0;           // the energy loop's wall time per call
   std::vector<std::string> flags;
 };
