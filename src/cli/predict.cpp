@@ -27,6 +27,7 @@ Inventory take_inventory(RunnableModel& model, const ModelOptions& o) {
     model.step();
     model.synchronize();
   }, oo);
+  inv.observer_gap_us = observer_gap_floor_us();
   inv.model = o.model;
   inv.input = model.input_signature();
   inv.device = model.device_kind();
@@ -183,12 +184,14 @@ int run_predict(const PredictOptions& o) {
     j["gap_power_W"] = pin.gap_power_W ? nlohmann::json(*pin.gap_power_W) : nlohmann::json(nullptr);
     j["gpu"] = env.device_name;
     j["cache"] = o.cache;
-    double host = 0, gaps = 0;
+    double host = 0, gaps = 0, model_code = 0;
     for (const auto& c : inv.sequence) {
       host += c.host_us;
       gaps += c.host_gap_us;
     }
-    j["inventory_run"] = {{"host_us_in_calls", host}, {"host_us_between_calls", gaps}};
+    for (double g : model_code_us(inv)) model_code += g;
+    j["inventory_run"] = {{"host_us_in_calls", host}, {"host_us_between_calls", gaps},
+                          {"observer_us_per_gap", inv.observer_gap_us}, {"model_code_us", model_code}};
     fmt::print("{}\n", j.dump(2));
   } else {
     fmt::print("{}", to_table(p, inv, m));

@@ -25,4 +25,9 @@ struct ObserveOptions {
 // device threads) are seen too.
 Inventory observe(const std::function<void()>& body, const ObserveOptions& options = {});
 
+// The host time the observer itself adds to each gap between two calls (its callbacks and
+// RecordFunction's input capture), in µs: the median gap of back-to-back calls whose own
+// code between them is negligible. Measured now, on this host, so it tracks the host's speed.
+double observer_gap_floor_us();
+
 }  // namespace opcost

@@ -13,6 +13,7 @@
 #include <set>
 
 #include "core/inventory/inventory.h"
+#include "core/predict/prediction.h"
 #include "core/spec/op_call.h"
 #include "core/spec/spec_file.h"
 #include "torch/models.h"
@@ -107,6 +108,17 @@ TEST(Inventory, MnistLayersAndCompositeOpsAreTheUnit) {
   EXPECT_EQ(count_of(inv, "aten::conv2d"), 2u);
   EXPECT_EQ(inv.sequence.size(), 10u);  // conv,relu,pool ×2, flatten, linear, relu, linear
   EXPECT_EQ(find(inv, "aten::flatten")->layers, std::vector<std::string>{""});  // the model's own forward
+}
+
+TEST(Inventory, TheObserversShareOfEachGapIsMeasured) {
+  // A measurement, so only its sanity is checked: some host time, not absurdly much.
+  const double floor = observer_gap_floor_us();
+  EXPECT_GT(floor, 0);
+  EXPECT_LT(floor, 1000);
+  auto m = make_builtin_model("mnist-cnn", small());
+  Inventory inv = inventory_of(*m);
+  inv.observer_gap_us = floor;
+  for (double g : model_code_us(inv)) EXPECT_GE(g, 0);
 }
 
 TEST(Inventory, ResNetBlocksOwnTheirResidualAdds) {

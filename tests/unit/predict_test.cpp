@@ -92,9 +92,11 @@ TEST(Prediction, EnergyIsActiveEnergyPlusGapPowerOverTheTimelinesGaps) {
 
 TEST(Prediction, HostTimeBetweenCallsDelaysLaunchesButABlockedHostIsCapped) {
   Inventory inv = two_layer_inventory();
-  const double gaps[] = {0, 3, 4, 500};  // the last: the host waited for the device
+  const double gaps[] = {0.5, 4, 5, 501};  // the last: the host waited for the device
   for (std::size_t i = 0; i < inv.sequence.size(); ++i) inv.sequence[i].host_gap_us = gaps[i];
-  EXPECT_DOUBLE_EQ(host_gap_cap_us(inv), 20);  // 4 × median 3.5 = 14, at least 20
+  inv.observer_gap_us = 1;  // the observer's own share of each gap
+  // Less the observer's share (never below 0), capped at 4 × median 3.5 = 14, at least 20.
+  EXPECT_EQ(model_code_us(inv), (std::vector<double>{0, 3, 4, 20}));
   PredictionInputs in;
   in.gap_power_W = 100;
   std::map<std::size_t, OpCost> costs = {{0, cost(5, 40, 12.0, 40)}, {1, cost(10, 4, 1.6, 10)}, {2, cost(3, 0, 0.3, 3)}};

@@ -52,6 +52,7 @@ nlohmann::json to_json(const Inventory& inv) {
           {"totals", {{"calls", inv.sequence.size()}, {"unique_signatures", inv.entries.size()}, {"layers", inv.layer_count()}}},
           {"ops", ops},
           {"sequence_columns", {"entry", "layer", "host_us", "host_gap_us"}},
+          {"observer_gap_us", std::round(inv.observer_gap_us * 1000) / 1000},
           {"sequence", seq}};
 }
 

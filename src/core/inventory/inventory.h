@@ -33,6 +33,9 @@ struct Inventory {
   std::string model, input, device, dtype, mode = "inference";  // mode: inference | train
   std::string autocast;  // "" or the autocast dtype
   int64_t parameters = 0;
+  // The observer's own host time in each gap between calls, measured with the run (see
+  // observer_gap_floor_us); 0 when unknown.
+  double observer_gap_us = 0;
   std::vector<InventoryEntry> entries;  // in order of first call
   std::vector<InventoryCall> sequence;  // every outermost call, in issue order
   std::size_t layer_count() const;

@@ -47,27 +47,31 @@ void sort_rows(std::vector<PredictedRow>& rows) {
 
 }  // namespace
 
-double host_gap_cap_us(const Inventory& inv) {
-  // Host code between two calls takes microseconds. A much longer gap in the inventory run is
-  // the host blocked on the device (an allocator sync, a copy to the host): GPU time that the
-  // timeline already has, so it is capped at 4× the median gap (and at least 20 µs).
-  std::vector<double> gaps;
-  for (const auto& c : inv.sequence) gaps.push_back(c.host_gap_us);
-  if (gaps.empty()) return 0;
-  std::nth_element(gaps.begin(), gaps.begin() + gaps.size() / 2, gaps.end());
-  return std::max(20.0, 4 * gaps[gaps.size() / 2]);
+std::vector<double> model_code_us(const Inventory& inv) {
+  // The observed gaps less what the observer itself added to each. Host code between two calls
+  // takes microseconds; a much longer gap in the inventory run is the host blocked on the
+  // device (an allocator sync, a copy to the host): GPU time that the timeline already has,
+  // so gaps are capped at 4× the median gap (and at least 20 µs).
+  std::vector<double> own;
+  for (const auto& c : inv.sequence) own.push_back(std::max(0.0, c.host_gap_us - inv.observer_gap_us));
+  if (own.empty()) return own;
+  std::vector<double> sorted = own;
+  std::nth_element(sorted.begin(), sorted.begin() + sorted.size() / 2, sorted.end());
+  const double cap = std::max(20.0, 4 * sorted[sorted.size() / 2]);
+  for (double& g : own) g = std::min(g, cap);
+  return own;
 }
 
 Prediction predict(const Inventory& inv, const std::map<std::size_t, OpCost>& costs, const PredictionInputs& in) {
   Prediction p;
-  const double gap_cap = host_gap_cap_us(inv);
+  // The model's own host code between calls delays the next launch like an op would.
+  std::vector<double> between = in.host_gaps ? model_code_us(inv) : std::vector<double>(inv.sequence.size(), 0.0);
   std::vector<TimelineOp> ops;
   ops.reserve(inv.sequence.size());
-  for (const auto& call : inv.sequence) {
+  for (std::size_t i = 0; i < inv.sequence.size(); ++i) {
+    const auto& call = inv.sequence[i];
     auto it = costs.find(call.entry);
-    // The model's own host code between calls delays the next launch like an op would.
-    const double between = in.host_gaps ? std::min(call.host_gap_us, gap_cap) : 0;
-    ops.push_back(it == costs.end() ? TimelineOp{between, 0} : TimelineOp{between + it->second.cpu_us, it->second.gpu_us});
+    ops.push_back(it == costs.end() ? TimelineOp{between[i], 0} : TimelineOp{between[i] + it->second.cpu_us, it->second.gpu_us});
   }
   p.timeline = simulate(ops, in.sync_us);
   p.time_us = p.timeline.wall_us;
@@ -109,9 +113,9 @@ Prediction predict(const Inventory& inv, const std::map<std::size_t, OpCost>& co
       }
       const OpCost& c = it->second;
       const double stall = p.timeline.stall_us[i];
-      row->time_us += in.on_gpu ? c.gpu_us + stall : c.cpu_us + (in.host_gaps ? std::min(call.host_gap_us, gap_cap) : 0);
+      row->time_us += in.on_gpu ? c.gpu_us + stall : c.cpu_us + between[i];
       row->gpu_us += c.gpu_us;
-      row->cpu_us += c.cpu_us + (in.host_gaps ? std::min(call.host_gap_us, gap_cap) : 0);
+      row->cpu_us += c.cpu_us + between[i];
       if (energy)
         row->energy_mJ = row->energy_mJ.value_or(0) + active_energy_mJ(c, in) +
                          (in.on_gpu ? *in.gap_power_W * stall * 1e-3 : 0);

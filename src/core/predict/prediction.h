@@ -57,9 +57,10 @@ struct Prediction {
   bool complete() const { return missing.empty(); }
 };
 
-// The most host time between two calls the timeline takes from the inventory run; longer
-// gaps are the host waiting for the device, not model code.
-double host_gap_cap_us(const Inventory& inv);
+// Per call, the model's own host time before it (module code, scopes, freeing tensors), from
+// the inventory run: the observed gap less the observer's own share, capped where the host
+// was waiting for the device rather than running model code.
+std::vector<double> model_code_us(const Inventory& inv);
 
 // costs: inventory entry index -> cost (entries absent from the map are missing; the
 // prediction then covers only the measured calls, and says so).
