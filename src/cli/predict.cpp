@@ -12,6 +12,8 @@
 #include "core/spec/op_call.h"
 #include "core/spec/spec_file.h"
 #include "core/store/database.h"
+#include "core/predict/kernels.h"
+#include "torch/kernel_trace.h"
 #include "torch/model_call.h"
 #include "torch/observer.h"
 
@@ -62,6 +64,59 @@ double expected_weight(const InventoryEntry& e) {
       elements += n;
     }
   return (elements + 1000) * double(e.count);  // + a floor for the host cost every call has
+}
+
+std::optional<std::size_t> entry_of(const Inventory& inv, const std::string& signature) {
+  for (std::size_t e = 0; e < inv.entries.size(); ++e)
+    if (inv.entries[e].signature() == signature) return e;
+  return std::nullopt;
+}
+
+// The kernels of every call in the model (one traced step) against each signature replayed
+// alone, as `measure` replays it.
+KernelReport check_kernels(RunnableModel& model, const Inventory& inv) {
+  fmt::print(stderr, "opcost: tracing the kernels of the model and of each operator replayed alone\n");
+  const auto traced = trace_kernels([&] { model.step(); });
+  std::vector<OpCall> calls;
+  for (const auto& e : inv.entries) calls.push_back(parse_call_line(e.signature(), "inventory"));
+  ReplayOptions ro;
+  ro.device = inv.device;
+  ro.autocast = inv.autocast;
+  return compare_kernels(inv, traced, isolation_kernels(calls, ro));
+}
+
+nlohmann::json kernels_json(const Inventory& inv, const std::optional<KernelReport>& k, const std::string& why) {
+  if (!k) return {{"checked", false}, {"why", why}};
+  nlohmann::json mismatches = nlohmann::json::array();
+  std::size_t checked = 0;
+  for (std::size_t e = 0; e < inv.entries.size(); ++e) {
+    if (!k->entries[e]) continue;
+    ++checked;
+    if (!k->entries[e]->match) {
+      nlohmann::json m = to_json(*k->entries[e]);
+      m["signature"] = inv.entries[e].signature();
+      mismatches.push_back(m);
+    }
+  }
+  return {{"checked", true}, {"signatures_checked", checked}, {"mismatches", mismatches}};
+}
+
+std::string kernels_table(const Inventory& inv, const std::optional<KernelReport>& k, const std::string& why) {
+  if (!k) return fmt::format("kernels: not checked ({})\n", why);
+  std::size_t checked = 0;
+  for (const auto& c : k->entries) checked += c.has_value();
+  std::string out = fmt::format("kernels: {} of {} signatures launch the same kernels alone as in the model\n",
+                                checked - k->mismatches, checked);
+  auto names = [](const std::vector<std::string>& v) {
+    std::string s;
+    for (const auto& n : v) s += (s.empty() ? "" : ", ") + (n.size() > 60 ? n.substr(0, 57) + "..." : n);
+    return s.empty() ? std::string("(none)") : s;
+  };
+  for (std::size_t e = 0; e < inv.entries.size(); ++e)
+    if (k->entries[e] && !k->entries[e]->match)
+      out += fmt::format("  MISMATCH {}\n    in the model: {}\n    alone:        {}\n", inv.entries[e].signature(),
+                         names(k->entries[e]->in_model), names(k->entries[e]->in_isolation));
+  return out;
 }
 
 }  // namespace
@@ -178,8 +233,23 @@ int run_predict(const PredictOptions& o) {
 
   Prediction p = predict(inv, costs, pin);
   const StepMeasurement* m = step ? &*step : nullptr;
+  // Last, after every timed loop: the profiler's tracing must not touch a measurement.
+  std::optional<KernelReport> kernels;
+  std::string kernels_why = on_gpu ? "" : "kernels are traced on a GPU only";
+  if (on_gpu) {
+    try {
+      kernels = check_kernels(*model, inv);
+    } catch (const std::exception& e) {
+      kernels_why = e.what();
+    }
+  }
   if (o.json) {
     nlohmann::json j = to_json(p, inv, m);
+    j["kernels"] = kernels_json(inv, kernels, kernels_why);
+    for (auto& row : j["ops"]) {
+      const auto e = entry_of(inv, row["name"].get<std::string>());
+      if (kernels && e && kernels->entries[*e]) row["kernels"] = to_json(*kernels->entries[*e]);
+    }
     j["sync_us"] = pin.sync_us;
     j["gap_power_W"] = pin.gap_power_W ? nlohmann::json(*pin.gap_power_W) : nlohmann::json(nullptr);
     j["gpu"] = env.device_name;
@@ -195,6 +265,7 @@ int run_predict(const PredictOptions& o) {
     fmt::print("{}\n", j.dump(2));
   } else {
     fmt::print("{}", to_table(p, inv, m));
+    fmt::print("{}", kernels_table(inv, kernels, kernels_why));
     if (on_gpu && pin.gap_power_W) fmt::print("GPU power between kernels: {:.0f} W; host sync {:.1f} µs\n", *pin.gap_power_W, pin.sync_us);
   }
   std::fflush(stdout);

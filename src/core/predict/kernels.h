@@ -1,0 +1,57 @@
+#pragma once
+// Which GPU kernels each operator call launched, from a kernel trace, and the check that an
+// operator launches the same kernels in isolation as inside the model. cuDNN and cuBLAS pick
+// algorithms by shape, stride, alignment and workspace: another kernel inside the model makes
+// the isolated cost the wrong one. Torch-free.
+#include <cstdint>
+#include <nlohmann/json_fwd.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/inventory/inventory.h"
+
+namespace opcost {
+
+// A dispatcher op record of the trace (host side).
+struct TraceOp {
+  std::string name;
+  uint64_t thread = 0, start_ns = 0, end_ns = 0, correlation = 0;
+};
+// A device activity (kernel, memcpy, memset) and the op record that launched it.
+struct TraceKernel {
+  std::string name;
+  uint64_t linked_correlation = 0;
+};
+
+// One outermost op call and the device activities it (or an op nested in it) launched.
+struct CallKernels {
+  std::string op;
+  std::vector<std::string> kernels;  // in launch order
+};
+
+// The outermost op calls (time nesting per thread; threads merged in start order), each with
+// its kernels. Kernels whose launching op is not among `ops` are counted in *unattributed.
+std::vector<CallKernels> kernels_per_call(std::vector<TraceOp> ops, const std::vector<TraceKernel>& kernels,
+                                          std::size_t* unattributed = nullptr);
+
+// The check of one inventory entry.
+struct KernelCheck {
+  std::vector<std::string> in_model;      // of the first call whose kernels differ (or the first call)
+  std::vector<std::string> in_isolation;  // what the replay launched
+  bool match = true;                      // every call in the model launched the replay's kernels
+};
+
+// Per inventory entry: `model` is the traced model step (one CallKernels per inventory call,
+// in order), `isolation` the replay's kernels per entry (empty optional: not traced).
+// Throws std::runtime_error when the model trace does not line up with the inventory.
+struct KernelReport {
+  std::vector<std::optional<KernelCheck>> entries;
+  std::size_t mismatches = 0;
+};
+KernelReport compare_kernels(const Inventory& inv, const std::vector<CallKernels>& model,
+                             const std::vector<std::optional<std::vector<std::string>>>& isolation);
+
+nlohmann::json to_json(const KernelCheck& c);
+
+}  // namespace opcost
