@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -203,7 +204,11 @@ int run_predict(const PredictOptions& o) {
     s.db_id = m.db_id;
     step = s;
   };
-  if (o.measure && o.target > 0) measure_step();
+  // `model` measures the step first (it decides when enough operators are measured);
+  // `validate` measures it before and after the operator loops, and reports the drift.
+  const bool any_missing = costs.size() < inv.entries.size();
+  if (o.measure && (o.target > 0 || any_missing)) measure_step();
+  const std::optional<double> before_ops = o.target > 0 || !step ? std::nullopt : std::optional(step->time_us);
 
   if (o.measure) {
     std::vector<std::size_t> todo;
@@ -229,7 +234,13 @@ int run_predict(const PredictOptions& o) {
       if (auto doc = measure_one(e.signature(), inv.autocast, o.cache)) costs[i] = op_cost_from_document(*doc, on_gpu);
     }
   }
-  if (o.measure && !step) measure_step();
+  if (o.measure && (!step || before_ops)) measure_step();
+  if (step && before_ops) {
+    step->before_ops_time_us = before_ops;
+    if (std::abs(step->time_us / *before_ops - 1) > kStepDriftFlag)
+      step->flags.push_back(fmt::format("drift: the step time changed {:+.1f}% from before the operator loops to after",
+                                        100 * (step->time_us / *before_ops - 1)));
+  }
 
   Prediction p = predict(inv, costs, pin);
   const StepMeasurement* m = step ? &*step : nullptr;

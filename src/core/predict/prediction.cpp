@@ -203,6 +203,10 @@ nlohmann::json to_json(const Prediction& p, const Inventory& inv, const StepMeas
   if (m) {
     j["measured"] = {{"time_us", m->time_us}, {"time_ci95_us", m->time_ci_us}, {"energy_mJ", opt(m->energy_mJ)},
                      {"energy_ci95_mJ", opt(m->energy_ci_mJ)}, {"flags", m->flags}, {"db_id", m->db_id}};
+    if (m->before_ops_time_us) {
+      j["measured"]["before_ops_time_us"] = *m->before_ops_time_us;
+      j["measured"]["drift"] = m->time_us / *m->before_ops_time_us - 1;
+    }
     j["error"] = {{"time", (p.time_us - m->time_us) / m->time_us},
                   {"energy", p.energy_mJ && m->energy_mJ ? nlohmann::json((*p.energy_mJ - *m->energy_mJ) / *m->energy_mJ)
                                                           : nlohmann::json(nullptr)}};
@@ -247,6 +251,9 @@ std::string to_table(const Prediction& p, const Inventory& inv, const StepMeasur
                          p.energy_mJ ? error_pct(*p.energy_mJ, *m->energy_mJ) : std::string("n/a"));
     else
       out += fmt::format("           energy unavailable: {}\n", m->energy_why);
+    if (m->before_ops_time_us)
+      out += fmt::format("           (before the operator loops the step took {:.2f} µs: drift {})\n",
+                         *m->before_ops_time_us, error_pct(m->time_us, *m->before_ops_time_us));
     out += fmt::format("explained: {:.1f}% of the measured time{}\n", 100 * p.time_us / m->time_us,
                        p.energy_mJ && m->energy_mJ ? fmt::format(", {:.1f}% of the energy", 100 * *p.energy_mJ / *m->energy_mJ) : "");
     if (!m->flags.empty()) {

@@ -73,7 +73,13 @@ struct StepMeasurement {
   std::string energy_why;
   std::vector<std::string> flags;
   int64_t db_id = -1;
+  // The same step measured before the operators were (validate): the host's or the GPU's
+  // speed drifting between the operator loops and the step shows as a difference here.
+  std::optional<double> before_ops_time_us;
 };
+// Relative change of the step's time from before the operator loops to after; above this
+// the measurement is flagged "drift".
+constexpr double kStepDriftFlag = 0.05;
 
 nlohmann::json to_json(const Prediction& p, const Inventory& inv, const StepMeasurement* measured);
 std::string to_table(const Prediction& p, const Inventory& inv, const StepMeasurement* measured, std::size_t rows = 12);
