@@ -20,17 +20,34 @@
 
 namespace opcost {
 
+namespace {
+constexpr int kObservedSteps = 5;
+}  // namespace
+
 Inventory take_inventory(RunnableModel& model, const ModelOptions& o) {
   for (int i = 0; i < model.warmup_steps(); ++i) model.step();
   model.synchronize();
   ObserveOptions oo;
   oo.backward = o.in.train;
   oo.layer_source = model.layer_source();
-  Inventory inv = observe([&] {
-    model.step();
-    model.synchronize();
-  }, oo);
-  inv.observer_gap_us = observer_gap_floor_us();
+  auto observed_step = [&] {
+    return observe([&] {
+      model.step();
+      model.synchronize();
+    }, oo);
+  };
+  // Host times vary from step to step: they, and the observer's own share of each gap, are
+  // medians over a few observed steps (the calls themselves come from the first).
+  Inventory inv = observed_step();
+  std::vector<Inventory> again;
+  std::vector<double> floors = {observer_gap_floor_us()};
+  for (int i = 1; i < kObservedSteps; ++i) {
+    again.push_back(observed_step());
+    floors.push_back(observer_gap_floor_us());
+  }
+  take_median_host_times(inv, again);
+  std::nth_element(floors.begin(), floors.begin() + floors.size() / 2, floors.end());
+  inv.observer_gap_us = floors[floors.size() / 2];
   inv.model = o.model;
   inv.input = model.input_signature();
   inv.device = model.device_kind();

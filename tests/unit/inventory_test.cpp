@@ -56,5 +56,25 @@ TEST(InventoryJson, CarriesTotalsSignaturesAndTheSequence) {
   EXPECT_NE(table.find("totals: 6 operator calls, 4 unique signatures, 3 layers"), std::string::npos);
 }
 
+TEST(InventoryHostTimes, MedianOverRunsOfTheSameCallsOnly) {
+  Inventory inv = sample();
+  const std::size_t n = inv.sequence.size();
+  auto with_times = [&](double host, double gap) {
+    Inventory r = sample();
+    for (auto& c : r.sequence) c.host_us = host, c.host_gap_us = gap;
+    return r;
+  };
+  for (auto& c : inv.sequence) c.host_us = 10, c.host_gap_us = 1;
+  Inventory different = with_times(1000, 1000);
+  different.sequence.pop_back();  // another call sequence: never mixed in
+  const std::vector<Inventory> runs = {with_times(12, 2), with_times(30, 9), with_times(11, 1.5), different};
+  EXPECT_EQ(take_median_host_times(inv, runs), 4u);
+  ASSERT_EQ(inv.sequence.size(), n);
+  for (const auto& c : inv.sequence) {
+    EXPECT_DOUBLE_EQ(c.host_us, 12);  // median of 10, 12, 30, 11 (upper middle)
+    EXPECT_DOUBLE_EQ(c.host_gap_us, 2);
+  }
+}
+
 }  // namespace
 }  // namespace opcost

@@ -34,6 +34,37 @@ void InventoryBuilder::time_last(double host_us, double host_gap_us) {
   inv_.sequence.back().host_gap_us = host_gap_us;
 }
 
+namespace {
+double median(std::vector<double> v) {
+  std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
+  return v[v.size() / 2];
+}
+bool same_calls(const Inventory& a, const Inventory& b) {
+  if (a.sequence.size() != b.sequence.size()) return false;
+  for (std::size_t i = 0; i < a.sequence.size(); ++i)
+    if (a.entries[a.sequence[i].entry].signature() != b.entries[b.sequence[i].entry].signature()) return false;
+  return true;
+}
+}  // namespace
+
+std::size_t take_median_host_times(Inventory& inv, const std::vector<Inventory>& runs) {
+  std::vector<const Inventory*> used = {&inv};
+  for (const auto& r : runs)
+    if (same_calls(inv, r)) used.push_back(&r);
+  std::vector<double> host, gap;
+  for (std::size_t i = 0; i < inv.sequence.size(); ++i) {
+    host.clear();
+    gap.clear();
+    for (const Inventory* r : used) {
+      host.push_back(r->sequence[i].host_us);
+      gap.push_back(r->sequence[i].host_gap_us);
+    }
+    inv.sequence[i].host_us = median(host);
+    inv.sequence[i].host_gap_us = median(gap);
+  }
+  return used.size();
+}
+
 nlohmann::json to_json(const Inventory& inv) {
   nlohmann::json ops = nlohmann::json::array();
   for (const auto& e : inv.entries)
