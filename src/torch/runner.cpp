@@ -345,25 +345,27 @@ double synchronize_latency_us(const std::string& device_kind, int device_index) 
   return median_of(us);
 }
 
-HostPass interleaved_host_costs(const std::vector<PreparedCall*>& calls, double budget_s, int burst) {
+HostPass interleaved_host_costs(const std::vector<PreparedCall*>& calls, double budget_s) {
   c10::InferenceMode guard;
   HostPass pass;
   if (calls.empty()) return pass;
   const bool cuda = calls.front()->device_kind() == "cuda";
   const int index = calls.front()->device_index();
   std::vector<std::vector<double>> samples(calls.size());
-  std::vector<double> last(calls.size(), 50e-6);  // per-call estimate: sizes the GPU sleep
+  std::vector<double> last(calls.size(), 50e-6);  // per-call estimate: sizes the batch and the GPU sleep
   const double start = now_s();
   while (pass.rounds < 3 || (now_s() - start < budget_s && pass.rounds < 200)) {
     for (std::size_t i = 0; i < calls.size(); ++i) {
+      // A batch of about 0.5 ms behind a GPU sleep, as Runner::time_cuda issues its batches.
+      const int n = std::clamp(int(0.5e-3 / last[i]), 5, 100);
 #if defined(OPCOST_TORCH_HAS_CUDA)
-      if (cuda) at::cuda::sleep(int64_t(2e9 * (3 * last[i] * burst + 50e-6)));
+      if (cuda) at::cuda::sleep(int64_t(2e9 * (3 * last[i] * n + 50e-6)));
 #endif
       const double t0 = now_s();
-      for (int k = 0; k < burst; ++k) calls[i]->call();
-      last[i] = (now_s() - t0) / burst;
+      for (int k = 0; k < n; ++k) calls[i]->call();
+      last[i] = (now_s() - t0) / n;
       samples[i].push_back(last[i] * 1e6);
-      if (cuda) at::accelerator::synchronizeDevice(index);  // the queue never fills
+      if (cuda) at::accelerator::synchronizeDevice(index);
     }
     ++pass.rounds;
   }

@@ -65,15 +65,15 @@ Environment describe_environment(const std::string& device_kind, int device_inde
 double synchronize_latency_us(const std::string& device_kind, int device_index);
 
 // Host issue cost per call (µs) of every call, measured together rather than one loop after
-// another: in each round every call is issued `burst` times (on CUDA behind a GPU sleep, then
-// synchronised), and rounds repeat for about `budget_s`; the median per call is returned. The
-// host's speed drifts by tens of percent over minutes on a shared machine, and calls measured
-// in the same rounds see the same drift.
+// another: in each round every call is issued in a batch of about 0.5 ms (on CUDA behind a GPU
+// sleep, then synchronised), as the timing loop issues its batches; rounds repeat for about
+// `budget_s`, and the median per call is returned. The host's speed drifts by tens of percent
+// over minutes on a shared machine; calls measured in the same rounds see the same drift.
 struct HostPass {
   std::vector<double> host_us;  // per call
   int rounds = 0;
   double seconds = 0;
 };
-HostPass interleaved_host_costs(const std::vector<PreparedCall*>& calls, double budget_s, int burst = 5);
+HostPass interleaved_host_costs(const std::vector<PreparedCall*>& calls, double budget_s);
 
 }  // namespace opcost
