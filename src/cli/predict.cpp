@@ -227,10 +227,13 @@ int run_predict(const PredictOptions& o) {
     fmt::print(stderr, "opcost: measuring the GPU's power between kernels ({})\n", gap_probe);
     gap_doc = measure_one(gap_probe, "", "warm");
   }
-  if (on_gpu && gap_doc && (*gap_doc)["power_W"]["average"].is_number())
-    pin.gap_power_W = (*gap_doc)["power_W"]["average"].get<double>();
-  else if (on_gpu)
-    pin.gap_power_why = fmt::format("measure it with `opcost measure {}` or run `opcost validate`", gap_probe);
+  auto use_gap_power = [&] {
+    if (on_gpu && gap_doc && (*gap_doc)["power_W"]["average"].is_number())
+      pin.gap_power_W = (*gap_doc)["power_W"]["average"].get<double>();
+    else if (on_gpu)
+      pin.gap_power_why = fmt::format("measure it with `opcost measure {}` or run `opcost validate`", gap_probe);
+  };
+  use_gap_power();
 
   // The whole step, measured first in `model` (it decides when enough operators are measured).
   std::optional<StepMeasurement> step;
@@ -291,6 +294,12 @@ int run_predict(const PredictOptions& o) {
     host_pass = remeasure_host_costs(inv, kind, costs);
     stored_costs = costs;
     for (std::size_t k = 0; k < host_pass->entries.size(); ++k) costs[host_pass->entries[k]].cpu_us = host_pass->pass.host_us[k];
+    // The GPU's power between kernels moves with its temperature and clocks: measured again too.
+    if (on_gpu) {
+      fmt::print(stderr, "opcost: measuring the GPU's power between kernels again, beside the step\n");
+      if (auto doc = measure_one(gap_probe, "", "warm")) gap_doc = doc;
+      use_gap_power();
+    }
   }
   if (o.measure && (!step || before_ops)) measure_step();
   if (step && before_ops) {
