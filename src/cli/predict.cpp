@@ -145,7 +145,8 @@ struct EntryHostPass {
 };
 
 // The host issue costs of every measured entry, measured together (see interleaved_host_costs).
-EntryHostPass remeasure_host_costs(const Inventory& inv, const std::string& kind, const std::map<std::size_t, OpCost>& costs) {
+EntryHostPass remeasure_host_costs(const Inventory& inv, const std::string& kind, const std::map<std::size_t, OpCost>& costs,
+                                   PreparedCall& step) {
   fmt::print(stderr, "opcost: measuring the operators' host costs together, beside the step\n");
   EntryHostPass out;
   std::vector<std::unique_ptr<PreparedCall>> prepared;
@@ -165,7 +166,7 @@ EntryHostPass remeasure_host_costs(const Inventory& inv, const std::string& kind
     calls.push_back(prepared.back().get());
     out.entries.push_back(e);
   }
-  out.pass = interleaved_host_costs(calls, kHostPassSeconds);
+  out.pass = interleaved_host_costs(calls, kHostPassSeconds, &step);
   return out;
 }
 
@@ -291,7 +292,8 @@ int run_predict(const PredictOptions& o) {
   std::optional<EntryHostPass> host_pass;
   std::map<std::size_t, OpCost> stored_costs;
   if (o.measure && o.target == 0 && !costs.empty()) {
-    host_pass = remeasure_host_costs(inv, kind, costs);
+    ModelCall step_call(*model, o.model.in);
+    host_pass = remeasure_host_costs(inv, kind, costs, step_call);
     stored_costs = costs;
     for (std::size_t k = 0; k < host_pass->entries.size(); ++k) costs[host_pass->entries[k]].cpu_us = host_pass->pass.host_us[k];
     // The GPU's power between kernels moves with its temperature and clocks: measured again too.
@@ -302,6 +304,15 @@ int run_predict(const PredictOptions& o) {
     }
   }
   if (o.measure && (!step || before_ops)) measure_step();
+  if (step && host_pass && host_pass->pass.paired_us) {
+    // The host can change speed within seconds: the step timed in the pass's rounds shows
+    // whether the host costs and the step measurement saw the same host.
+    const double change = step->time_us / *host_pass->pass.paired_us - 1;
+    if (std::abs(change) > kStepDriftFlag)
+      step->flags.push_back(fmt::format("drift: the step took {:.0f} µs during the host-cost pass and {:.0f} µs in its "
+                                        "measurement ({:+.1f}%)",
+                                        *host_pass->pass.paired_us, step->time_us, 100 * change));
+  }
   if (step && before_ops) {
     step->before_ops_time_us = before_ops;
     if (std::abs(step->time_us / *before_ops - 1) > kStepDriftFlag)
@@ -329,6 +340,7 @@ int run_predict(const PredictOptions& o) {
       j["host_costs"] = {{"source", "interleaved pass beside the step"},
                          {"rounds", host_pass->pass.rounds},
                          {"seconds", host_pass->pass.seconds},
+                         {"step_during_pass_us", host_pass->pass.paired_us ? nlohmann::json(*host_pass->pass.paired_us) : nlohmann::json()},
                          {"stored_host_costs_prediction", {{"time_us", stored.time_us}, {"cpu_us", stored.timeline.cpu_us}}}};
       if (m) j["host_costs"]["stored_host_costs_prediction"]["time_error"] = (stored.time_us - m->time_us) / m->time_us;
     }
