@@ -45,7 +45,7 @@ std::vector<CallKernels> trace_kernels(const std::function<void()>& body) {
   std::vector<TraceKernel> kernels;
   for (const auto& e : result->events()) {
     if (e.deviceType() == c10::DeviceType::CUDA && is_device_activity(e.activityType())) {
-      kernels.push_back({e.name(), e.linkedCorrelationId()});
+      kernels.push_back({e.name(), e.linkedCorrelationId(), e.durationNs()});
     } else if (e.deviceType() == c10::DeviceType::CPU && e.activityType() == uint8_t(libkineto::ActivityType::CPU_OP) &&
                op_names.count(e.name())) {
       ops.push_back({e.name(), e.startThreadId(), e.startNs(), e.endNs(), e.correlationId()});

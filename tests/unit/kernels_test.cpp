@@ -20,12 +20,14 @@ TEST(KernelsPerCall, NestedLaunchesBelongToTheOutermostCall) {
       {"aten::view", 1, 110, 120, 3},
       {"aten::mm", 2, 200, 260, 5},
   };
-  std::vector<TraceKernel> kernels = {{"sm90_gemm", 2}, {"bias_add", 2}, {"relu_kernel", 4}, {"gemm_bwd", 5}, {"lost", 99}};
+  std::vector<TraceKernel> kernels = {{"sm90_gemm", 2, 3000}, {"bias_add", 2, 500}, {"relu_kernel", 4, 700},
+                                      {"gemm_bwd", 5, 9000}, {"lost", 99, 1}};
   std::size_t lost = 0;
   const auto calls = kernels_per_call(ops, kernels, &lost);
   ASSERT_EQ(calls.size(), 4u);
   EXPECT_EQ(calls[0].op, "aten::linear");
   EXPECT_EQ(calls[0].kernels, (std::vector<std::string>{"sm90_gemm", "bias_add"}));
+  EXPECT_EQ(calls[0].device_ns, 3500u);
   EXPECT_EQ(calls[1].op, "aten::view");
   EXPECT_TRUE(calls[1].kernels.empty());
   EXPECT_EQ(calls[2].kernels, std::vector<std::string>{"relu_kernel"});
@@ -52,8 +54,8 @@ Inventory two_convs_and_a_view() {
 
 TEST(KernelCheck, AnotherAlgorithmInsideTheModelIsAMismatch) {
   Inventory inv = two_convs_and_a_view();
-  const std::vector<CallKernels> model = {{"aten::conv2d", {"winograd", "bias"}}, {"aten::view", {}},
-                                          {"aten::conv2d", {"implicit_gemm", "bias"}}};
+  const std::vector<CallKernels> model = {{"aten::conv2d", {"winograd", "bias"}, 10000}, {"aten::view", {}},
+                                          {"aten::conv2d", {"implicit_gemm", "bias"}, 14000}};
   // Alone, the conv picks winograd (as the first call did, not the second); launch order is not compared.
   const std::vector<std::optional<std::vector<std::string>>> alone = {std::vector<std::string>{"bias", "winograd"},
                                                                       std::vector<std::string>{}};
@@ -62,6 +64,7 @@ TEST(KernelCheck, AnotherAlgorithmInsideTheModelIsAMismatch) {
   ASSERT_TRUE(r.entries[0]);
   EXPECT_FALSE(r.entries[0]->match);
   EXPECT_EQ(r.entries[0]->in_model, (std::vector<std::string>{"implicit_gemm", "bias"}));
+  EXPECT_DOUBLE_EQ(r.entries[0]->model_device_us, 12);  // the mean of the two calls' 10 and 14 µs
   ASSERT_TRUE(r.entries[1]);
   EXPECT_TRUE(r.entries[1]->match);  // a view launches nothing either way
   EXPECT_EQ(to_json(*r.entries[0])["match"], false);

@@ -51,7 +51,9 @@ std::vector<CallKernels> kernels_per_call(std::vector<TraceOp> ops, const std::v
       ++lost;
       continue;
     }
-    out[rank[outer_of[it->second]]].kernels.push_back(k.name);
+    auto& call = out[rank[outer_of[it->second]]];
+    call.kernels.push_back(k.name);
+    call.device_ns += k.duration_ns;
   }
   if (unattributed) *unattributed = lost;
   return out;
@@ -72,6 +74,7 @@ KernelReport compare_kernels(const Inventory& inv, const std::vector<CallKernels
                                          model.size(), inv.sequence.size()));
   KernelReport r;
   r.entries.resize(inv.entries.size());
+  std::vector<std::size_t> calls(inv.entries.size(), 0);
   for (std::size_t i = 0; i < inv.sequence.size(); ++i) {
     const std::size_t e = inv.sequence[i].entry;
     if (model[i].op != inv.entries[e].op)
@@ -79,7 +82,8 @@ KernelReport compare_kernels(const Inventory& inv, const std::vector<CallKernels
                                            inv.entries[e].op));
     if (e >= isolation.size() || !isolation[e]) continue;
     auto& check = r.entries[e];
-    if (!check) check = KernelCheck{model[i].kernels, *isolation[e], true};
+    if (!check) check = KernelCheck{model[i].kernels, *isolation[e], true, 0};
+    check->model_device_us += (double(model[i].device_ns) * 1e-3 - check->model_device_us) / double(++calls[e]);
     // Launch order within one op is not compared: the same kernels, in any order, cost the same.
     if (check->match && sorted(model[i].kernels) != sorted(*isolation[e])) {
       check->match = false;
@@ -91,7 +95,8 @@ KernelReport compare_kernels(const Inventory& inv, const std::vector<CallKernels
 }
 
 nlohmann::json to_json(const KernelCheck& c) {
-  return {{"match", c.match}, {"in_model", c.in_model}, {"in_isolation", c.in_isolation}};
+  return {{"match", c.match}, {"in_model", c.in_model}, {"in_isolation", c.in_isolation},
+          {"model_device_us_per_call", c.model_device_us}};
 }
 
 }  // namespace opcost

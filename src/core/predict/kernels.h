@@ -22,12 +22,14 @@ struct TraceOp {
 struct TraceKernel {
   std::string name;
   uint64_t linked_correlation = 0;
+  uint64_t duration_ns = 0;
 };
 
 // One outermost op call and the device activities it (or an op nested in it) launched.
 struct CallKernels {
   std::string op;
   std::vector<std::string> kernels;  // in launch order
+  uint64_t device_ns = 0;            // their summed durations
 };
 
 // The outermost op calls (time nesting per thread; threads merged in start order), each with
@@ -40,6 +42,7 @@ struct KernelCheck {
   std::vector<std::string> in_model;      // of the first call whose kernels differ (or the first call)
   std::vector<std::string> in_isolation;  // what the replay launched
   bool match = true;                      // every call in the model launched the replay's kernels
+  double model_device_us = 0;             // mean per call in the model: the traced kernels' durations
 };
 
 // Per inventory entry: `model` is the traced model step (one CallKernels per inventory call,
