@@ -15,7 +15,8 @@ struct ModelOptions {
   ModelInput in;
 };
 
-// Runs the model's warm-up, then one observed step.
+// Runs the model's warm-up, then observes a few steps: the calls come from the first, host
+// times are medians over all of them (see take_median_host_times).
 Inventory take_inventory(RunnableModel& model, const ModelOptions& o);
 
 struct PredictOptions {
