@@ -9,11 +9,12 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "core/predict/kernels.h"
 #include "core/predict/prediction.h"
 #include "core/spec/op_call.h"
 #include "core/spec/spec_file.h"
+#include "core/stats/summary.h"
 #include "core/store/database.h"
-#include "core/predict/kernels.h"
 #include "torch/kernel_trace.h"
 #include "torch/model_call.h"
 #include "torch/observer.h"
@@ -48,8 +49,7 @@ Inventory take_inventory(RunnableModel& model, const ModelOptions& o) {
     floors.push_back(observer_gap_floor_us());
   }
   take_median_host_times(inv, again);
-  std::nth_element(floors.begin(), floors.begin() + floors.size() / 2, floors.end());
-  inv.observer_gap_us = floors[floors.size() / 2];
+  inv.observer_gap_us = median_of(floors);
   inv.model = o.model;
   inv.input = model.input_signature();
   inv.device = model.device_kind();
@@ -371,17 +371,18 @@ int run_predict(const PredictOptions& o) {
       kernels_why = e.what();
     }
   }
+  // With the host pass, the prediction from the stored host costs is shown beside it.
+  const std::optional<Prediction> stored = host_pass ? std::optional(predict(inv, stored_costs, pin)) : std::nullopt;
   if (o.json) {
     nlohmann::json j = to_json(p, inv, m);
     j["kernels"] = kernels_json(inv, kernels, kernels_why, costs);
     if (host_pass) {
-      const Prediction stored = predict(inv, stored_costs, pin);
       j["host_costs"] = {{"source", "interleaved pass beside the step"},
                          {"rounds", host_pass->pass.rounds},
                          {"seconds", host_pass->pass.seconds},
                          {"step_during_pass_us", host_pass->pass.paired_us ? nlohmann::json(*host_pass->pass.paired_us) : nlohmann::json()},
-                         {"stored_host_costs_prediction", {{"time_us", stored.time_us}, {"cpu_us", stored.timeline.cpu_us}}}};
-      if (m) j["host_costs"]["stored_host_costs_prediction"]["time_error"] = (stored.time_us - m->time_us) / m->time_us;
+                         {"stored_host_costs_prediction", {{"time_us", stored->time_us}, {"cpu_us", stored->timeline.cpu_us}}}};
+      if (m) j["host_costs"]["stored_host_costs_prediction"]["time_error"] = (stored->time_us - m->time_us) / m->time_us;
     }
     for (auto& row : j["ops"]) {
       const auto e = entry_of(inv, row["name"].get<std::string>());
@@ -404,11 +405,10 @@ int run_predict(const PredictOptions& o) {
     fmt::print("{}", to_table(p, inv, m));
     fmt::print("{}", kernels_table(inv, kernels, kernels_why, costs));
     if (host_pass) {
-      const Prediction stored = predict(inv, stored_costs, pin);
       fmt::print("host costs: re-measured beside the step ({} interleaved rounds, {:.2f} s); with the stored ones the "
                  "prediction is {:.2f} µs{}\n",
-                 host_pass->pass.rounds, host_pass->pass.seconds, stored.time_us,
-                 m ? fmt::format(" (error {:+.2f}%)", 100 * (stored.time_us - m->time_us) / m->time_us) : "");
+                 host_pass->pass.rounds, host_pass->pass.seconds, stored->time_us,
+                 m ? fmt::format(" (error {:+.2f}%)", 100 * (stored->time_us - m->time_us) / m->time_us) : "");
     }
     if (on_gpu && pin.gap_power_W) fmt::print("GPU power between kernels: {:.0f} W; host sync {:.1f} µs\n", *pin.gap_power_W, pin.sync_us);
   }

@@ -7,6 +7,8 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "core/stats/summary.h"
+
 namespace opcost {
 
 std::size_t Inventory::layer_count() const {
@@ -20,7 +22,7 @@ void InventoryBuilder::add(const std::string& op, const std::string& overload, c
                            const std::string& phase) {
   const std::string key = phase + " " + (overload.empty() ? op : op + "." + overload) + " " + args;
   auto [it, fresh] = index_.try_emplace(key, inv_.entries.size());
-  if (fresh) inv_.entries.push_back({op, overload, args, phase});
+  if (fresh) inv_.entries.push_back({op, overload, args, phase, 0, {}, {}});
   InventoryEntry& e = inv_.entries[it->second];
   ++e.count;
   if (std::find(e.layers.begin(), e.layers.end(), layer) == e.layers.end()) e.layers.push_back(layer);
@@ -35,10 +37,6 @@ void InventoryBuilder::time_last(double host_us, double host_gap_us) {
 }
 
 namespace {
-double median(std::vector<double> v) {
-  std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
-  return v[v.size() / 2];
-}
 bool same_calls(const Inventory& a, const Inventory& b) {
   if (a.sequence.size() != b.sequence.size()) return false;
   for (std::size_t i = 0; i < a.sequence.size(); ++i)
@@ -59,8 +57,8 @@ std::size_t take_median_host_times(Inventory& inv, const std::vector<Inventory>&
       host.push_back(r->sequence[i].host_us);
       gap.push_back(r->sequence[i].host_gap_us);
     }
-    inv.sequence[i].host_us = median(host);
-    inv.sequence[i].host_gap_us = median(gap);
+    inv.sequence[i].host_us = median_of(host);
+    inv.sequence[i].host_gap_us = median_of(gap);
   }
   return used.size();
 }

@@ -6,6 +6,8 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
+#include "core/stats/summary.h"
+
 namespace opcost {
 
 OpCost op_cost_from_document(const nlohmann::json& d, bool on_gpu) {
@@ -55,9 +57,7 @@ std::vector<double> model_code_us(const Inventory& inv) {
   std::vector<double> own;
   for (const auto& c : inv.sequence) own.push_back(std::max(0.0, c.host_gap_us - inv.observer_gap_us));
   if (own.empty()) return own;
-  std::vector<double> sorted = own;
-  std::nth_element(sorted.begin(), sorted.begin() + sorted.size() / 2, sorted.end());
-  const double cap = std::max(20.0, 4 * sorted[sorted.size() / 2]);
+  const double cap = std::max(20.0, 4 * median_of(own));
   for (double& g : own) g = std::min(g, cap);
   return own;
 }
