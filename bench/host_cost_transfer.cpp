@@ -13,35 +13,28 @@
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <c10/core/InferenceMode.h>
 #include <fmt/format.h>
-#if defined(OPCOST_TORCH_HAS_CUDA)
-#include <ATen/cuda/Sleep.h>
-#endif
-
-#include <chrono>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "core/energy/monitor.h"
 #include "core/spec/spec_file.h"
 #include "core/stats/summary.h"
 #include "torch/models.h"
 #include "torch/observer.h"
 #include "torch/replay.h"
+#include "torch/runner.h"
 
 using namespace opcost;
 
 namespace {
 
-double now_us() {
-  return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
+double now_us() { return now_s() * 1e6; }
 
 bool g_cuda = false;
 
 // Blocks the GPU for about `ms`, so host-side launches never wait on a full queue.
 void prefill(double ms) {
-#if defined(OPCOST_TORCH_HAS_CUDA)
-  if (g_cuda) at::cuda::sleep(int64_t(ms * 2e6));
-#endif
+  if (g_cuda) gpu_sleep_s(ms * 1e-3);
 }
 void wait_gpu() {
   if (g_cuda) at::accelerator::synchronizeDevice(0);

@@ -14,38 +14,28 @@
 #include <fmt/format.h>
 #include <time.h>
 #include <unistd.h>
-#if defined(OPCOST_TORCH_HAS_CUDA)
-#include <ATen/cuda/Sleep.h>
-#endif
-
-#include <chrono>
 #include <cmath>
 #include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
+#include "core/energy/monitor.h"
 #include "core/spec/spec_file.h"
 #include "core/stats/summary.h"
 #include "torch/models.h"
 #include "torch/replay.h"
+#include "torch/runner.h"
 
 using namespace opcost;
 
 namespace {
 
-double now_us() {
-  return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
+double now_us() { return now_s() * 1e6; }
 double thread_cpu_us() {
   timespec ts{};
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
   return double(ts.tv_sec) * 1e6 + double(ts.tv_nsec) * 1e-3;
 }
-void gpu_sleep_ms(double ms) {
-#if defined(OPCOST_TORCH_HAS_CUDA)
-  at::cuda::sleep(int64_t(ms * 2e6));
-#endif
-}
+void gpu_sleep_ms(double ms) { gpu_sleep_s(ms * 1e-3); }
 void wait_gpu() { at::accelerator::synchronizeDevice(0); }
 
 // Jiffies of (all, steal) from /proc/stat's first line.

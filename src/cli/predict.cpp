@@ -105,79 +105,6 @@ KernelReport check_kernels(RunnableModel& model, const Inventory& inv) {
   return compare_kernels(inv, traced, isolation_kernels(calls, ro));
 }
 
-// Device time: traced in the model against the operator loops, per checked entry that has a
-// cost. Per-op errors can cancel in the total, so they are reported on their own.
-struct DeviceTimeRow {
-  std::size_t entry;
-  double model_us, loop_us;  // per call
-};
-struct DeviceTimes {
-  std::vector<DeviceTimeRow> rows;  // largest effect on the step first
-  double model_us = 0, loops_us = 0;  // over all calls
-};
-
-DeviceTimes device_times(const Inventory& inv, const KernelReport& k, const std::map<std::size_t, OpCost>& costs) {
-  DeviceTimes t;
-  for (std::size_t e = 0; e < inv.entries.size(); ++e)
-    if (auto it = costs.find(e); k.entries[e] && it != costs.end()) {
-      t.rows.push_back({e, k.entries[e]->model_device_us, it->second.gpu_us});
-      t.model_us += t.rows.back().model_us * double(inv.entries[e].count);
-      t.loops_us += t.rows.back().loop_us * double(inv.entries[e].count);
-    }
-  auto effect = [&](const DeviceTimeRow& r) { return std::abs(r.loop_us - r.model_us) * double(inv.entries[r.entry].count); };
-  std::stable_sort(t.rows.begin(), t.rows.end(), [&](const auto& a, const auto& b) { return effect(a) > effect(b); });
-  return t;
-}
-
-nlohmann::json kernels_json(const Inventory& inv, const std::optional<KernelReport>& k, const std::string& why,
-                            const std::map<std::size_t, OpCost>& costs) {
-  if (!k) return {{"checked", false}, {"why", why}};
-  nlohmann::json mismatches = nlohmann::json::array();
-  std::size_t checked = 0;
-  for (std::size_t e = 0; e < inv.entries.size(); ++e) {
-    if (!k->entries[e]) continue;
-    ++checked;
-    if (!k->entries[e]->match) {
-      nlohmann::json m = to_json(*k->entries[e]);
-      m["signature"] = inv.entries[e].signature();
-      mismatches.push_back(m);
-    }
-  }
-  const DeviceTimes t = device_times(inv, *k, costs);
-  return {{"checked", true}, {"signatures_checked", checked}, {"mismatches", mismatches},
-          {"device_us_traced_in_model", t.model_us}, {"device_us_from_loops", t.loops_us}};
-}
-
-std::string kernels_table(const Inventory& inv, const std::optional<KernelReport>& k, const std::string& why,
-                          const std::map<std::size_t, OpCost>& costs) {
-  if (!k) return fmt::format("kernels: not checked ({})\n", why);
-  std::size_t checked = 0;
-  for (const auto& c : k->entries) checked += c.has_value();
-  std::string out = fmt::format("kernels: {} of {} signatures launch the same kernels alone as in the model\n",
-                                checked - k->mismatches, checked);
-  auto names = [](const std::vector<std::string>& v) {
-    std::string s;
-    for (const auto& n : v) s += (s.empty() ? "" : ", ") + (n.size() > 60 ? n.substr(0, 57) + "..." : n);
-    return s.empty() ? std::string("(none)") : s;
-  };
-  for (std::size_t e = 0; e < inv.entries.size(); ++e)
-    if (k->entries[e] && !k->entries[e]->match)
-      out += fmt::format("  MISMATCH {}\n    in the model: {}\n    alone:        {}\n", inv.entries[e].signature(),
-                         names(k->entries[e]->in_model), names(k->entries[e]->in_isolation));
-  const DeviceTimes t = device_times(inv, *k, costs);
-  if (t.model_us <= 0) return out;
-  out += fmt::format("GPU time of the measured operators: {:.1f} µs from their loops, {:.1f} µs traced in the model ({:+.1f}%); "
-                     "largest differences:\n", t.loops_us, t.model_us, 100 * (t.loops_us - t.model_us) / t.model_us);
-  for (std::size_t i = 0; i < t.rows.size() && i < 5; ++i) {
-    const auto& r = t.rows[i];
-    const auto& e = inv.entries[r.entry];
-    const std::string name = e.signature().size() > 70 ? e.signature().substr(0, 67) + "..." : e.signature();
-    out += fmt::format("  {} ×{}: loop {:.2f} µs, in the model {:.2f} µs per call{}\n", name, e.count, r.loop_us, r.model_us,
-                       r.model_us > 0 ? fmt::format(" ({:+.1f}%)", 100 * (r.loop_us - r.model_us) / r.model_us) : "");
-  }
-  return out;
-}
-
 struct EntryHostPass {
   std::vector<std::size_t> entries;  // inventory entries, in the pass's order
   HostPass pass;
@@ -375,7 +302,7 @@ int run_predict(const PredictOptions& o) {
   const std::optional<Prediction> stored = host_pass ? std::optional(predict(inv, stored_costs, pin)) : std::nullopt;
   if (o.json) {
     nlohmann::json j = to_json(p, inv, m);
-    j["kernels"] = kernels_json(inv, kernels, kernels_why, costs);
+    j["kernels"] = kernels ? to_json(*kernels, inv, costs) : nlohmann::json{{"checked", false}, {"why", kernels_why}};
     if (host_pass) {
       j["host_costs"] = {{"source", "interleaved pass beside the step"},
                          {"rounds", host_pass->pass.rounds},
@@ -403,7 +330,7 @@ int run_predict(const PredictOptions& o) {
     fmt::print("{}\n", j.dump(2));
   } else {
     fmt::print("{}", to_table(p, inv, m));
-    fmt::print("{}", kernels_table(inv, kernels, kernels_why, costs));
+    fmt::print("{}", kernels ? to_table(*kernels, inv, costs) : fmt::format("kernels: not checked ({})\n", kernels_why));
     if (host_pass) {
       fmt::print("host costs: re-measured beside the step ({} interleaved rounds, {:.2f} s); with the stored ones the "
                  "prediction is {:.2f} µs{}\n",

@@ -148,7 +148,7 @@ void Runner::time_cuda(PreparedCall& call, Measurement& m) {
   double issue_per_call = per_call;
 #if defined(OPCOST_TORCH_HAS_CUDA)
   {
-    at::cuda::sleep(int64_t(2e9 * 0.02));  // ~10-20 ms of GPU spin
+    gpu_sleep_s(0.02);
     const double i0 = now_s();
     for (int i = 0; i < 10; ++i) call.call();
     issue_per_call = (now_s() - i0) / 10;
@@ -167,7 +167,7 @@ void Runner::time_cuda(PreparedCall& call, Measurement& m) {
   while (!stop.done()) {
 #if defined(OPCOST_TORCH_HAS_CUDA)
     // Keep the GPU busy while the batch is issued: the events then time GPU work alone.
-    at::cuda::sleep(int64_t(prefill_s * 2e9));
+    gpu_sleep_s(prefill_s);
 #endif
     start.record(stream);
     const double w0 = now_s(), c0 = thread_cpu_s();
@@ -333,6 +333,14 @@ Measurement Runner::measure(PreparedCall& call) {
   return m;
 }
 
+void gpu_sleep_s(double seconds) {
+#if defined(OPCOST_TORCH_HAS_CUDA)
+  at::cuda::sleep(int64_t(seconds * 2e9));
+#else
+  (void)seconds;
+#endif
+}
+
 double synchronize_latency_us(const std::string& device_kind, int device_index) {
   if (device_kind != "cuda") return 0;
   std::vector<double> us;
@@ -359,9 +367,7 @@ HostPass interleaved_host_costs(const std::vector<PreparedCall*>& calls, double 
     for (std::size_t i = 0; i < calls.size(); ++i) {
       // A batch of about 0.5 ms behind a GPU sleep, as Runner::time_cuda issues its batches.
       const int n = std::clamp(int(0.5e-3 / last[i]), 5, 100);
-#if defined(OPCOST_TORCH_HAS_CUDA)
-      if (cuda) at::cuda::sleep(int64_t(2e9 * (3 * last[i] * n + 50e-6)));
-#endif
+      if (cuda) gpu_sleep_s(3 * last[i] * n + 50e-6);
       const double t0 = now_s();
       for (int k = 0; k < n; ++k) calls[i]->call();
       last[i] = (now_s() - t0) / n;

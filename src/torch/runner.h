@@ -64,6 +64,11 @@ Environment describe_environment(const std::string& device_kind, int device_inde
 // Median host time to observe an idle device finishing (a synchronise with nothing queued).
 double synchronize_latency_us(const std::string& device_kind, int device_index);
 
+// Keeps the current CUDA stream busy for about `seconds` (a spin kernel, sized for a ~2 GHz
+// SM clock), so that calls issued behind it never wait on the GPU and a full queue never
+// blocks the host. Does nothing in a build without CUDA.
+void gpu_sleep_s(double seconds);
+
 // Host issue cost per call (µs) of every call, measured together rather than one loop after
 // another: in each round every call is issued in a batch of about 0.5 ms (on CUDA behind a GPU
 // sleep, then synchronised), as the timing loop issues its batches; rounds repeat for about

@@ -78,6 +78,29 @@ TEST(KernelCheck, AnotherAlgorithmInsideTheModelIsAMismatch) {
   EXPECT_FALSE(r.entries[1]);
 }
 
+TEST(KernelReport, ListsMismatchesAndTheLargestGpuTimeDifferences) {
+  Inventory inv = two_convs_and_a_view();
+  const std::vector<CallKernels> model = {{"aten::conv2d", {"winograd"}, 10000}, {"aten::view", {}},
+                                          {"aten::conv2d", {"implicit_gemm"}, 14000}};
+  const KernelReport r = compare_kernels(inv, model, {std::vector<std::string>{"winograd"}, std::vector<std::string>{}});
+  std::map<std::size_t, OpCost> costs;
+  costs[0].gpu_us = 15;  // the loop: 15 µs per call, against 12 µs traced in the model
+  costs[1].gpu_us = 0;
+  const DeviceTimes t = device_times(r, inv, costs);
+  EXPECT_DOUBLE_EQ(t.loops_us, 30);
+  EXPECT_DOUBLE_EQ(t.model_us, 24);
+  ASSERT_EQ(t.rows.size(), 2u);
+  EXPECT_EQ(t.rows.front().entry, 0u);  // 2 calls × 3 µs: the largest effect
+  const auto j = to_json(r, inv, costs);
+  EXPECT_EQ(j["signatures_checked"], 2);
+  ASSERT_EQ(j["mismatches"].size(), 1u);
+  EXPECT_EQ(j["mismatches"][0]["signature"], inv.entries[0].signature());
+  const std::string table = to_table(r, inv, costs);
+  EXPECT_NE(table.find("1 of 2 signatures launch the same kernels"), std::string::npos) << table;
+  EXPECT_NE(table.find("MISMATCH aten::conv2d"), std::string::npos) << table;
+  EXPECT_NE(table.find("30.0 µs from their loops, 24.0 µs traced in the model (+25.0%)"), std::string::npos) << table;
+}
+
 TEST(KernelCheck, ATraceThatDoesNotLineUpWithTheInventoryIsAnError) {
   Inventory inv = two_convs_and_a_view();
   EXPECT_THROW(compare_kernels(inv, {{"aten::conv2d", {}}}, {}), std::runtime_error);

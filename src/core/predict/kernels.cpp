@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
@@ -97,6 +98,64 @@ KernelReport compare_kernels(const Inventory& inv, const std::vector<CallKernels
 nlohmann::json to_json(const KernelCheck& c) {
   return {{"match", c.match}, {"in_model", c.in_model}, {"in_isolation", c.in_isolation},
           {"model_device_us_per_call", c.model_device_us}};
+}
+
+DeviceTimes device_times(const KernelReport& k, const Inventory& inv, const std::map<std::size_t, OpCost>& costs) {
+  DeviceTimes t;
+  for (std::size_t e = 0; e < inv.entries.size(); ++e)
+    if (auto it = costs.find(e); k.entries[e] && it != costs.end()) {
+      t.rows.push_back({e, k.entries[e]->model_device_us, it->second.gpu_us});
+      t.model_us += t.rows.back().model_us * double(inv.entries[e].count);
+      t.loops_us += t.rows.back().loop_us * double(inv.entries[e].count);
+    }
+  auto effect = [&](const DeviceTimeRow& r) { return std::abs(r.loop_us - r.model_us) * double(inv.entries[r.entry].count); };
+  std::stable_sort(t.rows.begin(), t.rows.end(), [&](const auto& a, const auto& b) { return effect(a) > effect(b); });
+  return t;
+}
+
+nlohmann::json to_json(const KernelReport& k, const Inventory& inv, const std::map<std::size_t, OpCost>& costs) {
+  nlohmann::json mismatches = nlohmann::json::array();
+  std::size_t checked = 0;
+  for (std::size_t e = 0; e < inv.entries.size(); ++e) {
+    if (!k.entries[e]) continue;
+    ++checked;
+    if (!k.entries[e]->match) {
+      nlohmann::json m = to_json(*k.entries[e]);
+      m["signature"] = inv.entries[e].signature();
+      mismatches.push_back(m);
+    }
+  }
+  const DeviceTimes t = device_times(k, inv, costs);
+  return {{"checked", true}, {"signatures_checked", checked}, {"mismatches", mismatches},
+          {"device_us_traced_in_model", t.model_us}, {"device_us_from_loops", t.loops_us}};
+}
+
+std::string to_table(const KernelReport& k, const Inventory& inv, const std::map<std::size_t, OpCost>& costs) {
+  std::size_t checked = 0;
+  for (const auto& c : k.entries) checked += c.has_value();
+  std::string out = fmt::format("kernels: {} of {} signatures launch the same kernels alone as in the model\n",
+                                checked - k.mismatches, checked);
+  auto names = [](const std::vector<std::string>& v) {
+    std::string s;
+    for (const auto& n : v) s += (s.empty() ? "" : ", ") + (n.size() > 60 ? n.substr(0, 57) + "..." : n);
+    return s.empty() ? std::string("(none)") : s;
+  };
+  for (std::size_t e = 0; e < inv.entries.size(); ++e)
+    if (k.entries[e] && !k.entries[e]->match)
+      out += fmt::format("  MISMATCH {}\n    in the model: {}\n    alone:        {}\n", inv.entries[e].signature(),
+                         names(k.entries[e]->in_model), names(k.entries[e]->in_isolation));
+  const DeviceTimes t = device_times(k, inv, costs);
+  if (t.model_us <= 0) return out;
+  out += fmt::format("GPU time of the measured operators: {:.1f} µs from their loops, {:.1f} µs traced in the model ({:+.1f}%); "
+                     "largest differences:\n", t.loops_us, t.model_us, 100 * (t.loops_us - t.model_us) / t.model_us);
+  for (std::size_t i = 0; i < t.rows.size() && i < 5; ++i) {
+    const auto& r = t.rows[i];
+    const auto& e = inv.entries[r.entry];
+    const std::string name = e.signature().size() > 70 ? e.signature().substr(0, 67) + "..." : e.signature();
+    out += fmt::format("  {} ×{}: loop {:.2f} µs, in the model {:.2f} µs per call{}\n", name, e.count, r.loop_us, r.model_us,
+                       r.model_us > 0 ? fmt::format(" ({:+.1f}%)", 100 * (r.loop_us - r.model_us) / r.model_us) : "");
+  }
+  return out;
 }
 
 }  // namespace opcost

@@ -4,12 +4,14 @@
 // algorithms by shape, stride, alignment and workspace: another kernel inside the model makes
 // the isolated cost the wrong one. Torch-free.
 #include <cstdint>
+#include <map>
 #include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "core/inventory/inventory.h"
+#include "core/predict/prediction.h"
 
 namespace opcost {
 
@@ -56,5 +58,21 @@ KernelReport compare_kernels(const Inventory& inv, const std::vector<CallKernels
                              const std::vector<std::optional<std::vector<std::string>>>& isolation);
 
 nlohmann::json to_json(const KernelCheck& c);
+
+// GPU time: each checked entry's kernels traced in the model against its operator loop. Per-op
+// errors can cancel in the total, so they are reported on their own.
+struct DeviceTimeRow {
+  std::size_t entry;
+  double model_us, loop_us;  // per call
+};
+struct DeviceTimes {
+  std::vector<DeviceTimeRow> rows;    // largest effect on the step (calls × difference) first
+  double model_us = 0, loops_us = 0;  // over all calls
+};
+DeviceTimes device_times(const KernelReport& k, const Inventory& inv, const std::map<std::size_t, OpCost>& costs);
+
+// The report: mismatches, and the GPU time traced in the model against the loops.
+nlohmann::json to_json(const KernelReport& k, const Inventory& inv, const std::map<std::size_t, OpCost>& costs);
+std::string to_table(const KernelReport& k, const Inventory& inv, const std::map<std::size_t, OpCost>& costs);
 
 }  // namespace opcost
