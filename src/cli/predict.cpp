@@ -270,20 +270,18 @@ int run_predict(const PredictOptions& o) {
     }
   }
   if (o.measure && (!step || before_ops)) measure_step();
-  if (step && host_pass && host_pass->pass.paired_us) {
-    // The host can change speed within seconds: the step timed in the pass's rounds shows
-    // whether the host costs and the step measurement saw the same host.
-    const double change = step->time_us / *host_pass->pass.paired_us - 1;
+  // The host can change speed within seconds: the same step timed before the operator loops
+  // and inside the host pass shows whether the prediction's inputs saw the host the step saw.
+  auto flag_drift = [&](double other_us, const char* when) {
+    const double change = step->time_us / other_us - 1;
     if (std::abs(change) > kStepDriftFlag)
-      step->flags.push_back(fmt::format("drift: the step took {:.0f} µs during the host-cost pass and {:.0f} µs in its "
-                                        "measurement ({:+.1f}%)",
-                                        *host_pass->pass.paired_us, step->time_us, 100 * change));
-  }
+      step->flags.push_back(fmt::format("drift: the step took {:.0f} µs {} and {:.0f} µs in its measurement ({:+.1f}%)",
+                                        other_us, when, step->time_us, 100 * change));
+  };
+  if (step && host_pass && host_pass->pass.paired_us) flag_drift(*host_pass->pass.paired_us, "during the host-cost pass");
   if (step && before_ops) {
     step->before_ops_time_us = before_ops;
-    if (std::abs(step->time_us / *before_ops - 1) > kStepDriftFlag)
-      step->flags.push_back(fmt::format("drift: the step time changed {:+.1f}% from before the operator loops to after",
-                                        100 * (step->time_us / *before_ops - 1)));
+    flag_drift(*before_ops, "before the operator loops");
   }
 
   Prediction p = predict(inv, costs, pin);
