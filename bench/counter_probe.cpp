@@ -34,8 +34,7 @@ void gpu_sync() { at::accelerator::synchronizeDevice(0); }
 
 void sleep_until(double t) {
   while (now_s() < t - 0.002) std::this_thread::sleep_for(std::chrono::microseconds(500));
-  while (now_s() < t) {
-  }
+  while (now_s() < t) {}
 }
 
 // Polls the counter until it changes; returns the host time of the change and the new value.
@@ -123,12 +122,16 @@ int main(int argc, char** argv) {
     const Summary e = summarize(per_period_J), p = summarize(inst), d = summarize(dt_ms);
     phase_means.push_back(e.mean);
     instant_means.push_back(p.mean);
-    phases.push_back({{"phase_ms", phase_ms},
-                      {"energy_per_period_J", {{"mean", e.mean}, {"ci95_low", e.ci95_low}, {"ci95_high", e.ci95_high}, {"stdev", e.stdev}, {"n", e.n}}},
-                      {"period_ms", d.mean},
-                      {"instant_power_W_at_update", {{"mean", p.mean}, {"stdev", p.stdev}}},
-                      {"burst_start_offset_ms", median_of(burst_start_offsets)}});
-    fmt::print(stderr, "phase {:5.1f} ms: {:.3f} J/period ± {:.3f} (95%), instant power at update {:.0f} W ± {:.0f}\n",
+    phases.push_back(
+        {{"phase_ms", phase_ms},
+         {"energy_per_period_J",
+          {{"mean", e.mean}, {"ci95_low", e.ci95_low}, {"ci95_high", e.ci95_high}, {"stdev", e.stdev}, {"n", e.n}}},
+         {"period_ms", d.mean},
+         {"instant_power_W_at_update", {{"mean", p.mean}, {"stdev", p.stdev}}},
+         {"burst_start_offset_ms", median_of(burst_start_offsets)}});
+    fmt::print(stderr,
+               "phase {:5.1f} ms: {:.3f} J/period ± {:.3f} (95%), "
+               "instant power at update {:.0f} W ± {:.0f}\n",
                phase_ms, e.mean, e.ci95_half_width(), p.mean, p.stdev);
     std::this_thread::sleep_for(std::chrono::milliseconds(300));
   }

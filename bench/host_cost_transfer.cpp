@@ -72,8 +72,11 @@ int main(int argc, char** argv) {
   for (int i = 0; i < 10; ++i) model->step();
   model->synchronize();
 
-  nlohmann::json out = {{"model", argv[2]}, {"input", model->input_signature()}, {"dtype", in.dtype},
-                        {"device", model->device_kind()}, {"repeats", repeats}};
+  nlohmann::json out = {{"model", argv[2]},
+                        {"input", model->input_signature()},
+                        {"dtype", in.dtype},
+                        {"device", model->device_kind()},
+                        {"repeats", repeats}};
   // The whole step: synchronised wall time, and host issue time behind a sleep.
   std::vector<double> wall, issue;
   for (int r = 0; r < 3 * repeats; ++r) {
@@ -115,7 +118,8 @@ int main(int argc, char** argv) {
   ReplayOptions ro;
   ro.device = model->device_kind();
   std::vector<std::unique_ptr<PreparedCall>> calls;
-  for (const auto& e : inv.entries) calls.push_back(PreparedCall::prepare(parse_call_line(e.signature(), "inventory"), ro));
+  for (const auto& e : inv.entries)
+    calls.push_back(PreparedCall::prepare(parse_call_line(e.signature(), "inventory"), ro));
   wait_gpu();
 
   std::vector<std::vector<double>> seq(inv.sequence.size());
@@ -162,8 +166,9 @@ int main(int argc, char** argv) {
                               {"iso100_us", iso100}});
   }
   out["calls"] = inv.sequence.size();
-  out["sum"] = {{"model_us", sum_model}, {"model_gap_us", sum_gap}, {"seq_us", sum_seq},
-                {"seq_untimed_total_us", median_of(seq_total)}, {"iso10_us", sum_iso10}, {"iso100_us", sum_iso100}};
+  out["sum"] = {{"model_us", sum_model}, {"model_gap_us", sum_gap},
+                {"seq_us", sum_seq},     {"seq_untimed_total_us", median_of(seq_total)},
+                {"iso10_us", sum_iso10}, {"iso100_us", sum_iso100}};
 
   // Boxed replay against a direct call, on the smallest op.
   const auto dev = g_cuda ? at::Device(at::kCUDA) : at::Device(at::kCPU);
@@ -174,12 +179,20 @@ int main(int argc, char** argv) {
   at::Tensor keep;
   out["add_f32_1"] = {
       {"direct_at_add_us", issue_per_call([&] { keep = at::add(a, a); }, 100, 9)},
-      {"boxed_stack_copy_us", issue_per_call([&] { stack = proto; handle.callBoxed(stack); }, 100, 9)},
+      {"boxed_stack_copy_us", issue_per_call(
+                                  [&] {
+                                    stack = proto;
+                                    handle.callBoxed(stack);
+                                  },
+                                  100, 9)},
       {"prepared_call_us", issue_per_call([&] { boxed->call(); }, 100, 9)},
       {"empty_like_us", issue_per_call([&] { keep = at::empty_like(a); }, 100, 9)},
   };
   std::ofstream(argv[1]) << out.dump(1) << std::endl;
-  fmt::print(stderr, "{} {}: step wall {:.0f} µs, issue {:.0f} µs; sums: model {:.0f} + gaps {:.0f}, seq {:.0f}, iso10 {:.0f}, iso100 {:.0f}; add: {}\n",
+  fmt::print(stderr,
+             "{} {}: step wall {:.0f} µs, issue {:.0f} µs; "
+             "sums: model {:.0f} + gaps {:.0f}, seq {:.0f}, iso10 {:.0f}, "
+             "iso100 {:.0f}; add: {}\n",
              argv[2], model->input_signature(), out["step_wall_us"].get<double>(), out["step_issue_us"].get<double>(),
              sum_model, sum_gap, sum_seq, sum_iso10, sum_iso100, out["add_f32_1"].dump());
   return 0;

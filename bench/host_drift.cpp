@@ -90,7 +90,8 @@ int main(int argc, char** argv) {
   cpu_opt.device = "cpu";
   cuda_opt.device = "cuda";
   auto add_cpu = PreparedCall::prepare(parse_call_line("aten::add.Tensor self=f32[1] other=f32[1]", "probe"), cpu_opt);
-  auto add_cuda = PreparedCall::prepare(parse_call_line("aten::add.Tensor self=f32[1] other=f32[1]", "probe"), cuda_opt);
+  auto add_cuda =
+      PreparedCall::prepare(parse_call_line("aten::add.Tensor self=f32[1] other=f32[1]", "probe"), cuda_opt);
   auto ref = [](PreparedCall& p, bool cuda) {
     std::vector<double> v;
     for (int rep = 0; rep < 5; ++rep) {
@@ -141,15 +142,24 @@ int main(int argc, char** argv) {
       by_cpu.push_back(c.issue[i] / c.ref_cpu[i]);
       by_cuda.push_back(c.issue[i] / c.ref_cuda[i]);
     }
-    out["cases"][c.name] = {
-        {"t", c.t}, {"issue_us", c.issue}, {"thread_cpu_us", c.cpu}, {"wall_us", c.wall},
-        {"ref_cpu_us", c.ref_cpu}, {"ref_cuda_us", c.ref_cuda},
-        {"spread", {{"issue", spread(c.issue)}, {"wall", spread(c.wall)}, {"ref_cpu", spread(c.ref_cpu)},
-                    {"ref_cuda", spread(c.ref_cuda)}, {"issue_over_ref_cpu", spread(by_cpu)},
-                    {"issue_over_ref_cuda", spread(by_cuda)}}}};
-    fmt::print(stderr, "{}: {} samples, spread (CV) issue {:.3f}, wall {:.3f}, ref_cpu {:.3f}, ref_cuda {:.3f}, "
-               "issue/ref_cpu {:.3f}, issue/ref_cuda {:.3f}\n", c.name, c.issue.size(), spread(c.issue), spread(c.wall),
-               spread(c.ref_cpu), spread(c.ref_cuda), spread(by_cpu), spread(by_cuda));
+    out["cases"][c.name] = {{"t", c.t},
+                            {"issue_us", c.issue},
+                            {"thread_cpu_us", c.cpu},
+                            {"wall_us", c.wall},
+                            {"ref_cpu_us", c.ref_cpu},
+                            {"ref_cuda_us", c.ref_cuda},
+                            {"spread",
+                             {{"issue", spread(c.issue)},
+                              {"wall", spread(c.wall)},
+                              {"ref_cpu", spread(c.ref_cpu)},
+                              {"ref_cuda", spread(c.ref_cuda)},
+                              {"issue_over_ref_cpu", spread(by_cpu)},
+                              {"issue_over_ref_cuda", spread(by_cuda)}}}};
+    fmt::print(stderr,
+               "{}: {} samples, spread (CV) issue {:.3f}, wall {:.3f}, ref_cpu {:.3f}, ref_cuda {:.3f}, "
+               "issue/ref_cpu {:.3f}, issue/ref_cuda {:.3f}\n",
+               c.name, c.issue.size(), spread(c.issue), spread(c.wall), spread(c.ref_cpu), spread(c.ref_cuda),
+               spread(by_cpu), spread(by_cuda));
   }
   std::ofstream(argv[1]) << out.dump(1) << std::endl;
   return 0;

@@ -80,7 +80,7 @@ int main(int argc, char** argv) {
       m->synchronize();
       run_ms = now_ms() - r0;
     });
-    ms["observed"].push_back(now_ms() - t0);  // the step plus grouping the calls into the inventory
+    ms["observed"].push_back(now_ms() - t0);     // the step plus grouping the calls into the inventory
     ms["observed_step_only"].push_back(run_ms);  // the step alone, as the observer slows it
     calls = inv.sequence.size();
 
@@ -94,13 +94,14 @@ int main(int argc, char** argv) {
       ms["kineto_cpu_cuda"].push_back(now_ms() - t0);
     }
   }
-  nlohmann::json out = {{"model", argv[1]}, {"input", m->input_signature()}, {"dtype", in.dtype},
-                        {"device", m->device_kind()}, {"repeats", repeats}, {"outermost_calls", calls}};
+  nlohmann::json out = {{"model", argv[1]},   {"input", m->input_signature()},
+                        {"dtype", in.dtype},  {"device", m->device_kind()},
+                        {"repeats", repeats}, {"outermost_calls", calls}};
   const double plain = median_of(ms["plain"]);
   for (auto& [mode, v] : ms) {
     const double med = median_of(v);
-    out["modes"][mode] = {{"median_ms", med}, {"min_ms", *std::min_element(v.begin(), v.end())},
-                          {"overhead_vs_plain", med / plain - 1}};
+    out["modes"][mode] = {
+        {"median_ms", med}, {"min_ms", *std::min_element(v.begin(), v.end())}, {"overhead_vs_plain", med / plain - 1}};
   }
   std::ofstream(out_path) << out.dump(2) << std::endl;
   return 0;

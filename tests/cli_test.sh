@@ -42,7 +42,7 @@ ops:
     args: {self: "f32[64]", approximate: tanh}
 YAML
 "$bin" measure --spec "$dir/spec.yaml" --device cpu --db "$db" --max-time 0.1 >"$dir/o5" 2>"$dir/e5"
-check "spec with a bad entry exits 1" test $? -eq 1
+check "spec with a bad entry exits 2 (bad input)" test $? -eq 2
 check "spec goes on past the bad entry" has "$dir/o5" "aten::gelu self=f32\[64\] approximate=tanh"
 check "spec error names file and entry" has "$dir/e5" "spec.yaml:3 (ops\[1\])"
 check "spec summary" has "$dir/e5" "2 measured, 0 skipped, 1 failed"

@@ -22,12 +22,13 @@ Inventory take_inventory(RunnableModel& model, const ModelOptions& o);
 struct PredictOptions {
   ModelOptions model;
   std::string db;
+  bool db_create_parent = false;  // opcost's default location: its directories may be made
   bool json = false;
-  bool measure = false;          // validate / model: measure what the database lacks, and the whole step
-  double target = 0;             // model: stop measuring operators once both shares reach this
-  std::string cache = "warm";    // operator measurements to use and make: warm or cold inputs
-  MeasureConfig op_config;       // for operators
-  MeasureConfig step_config;     // for the whole step
+  bool measure = false;        // validate / model: measure what the database lacks, and the whole step
+  double target = 0;           // model: stop measuring operators once both shares reach this
+  std::string cache = "warm";  // operator measurements to use and make: warm or cold inputs
+  MeasureConfig op_config;     // for operators
+  MeasureConfig step_config;   // for the whole step
 };
 
 int run_predict(const PredictOptions& o);

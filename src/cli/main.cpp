@@ -1,18 +1,19 @@
 // opcost: what every PyTorch operator costs, in time and energy.
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
-#include <fmt/ostream.h>
+#include <CLI/CLI.hpp>
 
 #include <cstdio>
-#include <fstream>
-#include <iostream>
+#include <cstdlib>
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
-#include "core/inventory/inventory.h"
+#include "cli/exit_codes.h"
+#include "core/io/output_file.h"
+#include "core/report/progress.h"
 #include "core/report/report.h"
 #include "core/spec/spec_file.h"
 #include "core/store/database.h"
+#include "core/text/text.h"
 #include "core/version.h"
 #include "torch/models.h"
 #include "torch/replay.h"
@@ -28,6 +29,7 @@ struct MeasureOptions {
   std::string spec;
   bool json = false;
   std::string db;
+  bool db_create_parent = false;
   bool no_store = false;
   bool resume = false;
   std::string device = "auto";
@@ -44,8 +46,12 @@ struct MeasureOptions {
   std::string autocast;
 };
 
-void write_power_trace(const std::string& path, const std::vector<Measurement>& ms) {
+void error(const std::string& what) { fmt::print(stderr, "opcost: error: {}\n", user_message(what)); }
+
+// Writes the power samples of every measurement; says why when there are none to write.
+void write_power_trace(const std::string& path, const std::vector<Measurement>& ms, const std::string& energy_why) {
   nlohmann::json out = nlohmann::json::array();
+  std::size_t samples = 0;
   for (const auto& m : ms) {
     const double t0 = m.power_trace.empty() ? 0 : m.power_trace.front().t_s;
     auto series = [&](const std::vector<PowerSample>& v) {
@@ -53,20 +59,39 @@ void write_power_trace(const std::string& path, const std::vector<Measurement>& 
       for (const auto& s : v) out.push_back({s.t_s - t0, s.watts});
       return out;
     };
-    out.push_back({{"op", m.display_name()}, {"args", m.args}, {"db_id", m.db_id},
-                   {"power_W", series(m.power_trace)}, {"sm_clock_MHz", series(m.sm_clock_trace)},
+    samples += m.power_trace.size();
+    out.push_back({{"op", m.display_name()},
+                   {"args", m.args},
+                   {"db_id", m.db_id},
+                   {"power_W", series(m.power_trace)},
+                   {"sm_clock_MHz", series(m.sm_clock_trace)},
                    {"columns", {"t_s", "value"}}});
   }
-  std::ofstream f(path);
-  if (!f) throw std::runtime_error(fmt::format("{}: cannot write the power trace", path));
-  f << out.dump() << "\n";
+  if (samples == 0) {
+    fmt::print(stderr, "opcost: --power-trace {}: not written: no power samples were taken ({})\n", path,
+               energy_why.empty() ? "the energy probe gives no power readings on this device" : energy_why);
+    return;
+  }
+  write_file(path, out.dump() + "\n");
 }
+
+// Operators measured by `measure`, and how each run ended.
+struct MeasureTally {
+  std::size_t measured = 0, skipped = 0, bad_input = 0, failed = 0;
+  int exit_code() const {
+    if (failed) return kExitMeasurementFailed;
+    return bad_input ? kExitBadInput : kExitSuccess;
+  }
+};
 
 int run_measure(const MeasureOptions& o) {
   std::vector<OpCall> calls;
+  std::vector<std::string> bad;  // entries that cannot run, reported together before measuring
   if (!o.spec.empty()) {
     if (!o.op.empty()) throw std::invalid_argument("give either an operator or --spec FILE, not both");
-    calls = load_spec_file(o.spec);
+    SpecEntries entries = load_spec_file(o.spec);
+    calls = std::move(entries.calls);
+    bad = std::move(entries.errors);
   } else {
     if (o.op.empty())
       throw std::invalid_argument("name an operator (e.g. aten::relu self=f32[1024]) or give --spec FILE");
@@ -78,7 +103,35 @@ int run_measure(const MeasureOptions& o) {
   ropt.seed = o.seed;
   ropt.cache_mode = o.cache;
   ropt.autocast = o.autocast;
-  // Resolve the device once, from the first call, and say so when falling back to the CPU.
+  auto options_for = [&](const OpCall& c) {
+    ReplayOptions call_opt = ropt;
+    if (!c.autocast.empty()) {
+      if (!ropt.autocast.empty() && canonical_dtype(ropt.autocast) != canonical_dtype(c.autocast))
+        throw std::invalid_argument(
+            fmt::format("the spec's autocast {} contradicts --autocast {}", c.autocast, ropt.autocast));
+      call_opt.autocast = c.autocast;
+    }
+    return call_opt;
+  };
+  // Every entry is checked against its schema first (no tensor is made): all the bad ones
+  // are reported at once, and the good ones still run.
+  const bool many = calls.size() + bad.size() > 1;
+  std::vector<OpCall> good;
+  for (auto& c : calls) {
+    try {
+      PreparedCall::check(c, options_for(c));
+      good.push_back(std::move(c));
+    } catch (const std::exception& e) {
+      bad.push_back(c.origin.empty() || !many ? e.what() : fmt::format("{}: {}", c.origin, e.what()));
+    }
+  }
+  MeasureTally tally;
+  tally.bad_input = bad.size();
+  for (const auto& b : bad) error(b);
+  if (!bad.empty() && many && !good.empty())
+    fmt::print(stderr, "opcost: {} of {} entries cannot run (above); measuring the other {}\n", bad.size(),
+               bad.size() + good.size(), good.size());
+
   MeasureConfig cfg;
   cfg.time.max_seconds = o.max_time;
   cfg.time.target_rel_ci95 = o.target_ci;
@@ -88,25 +141,25 @@ int run_measure(const MeasureOptions& o) {
   cfg.energy_max_capped_s = o.energy_max_capped;
   cfg.energy_target_rel_ci95 = o.energy_target;
   cfg.keep_power_trace = !o.power_trace.empty();
+  ProgressLine progress;
+  cfg.progress = [&progress](const std::string& line) { progress.update(line); };
 
+  // The database is opened (and checked writable) before anything is measured.
   std::unique_ptr<Database> db;
-  if (!o.no_store) db = std::make_unique<Database>(o.db.empty() ? Database::default_path() : o.db);
+  if (!o.no_store && !good.empty())
+    db = std::make_unique<Database>(o.db, Database::Access::kReadWrite, o.db_create_parent);
   std::unique_ptr<Runner> runner;
   std::vector<Measurement> done;
   nlohmann::json json_out = nlohmann::json::array();
-  std::size_t failed = 0, skipped = 0;
-  const bool many = calls.size() > 1;
-  for (std::size_t i = 0; i < calls.size(); ++i) {
-    const OpCall& c = calls[i];
-    if (many) fmt::print(stderr, "[{}/{}] {} {}\n", i + 1, calls.size(), c.display_name(), format_args(c.args));
+  std::string stopped;  // why the run stopped early
+  std::size_t not_reached = 0;
+  for (std::size_t i = 0; i < good.size() && stopped.empty(); ++i) {
+    const OpCall& c = good[i];
+    if (many) fmt::print(stderr, "[{}/{}] {} {}\n", i + 1, good.size(), c.display_name(), format_args(c.args));
+    std::optional<Measurement> m;
     try {
-      ReplayOptions call_opt = ropt;
-      if (!c.autocast.empty()) {
-        if (!ropt.autocast.empty() && canonical_dtype(ropt.autocast) != canonical_dtype(c.autocast))
-          throw std::invalid_argument(fmt::format("the spec's autocast {} contradicts --autocast {}", c.autocast, ropt.autocast));
-        call_opt.autocast = c.autocast;
-      }
-      auto prepared = PreparedCall::prepare(c, call_opt);
+      auto prepared = PreparedCall::prepare(c, options_for(c));
+      if (!prepared->resolution_note().empty()) fmt::print(stderr, "opcost: {}\n", prepared->resolution_note());
       if (!runner) {
         runner = std::make_unique<Runner>(prepared->device_kind(), prepared->device_index(), cfg);
         if (o.device == "auto" && prepared->device_kind() == "cpu")
@@ -116,56 +169,90 @@ int run_measure(const MeasureOptions& o) {
           fmt::print(stderr, "opcost: energy unavailable: {}\n", runner->energy_unavailable_reason());
       }
       if (o.resume && db) {
-        Database::Key key{prepared->op(), prepared->overload(),
-                          stable_hash(prepared->op() + "." + prepared->overload() + " " + prepared->canonical_args()),
-                          runner->environment().device_name, o.cache, prepared->autocast()};
+        const auto key = Database::Key::of(prepared->op(), prepared->overload(), prepared->canonical_args(),
+                                           runner->environment().device_name, o.cache, prepared->autocast());
         if (auto row = db->lookup(key)) {
           fmt::print(stderr, "  already measured (row {}), skipped (--resume)\n", (*row)["db_id"].get<int64_t>());
-          ++skipped;
+          ++tally.skipped;
           continue;
         }
       }
-      Measurement m = runner->measure(*prepared);
-      if (db) m.db_id = db->insert(m);
-      if (o.json) json_out.push_back(to_json(m));
-      else fmt::print("{}", to_console(m));
-      if (many && !o.json) fmt::print("\n");
-      std::fflush(stdout);  // a long run shows (and a killed one keeps) each result as it lands
-      m.power_trace.shrink_to_fit();
-      done.push_back(std::move(m));
-    } catch (const std::exception& e) {
-      // One bad entry never loses the others: report it and go on.
-      ++failed;
-      const std::string where = c.origin.empty() ? "" : c.origin + ": ";
-      fmt::print(stderr, "opcost: error: {}{}\n", where, e.what());
+      m = runner->measure(*prepared);
+      progress.clear();
+    } catch (const ReplayError& e) {  // the op rejected the arguments: input, not a failure
+      progress.clear();
+      ++tally.bad_input;
+      error(c.origin.empty() || !many ? e.what() : fmt::format("{}: {}", c.origin, e.what()));
       if (o.json) json_out.push_back({{"op", c.display_name()}, {"args", format_args(c.args)}, {"error", e.what()}});
+      continue;
+    } catch (const std::exception& e) {  // one failure never loses the others: report it and go on
+      progress.clear();
+      ++tally.failed;
+      error(c.origin.empty() || !many ? e.what() : fmt::format("{}: {}", c.origin, e.what()));
+      if (o.json) json_out.push_back({{"op", c.display_name()}, {"args", format_args(c.args)}, {"error", e.what()}});
+      continue;
     }
+    // Stored, then printed; a row that cannot be stored is still printed, never lost.
+    std::string not_stored;
+    if (db) {
+      try {
+        m->db_id = db->insert(*m);
+      } catch (const DatabaseError& e) {
+        not_stored = e.what();
+        if (e.stops_writing()) {
+          stopped = e.what();
+          not_reached = good.size() - i - 1;
+        }
+      }
+    }
+    if (o.json) {
+      json_out.push_back(to_json(*m));
+      if (!not_stored.empty()) json_out.back()["not_stored"] = not_stored;
+    } else {
+      fmt::print("{}", to_console(*m));
+      if (many) fmt::print("\n");
+    }
+    std::fflush(stdout);  // a long run shows (and a killed one keeps) each result as it lands
+    if (!not_stored.empty()) {
+      ++tally.failed;
+      error(fmt::format("{} (the measurement above was printed but not stored)", not_stored));
+    } else {
+      ++tally.measured;
+    }
+    m->power_trace.shrink_to_fit();
+    done.push_back(std::move(*m));
   }
-  if (o.json) fmt::print("{}\n", (many ? json_out : (json_out.empty() ? nlohmann::json() : json_out[0])).dump(2));
-  if (!o.power_trace.empty()) write_power_trace(o.power_trace, done);
+  if (o.json) {
+    const nlohmann::json doc = many ? json_out : (json_out.empty() ? nlohmann::json() : json_out[0]);
+    if (!doc.is_null()) fmt::print("{}\n", doc.dump(2));
+  }
+  if (!o.power_trace.empty()) write_power_trace(o.power_trace, done, runner ? runner->energy_unavailable_reason() : "");
+  if (!stopped.empty())
+    fmt::print(stderr, "opcost: stopped: nothing more can be stored; {} entries were not measured\n", not_reached);
   if (many)
-    fmt::print(stderr, "opcost: {} measured, {} skipped, {} failed{}\n", done.size(), skipped, failed,
+    fmt::print(stderr, "opcost: {} measured, {} skipped, {} failed{}{}\n", tally.measured, tally.skipped,
+               tally.failed + tally.bad_input, tally.bad_input ? fmt::format(" ({} bad input)", tally.bad_input) : "",
                db ? fmt::format("; stored in {}", db->path()) : "");
-  else if (db && !done.empty())
+  else if (db && !done.empty() && done.back().db_id >= 0)
     fmt::print(stderr, "opcost: stored as row {} in {}\n", done.back().db_id, db->path());
-  return failed ? 1 : 0;
+  return tally.exit_code();
 }
 
 int run_db_list(const std::string& path, const std::string& op, int limit) {
-  Database db(path);
+  Database db(path, Database::Access::kReadOnly);
   auto rows = db.list(op, limit);
   fmt::print("{:>5}  {:<20} {:<28} {:>12} {:>8} {:>12} {:>8}  {}\n", "id", "created", "op", "time_us", "±%",
              "energy_mJ", "±%", "args / flags");
   for (const auto& r : rows) {
     const std::string name = r.overload.empty() ? r.op : r.op + "." + r.overload;
-    fmt::print("{:>5}  {:<20} {:<28} {:>12.4g} {:>8.2f} {:>12} {:>8}  {}{}\n", r.id, r.created_at, name, r.time_us,
-               100 * r.time_rel_ci, r.energy_mJ ? fmt::format("{:.4g}", *r.energy_mJ) : "n/a",
-               r.energy_rel_ci ? fmt::format("{:.2f}", 100 * *r.energy_rel_ci) : "",
-               r.args.size() > 60 ? r.args.substr(0, 57) + "..." : r.args,
+    fmt::print("{:>5}  {:<20} {:<28} {:>12.4g} {:>8} {:>12} {:>8}  {}{}\n", r.id, r.created_at, name, r.time_us,
+               r.time_rel_ci ? fmt::format("{:.2f}", 100 * *r.time_rel_ci) : "n/a",
+               r.energy_mJ ? fmt::format("{:.4g}", *r.energy_mJ) : "n/a",
+               r.energy_rel_ci ? fmt::format("{:.2f}", 100 * *r.energy_rel_ci) : "", fit_label(r.args, 60),
                r.flags.empty() ? "" : "  [" + r.flags + "]");
   }
   fmt::print(stderr, "{} of {} rows in {}\n", rows.size(), db.count(), path);
-  return 0;
+  return kExitSuccess;
 }
 
 struct InventoryOptions {
@@ -180,24 +267,25 @@ int run_inventory(const InventoryOptions& o) {
     fmt::print(stderr, "opcost: no CUDA GPU found; running {} on the CPU\n", o.model.model);
   Inventory inv = take_inventory(*model, o.model);
   const std::string text = o.json ? to_json(inv).dump(2) + "\n" : to_table(inv);
-  if (o.output.empty()) {
-    fmt::print("{}", text);
-  } else {
-    std::ofstream f(o.output);
-    if (!(f << text)) throw std::runtime_error(fmt::format("{}: cannot write", o.output));
-    fmt::print(stderr, "opcost: inventory of {} written to {} ({} calls, {} unique signatures)\n", o.model.model, o.output,
-               inv.sequence.size(), inv.entries.size());
-  }
-  return 0;
+  write_file(o.output, text);
+  if (!o.output.empty())
+    fmt::print(stderr, "opcost: inventory of {} written to {} ({} calls, {} unique signatures)\n", o.model.model,
+               o.output, inv.sequence.size(), inv.entries.size());
+  return kExitSuccess;
 }
 
 // The options every model command takes.
 void add_model_options(CLI::App* cmd, ModelOptions& m) {
   cmd->add_option("model", m.model, "built-in model (see opcost models) or a TorchScript file")->required();
-  cmd->add_option("--input", m.inputs, "TorchScript: one tensor per forward argument, e.g. f32[1,3,224,224] "
-                                       "or i64[1,128]:range[0,50257]");
-  cmd->add_option("--batch", m.in.batch, "batch size (built-in models)")->capture_default_str();
-  cmd->add_option("--seq", m.in.seq, "tokens per sequence (distilgpt2)")->capture_default_str();
+  cmd->add_option("--input", m.inputs,
+                  "TorchScript: one tensor per forward argument, e.g. f32[1,3,224,224] "
+                  "or i64[1,128]:range[0,50257]");
+  cmd->add_option("--batch", m.in.batch, "batch size (built-in models)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd->add_option("--seq", m.in.seq, "tokens per sequence (distilgpt2)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   cmd->add_option("--dtype", m.in.dtype, "model dtype: fp32, bf16 or fp16")->capture_default_str();
   cmd->add_option("--device", m.in.device, "auto (CUDA when present), cpu, cuda")->capture_default_str();
   cmd->add_flag("--train", m.in.train, "forward and backward; backward ops attributed to their forward layer");
@@ -213,7 +301,57 @@ int run_models() {
     fmt::print("{:<12} {:>12}  {:<20} {}\n", info.name, m->parameter_count(), info.default_input, info.description);
   }
   fmt::print("\nAny TorchScript file (torch.jit.save) works too: opcost inventory model.pt --input f32[1,3,224,224]\n");
-  return 0;
+  return kExitSuccess;
+}
+
+// The subcommand chain a command line names (app, measure; app, db, list), as far as it goes.
+std::vector<CLI::App*> command_chain(CLI::App& app, int argc, char** argv) {
+  std::vector<CLI::App*> chain = {&app};
+  for (int i = 1; i < argc; ++i) {
+    const std::string tok = argv[i];
+    if (tok.empty() || tok[0] == '-') continue;
+    auto subs = chain.back()->get_subcommands({});
+    auto it = std::find_if(subs.begin(), subs.end(), [&](CLI::App* s) { return s->get_name() == tok; });
+    if (it != subs.end()) chain.push_back(*it);
+  }
+  return chain;
+}
+
+// "Did you mean" for a mistyped subcommand or option.
+std::string parse_error_hint(CLI::App& app, int argc, char** argv) {
+  const auto chain = command_chain(app, argc, argv);
+  std::vector<std::string> options;
+  for (CLI::App* level : chain)
+    for (const CLI::Option* opt : level->get_options()) {
+      for (const auto& l : opt->get_lnames()) options.push_back("--" + l);
+      for (const auto& s : opt->get_snames()) options.push_back("-" + s);
+    }
+  for (int i = 1; i < argc; ++i) {
+    std::string tok = argv[i];
+    if (tok.rfind("--", 0) == 0) {
+      tok = tok.substr(0, tok.find('='));
+      if (std::find(options.begin(), options.end(), tok) != options.end()) continue;
+      const auto near = closest(tok, options, 1);
+      return fmt::format("unknown option '{}' for {}{}", printable(tok),
+                         chain.back()->get_name().empty() ? "opcost" : "opcost " + chain.back()->get_name(),
+                         near.empty() ? "" : fmt::format(" (did you mean {}?)", near.front()));
+    }
+  }
+  // A first word that is no command: the likeliest typo.
+  if (chain.size() == 1 || (chain.size() > 1 && !chain.back()->get_subcommands({}).empty())) {
+    CLI::App* level = chain.back();
+    std::vector<std::string> names;
+    for (CLI::App* s : level->get_subcommands({})) names.push_back(s->get_name());
+    for (int i = 1; i < argc; ++i) {
+      const std::string tok = argv[i];
+      if (tok.empty() || tok[0] == '-' || std::find(names.begin(), names.end(), tok) != names.end()) continue;
+      if (i > 1 && std::string(argv[i - 1]) == "--db") continue;  // the value of an option
+      const auto near = closest(tok, names, 1);
+      return fmt::format("unknown command '{}'{}; the commands are: {}", printable(tok),
+                         near.empty() ? "" : fmt::format(" (did you mean {}?)", near.front()), fmt::join(names, ", "));
+    }
+  }
+  return "";
 }
 
 }  // namespace
@@ -223,8 +361,12 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", std::string("opcost ") + kOpcostVersion);
   app.require_subcommand(1);
   app.fallthrough();  // --db is accepted after the subcommand too
+  app.footer(
+      "Exit status: 0 success; 1 some measurements failed (the rest were measured and stored); 2 bad input; "
+      "3 incomplete prediction (some operators unmeasured).");
   std::string db_path;
-  app.add_option("--db", db_path, "SQLite database (default: $OPCOST_DB or ~/.local/share/opcost/opcost.db)");
+  auto* db_option =
+      app.add_option("--db", db_path, "SQLite database (default: $OPCOST_DB or ~/.local/share/opcost/opcost.db)");
 
   MeasureOptions mo;
   auto* measure = app.add_subcommand("measure", "Replay one ATen operator in a loop and measure its time and energy");
@@ -236,21 +378,34 @@ int main(int argc, char** argv) {
   measure->add_flag("--resume", mo.resume, "skip operators that already have an unflagged row");
   measure->add_option("--device", mo.device, "auto (CUDA when present), cpu, cuda, cuda:N")->capture_default_str();
   measure->add_option("--cache", mo.cache, "warm: reuse inputs; cold: rotate inputs over 256 MiB")
-      ->check(CLI::IsMember({"warm", "cold"}))->capture_default_str();
-  measure->add_option("--seed", mo.seed, "seed of the random input data")->capture_default_str();
-  measure->add_option("--max-time", mo.max_time, "timing budget per operator, seconds")->capture_default_str();
-  measure->add_option("--target-ci", mo.target_ci, "stop timing when the 95% CI half-width is this fraction of the mean")
+      ->check(CLI::IsMember({"warm", "cold"}))
       ->capture_default_str();
-  measure->add_option("--energy-max-time", mo.energy_max, "energy loop budget per operator, seconds")->capture_default_str();
-  measure->add_option("--energy-max-time-capped", mo.energy_max_capped,
-                      "energy loop budget when the GPU sits at its power cap, seconds")->capture_default_str();
+  measure->add_option("--seed", mo.seed, "seed of the random input data")->capture_default_str();
+  measure->add_option("--max-time", mo.max_time, "timing budget per operator, seconds")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  measure
+      ->add_option("--target-ci", mo.target_ci, "stop timing when the 95% CI half-width is this fraction of the mean")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  measure->add_option("--energy-max-time", mo.energy_max, "energy loop budget per operator, seconds")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  measure
+      ->add_option("--energy-max-time-capped", mo.energy_max_capped,
+                   "energy loop budget when the GPU sits at its power cap, seconds")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   measure->add_option("--energy-settle", mo.energy_settle, "seconds of looping discarded before energy windows")
+      ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   measure->add_option("--energy-target-ci", mo.energy_target, "stop the energy loop at this relative 95% CI")
+      ->check(CLI::PositiveNumber)
       ->capture_default_str();
   measure->add_flag("--no-energy", mo.no_energy, "skip the energy loop");
   measure->add_option("--power-trace", mo.power_trace, "write the sampled power trace (JSON) to this file");
-  measure->add_option("--autocast", mo.autocast, "replay under autocast to this dtype (bf16, fp16), as an autocast model runs");
+  measure->add_option("--autocast", mo.autocast,
+                      "replay under autocast to this dtype (bf16, fp16), as an autocast model runs");
 
   auto* dbcmd = app.add_subcommand("db", "Inspect and export the measurement database");
   dbcmd->require_subcommand(1);
@@ -259,7 +414,7 @@ int main(int argc, char** argv) {
   int list_limit = 50;
   auto* dblist = dbcmd->add_subcommand("list", "List the newest measurements");
   dblist->add_option("--op", list_op, "only operators whose name contains this");
-  dblist->add_option("--limit", list_limit, "rows to show")->capture_default_str();
+  dblist->add_option("--limit", list_limit, "rows to show")->check(CLI::PositiveNumber)->capture_default_str();
   int64_t show_id = 0;
   auto* dbshow = dbcmd->add_subcommand("show", "Show one measurement in full (JSON)");
   dbshow->add_option("id", show_id, "row id")->required();
@@ -291,35 +446,76 @@ int main(int argc, char** argv) {
     add_model_options(c, po.model);
     c->add_flag("--json", po.json, "print JSON");
     c->add_option("--cache", po.cache, "operator measurements with warm inputs, or cold (rotated over 256 MiB)")
-        ->check(CLI::IsMember({"warm", "cold"}))->capture_default_str();
+        ->check(CLI::IsMember({"warm", "cold"}))
+        ->capture_default_str();
     return c;
   };
   auto add_measuring = [&](CLI::App* c, Budgets& b) {
-    c->add_option("--max-time", b.op_time, "timing budget per operator, seconds")->capture_default_str();
-    c->add_option("--energy-max-time", b.op_energy, "energy loop budget per operator, seconds")->capture_default_str();
+    c->add_option("--max-time", b.op_time, "timing budget per operator, seconds")
+        ->check(CLI::PositiveNumber)
+        ->capture_default_str();
+    c->add_option("--energy-max-time", b.op_energy, "energy loop budget per operator, seconds")
+        ->check(CLI::PositiveNumber)
+        ->capture_default_str();
     c->add_option("--energy-max-time-capped", b.op_energy_capped,
-                  "energy loop budget per operator at the power cap, seconds")->capture_default_str();
-    c->add_option("--step-max-time", b.step_time, "timing budget for the whole step, seconds")->capture_default_str();
+                  "energy loop budget per operator at the power cap, seconds")
+        ->check(CLI::PositiveNumber)
+        ->capture_default_str();
+    c->add_option("--step-max-time", b.step_time, "timing budget for the whole step, seconds")
+        ->check(CLI::PositiveNumber)
+        ->capture_default_str();
     c->add_flag("--no-energy", b.no_energy, "skip the energy loops");
   };
-  auto* predict = add_predict("predict", "Predict a model step's time and energy from the database (lists what is missing)");
-  auto* validate = add_predict("validate", "Measure what the database lacks and the whole step; compare with the prediction");
+  auto* predict =
+      add_predict("predict", "Predict a model step's time and energy from the database (lists what is missing)");
+  auto* validate =
+      add_predict("validate", "Measure what the database lacks and the whole step; compare with the prediction");
   add_measuring(validate, validate_budgets);
-  auto* modelcmd = add_predict("model", "Measure operators in order of expected share until they explain --target of the step");
+  auto* modelcmd =
+      add_predict("model", "Measure operators in order of expected share until they explain --target of the step");
   add_measuring(modelcmd, model_budgets);
   modelcmd->add_option("--target", po.target, "share of the step's time and energy to explain")
-      ->check(CLI::Range(0.01, 1.0))->default_val(0.9)->capture_default_str();
+      ->check(CLI::Range(0.01, 1.0))
+      ->default_val(0.9)
+      ->capture_default_str();
   auto* models = app.add_subcommand("models", "List the built-in models with their parameter counts and inputs");
 
-  CLI11_PARSE(app, argc, argv);
-  // --db is accepted before or after the subcommand.
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    const std::string hint = parse_error_hint(app, argc, argv);
+    error(hint.empty() ? e.what() : hint);
+    fmt::print(stderr, "Run with --help for the commands and options.\n");
+    return kExitBadInput;
+  }
+  // --db is accepted before or after the subcommand. An empty one is a mistake (an unset
+  // variable in a script), never a request for the default.
+  if (db_option->count() > 0 && db_path.empty()) {
+    error(fmt::format("--db: the path is empty; give a file, or leave --db out for {}", Database::default_path()));
+    return kExitBadInput;
+  }
+  const char* env_db = std::getenv("OPCOST_DB");
+  // Only opcost's own default location gets its directories made; a path the user typed
+  // (or put in $OPCOST_DB) must exist up to its file, so a typo creates nothing.
+  const bool create_parent = db_path.empty() && !(env_db && *env_db);
   const std::string path = db_path.empty() ? Database::default_path() : db_path;
   mo.db = path;
+  mo.db_create_parent = create_parent;
+  int rc = kExitSuccess;
   try {
-    if (measure->parsed()) return run_measure(mo);
-    if (inventory->parsed()) return run_inventory(io);
-    if (predict->parsed() || validate->parsed() || modelcmd->parsed()) {
+    if (measure->parsed()) {
+      rc = run_measure(mo);
+    } else if (inventory->parsed()) {
+      rc = run_inventory(io);
+    } else if (predict->parsed() || validate->parsed() || modelcmd->parsed()) {
       po.db = path;
+      po.db_create_parent = create_parent;
       po.measure = !predict->parsed();
       if (!modelcmd->parsed()) po.target = 0;
       const Budgets& b = modelcmd->parsed() ? model_budgets : validate_budgets;
@@ -329,36 +525,43 @@ int main(int argc, char** argv) {
       po.op_config.energy_max_capped_s = b.op_energy_capped;
       po.step_config.synchronous_calls = true;
       po.step_config.time.max_seconds = b.step_time;
-      return run_predict(po);
-    }
-    if (models->parsed()) return run_models();
-    if (dblist->parsed()) return run_db_list(path, list_op, list_limit);
-    if (dbshow->parsed()) {
-      Database db(path);
+      rc = run_predict(po);
+    } else if (models->parsed()) {
+      rc = run_models();
+    } else if (dblist->parsed()) {
+      rc = run_db_list(path, list_op, list_limit);
+    } else if (dbshow->parsed()) {
+      Database db(path, Database::Access::kReadOnly);
       auto row = db.get(show_id);
       if (!row) {
-        fmt::print(stderr, "opcost: no row {} in {} (see `opcost db list`)\n", show_id, path);
-        return 1;
+        error(fmt::format("no row {} in {} (see `opcost db list`)", show_id, path));
+        return kExitBadInput;
       }
       fmt::print("{}\n", row->dump(2));
-      return 0;
-    }
-    if (dbexport->parsed()) {
+    } else if (dbexport->parsed()) {
       if (!as_csv && !as_json) throw std::invalid_argument("db export needs --csv or --json");
-      Database db(path);
-      std::ofstream file;
-      if (!export_out.empty()) {
-        file.open(export_out);
-        if (!file) throw std::runtime_error(fmt::format("{}: cannot write", export_out));
-      }
-      std::ostream& out = export_out.empty() ? std::cout : file;
-      if (as_csv) db.export_csv(out);
-      else db.export_json(out);
-      return 0;
+      Database db(path, Database::Access::kReadOnly);
+      OutputFile out(export_out);
+      if (as_csv)
+        db.export_csv(out);
+      else
+        db.export_json(out);
+      out.close();
+      if (!export_out.empty()) fmt::print(stderr, "opcost: {} rows written to {}\n", db.count(), export_out);
     }
+    check_stdout();
+  } catch (const std::invalid_argument& e) {  // also a spec, model or argument that cannot run
+    error(e.what());
+    return kExitBadInput;
+  } catch (const ReplayError& e) {
+    error(e.what());
+    return kExitBadInput;
+  } catch (const DatabaseError& e) {  // a file that cannot be opened or written: fix the path
+    error(e.what());
+    return e.kind() == DatabaseError::Kind::kReadOnly ? kExitBadInput : kExitMeasurementFailed;
   } catch (const std::exception& e) {
-    fmt::print(stderr, "opcost: error: {}\n", e.what());
-    return 2;
+    error(e.what());
+    return kExitMeasurementFailed;
   }
-  return 0;
+  return rc;
 }

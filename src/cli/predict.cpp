@@ -5,16 +5,21 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "cli/exit_codes.h"
 #include "core/predict/kernels.h"
 #include "core/predict/prediction.h"
+#include "core/report/progress.h"
+#include "core/report/report.h"
 #include "core/spec/op_call.h"
 #include "core/spec/spec_file.h"
 #include "core/stats/summary.h"
 #include "core/store/database.h"
+#include "core/text/text.h"
 #include "torch/kernel_trace.h"
 #include "torch/model_call.h"
 #include "torch/observer.h"
@@ -34,10 +39,12 @@ Inventory take_inventory(RunnableModel& model, const ModelOptions& o) {
   oo.backward = o.in.train;
   oo.layer_source = model.layer_source();
   auto observed_step = [&] {
-    return observe([&] {
-      model.step();
-      model.synchronize();
-    }, oo);
+    return observe(
+        [&] {
+          model.step();
+          model.synchronize();
+        },
+        oo);
   };
   // Host times vary from step to step: they, and the observer's own share of each gap, are
   // medians over a few observed steps (the calls themselves come from the first).
@@ -68,10 +75,6 @@ namespace {
 const char* kGapProbeOp = "aten::add";
 const char* kGapProbeOverload = "Tensor";
 const char* kGapProbeArgs = "self=f32[1] other=f32[1]";
-
-std::string key_hash(const std::string& op, const std::string& overload, const std::string& args) {
-  return stable_hash(op + "." + overload + " " + args);
-}
 
 // Expected share of an entry before it is measured: tensor elements touched × calls. Cheap,
 // and ranks convolutions and matmuls above views and small pointwise ops.
@@ -111,8 +114,8 @@ struct EntryHostPass {
 };
 
 // The host issue costs of every measured entry, measured together (see interleaved_host_costs).
-EntryHostPass remeasure_host_costs(const Inventory& inv, const std::string& kind, const std::map<std::size_t, OpCost>& costs,
-                                   PreparedCall& step) {
+EntryHostPass remeasure_host_costs(const Inventory& inv, const std::string& kind,
+                                   const std::map<std::size_t, OpCost>& costs, PreparedCall& step) {
   fmt::print(stderr, "opcost: measuring the operators' host costs together, beside the step\n");
   EntryHostPass out;
   std::vector<std::unique_ptr<PreparedCall>> prepared;
@@ -146,11 +149,23 @@ int run_predict(const PredictOptions& o) {
     fmt::print(stderr, "opcost: no CUDA GPU found; predicting {} on the CPU\n", o.model.model);
   Inventory inv = take_inventory(*model, o.model);
   const Environment env = describe_environment(kind, 0);
-  Database db(o.db);
+  // predict only reads: it never creates a database, and a missing one is an empty one.
+  std::optional<Database> db;
+  if (o.measure)
+    db.emplace(o.db, Database::Access::kReadWrite, o.db_create_parent);
+  else if (std::filesystem::exists(o.db))
+    db.emplace(o.db, Database::Access::kReadOnly);
+  else
+    fmt::print(stderr, "opcost: no database at {} yet: nothing is measured (run `opcost validate` to measure)\n", o.db);
+  ProgressLine progress;
+  MeasureConfig op_config = o.op_config, step_config = o.step_config;
+  op_config.progress = step_config.progress = [&progress](const std::string& line) { progress.update(line); };
   std::unique_ptr<Runner> op_runner;
+  std::size_t failures = 0;
+  std::string stopped;  // the database stopped taking rows: measure nothing more
   auto runner = [&]() -> Runner& {
     if (!op_runner) {
-      op_runner = std::make_unique<Runner>(kind, 0, o.op_config);
+      op_runner = std::make_unique<Runner>(kind, 0, op_config);
       if (!op_runner->energy_unavailable_reason().empty())
         fmt::print(stderr, "opcost: energy unavailable: {}\n", op_runner->energy_unavailable_reason());
     }
@@ -159,7 +174,20 @@ int run_predict(const PredictOptions& o) {
 
   auto lookup = [&](const std::string& op, const std::string& overload, const std::string& args,
                     const std::string& autocast, const std::string& cache) {
-    return db.lookup({op, overload, key_hash(op, overload, args), env.device_name, cache, autocast}, true);
+    return db ? db->lookup(Database::Key::of(op, overload, args, env.device_name, cache, autocast), true)
+              : std::nullopt;
+  };
+  // Stored, and returned as stored; a measurement the database refuses is still used.
+  auto store = [&](Measurement& m) -> nlohmann::json {
+    try {
+      m.db_id = db->insert(m);  // each its own transaction: an interrupted run keeps what it measured
+      return *db->get(m.db_id);
+    } catch (const DatabaseError& e) {
+      ++failures;
+      fmt::print(stderr, "opcost: error: {} (the measurement is used, but not stored)\n", e.what());
+      if (e.stops_writing()) stopped = e.what();
+      return to_json(m);
+    }
   };
   auto measure_one = [&](const std::string& signature, const std::string& autocast,
                          const std::string& cache) -> std::optional<nlohmann::json> {
@@ -170,10 +198,12 @@ int run_predict(const PredictOptions& o) {
       ro.cache_mode = cache;
       auto prepared = PreparedCall::prepare(parse_call_line(signature, "inventory"), ro);
       Measurement m = runner().measure(*prepared);
-      m.db_id = db.insert(m);  // each its own transaction: an interrupted run keeps what it measured
-      return db.get(m.db_id);
+      progress.clear();
+      return store(m);
     } catch (const std::exception& e) {  // one bad op never stops the rest
-      fmt::print(stderr, "opcost: error: {}: {}\n", signature, e.what());
+      progress.clear();
+      ++failures;
+      fmt::print(stderr, "opcost: error: {}: {}\n", signature, user_message(e.what()));
       return std::nullopt;
     }
   };
@@ -182,7 +212,8 @@ int run_predict(const PredictOptions& o) {
   std::map<std::size_t, OpCost> costs;
   for (std::size_t i = 0; i < inv.entries.size(); ++i) {
     const auto& e = inv.entries[i];
-    if (auto doc = lookup(e.op, e.overload, e.args, inv.autocast, o.cache)) costs[i] = op_cost_from_document(*doc, on_gpu);
+    if (auto doc = lookup(e.op, e.overload, e.args, inv.autocast, o.cache))
+      costs[i] = op_cost_from_document(*doc, on_gpu);
   }
   PredictionInputs pin;
   pin.on_gpu = on_gpu;
@@ -206,10 +237,11 @@ int run_predict(const PredictOptions& o) {
   std::optional<StepMeasurement> step;
   auto measure_step = [&] {
     fmt::print(stderr, "opcost: measuring the whole step of {} ({})\n", o.model.model, inv.input);
-    Runner r(kind, 0, o.step_config);
+    Runner r(kind, 0, step_config);
     ModelCall call(*model, o.model.in);
     Measurement m = r.measure(call);
-    m.db_id = db.insert(m);
+    progress.clear();
+    store(m);
     StepMeasurement s;
     s.time_us = m.time.per_call_us.mean;
     s.time_ci_us = (m.time.per_call_us.ci95_high - m.time.per_call_us.ci95_low) / 2;
@@ -229,22 +261,28 @@ int run_predict(const PredictOptions& o) {
   if (o.measure && (o.target > 0 || any_missing)) measure_step();
   const std::optional<double> before_ops = o.target > 0 || !step ? std::nullopt : std::optional(step->time_us);
 
+  bool target_met = false;  // `model` stopped measuring because the target was reached
   if (o.measure) {
     std::vector<std::size_t> todo;
     for (std::size_t i = 0; i < inv.entries.size(); ++i)
       if (!costs.count(i)) todo.push_back(i);
-    std::stable_sort(todo.begin(), todo.end(), [&](auto a, auto b) {
-      return expected_weight(inv.entries[a]) > expected_weight(inv.entries[b]);
-    });
+    std::stable_sort(todo.begin(), todo.end(),
+                     [&](auto a, auto b) { return expected_weight(inv.entries[a]) > expected_weight(inv.entries[b]); });
     std::size_t done = 0;
     for (std::size_t i : todo) {
+      if (!stopped.empty()) {
+        fmt::print(stderr, "opcost: stopped measuring: {}\n", stopped);
+        break;
+      }
       if (o.target > 0 && step) {  // `model`: stop once the measured operators explain enough
         Prediction p = predict(inv, costs, pin);
         const bool time_ok = p.time_us >= o.target * step->time_us;
         const bool energy_ok = !step->energy_mJ || (p.energy_mJ && *p.energy_mJ >= o.target * *step->energy_mJ);
         if (time_ok && energy_ok) {
-          fmt::print(stderr, "opcost: measured operators explain {:.1f}% of the step's time (target {:.0f}%); stopping\n",
+          fmt::print(stderr,
+                     "opcost: measured operators explain {:.1f}% of the step's time (target {:.0f}%); stopping\n",
                      100 * p.time_us / step->time_us, 100 * o.target);
+          target_met = true;
           break;
         }
       }
@@ -261,7 +299,8 @@ int run_predict(const PredictOptions& o) {
     ModelCall step_call(*model, o.model.in);
     host_pass = remeasure_host_costs(inv, kind, costs, step_call);
     stored_costs = costs;
-    for (std::size_t k = 0; k < host_pass->entries.size(); ++k) costs[host_pass->entries[k]].cpu_us = host_pass->pass.host_us[k];
+    for (std::size_t k = 0; k < host_pass->entries.size(); ++k)
+      costs[host_pass->entries[k]].cpu_us = host_pass->pass.host_us[k];
     // The GPU's power between kernels moves with its temperature and clocks: measured again too.
     if (on_gpu) {
       fmt::print(stderr, "opcost: measuring the GPU's power between kernels again, beside the step\n");
@@ -275,16 +314,20 @@ int run_predict(const PredictOptions& o) {
   auto flag_drift = [&](double other_us, const char* when) {
     const double change = step->time_us / other_us - 1;
     if (std::abs(change) > kStepDriftFlag)
-      step->flags.push_back(fmt::format("drift: the step took {:.0f} µs {} and {:.0f} µs in its measurement ({:+.1f}%)",
-                                        other_us, when, step->time_us, 100 * change));
+      step->flags.push_back(
+          fmt::format("drift: the step took {:.0f} µs {} and {:.0f} µs in its "
+                      "measurement ({:+.1f}%)",
+                      other_us, when, step->time_us, 100 * change));
   };
-  if (step && host_pass && host_pass->pass.paired_us) flag_drift(*host_pass->pass.paired_us, "during the host-cost pass");
+  if (step && host_pass && host_pass->pass.paired_us)
+    flag_drift(*host_pass->pass.paired_us, "during the host-cost pass");
   if (step && before_ops) {
     step->before_ops_time_us = before_ops;
     flag_drift(*before_ops, "before the operator loops");
   }
 
   Prediction p = predict(inv, costs, pin);
+  p.unmeasured_by_choice = target_met;
   const StepMeasurement* m = step ? &*step : nullptr;
   // Last, after every timed loop: the profiler's tracing must not touch a measurement.
   std::optional<KernelReport> kernels;
@@ -302,12 +345,15 @@ int run_predict(const PredictOptions& o) {
     nlohmann::json j = to_json(p, inv, m);
     j["kernels"] = kernels ? to_json(*kernels, inv, costs) : nlohmann::json{{"checked", false}, {"why", kernels_why}};
     if (host_pass) {
-      j["host_costs"] = {{"source", "interleaved pass beside the step"},
-                         {"rounds", host_pass->pass.rounds},
-                         {"seconds", host_pass->pass.seconds},
-                         {"step_during_pass_us", host_pass->pass.paired_us ? nlohmann::json(*host_pass->pass.paired_us) : nlohmann::json()},
-                         {"stored_host_costs_prediction", {{"time_us", stored->time_us}, {"cpu_us", stored->timeline.cpu_us}}}};
-      if (m) j["host_costs"]["stored_host_costs_prediction"]["time_error"] = (stored->time_us - m->time_us) / m->time_us;
+      j["host_costs"] = {
+          {"source", "interleaved pass beside the step"},
+          {"rounds", host_pass->pass.rounds},
+          {"seconds", host_pass->pass.seconds},
+          {"step_during_pass_us",
+           host_pass->pass.paired_us ? nlohmann::json(*host_pass->pass.paired_us) : nlohmann::json()},
+          {"stored_host_costs_prediction", {{"time_us", stored->time_us}, {"cpu_us", stored->timeline.cpu_us}}}};
+      if (m)
+        j["host_costs"]["stored_host_costs_prediction"]["time_error"] = (stored->time_us - m->time_us) / m->time_us;
     }
     for (auto& row : j["ops"]) {
       const auto e = entry_of(inv, row["name"].get<std::string>());
@@ -323,22 +369,28 @@ int run_predict(const PredictOptions& o) {
       gaps += c.host_gap_us;
     }
     for (double g : model_code_us(inv)) model_code += g;
-    j["inventory_run"] = {{"host_us_in_calls", host}, {"host_us_between_calls", gaps},
-                          {"observer_us_per_gap", inv.observer_gap_us}, {"model_code_us", model_code}};
+    j["inventory_run"] = {{"host_us_in_calls", host},
+                          {"host_us_between_calls", gaps},
+                          {"observer_us_per_gap", inv.observer_gap_us},
+                          {"model_code_us", model_code}};
     fmt::print("{}\n", j.dump(2));
   } else {
     fmt::print("{}", to_table(p, inv, m));
-    fmt::print("{}", kernels ? to_table(*kernels, inv, costs) : fmt::format("kernels: not checked ({})\n", kernels_why));
+    fmt::print("{}",
+               kernels ? to_table(*kernels, inv, costs) : fmt::format("kernels: not checked ({})\n", kernels_why));
     if (host_pass) {
-      fmt::print("host costs: re-measured beside the step ({} interleaved rounds, {:.2f} s); with the stored ones the "
-                 "prediction is {:.2f} µs{}\n",
-                 host_pass->pass.rounds, host_pass->pass.seconds, stored->time_us,
-                 m ? fmt::format(" (error {:+.2f}%)", 100 * (stored->time_us - m->time_us) / m->time_us) : "");
+      fmt::print(
+          "host costs: re-measured beside the step ({} interleaved rounds, {:.2f} s); with the stored ones the "
+          "prediction is {:.2f} µs{}\n",
+          host_pass->pass.rounds, host_pass->pass.seconds, stored->time_us,
+          m ? fmt::format(" (error {:+.2f}%)", 100 * (stored->time_us - m->time_us) / m->time_us) : "");
     }
-    if (on_gpu && pin.gap_power_W) fmt::print("GPU power between kernels: {:.0f} W; host sync {:.1f} µs\n", *pin.gap_power_W, pin.sync_us);
+    if (on_gpu && pin.gap_power_W)
+      fmt::print("GPU power between kernels: {:.0f} W; host sync {:.1f} µs\n", *pin.gap_power_W, pin.sync_us);
   }
   std::fflush(stdout);
-  return p.complete() ? 0 : 3;
+  if (failures) return kExitMeasurementFailed;
+  return p.complete() || target_met ? kExitSuccess : kExitIncomplete;
 }
 
 }  // namespace opcost

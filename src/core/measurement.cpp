@@ -24,9 +24,18 @@ std::vector<std::string> hygiene_flags(const DeviceState& before, const DeviceSt
   }
   if (lo && hi && *hi > 0 && double(*hi - *lo) / *hi > 0.05)
     flags.push_back(fmt::format("clock_changed:{}-{}MHz", *lo, *hi));
-  const unsigned others = std::max({during.other_processes_max, before.other_processes.value_or(0),
-                                    after.other_processes.value_or(0)});
+  const unsigned others =
+      std::max({during.other_processes_max, before.other_processes.value_or(0), after.other_processes.value_or(0)});
   if (others > 0) flags.push_back(fmt::format("other_processes:{}", others));
+  return flags;
+}
+
+std::vector<std::string> measurement_flags(const Measurement& m) {
+  std::vector<std::string> flags;
+  if (m.time.per_call_us.n < 2) flags.push_back(fmt::format("no_interval:{} sample", m.time.per_call_us.n));
+  if (m.time.host_bound_samples > 0)
+    flags.push_back(fmt::format("host_bound:{} of {} samples may include the GPU waiting for the host",
+                                m.time.host_bound_samples, m.time.per_call_us.n));
   return flags;
 }
 

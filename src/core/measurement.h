@@ -20,12 +20,14 @@ struct Environment {
 };
 
 struct TimeResult {
-  Summary per_call_us;             // GPU time per call (CUDA events); wall time on the CPU
-  std::string stop_reason;         // converged / time_budget / sample_budget
-  double target_rel_ci95 = 0.01;
+  Summary per_call_us;      // GPU time per call (CUDA events); wall time on the CPU
+  std::string stop_reason;  // converged / time_budget / sample_budget
   std::size_t calls_per_sample = 1;
-  double host_us_per_call = 0;     // host wall time to issue one call (dispatch + launch)
-  double host_cpu_us_per_call = 0; // host thread CPU time to issue one call
+  double host_us_per_call = 0;      // host wall time to issue one call (dispatch + launch)
+  double host_cpu_us_per_call = 0;  // host thread CPU time to issue one call
+  // CUDA: samples kept although their batch outlasted the GPU prefill, so the GPU may have
+  // waited for the host inside them (after 50 late batches; see Runner::time_cuda).
+  std::size_t host_bound_samples = 0;
 };
 
 struct EnergyResult {
@@ -34,12 +36,12 @@ struct EnergyResult {
   std::string source;              // "nvml-energy-counter", "rapl"
   Summary per_call_mJ;             // over windows
   double above_idle_mJ = 0;
-  double power_W = 0;              // average over the windows
+  double power_W = 0;  // average over the windows
   std::optional<double> idle_power_W;
-  double wall_us_per_call = 0;     // loop wall time per call (>= GPU time when launch-bound)
+  double wall_us_per_call = 0;  // loop wall time per call (>= GPU time when launch-bound)
   double counter_period_s = 0;
   std::size_t windows = 0;
-  double effective_windows = 0;  // windows corrected for their autocorrelation
+  double effective_windows = 0;     // windows corrected for their autocorrelation
   std::size_t stalled_windows = 0;  // dropped: the loop stalled and the GPU idled
   double seconds = 0;
   // The windows themselves (start relative to the loop's start), for the JSON report.
@@ -50,7 +52,7 @@ struct EnergyResult {
 struct Measurement {
   int64_t db_id = -1;
   std::string created_at;  // UTC ISO-8601
-  std::string op, overload, args, args_hash, dtype, schema;
+  std::string op, overload, args, args_hash, dtype;
   std::string cache_mode = "warm";
   std::string autocast;  // "" or the autocast dtype the op was replayed under
   std::string method;
@@ -69,8 +71,11 @@ struct Measurement {
 };
 
 // Flags for a run that saw throttling, a clock change or another process on the GPU.
-std::vector<std::string> hygiene_flags(const DeviceState& before, const DeviceState& after,
-                                       const StateSummary& during);
+std::vector<std::string> hygiene_flags(const DeviceState& before, const DeviceState& after, const StateSummary& during);
+
+// Flags for figures that are weaker than they look: a time from a single sample (no
+// interval), samples in which the GPU may have waited for the host.
+std::vector<std::string> measurement_flags(const Measurement& m);
 
 std::string utc_timestamp();
 

@@ -14,22 +14,28 @@ namespace opcost {
 
 struct BoundCall {
   std::optional<c10::OperatorHandle> handle;
-  std::vector<c10::IValue> inputs;        // one per schema argument, in schema order
-  std::vector<NamedArg> canonical;        // non-default arguments, normalised, schema order
-  std::string dtype;                      // of the first floating tensor (else first tensor)
-  std::size_t tensor_bytes = 0;           // bytes of tensor storage the inputs own
+  std::string overload;             // the schema's (resolved when the call named none)
+  std::string resolution_note;      // how the overload was chosen, when it was
+  std::vector<c10::IValue> inputs;  // one per schema argument, in schema order
+  std::vector<NamedArg> canonical;  // non-default arguments, normalised, schema order
+  std::string dtype;                // of the first floating tensor (else first tensor)
+  std::size_t tensor_bytes = 0;     // bytes of tensor storage the inputs own
+  std::size_t host_bytes_peak = 0;  // host memory needed while making them (CPU tensors)
+  std::size_t implicit_nones = 0;   // optional arguments without default left as None
 };
 
-// Throws ReplayError with the op, the argument and what the schema expects.
+// Throws ReplayError with the op, the argument and what the schema expects. An op named
+// without an overload that has no default one gets the overload its arguments fit.
 BoundCall bind_call(const OpCall& call, c10::Device device, uint64_t seed);
+
+// The same checks without making a tensor: types, names, shapes' sizes. Cheap, so a spec
+// file's entries can all be checked before anything is measured.
+BoundCall check_call(const OpCall& call, c10::Device device);
 
 // The value as opcost writes it: normalised dtype codes, enum names, tensors as specs (keeping
 // the range/device annotations of `given` when the value came from the user).
 ArgValue canonical_value(const c10::Argument& a, const c10::IValue& iv, const ArgValue* given = nullptr);
 
-// Canonical non-default arguments of a call seen with these inputs (schema order): what an
-// inventory emits and `opcost measure` accepts.
-std::vector<NamedArg> canonical_args(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& inputs);
 // The same from already-canonical values, one per schema argument. `schema` must be a
 // registered op's (defaults are cached by argument address).
 std::vector<NamedArg> drop_defaults(const c10::FunctionSchema& schema, std::vector<ArgValue> values);

@@ -226,16 +226,22 @@ struct MnistImpl : nn::Module {
 };
 TORCH_MODULE(Mnist);
 
-
 template <typename M>
 class Runnable : public RunnableModel {
  public:
   Runnable(std::string name, M m, torch::Tensor input, c10::Device dev, const ModelInput& in,
            std::optional<at::ScalarType> autocast)
-      : name_(std::move(name)), m_(std::move(m)), input_(std::move(input)), dev_(dev), in_(in), autocast_(autocast),
+      : name_(std::move(name)),
+        m_(std::move(m)),
+        input_(std::move(input)),
+        dev_(dev),
+        in_(in),
+        autocast_(autocast),
         parameters_(m_->parameters()) {
-    if (in_.train) m_->train();
-    else m_->eval();
+    if (in_.train)
+      m_->train();
+    else
+      m_->eval();
   }
   const std::string& name() const override { return name_; }
   int64_t parameter_count() const override {
@@ -303,11 +309,11 @@ void run_model_step(const ModelInput& in, std::optional<at::ScalarType> autocast
 
 const std::vector<ModelInfo>& builtin_models() {
   static const std::vector<ModelInfo> m = {
-      {"resnet18", "torchvision ResNet-18", "f32[1,3,224,224]", 1, false},
-      {"resnet34", "torchvision ResNet-34", "f32[1,3,224,224]", 1, false},
-      {"resnet50", "torchvision ResNet-50 (v1.5)", "f32[1,3,224,224]", 1, false},
-      {"distilgpt2", "GPT-2, 6 layers, 768 hidden, 12 heads, tied output embedding", "i64[1,128]", 1, true},
-      {"mnist-cnn", "two 5x5 convolutions (20, 50 filters), max-pools, fc 800-500-10", "f32[1,1,28,28]", 1, false},
+      {"resnet18", "torchvision ResNet-18", "f32[1,3,224,224]", false},
+      {"resnet34", "torchvision ResNet-34", "f32[1,3,224,224]", false},
+      {"resnet50", "torchvision ResNet-50 (v1.5)", "f32[1,3,224,224]", false},
+      {"distilgpt2", "GPT-2, 6 layers, 768 hidden, 12 heads, tied output embedding", "i64[1,128]", true},
+      {"mnist-cnn", "two 5x5 convolutions (20, 50 filters), max-pools, fc 800-500-10", "f32[1,1,28,28]", false},
   };
   return m;
 }
@@ -325,7 +331,8 @@ std::unique_ptr<RunnableModel> make_builtin_model(const std::string& name, const
   };
   if (name == "resnet18" || name == "resnet34" || name == "resnet50") {
     const bool deep = name == "resnet50";
-    std::vector<int64_t> layers = name == "resnet18" ? std::vector<int64_t>{2, 2, 2, 2} : std::vector<int64_t>{3, 4, 6, 3};
+    std::vector<int64_t> layers =
+        name == "resnet18" ? std::vector<int64_t>{2, 2, 2, 2} : std::vector<int64_t>{3, 4, 6, 3};
     return finish(ResNet(layers, deep), torch::randn({in.batch, 3, 224, 224}, fopts));
   }
   if (name == "distilgpt2") {
@@ -338,8 +345,8 @@ std::unique_ptr<RunnableModel> make_builtin_model(const std::string& name, const
   std::string names;
   for (const auto& m : builtin_models()) names += (names.empty() ? "" : ", ") + m.name;
   throw std::invalid_argument(fmt::format(
-      "unknown model '{}': not a built-in model ({}) and no such file (a TorchScript file from torch.jit.save)",
-      name, names));
+      "unknown model '{}': not a built-in model ({}) and no such file (a TorchScript file from torch.jit.save)", name,
+      names));
 }
 
 std::unique_ptr<RunnableModel> make_model(const std::string& name_or_path, const std::vector<std::string>& inputs,
@@ -347,9 +354,9 @@ std::unique_ptr<RunnableModel> make_model(const std::string& name_or_path, const
   for (const auto& m : builtin_models())
     if (m.name == name_or_path) {
       if (!inputs.empty())
-        throw std::invalid_argument(fmt::format(
-            "{} is a built-in model: size its input with --batch{} instead of --input", name_or_path,
-            m.tokens ? " and --seq" : ""));
+        throw std::invalid_argument(
+            fmt::format("{} is a built-in model: size its input with --batch{} instead of --input", name_or_path,
+                        m.tokens ? " and --seq" : ""));
       return make_builtin_model(name_or_path, in);
     }
   // POSIX, not std::filesystem: libtorch.so exports its own std::filesystem symbols, some of

@@ -13,17 +13,16 @@ namespace opcost {
 
 struct ModelInput {
   int64_t batch = 1;
-  int64_t seq = 128;        // token models
+  int64_t seq = 128;           // token models
   std::string dtype = "fp32";  // fp32 | bf16 | fp16
   std::string device = "auto";
-  bool train = false;          // forward + backward of sum(output), grads set to none first
-  std::string autocast;        // "", "bf16" or "fp16": autocast an fp32 model
+  bool train = false;    // forward + backward of sum(output), grads set to none first
+  std::string autocast;  // "", "bf16" or "fp16": autocast an fp32 model
 };
 
 struct ModelInfo {
   std::string name, description, default_input;  // default_input as "f32[1,3,224,224]"
-  int64_t batch_default = 1;
-  bool tokens = false;      // input is token ids (uses --seq)
+  bool tokens = false;                           // input is token ids (uses --seq)
 };
 
 const std::vector<ModelInfo>& builtin_models();

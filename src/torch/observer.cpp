@@ -1,8 +1,8 @@
 #include "torch/observer.h"
 
+#include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/ops/add.h>
 #include <ATen/ops/ones.h>
-#include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/record_function.h>
 #include <fmt/format.h>
 
@@ -73,11 +73,11 @@ struct Capture {
   uint64_t generation = 0;
   const ObserveOptions* options = nullptr;
   std::mutex mu;
-  NameTable names;  // op names and layers
+  NameTable names;                                 // op names and layers
   uint32_t top = 0, autograd = 0, accumulate = 0;  // ids of "", "(autograd)", "(accumulate-grad)"
   std::vector<Call> calls;
   std::unordered_map<uint64_t, std::optional<c10::OperatorHandle>> handles;  // (name id, overload id)
-  std::unordered_map<int64_t, uint32_t> seq_layer;  // autograd sequence nr -> forward layer
+  std::unordered_map<int64_t, uint32_t> seq_layer;                           // autograd sequence nr -> forward layer
 };
 
 std::atomic<Capture*> g_capture{nullptr};
@@ -199,8 +199,10 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
   const bool in_backward = !t.scopes.empty() && t.scopes.back().backward;
   std::lock_guard lock(c->mu);
   if (fn.scope() == at::RecordScope::USER_SCOPE) {
-    if (!in_backward) t.scopes.push_back({c->names.id(fn.name()), false});
-    else t.scopes.push_back(t.scopes.back());  // a scope inside a backward node keeps its layer
+    if (!in_backward)
+      t.scopes.push_back({c->names.id(fn.name()), false});
+    else
+      t.scopes.push_back(t.scopes.back());  // a scope inside a backward node keeps its layer
     return nullptr;
   }
   if (fn.scope() == at::RecordScope::BACKWARD_FUNCTION) {

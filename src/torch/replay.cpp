@@ -11,23 +11,33 @@
 
 #include <algorithm>
 #include <map>
-#include <optional>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <unordered_map>
 
+#include "core/sys/host_memory.h"
+#include "core/text/text.h"
 #include "torch/bind.h"
 #include "torch/replay.h"
 
 namespace opcost {
 
 at::ScalarType scalar_type_of(const std::string& code) {
-  static const std::map<std::string, at::ScalarType> m = {
-      {"f64", at::kDouble},     {"f32", at::kFloat},       {"f16", at::kHalf},
-      {"bf16", at::kBFloat16},  {"i64", at::kLong},        {"i32", at::kInt},
-      {"i16", at::kShort},      {"i8", at::kChar},         {"u8", at::kByte},
-      {"bool", at::kBool},      {"c64", at::kComplexFloat}, {"c128", at::kComplexDouble},
-      {"f8e4m3", at::ScalarType::Float8_e4m3fn}, {"f8e5m2", at::ScalarType::Float8_e5m2}};
+  static const std::map<std::string, at::ScalarType> m = {{"f64", at::kDouble},
+                                                          {"f32", at::kFloat},
+                                                          {"f16", at::kHalf},
+                                                          {"bf16", at::kBFloat16},
+                                                          {"i64", at::kLong},
+                                                          {"i32", at::kInt},
+                                                          {"i16", at::kShort},
+                                                          {"i8", at::kChar},
+                                                          {"u8", at::kByte},
+                                                          {"bool", at::kBool},
+                                                          {"c64", at::kComplexFloat},
+                                                          {"c128", at::kComplexDouble},
+                                                          {"f8e4m3", at::ScalarType::Float8_e4m3fn},
+                                                          {"f8e5m2", at::ScalarType::Float8_e5m2}};
   return m.at(code);
 }
 
@@ -46,8 +56,8 @@ namespace {
 
 // Enum-like ints: names a user may write for them, in enum order.
 const std::vector<std::string> kReductions = {"none", "mean", "sum"};
-const std::vector<std::string> kMemoryFormats = {"contiguous_format", "preserve_format",
-                                                 "channels_last", "channels_last_3d"};
+const std::vector<std::string> kMemoryFormats = {"contiguous_format", "preserve_format", "channels_last",
+                                                 "channels_last_3d"};
 const std::vector<std::string> kLayouts = {"strided", "sparse_coo"};
 
 c10::TypeKind real_kind(const c10::Argument& a) {
@@ -58,9 +68,12 @@ c10::TypeKind real_kind(const c10::Argument& a) {
 
 const std::vector<std::string>* enum_names(const c10::Argument& a) {
   switch (real_kind(a)) {
-    case c10::TypeKind::MemoryFormatType: return &kMemoryFormats;
-    case c10::TypeKind::LayoutType: return &kLayouts;
-    default: break;
+    case c10::TypeKind::MemoryFormatType:
+      return &kMemoryFormats;
+    case c10::TypeKind::LayoutType:
+      return &kLayouts;
+    default:
+      break;
   }
   if (a.name() == "reduction") return &kReductions;
   return nullptr;
@@ -73,17 +86,16 @@ struct Binder {
   at::Generator gen;
   BoundCall out;
   std::map<std::string, const ArgValue*> given;  // by schema argument name
+  bool dry = false;                              // check types and sizes only: no tensor is made
 
   [[noreturn]] void fail(const c10::Argument& a, const std::string& what) const {
-    throw ReplayError(fmt::format(
-        "{}: argument '{}' ({}): {}\n  schema: {}", call.display_name(), a.name(),
-        a.type()->str(), what, c10::toString(schema)));
+    throw ReplayError(fmt::format("{}: argument '{}' ({}): {}\n  schema: {}", call.display_name(), a.name(),
+                                  a.type()->str(), what, c10::toString(schema)));
   }
 
   // Value range for an integer tensor argument: explicit, else inferred from the op's
   // other arguments where the op indexes with it, else [0, 16).
-  std::pair<double, double> int_range(const c10::Argument& a, const TensorSpec& t,
-                                      std::size_t list_pos) const {
+  std::pair<double, double> int_range(const c10::Argument& a, const TensorSpec& t, std::size_t list_pos) const {
     if (t.range) return *t.range;
     auto shape_of = [&](const char* name) -> const std::vector<int64_t>* {
       auto it = given.find(name);
@@ -105,16 +117,17 @@ struct Binder {
     const std::string& op = call.op;
     const std::string n = a.name();
     double hi = 0;
-    if ((op == "aten::embedding" || op == "aten::embedding_bag" ||
-         op == "aten::_embedding_bag") && n == "indices")
+    if ((op == "aten::embedding" || op == "aten::embedding_bag" || op == "aten::_embedding_bag") && n == "indices")
       hi = dim_size(shape_of("weight"), 0);
     else if ((op == "aten::index_select" || op == "aten::gather" || op == "aten::scatter" ||
-              op == "aten::scatter_add" || op == "aten::take_along_dim") && n == "index")
+              op == "aten::scatter_add" || op == "aten::take_along_dim") &&
+             n == "index")
       hi = dim_size(shape_of("self"), int_of("dim", 0));
     else if (op == "aten::index" && n == "indices")
       hi = dim_size(shape_of("self"), int64_t(list_pos));
     else if ((op == "aten::nll_loss" || op == "aten::nll_loss_nd" || op == "aten::nll_loss2d" ||
-              op == "aten::cross_entropy_loss") && n == "target") {
+              op == "aten::cross_entropy_loss") &&
+             n == "target") {
       const auto* s = shape_of("self");
       hi = dim_size(s, s && s->size() > 1 ? 1 : 0);
     } else if (op == "aten::one_hot" && n == "self")
@@ -126,25 +139,45 @@ struct Binder {
   at::Tensor make_tensor(const c10::Argument& a, const TensorSpec& t, std::size_t list_pos) {
     const at::ScalarType st = scalar_type_of(t.dtype);
     c10::Device dev = t.device ? resolve_device(*t.device) : device;
+    // Elements of storage, checked for overflow (LibTorch would fail deep inside with "Stride
+    // calculation overflowed" and a backtrace).
+    auto overflow = [&] {
+      fail(a, fmt::format("{} has more elements than a tensor can hold (over 2^63); use smaller shapes",
+                          format_tensor(t)));
+    };
     int64_t storage = 1;
-    for (auto d : t.shape) storage *= d;
+    bool empty = false;
+    for (auto d : t.shape) {
+      if (d == 0) empty = true;
+      if (!empty && __builtin_mul_overflow(storage, d, &storage)) overflow();
+    }
     if (t.strides) {
       storage = 1;
-      bool empty = false;
       for (std::size_t i = 0; i < t.shape.size(); ++i) {
-        if (t.shape[i] == 0) empty = true;
         if ((*t.strides)[i] < 0) fail(a, "negative strides are not supported");
-        storage += (t.shape[i] - 1) * (*t.strides)[i];
+        int64_t span = 0;
+        if (!empty && (__builtin_mul_overflow(t.shape[i] - 1, (*t.strides)[i], &span) ||
+                       __builtin_add_overflow(storage, span, &storage)))
+          overflow();
       }
-      if (empty) storage = 0;
     }
+    if (empty) storage = 0;
+    const int64_t element = int64_t(c10::elementSize(st));
+    int64_t bytes = 0;
+    if (__builtin_mul_overflow(storage, element, &bytes)) overflow();
+    out.tensor_bytes += std::size_t(bytes);
+    // The seeded data is drawn in float (complex) on the host first: the peak a tensor adds.
+    const int64_t staging = storage * (at::isComplexType(st) ? 8 : at::isFloatingType(st) ? 4 : 8);
+    if (dev.is_cpu()) out.host_bytes_peak = std::max<std::size_t>(out.host_bytes_peak, out.tensor_bytes + staging);
+    if (out.dtype.empty() || (!at::isFloatingType(scalar_type_of(out.dtype)) && at::isFloatingType(st)))
+      out.dtype = t.dtype;
+    if (dry) return at::Tensor();
     const auto cpu = at::TensorOptions().device(at::kCPU);
     at::Tensor flat;
     if (at::isFloatingType(st) || at::isComplexType(st)) {
       const auto gen_type = at::isComplexType(st) ? st : at::kFloat;
       if (t.range) {
-        flat = at::rand({storage}, gen, cpu.dtype(gen_type)) * (t.range->second - t.range->first) +
-               t.range->first;
+        flat = at::rand({storage}, gen, cpu.dtype(gen_type)) * (t.range->second - t.range->first) + t.range->first;
       } else {
         flat = at::randn({storage}, gen, cpu.dtype(gen_type));
       }
@@ -155,11 +188,7 @@ struct Binder {
       flat = at::randint(int64_t(lo), int64_t(hi), {storage}, gen, cpu.dtype(at::kLong));
     }
     at::Tensor x = flat.to(st).to(dev);
-    x = t.strides ? x.as_strided(t.shape, *t.strides) : x.view(t.shape);
-    out.tensor_bytes += std::size_t(storage) * x.element_size();
-    if (out.dtype.empty() || (!at::isFloatingType(scalar_type_of(out.dtype)) && at::isFloatingType(st)))
-      out.dtype = t.dtype;
-    return x;
+    return t.strides ? x.as_strided(t.shape, *t.strides) : x.view(t.shape);
   }
 
   int64_t enum_value(const c10::Argument& a, const ArgValue& v) {
@@ -249,7 +278,10 @@ struct Binder {
         if (ek == K::OptionalType && elem->containedType(0)->kind() == K::TensorType) {
           c10::List<std::optional<at::Tensor>> ts;
           for (std::size_t i = 0; i < l->size(); ++i) {
-            if ((*l)[i].is_none()) { ts.push_back(std::nullopt); continue; }
+            if ((*l)[i].is_none()) {
+              ts.push_back(std::nullopt);
+              continue;
+            }
             auto* t = std::get_if<TensorSpec>(&(*l)[i].v);
             if (!t) fail(a, fmt::format("item {}: expected a tensor or None", i));
             ts.push_back(make_tensor(a, *t, i));
@@ -272,7 +304,6 @@ struct Binder {
         fail(a, fmt::format("arguments of type {} are not supported", type->str()));
     }
   }
-
 };
 
 }  // namespace
@@ -313,7 +344,8 @@ ArgValue canonical_value(const c10::Argument& a, const c10::IValue& iv, const Ar
     const ArgList* given_items = given_v ? std::get_if<ArgList>(&given_v->v) : nullptr;
     const auto list = iv.toListRef();
     for (std::size_t i = 0; i < list.size(); ++i)
-      items.push_back(canonical_value(a, list[i], given_items && i < given_items->size() ? &(*given_items)[i] : nullptr));
+      items.push_back(
+          canonical_value(a, list[i], given_items && i < given_items->size() ? &(*given_items)[i] : nullptr));
     return ArgValue{items};
   }
   return ArgValue{ArgValue::Word{"?"}};
@@ -346,13 +378,6 @@ std::vector<NamedArg> drop_defaults(const c10::FunctionSchema& schema, std::vect
   return out;
 }
 
-std::vector<NamedArg> canonical_args(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& inputs) {
-  std::vector<ArgValue> values;
-  const auto& args = schema.arguments();
-  for (std::size_t i = 0; i < args.size() && i < inputs.size(); ++i) values.push_back(canonical_value(args[i], inputs[i]));
-  return drop_defaults(schema, std::move(values));
-}
-
 c10::Device resolve_device(const std::string& spec) {
   if (spec == "auto") {
     auto acc = at::accelerator::getAccelerator(false);
@@ -362,8 +387,10 @@ c10::Device resolve_device(const std::string& spec) {
   try {
     c10::Device d(spec);
     if (d.is_cuda() && (!at::hasCUDA() || at::accelerator::deviceCount() == 0))
-      throw ReplayError(fmt::format("device '{}' requested but this machine has no CUDA GPU "
-                                    "(use --device cpu)", spec));
+      throw ReplayError(
+          fmt::format("device '{}' requested but this machine has no CUDA GPU "
+                      "(use --device cpu)",
+                      spec));
     if (d.is_cuda() && !d.has_index()) d = c10::Device(at::kCUDA, 0);
     return d;
   } catch (const c10::Error&) {
@@ -379,39 +406,38 @@ TensorSpec tensor_spec_of(const at::Tensor& t) {
   return s;
 }
 
-BoundCall bind_call(const OpCall& call, c10::Device device, uint64_t seed) {
-  auto handle = c10::Dispatcher::singleton().findSchema({call.op, call.overload});
-  if (!handle) {
-    std::vector<std::string> overloads;
-    for (const auto& n : c10::Dispatcher::singleton().getAllOpNames())
-      if (n.name == call.op) overloads.push_back(n.overload_name.empty() ? "(default)" : n.overload_name);
-    if (!overloads.empty()) {
-      std::sort(overloads.begin(), overloads.end());
-      throw ReplayError(fmt::format("{}: no overload '{}'; its overloads are: {}", call.op,
-                                    call.overload, fmt::join(overloads, ", ")));
-    }
-    auto near = similar_op_names(call.op);
-    throw ReplayError(fmt::format("unknown operator '{}'{}", call.display_name(),
-                                  near.empty() ? "" : fmt::format(" (did you mean {}?)", fmt::join(near, ", "))));
-  }
-  const c10::FunctionSchema& schema = handle->schema();
-  Binder b{call, schema, device, at::detail::createCPUGenerator(seed), {}, {}};
+namespace {
+
+bool is_out_overload(const c10::FunctionSchema& schema) {
+  for (const auto& a : schema.arguments())
+    if (a.is_out()) return true;
+  return false;
+}
+
+BoundCall bind_to(const c10::OperatorHandle& handle, const OpCall& call, c10::Device device, uint64_t seed, bool dry) {
+  const c10::FunctionSchema& schema = handle.schema();
+  Binder b{call, schema, device, at::detail::createCPUGenerator(seed), {}, {}, dry};
   b.out.handle = handle;
+  b.out.overload = schema.overload_name();
   const auto& args = schema.arguments();
-  for (const auto& a : args)
-    if (a.is_out())
-      throw ReplayError(fmt::format("{}: out= overloads are not replayed; use the functional "
-                                    "overload (e.g. {} instead of {}.out)",
-                                    call.display_name(), call.op, call.op));
+  if (is_out_overload(schema))
+    throw ReplayError(fmt::format(
+        "{}: out= overloads are not replayed; use {} with the same arguments less the output (opcost picks the "
+        "functional overload from them)",
+        call.display_name(), call.op));
   // Positional values fill the positional (non-kwarg-only) parameters in order.
   std::size_t next_positional = 0;
   for (const auto& na : call.args) {
     if (na.name.empty()) {
       while (next_positional < args.size() && args[next_positional].kwarg_only()) ++next_positional;
       if (next_positional >= args.size())
-        throw ReplayError(fmt::format("{}: too many positional arguments\n  schema: {}",
-                                      call.display_name(), c10::toString(schema)));
-      b.given[args[next_positional++].name()] = &na.value;
+        throw ReplayError(fmt::format("{}: too many positional arguments ('{}' is one too many)\n  schema: {}",
+                                      call.display_name(), format_value(na.value), c10::toString(schema)));
+      const std::string& name = args[next_positional++].name();
+      if (b.given.count(name))
+        throw ReplayError(fmt::format("{}: argument '{}' given twice: by name, and as the positional value '{}'",
+                                      call.display_name(), name, format_value(na.value)));
+      b.given[name] = &na.value;
       continue;
     }
     auto it = std::find_if(args.begin(), args.end(), [&](const c10::Argument& a) { return a.name() == na.name; });
@@ -434,57 +460,153 @@ BoundCall bind_call(const OpCall& call, c10::Device device, uint64_t seed) {
       iv = *a.default_value();
     } else if (a.type()->kind() == c10::TypeKind::OptionalType) {
       iv = c10::IValue();
+      ++b.out.implicit_nones;
     } else {
       b.fail(a, "missing: this argument has no default");
     }
-    ArgValue canon = canonical_value(a, iv, it != b.given.end() ? it->second : nullptr);
-    const bool is_default = a.default_value() && format_value(canon) == default_text(a);
-    if (!is_default && !(canon.is_none() && !a.default_value() && it == b.given.end()))
-      b.out.canonical.push_back({a.name(), canon});
+    if (!dry) {
+      ArgValue canon = canonical_value(a, iv, it != b.given.end() ? it->second : nullptr);
+      const bool is_default = a.default_value() && format_value(canon) == default_text(a);
+      if (!is_default && !(canon.is_none() && !a.default_value() && it == b.given.end()))
+        b.out.canonical.push_back({a.name(), canon});
+    }
     b.out.inputs.push_back(std::move(iv));
   }
   return std::move(b.out);
 }
 
-std::vector<std::string> similar_op_names(const std::string& name, std::size_t max) {
-  auto distance = [](const std::string& s, const std::string& t) {
-    std::vector<std::size_t> prev(t.size() + 1), cur(t.size() + 1);
-    for (std::size_t j = 0; j <= t.size(); ++j) prev[j] = j;
-    for (std::size_t i = 1; i <= s.size(); ++i) {
-      cur[0] = i;
-      for (std::size_t j = 1; j <= t.size(); ++j)
-        cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (s[i - 1] != t[j - 1])});
-      std::swap(prev, cur);
+// Resolution order among overloads that all fit: named-tensor (Dimname) overloads last, then
+// those that fit only by leaving more optional arguments as None, then the common names.
+std::tuple<bool, std::size_t, int, std::string> overload_rank(const c10::FunctionSchema& schema,
+                                                              std::size_t implicit_nones) {
+  bool dimname = false;
+  for (const auto& a : schema.arguments()) dimname |= a.type()->str().find("Dimname") != std::string::npos;
+  static const std::vector<std::string> common = {"", "Tensor", "int", "Scalar", "self", "input", "dim"};
+  const auto at = std::find(common.begin(), common.end(), schema.overload_name());
+  return {dimname, implicit_nones, int(at - common.begin()), schema.overload_name()};
+}
+
+struct Resolved {
+  c10::OperatorHandle handle;
+  std::string note;  // how the overload was chosen, when the call did not name it
+};
+
+// The operator the call names, with its overload; when it names none and the op has no
+// default overload, the functional overload its arguments fit, as torch.ops.aten.add(...)
+// chooses one.
+Resolved resolve_overload(const OpCall& call, c10::Device device) {
+  auto& dispatcher = c10::Dispatcher::singleton();
+  if (auto handle = dispatcher.findSchema({call.op, call.overload})) return {*handle, ""};
+  std::vector<c10::OperatorHandle> candidates;
+  std::vector<std::string> names;
+  for (const auto& n : dispatcher.getAllOpNames()) {
+    if (n.name != call.op) continue;
+    names.push_back(n.overload_name.empty() ? "(default)" : n.overload_name);
+    if (auto h = dispatcher.findSchema(n); h && !is_out_overload(h->schema())) candidates.push_back(*h);
+  }
+  std::sort(names.begin(), names.end());
+  if (names.empty()) {
+    auto near = similar_op_names(call.op);
+    throw ReplayError(fmt::format("unknown operator '{}'{}", call.display_name(),
+                                  near.empty() ? "" : fmt::format(" (did you mean {}?)", fmt::join(near, ", "))));
+  }
+  if (!call.overload.empty())
+    throw ReplayError(
+        fmt::format("{}: no overload '{}'; its overloads are: {}", call.op, call.overload, fmt::join(names, ", ")));
+  std::vector<std::pair<c10::OperatorHandle, std::size_t>> fits;
+  std::vector<std::string> why;
+  for (const auto& h : candidates) {
+    try {
+      fits.push_back({h, bind_to(h, call, device, 0, true).implicit_nones});
+    } catch (const ReplayError& e) {
+      std::string first_line = e.what();
+      first_line = first_line.substr(0, first_line.find('\n'));
+      why.push_back(fmt::format("  .{}: {}", h.schema().overload_name(), first_line));
     }
-    return prev[t.size()];
-  };
-  std::vector<std::pair<std::size_t, std::string>> scored;
-  std::set<std::string> seen;
-  for (const auto& n : c10::Dispatcher::singleton().getAllOpNames()) {
-    if (!seen.insert(n.name).second) continue;
-    scored.push_back({distance(name, n.name), n.name});
   }
-  std::sort(scored.begin(), scored.end());
-  std::vector<std::string> out;
-  for (const auto& [d, n] : scored) {
-    if (out.size() >= max || d > std::max<std::size_t>(3, name.size() / 4)) break;
-    out.push_back(n);
+  if (fits.empty())
+    throw ReplayError(fmt::format("{} has no default overload and the arguments fit none of its overloads:\n{}",
+                                  call.op, fmt::join(why, "\n")));
+  std::sort(fits.begin(), fits.end(), [](const auto& a, const auto& b) {
+    return overload_rank(a.first.schema(), a.second) < overload_rank(b.first.schema(), b.second);
+  });
+  const auto& chosen = fits.front().first;
+  std::string note = fmt::format("{} has no default overload: took {}.{}, the one the arguments fit", call.op, call.op,
+                                 chosen.schema().overload_name());
+  if (fits.size() > 1) {
+    std::vector<std::string> others;
+    for (std::size_t i = 1; i < fits.size(); ++i) others.push_back(fits[i].first.schema().overload_name());
+    note += fmt::format(" (also fit: {}; name one to choose it)", fmt::join(others, ", "));
   }
-  return out;
+  return {chosen, note};
+}
+
+}  // namespace
+
+BoundCall bind_call(const OpCall& call, c10::Device device, uint64_t seed) {
+  Resolved r = resolve_overload(call, device);
+  BoundCall b = bind_to(r.handle, call, device, seed, false);
+  b.resolution_note = std::move(r.note);
+  return b;
+}
+
+BoundCall check_call(const OpCall& call, c10::Device device) {
+  Resolved r = resolve_overload(call, device);
+  BoundCall b = bind_to(r.handle, call, device, 0, true);
+  b.resolution_note = std::move(r.note);
+  return b;
+}
+
+std::vector<std::string> similar_op_names(const std::string& name, std::size_t max) {
+  std::vector<std::string> names;
+  for (const auto& n : c10::Dispatcher::singleton().getAllOpNames()) names.push_back(n.name);
+  return closest(name, names, max);
 }
 
 namespace {
+
+std::string first_line(std::string_view text) { return std::string(text.substr(0, text.find('\n'))); }
+
+// Allocators that fail without LibTorch's OutOfMemoryError type still say so in their text.
+bool is_out_of_memory_text(std::string_view text) {
+  for (const char* s : {"out of memory", "can't allocate memory", "not enough memory", "Cannot allocate memory"})
+    if (text.find(s) != std::string_view::npos) return true;
+  return false;
+}
+
+// One line: what was asked, what is free, the fix.
+std::string out_of_memory(const std::string& label, c10::Device device, std::size_t input_bytes,
+                          std::string_view torch_text) {
+  std::string free;
+  if (device.is_cpu())
+    if (auto bytes = available_host_memory_bytes()) free = fmt::format(", {} available", format_bytes(double(*bytes)));
+  return fmt::format("{}: out of memory on {} (inputs {}{}; {}); use smaller shapes{}", label, device.str(),
+                     format_bytes(double(input_bytes)), free, first_line(torch_text),
+                     device.is_cuda() ? ", or free the GPU's memory" : "");
+}
 
 class PreparedCallImpl : public PreparedCall {
  public:
   PreparedCallImpl(const OpCall& call, const ReplayOptions& opt) {
     const c10::Device device = resolve_device(opt.device);
     c10::InferenceMode guard;
+    const std::string label = fmt::format("{} {}", call.display_name(), format_args(call.args));
+    std::size_t needed = 0;
     try {
+      // Sizes first: inputs that cannot fit are refused with the figures, before LibTorch
+      // tries (and the system may kill the process instead of failing the allocation).
+      const BoundCall sizes = check_call(call, device);
+      needed = sizes.tensor_bytes;
+      const auto free = available_host_memory_bytes();
+      if (free && sizes.host_bytes_peak > *free)
+        throw ReplayError(
+            fmt::format("{}: the inputs need {} of host memory to make, but {} is available; use smaller shapes", label,
+                        format_bytes(double(sizes.host_bytes_peak)), format_bytes(double(*free))));
       BoundCall b = bind_call(call, device, opt.seed);
       handle_ = b.handle;
       info_.op = call.op;
-      info_.overload = call.overload;
+      info_.overload = b.overload;
+      info_.resolution_note = b.resolution_note;
       info_.canonical_args = format_args(b.canonical);
       info_.schema = c10::toString(b.handle->schema());
       info_.dtype = b.dtype;
@@ -492,8 +614,8 @@ class PreparedCallImpl : public PreparedCall {
       sets_.push_back(std::move(b.inputs));
       if (opt.cache_mode == "cold") {
         // Rotate over enough input copies that each call finds its inputs out of cache.
-        const std::size_t n = std::clamp<std::size_t>(
-            bytes ? (opt.cold_footprint_bytes + bytes - 1) / bytes : 1, 2, 256);
+        const std::size_t n =
+            std::clamp<std::size_t>(bytes ? (opt.cold_footprint_bytes + bytes - 1) / bytes : 1, 2, 256);
         for (std::size_t i = 1; i < n; ++i) {
           std::vector<c10::IValue> copy;
           for (const auto& iv : sets_.front()) copy.push_back(iv.isTensor() ? c10::IValue(iv.toTensor().clone()) : iv);
@@ -510,10 +632,11 @@ class PreparedCallImpl : public PreparedCall {
       if (autocast_) info_.autocast = code_of(*autocast_);
       call_checked();
     } catch (const c10::OutOfMemoryError& e) {
-      throw ReplayError(fmt::format("{} {}: out of memory on {}: {}\n  fix: use smaller shapes, "
-                                    "or measure with --cache warm",
-                                    call.display_name(), format_args(call.args), device.str(),
-                                    e.what_without_backtrace()));
+      throw ReplayError(out_of_memory(label, device, needed, e.what_without_backtrace()));
+    } catch (const std::bad_alloc&) {
+      throw ReplayError(out_of_memory(label, device, needed, "the allocation failed"));
+    } catch (const c10::Error& e) {  // a LibTorch check while making the inputs: its message, no backtrace
+      throw ReplayError(fmt::format("{}: {}", label, first_line(e.what_without_backtrace())));
     }
   }
 
@@ -536,7 +659,10 @@ class PreparedCallImpl : public PreparedCall {
       if (info_.device_kind == "cuda") at::accelerator::synchronizeDevice(info_.device_index);
     } catch (const c10::OutOfMemoryError&) {
       throw;
+    } catch (const std::bad_alloc&) {
+      throw;
     } catch (const c10::Error& e) {
+      if (is_out_of_memory_text(e.what_without_backtrace())) throw;  // reported as such by the constructor
       throw ReplayError(fmt::format("{} rejected the arguments {}:\n  {}\n  schema: {}",
                                     info_.op + (info_.overload.empty() ? "" : "." + info_.overload),
                                     info_.canonical_args, e.what_without_backtrace(), info_.schema));
@@ -552,6 +678,14 @@ class PreparedCallImpl : public PreparedCall {
 };
 
 }  // namespace
+
+std::string PreparedCall::check(const OpCall& call, const ReplayOptions& opt) {
+  try {
+    return check_call(call, resolve_device(opt.device)).resolution_note;
+  } catch (const c10::Error& e) {
+    throw ReplayError(fmt::format("{}: {}", call.display_name(), first_line(e.what_without_backtrace())));
+  }
+}
 
 std::unique_ptr<PreparedCall> PreparedCall::prepare(const OpCall& call, const ReplayOptions& opt) {
   return std::make_unique<PreparedCallImpl>(call, opt);

@@ -13,9 +13,9 @@ namespace opcost {
 struct ReplayOptions {
   std::string device = "auto";  // "auto" (CUDA when present), "cpu", "cuda", "cuda:N"
   uint64_t seed = 0;
-  std::string cache_mode = "warm";          // "warm": one input set; "cold": rotate sets
+  std::string cache_mode = "warm";                // "warm": one input set; "cold": rotate sets
   std::size_t cold_footprint_bytes = 256u << 20;  // cold: input sets span at least this much
-  std::string autocast;  // "", "bf16" or "fp16": replay under autocast, as the model ran
+  std::string autocast;                           // "", "bf16" or "fp16": replay under autocast, as the model ran
 };
 
 // Thrown for anything the user can fix: unknown op, argument that does not fit the schema,
@@ -30,12 +30,13 @@ struct CallInfo {
   std::string op, overload;
   std::string canonical_args;  // schema order, defaults omitted
   std::string schema;
-  std::string dtype;           // of the first floating tensor
-  std::string device_kind;     // "cuda" or "cpu"
-  std::string autocast;        // "" or the autocast dtype
+  std::string dtype;        // of the first floating tensor
+  std::string device_kind;  // "cuda" or "cpu"
+  std::string autocast;     // "" or the autocast dtype
   int device_index = 0;
   std::size_t input_sets = 1;   // > 1 in cold mode
   std::size_t input_bytes = 0;  // of one input set
+  std::string resolution_note;  // how the overload was chosen, when the call named none
 };
 
 // Something the measurement engine loops on: one operator replayed, or a whole model step.
@@ -45,6 +46,10 @@ class PreparedCall {
   // Binds `call` to its schema, builds inputs on the device and runs the op once to check
   // that it accepts them.
   static std::unique_ptr<PreparedCall> prepare(const OpCall& call, const ReplayOptions& opt);
+  // The same checks as prepare (operator, overload, argument names and types, sizes) without
+  // making a tensor or running the op: cheap enough for every entry of a spec file up front.
+  // Returns how the overload was chosen when the call named none (else ""); throws ReplayError.
+  static std::string check(const OpCall& call, const ReplayOptions& opt);
 
   const CallInfo& info() const { return info_; }
   const std::string& op() const { return info_.op; }
@@ -57,6 +62,7 @@ class PreparedCall {
   int device_index() const { return info_.device_index; }
   std::size_t input_sets() const { return info_.input_sets; }
   std::size_t input_bytes() const { return info_.input_bytes; }
+  const std::string& resolution_note() const { return info_.resolution_note; }
   virtual void call() = 0;  // one call (asynchronous on CUDA); rotates input sets when cold
 
  protected:

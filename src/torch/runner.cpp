@@ -19,9 +19,13 @@
 #include <cmath>
 #include <ctime>
 #include <fstream>
+#include <map>
+#include <mutex>
 
 #include "core/energy/monitor.h"
 #include "core/energy/nvml.h"
+#include "core/measure/watchdog.h"
+#include "core/spec/op_call.h"
 #include "core/version.h"
 
 namespace opcost {
@@ -102,10 +106,21 @@ std::optional<double> Runner::idle_power() {
 }
 
 void Runner::time_cpu(PreparedCall& call, Measurement& m) {
-  // Warm-up, then batches of about target_sample_s each.
+  // Warm-up (three calls, or one when a call alone outlasts the timing budget), then batches
+  // of about target_sample_s each. On CUDA (a call that synchronises itself, or waits for the
+  // device) each batch ends with a synchronisation, so its kernels are inside the sample.
+  const bool cuda = kind_ == "cuda";
+  auto sync = [&] {
+    if (cuda) at::accelerator::synchronizeDevice(index_);
+  };
   const double t0 = now_s();
   std::size_t n = 0;
-  while (n < 3 || now_s() - t0 < cfg_.warmup_s) { call.call(); ++n; }
+  while ((n < 3 && now_s() - t0 < cfg_.time.max_seconds) || now_s() - t0 < cfg_.warmup_s) {
+    call.call();
+    sync();
+    ++n;
+    watch_->check("warming up", fmt::format("{} calls", n));
+  }
   const double per_call = (now_s() - t0) / double(n);
   const std::size_t batch = std::clamp<std::size_t>(std::size_t(cfg_.target_sample_s / per_call), 1, 10000);
   AdaptiveStop stop(cfg_.time);
@@ -114,10 +129,12 @@ void Runner::time_cpu(PreparedCall& call, Measurement& m) {
   while (!stop.done()) {
     const double c0 = thread_cpu_s(), w0 = now_s();
     for (std::size_t i = 0; i < batch; ++i) call.call();
+    sync();
     const double w1 = now_s(), c1 = thread_cpu_s();
     samples.push_back((w1 - w0) * 1e6 / double(batch));
     cpu.push_back((c1 - c0) * 1e6 / double(batch));
     stop.add(samples.back(), w1 - start);
+    watch_->check("timing", fmt::format("{} samples", samples.size()));
   }
   m.time.per_call_us = summarize(samples);
   m.time.stop_reason = to_string(stop.reason());
@@ -127,7 +144,29 @@ void Runner::time_cpu(PreparedCall& call, Measurement& m) {
   m.time.host_us_per_call = m.time.per_call_us.median;
   m.time.host_cpu_us_per_call = median_of(cpu);
   m.total_calls += n + samples.size() * batch;
-  m.method = kind_ == "cuda" ? "wall clock per synchronised call" : "cpu-wall-clock";
+  m.method = cuda ? "wall clock, batches ending in a device synchronisation" : "cpu-wall-clock";
+}
+
+bool Runner::waits_for_device(PreparedCall& call) {
+#if defined(OPCOST_TORCH_HAS_CUDA)
+  // A call issued behind a GPU sleep returns at once, unless it waits for the GPU (.item(),
+  // nonzero, a copy to the host): then it returns only when the sleep is over. Only a wait
+  // grows with the sleep, which tells it from a call that is merely slow on the host.
+  auto issue_behind = [&](double sleep_s) {
+    gpu_sleep_s(sleep_s);
+    const double t0 = now_s();
+    call.call();
+    const double issue = now_s() - t0;
+    at::accelerator::synchronizeDevice(index_);
+    return issue;
+  };
+  const double short_sleep = issue_behind(0.01);
+  if (short_sleep < 0.005) return false;
+  return issue_behind(0.05) - short_sleep > 0.02;
+#else
+  (void)call;
+  return false;
+#endif
 }
 
 void Runner::time_cuda(PreparedCall& call, Measurement& m) {
@@ -143,6 +182,7 @@ void Runner::time_cuda(PreparedCall& call, Measurement& m) {
     sync();
     per_call = (now_s() - c0) / 10;
     n += 10;
+    watch_->check("warming up", fmt::format("{} calls", n));
   }
   // Host issue cost estimate: ten calls behind a long sleep, so the queue never blocks.
   double issue_per_call = per_call;
@@ -161,8 +201,11 @@ void Runner::time_cuda(PreparedCall& call, Measurement& m) {
   c10::Event end(c10::DeviceType::CUDA, c10::EventFlag::BACKEND_DEFAULT);
   AdaptiveStop stop(cfg_.time);
   std::vector<double> samples, host, cpu;
-  std::size_t late_prefill = 0;
-  double prefill_s = 1.5 * issue_per_call * double(batch) + 20e-6;
+  std::size_t late_prefill = 0, late_accepted = 0;
+  // The prefill must outlast the batch's issue time, but never grows without bound: past
+  // kMaxPrefillS a late batch is a host that cannot keep up, not a prefill too short.
+  constexpr double kMaxPrefillS = 0.2;
+  double prefill_s = std::min(kMaxPrefillS, 1.5 * issue_per_call * double(batch) + 20e-6);
   const double begin = now_s();
   while (!stop.done()) {
 #if defined(OPCOST_TORCH_HAS_CUDA)
@@ -179,11 +222,14 @@ void Runner::time_cuda(PreparedCall& call, Measurement& m) {
     host.push_back(issue_s * 1e6 / double(batch));
     cpu.push_back((c1 - c0) * 1e6 / double(batch));
     n += batch;
+    watch_->check("timing", fmt::format("{} samples, {} late prefills", samples.size(), late_prefill));
     if (issue_s > prefill_s) {
       // The sleep ended before the batch was issued, so the GPU may have waited on the
-      // host: discard the sample and lengthen the prefill.
-      prefill_s = 1.5 * issue_s;
+      // host: discard the sample and lengthen the prefill; after 50 tries keep such samples,
+      // counted, and flag the measurement.
+      prefill_s = std::min(kMaxPrefillS, 1.5 * issue_s);
       if (++late_prefill < 50) continue;
+      ++late_accepted;
     }
     samples.push_back(start.elapsedTime(end) * 1e3 / double(batch));
     stop.add(samples.back(), now_s() - begin);
@@ -193,6 +239,7 @@ void Runner::time_cuda(PreparedCall& call, Measurement& m) {
   m.time.calls_per_sample = batch;
   m.time.host_us_per_call = median_of(host);
   m.time.host_cpu_us_per_call = median_of(cpu);
+  m.time.host_bound_samples = late_accepted;
   m.total_calls += n;
 #if defined(OPCOST_TORCH_HAS_CUDA)
   m.method = fmt::format("cuda-events, batches of {} behind a sleep-kernel prefill", batch);
@@ -224,7 +271,8 @@ void Runner::measure_energy(PreparedCall& call, Measurement& m) {
     events[0].emplace(c10::DeviceType::CUDA, c10::EventFlag::PYTORCH_DEFAULT);
     events[1].emplace(c10::DeviceType::CUDA, c10::EventFlag::PYTORCH_DEFAULT);
   }
-  const c10::Stream stream = cuda ? at::accelerator::getCurrentStream(index_) : c10::Stream(c10::Stream::DEFAULT, c10::Device(c10::kCPU));
+  const c10::Stream stream =
+      cuda ? at::accelerator::getCurrentStream(index_) : c10::Stream(c10::Stream::DEFAULT, c10::Device(c10::kCPU));
   EnergyMonitor monitor(*probe_);
   monitor.start();
   const double start = now_s();
@@ -250,6 +298,7 @@ void Runner::measure_energy(PreparedCall& call, Measurement& m) {
       timeline.push_back({now_s(), double(issued)});
     }
     ++k;
+    watch_->check("measuring energy", fmt::format("{} windows", windows.size()));
     const double t = now_s();
     if (t < settle_end + 0.1) continue;
     // Recompute the windows only when the counter has moved: the loop stays lean.
@@ -266,8 +315,8 @@ void Runner::measure_energy(PreparedCall& call, Measurement& m) {
     windows = make_windows(edges, timeline, settle_end, periods_per_window);
     drop_stalled_windows(windows);
     est = estimate_energy(windows, *e.idle_power_W);
-    const bool enough = windows.size() >= cfg_.energy_min_windows &&
-                        est.per_call_mJ.rel_ci95() <= cfg_.energy_target_rel_ci95;
+    const bool enough =
+        windows.size() >= cfg_.energy_min_windows && est.per_call_mJ.rel_ci95() <= cfg_.energy_target_rel_ci95;
     if (enough || over_budget) break;
   }
   if (cuda) at::accelerator::synchronizeDevice(index_);
@@ -303,39 +352,82 @@ void Runner::measure_energy(PreparedCall& call, Measurement& m) {
   e.loop_start_s = start;
 }
 
+double Runner::budget_s() const {
+  // What a measurement is expected to take: warm-up, timing, the idle-power probe and the
+  // energy loop at its longest, plus set-up.
+  const double energy = probe_ ? 2.0 + cfg_.energy_settle_s + std::max(cfg_.energy_max_s, cfg_.energy_max_capped_s) : 0;
+  return 2.0 + cfg_.warmup_s + cfg_.time.max_seconds + energy;
+}
+
 Measurement Runner::measure(PreparedCall& call) {
   c10::InferenceMode guard;
   Measurement m;
   m.op = call.op();
   m.overload = call.overload();
   m.args = call.canonical_args();
-  m.args_hash = stable_hash(m.op + "." + m.overload + " " + m.args);
+  m.args_hash = signature_hash(m.op, m.overload, m.args);
   m.dtype = call.dtype();
-  m.schema = call.schema();
   m.cache_mode = call.input_sets() > 1 ? "cold" : "warm";
   m.autocast = call.autocast();
   m.env = env_;
   m.created_at = utc_timestamp();
+  Watchdog::Options wo;
+  wo.budget_s = budget_s();
+  wo.abandon_factor = cfg_.abandon_factor;
+  Watchdog watch(fmt::format("{} {}", m.display_name(), m.args), wo, cfg_.progress);
+  watch_ = &watch;
   const double t0 = now_s();
   if (probe_) m.before = probe_->state(true);
-  if (kind_ == "cuda" && !cfg_.synchronous_calls) {
+  // An op that waits for the device cannot run ahead of it: no prefill can hide its issue
+  // time, so it is timed by wall clock, each batch ending in a synchronisation.
+  const bool synchronous = cfg_.synchronous_calls || (kind_ == "cuda" && waits_for_device(call));
+  if (kind_ == "cuda" && !synchronous) {
     time_cuda(call, m);
   } else {
     time_cpu(call, m);
+    if (kind_ == "cuda" && !cfg_.synchronous_calls) m.method += " (the op waits for the device)";
   }
-  m.time.target_rel_ci95 = cfg_.time.target_rel_ci95;
   measure_energy(call, m);
+  watch_ = nullptr;
   if (probe_) m.after = probe_->state(true);
   if (m.energy.available)
     m.method += fmt::format("; energy from {} over {} aligned windows", m.energy.source, m.energy.windows);
   m.flags = hygiene_flags(m.before, m.after, m.during);
+  for (auto& f : measurement_flags(m)) m.flags.push_back(std::move(f));
   m.total_seconds = now_s() - t0;
   return m;
 }
 
+#if defined(OPCOST_TORCH_HAS_CUDA)
+namespace {
+// at::cuda::sleep spins for a number of SM clock cycles. Its rate is measured once per device
+// with CUDA events, as the clock actually runs, rather than assumed.
+double sleep_cycles_per_s(c10::DeviceIndex device) {
+  static std::mutex mu;
+  static std::map<c10::DeviceIndex, double> rates;
+  std::lock_guard lock(mu);
+  auto it = rates.find(device);
+  if (it != rates.end()) return it->second;
+  const c10::Stream stream = at::accelerator::getCurrentStream(device);
+  c10::Event a(c10::DeviceType::CUDA, c10::EventFlag::BACKEND_DEFAULT);
+  c10::Event b(c10::DeviceType::CUDA, c10::EventFlag::BACKEND_DEFAULT);
+  constexpr int64_t kCycles = 20'000'000;  // ~10 ms at 2 GHz
+  at::cuda::sleep(kCycles / 10);           // the clock ramps up before the timed sleep
+  a.record(stream);
+  at::cuda::sleep(kCycles);
+  b.record(stream);
+  b.synchronize();
+  const double ms = a.elapsedTime(b);
+  const double rate = ms > 0 ? double(kCycles) / (ms * 1e-3) : 2e9;
+  rates[device] = rate;
+  return rate;
+}
+}  // namespace
+#endif
+
 void gpu_sleep_s(double seconds) {
 #if defined(OPCOST_TORCH_HAS_CUDA)
-  at::cuda::sleep(int64_t(seconds * 2e9));
+  at::cuda::sleep(int64_t(seconds * sleep_cycles_per_s(at::accelerator::getDeviceIndex())));
 #else
   (void)seconds;
 #endif

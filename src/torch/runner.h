@@ -6,6 +6,7 @@
 #include <string>
 
 #include "core/energy/probe.h"
+#include "core/measure/watchdog.h"
 #include "core/measurement.h"
 #include "core/stats/stopping.h"
 #include "torch/replay.h"
@@ -29,6 +30,10 @@ struct MeasureConfig {
   // The call synchronises itself (a whole model step): time it by wall clock, as on the CPU,
   // instead of CUDA events behind a sleep-kernel prefill.
   bool synchronous_calls = false;
+  // A measurement running past budget × this is abandoned with an error (see Watchdog).
+  double abandon_factor = 10;
+  // Status lines for a measurement that runs past a few seconds; none when empty.
+  ProgressFn progress;
 };
 
 class Runner {
@@ -44,6 +49,9 @@ class Runner {
 
  private:
   void time_cuda(PreparedCall& call, Measurement& m);
+  // Whether a call blocks until the device is idle (.item(), nonzero, a copy to the host).
+  bool waits_for_device(PreparedCall& call);
+  double budget_s() const;
   void time_cpu(PreparedCall& call, Measurement& m);
   void measure_energy(PreparedCall& call, Measurement& m);
   std::optional<double> idle_power();
@@ -57,6 +65,7 @@ class Runner {
   std::optional<double> idle_W_;
   double idle_at_s_ = -1e9;
   std::string idle_why_;
+  Watchdog* watch_ = nullptr;  // the measurement in progress
 };
 
 Environment describe_environment(const std::string& device_kind, int device_index);
@@ -64,9 +73,9 @@ Environment describe_environment(const std::string& device_kind, int device_inde
 // Median host time to observe an idle device finishing (a synchronise with nothing queued).
 double synchronize_latency_us(const std::string& device_kind, int device_index);
 
-// Keeps the current CUDA stream busy for about `seconds` (a spin kernel, sized for a ~2 GHz
-// SM clock), so that calls issued behind it never wait on the GPU and a full queue never
-// blocks the host. Does nothing in a build without CUDA.
+// Keeps the current CUDA stream busy for about `seconds` (a spin kernel, sized by the SM
+// clock rate measured once per device), so that calls issued behind it never wait on the GPU
+// and a full queue never blocks the host. Does nothing in a build without CUDA.
 void gpu_sleep_s(double seconds);
 
 // Host issue cost per call (µs) of every call, measured together rather than one loop after
@@ -77,11 +86,12 @@ void gpu_sleep_s(double seconds);
 // With `paired` (a whole model step), each round also times one call of it, so that the
 // step's time under the same host is known.
 struct HostPass {
-  std::vector<double> host_us;  // per call
+  std::vector<double> host_us;      // per call
   std::optional<double> paired_us;  // median time of one `paired` call
   int rounds = 0;
   double seconds = 0;
 };
-HostPass interleaved_host_costs(const std::vector<PreparedCall*>& calls, double budget_s, PreparedCall* paired = nullptr);
+HostPass interleaved_host_costs(const std::vector<PreparedCall*>& calls, double budget_s,
+                                PreparedCall* paired = nullptr);
 
 }  // namespace opcost

@@ -47,7 +47,12 @@ class ScriptedModel : public RunnableModel {
  public:
   ScriptedModel(std::string path, torch::jit::Module m, std::vector<c10::IValue> inputs, c10::Device dev,
                 const ModelInput& in, std::optional<at::ScalarType> autocast, std::string input_signature)
-      : path_(std::move(path)), m_(std::move(m)), inputs_(std::move(inputs)), dev_(dev), in_(in), autocast_(autocast),
+      : path_(std::move(path)),
+        m_(std::move(m)),
+        inputs_(std::move(inputs)),
+        dev_(dev),
+        in_(in),
+        autocast_(autocast),
         signature_(std::move(input_signature)) {
     for (const auto& p : m_.parameters()) parameters_.push_back(p);
   }
@@ -128,8 +133,10 @@ std::unique_ptr<RunnableModel> load_torchscript_model(const std::string& path, c
         path, first_line(e.what_without_backtrace())));
   }
   if (dtype != at::kFloat) m.to(dtype);
-  if (in.train) m.train();
-  else m.eval();
+  if (in.train)
+    m.train();
+  else
+    m.eval();
 
   const c10::FunctionSchema& schema = m.get_method("forward").function().getSchema();
   std::vector<std::string> expected;
@@ -142,7 +149,8 @@ std::unique_ptr<RunnableModel> load_torchscript_model(const std::string& path, c
   const std::string wants = fmt::format("forward({})", fmt::join(expected, ", "));
   if (inputs.size() < required || inputs.size() > expected.size())
     throw std::invalid_argument(fmt::format(
-        "{}: {} input{} given, but the model's {} takes {}{}; give one --input per argument, e.g. --input f32[1,3,224,224]",
+        "{}: {} input{} given, but the model's {} takes {}{}; give one --input per argument, e.g. --input "
+        "f32[1,3,224,224]",
         path, inputs.size(), inputs.size() == 1 ? "" : "s", wants,
         required == expected.size() ? fmt::format("{}", required) : fmt::format("{} to {}", required, expected.size()),
         inputs.empty() ? " (--input is required for a TorchScript file)" : ""));
@@ -163,7 +171,8 @@ std::unique_ptr<RunnableModel> load_torchscript_model(const std::string& path, c
     values.push_back(make_input(*spec, dtype, dev, gen));
     specs.push_back(format_tensor(tensor_spec_of(values.back().toTensor())));
   }
-  auto model = std::make_unique<ScriptedModel>(path, std::move(m), std::move(values), dev, in, autocast, fmt::format("{}", fmt::join(specs, " ")));
+  auto model = std::make_unique<ScriptedModel>(path, std::move(m), std::move(values), dev, in, autocast,
+                                               fmt::format("{}", fmt::join(specs, " ")));
   try {
     model->step();  // the inputs fit, or the user learns why now
     model->synchronize();

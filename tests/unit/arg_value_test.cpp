@@ -39,9 +39,8 @@ TEST(ArgValue, ParsesScalarsAndLists) {
 }
 
 TEST(ArgValue, FormatRoundTrips) {
-  for (const char* s : {"f32[32,64,56,56]", "f32[4,8]:stride[1,4]", "i64[8]:range[0.0,10.0]",
-                        "[1,1]", "None", "true", "1e-05", "0.5", "-2", "tanh", "[f32[2],bf16[3]:cpu]",
-                        "[]", "f32[]"}) {
+  for (const char* s : {"f32[32,64,56,56]", "f32[4,8]:stride[1,4]", "i64[8]:range[0.0,10.0]", "[1,1]", "None", "true",
+                        "1e-05", "0.5", "-2", "tanh", "[f32[2],bf16[3]:cpu]", "[]", "f32[]"}) {
     const std::string once = format_value(parse_value(s));
     EXPECT_EQ(format_value(parse_value(once)), once) << s;
   }

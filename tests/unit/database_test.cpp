@@ -1,9 +1,16 @@
 #include <gtest/gtest.h>
 
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
+#include <sqlite3.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "core/io/output_file.h"
 #include "core/spec/op_call.h"
 #include "core/store/database.h"
 
@@ -18,7 +25,7 @@ Measurement sample(const std::string& op, double us, std::vector<std::string> fl
   m.op = op;
   m.overload = "";
   m.args = "self=f32[4]";
-  m.args_hash = stable_hash(op + " " + m.args);
+  m.args_hash = signature_hash(m.op, m.overload, m.args);  // as Runner::measure sets it
   m.dtype = "f32";
   m.env.device_kind = "cuda";
   m.env.device_name = "NVIDIA H100 80GB HBM3";
@@ -43,8 +50,31 @@ struct TempDb {
     path = fs::temp_directory_path() / fs::path("opcost_test_" + std::to_string(::getpid()) + ".db");
     fs::remove(path);
   }
-  ~TempDb() { fs::remove(path); }
+  ~TempDb() {
+    fs::remove(path);
+    fs::remove(path.string() + ".out");
+  }
+  // What an export wrote, read back from a real file.
+  std::string exported(const Database& db, bool csv) const {
+    const std::string out_path = path.string() + ".out";
+    OutputFile out(out_path);
+    csv ? db.export_csv(out) : db.export_json(out);
+    out.close();
+    std::ifstream in(out_path);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  }
 };
+
+std::vector<std::string> split(const std::string& line, char sep) {
+  std::vector<std::string> out(1);
+  for (char c : line) {
+    if (c == sep)
+      out.emplace_back();
+    else
+      out.back().push_back(c);
+  }
+  return out;
+}
 
 }  // namespace
 
@@ -70,8 +100,10 @@ TEST(Database, RoundTripsAMeasurement) {
 TEST(Database, LookupReturnsTheNewestUnflaggedRow) {
   TempDb t;
   Database db(t.path.string());
+  // The key is built from the call, as `measure --resume` and `predict` build it, not from the
+  // stored hash: a writer and a reader that hash differently would miss here.
   const auto key_of = [](const Measurement& m) {
-    return Database::Key{m.op, m.overload, m.args_hash, m.env.device_name, m.cache_mode};
+    return Database::Key::of(m.op, m.overload, m.args, m.env.device_name, m.cache_mode, m.autocast);
   };
   const auto a = sample("aten::relu", 10);
   db.insert(a);
@@ -100,19 +132,17 @@ TEST(Database, ListsAndExports) {
   ASSERT_EQ(rows.size(), 2u);
   EXPECT_EQ(rows[0].op, "aten::conv2d");  // newest first
   EXPECT_EQ(rows[0].flags, "throttled:sw_power_cap");
-  EXPECT_NEAR(rows[1].time_rel_ci, 0.01, 1e-9);
+  ASSERT_TRUE(rows[1].time_rel_ci);
+  EXPECT_NEAR(*rows[1].time_rel_ci, 0.01, 1e-9);
   EXPECT_EQ(db.list("conv").size(), 1u);
-  std::ostringstream csv, json;
-  db.export_csv(csv);
-  db.export_json(json);
-  std::istringstream lines(csv.str());
+  std::istringstream lines(t.exported(db, true));
   std::string header, line;
   std::getline(lines, header);
   EXPECT_EQ(header.rfind("id,created_at,opcost_version,op,", 0), 0u) << header;
   int n = 0;
   while (std::getline(lines, line)) ++n;
   EXPECT_EQ(n, 2);
-  const auto docs = nlohmann::json::parse(json.str());
+  const auto docs = nlohmann::json::parse(t.exported(db, false));
   ASSERT_EQ(docs.size(), 2u);
   EXPECT_EQ(docs[1]["op"], "aten::conv2d");
 }
@@ -127,9 +157,7 @@ TEST(Database, EnergyUnavailableIsStoredAsAReasonNotZero) {
   auto row = db.get(id);
   EXPECT_FALSE(row->contains("energy_mJ"));
   EXPECT_EQ((*row)["energy_unavailable"], "NVML not loaded");
-  std::ostringstream csv;
-  db.export_csv(csv);
-  EXPECT_NE(csv.str().find("NVML not loaded"), std::string::npos);
+  EXPECT_NE(t.exported(db, true).find("NVML not loaded"), std::string::npos);
 }
 
 TEST(Database, NotADatabaseIsAClearError) {
@@ -141,4 +169,150 @@ TEST(Database, NotADatabaseIsAClearError) {
   } catch (const std::runtime_error& e) {
     EXPECT_NE(std::string(e.what()).find(t.path.string()), std::string::npos) << e.what();
   }
+}
+
+TEST(Database, OneSampleHasNoIntervalInTheList) {
+  TempDb t;
+  Database db(t.path.string());
+  auto m = sample("aten::addmm", 4.8e6);
+  m.time.per_call_us.n = 1;
+  m.time.per_call_us.ci95_low = m.time.per_call_us.ci95_high = m.time.per_call_us.mean;
+  db.insert(m);
+  EXPECT_FALSE(db.list()[0].time_rel_ci);  // "n/a", never "± 0.00"
+}
+
+TEST(Database, CsvColumnsMatchTheirHeaderOnAMigratedFile) {
+  TempDb t;
+  {  // A file as the first opcost wrote it: no autocast column, schema_version 1.
+    sqlite3* raw = nullptr;
+    ASSERT_EQ(sqlite3_open(t.path.c_str(), &raw), SQLITE_OK);
+    const char* old_schema =
+        "CREATE TABLE measurements (id INTEGER PRIMARY KEY AUTOINCREMENT, created_at TEXT NOT NULL, opcost_version "
+        "TEXT, op TEXT NOT NULL, overload TEXT NOT NULL, args TEXT NOT NULL, args_hash TEXT NOT NULL, dtype TEXT, "
+        "device_kind TEXT, device_name TEXT, device_uuid TEXT, driver_version TEXT, cuda_version TEXT, torch_version "
+        "TEXT, cache_mode TEXT, method TEXT, time_median_us REAL, time_mean_us REAL, time_clipped_mean_us REAL, "
+        "time_min_us REAL, time_stdev_us REAL, time_ci95_low_us REAL, time_ci95_high_us REAL, time_samples INTEGER, "
+        "stop_reason TEXT, host_us_per_call REAL, host_cpu_us_per_call REAL, energy_per_call_mJ REAL, "
+        "energy_above_idle_mJ REAL, energy_ci95_low_mJ REAL, energy_ci95_high_mJ REAL, energy_unavailable TEXT, "
+        "power_W REAL, idle_power_W REAL, loop_wall_us_per_call REAL, sm_clock_MHz INTEGER, mem_clock_MHz INTEGER, "
+        "temperature_C INTEGER, throttle_reasons INTEGER, flags TEXT, calls INTEGER, seconds REAL, result_json TEXT "
+        "NOT NULL);"
+        "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT); INSERT INTO meta VALUES ('schema_version', '1');"
+        "INSERT INTO measurements (created_at, op, overload, args, args_hash, time_median_us, time_mean_us, "
+        "time_samples, flags, result_json) VALUES ('2026-01-01T00:00:00Z', 'aten::relu', '', 'self=f32[4]', 'h', "
+        "12.5, 13.0, 20, '', '{}');";
+    ASSERT_EQ(sqlite3_exec(raw, old_schema, nullptr, nullptr, nullptr), SQLITE_OK) << sqlite3_errmsg(raw);
+    sqlite3_close(raw);
+  }
+  Database db(t.path.string());  // migrates: autocast lands at the end of the table
+  db.insert(sample("aten::gelu", 7.0));
+  std::istringstream lines(t.exported(db, true));
+  std::string header_line, old_row, new_row;
+  std::getline(lines, header_line);
+  std::getline(lines, old_row);
+  std::getline(lines, new_row);
+  const auto header = split(header_line, ',');
+  const auto column = [&](const std::string& row, const std::string& name) {
+    const auto it = std::find(header.begin(), header.end(), name);
+    EXPECT_NE(it, header.end()) << name;
+    return split(row, ',').at(std::size_t(it - header.begin()));
+  };
+  EXPECT_EQ(column(old_row, "op"), "aten::relu");
+  EXPECT_EQ(column(old_row, "autocast"), "");  // not the median time, as SELECT * put it
+  EXPECT_EQ(column(old_row, "time_median_us"), "12.5");
+  EXPECT_EQ(column(new_row, "op"), "aten::gelu");
+  EXPECT_EQ(column(new_row, "time_median_us"), "7.0");
+  // The migration is recorded: the file now says it has every column.
+  sqlite3* raw = nullptr;
+  sqlite3_open(t.path.c_str(), &raw);
+  sqlite3_stmt* st = nullptr;
+  sqlite3_prepare_v2(raw, "SELECT value FROM meta WHERE key='schema_version'", -1, &st, nullptr);
+  ASSERT_EQ(sqlite3_step(st), SQLITE_ROW);
+  EXPECT_EQ(std::string(reinterpret_cast<const char*>(sqlite3_column_text(st, 0))), "2");
+  sqlite3_finalize(st);
+  sqlite3_close(raw);
+}
+
+TEST(Database, ADamagedSchemaVersionIsNamed) {
+  TempDb t;
+  { Database db(t.path.string()); }
+  sqlite3* raw = nullptr;
+  sqlite3_open(t.path.c_str(), &raw);
+  sqlite3_exec(raw, "UPDATE meta SET value='abc' WHERE key='schema_version'", nullptr, nullptr, nullptr);
+  sqlite3_close(raw);
+  try {
+    Database db(t.path.string());
+    FAIL();
+  } catch (const DatabaseError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("schema_version is 'abc'"), std::string::npos) << what;
+    EXPECT_NE(what.find(t.path.string()), std::string::npos) << what;
+    EXPECT_EQ(what.find("stoi"), std::string::npos) << what;
+  }
+}
+
+TEST(Database, AFullDiskSaysSoWithItsPath) {
+  TempDb t;
+  Database db(t.path.string());
+  db.insert(sample("aten::relu", 10));
+  // The disk is full at the file's present size: the process may not grow any file (as
+  // `ulimit -f`), and SIGXFSZ is ignored so that the write fails instead of killing it.
+  rlimit before{};
+  ASSERT_EQ(getrlimit(RLIMIT_FSIZE, &before), 0);
+  auto* old_handler = std::signal(SIGXFSZ, SIG_IGN);
+  rlimit full = before;
+  full.rlim_cur = rlim_t(fs::file_size(t.path));
+  ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &full), 0);
+  auto big = sample("aten::relu", 11);
+  big.args = std::string(64 * 1024, 'x');  // needs new pages
+  std::string what;
+  DatabaseError::Kind kind = DatabaseError::Kind::kOther;
+  try {
+    db.insert(big);
+  } catch (const DatabaseError& e) {
+    what = e.what();
+    kind = e.kind();
+  }
+  setrlimit(RLIMIT_FSIZE, &before);
+  std::signal(SIGXFSZ, old_handler);
+  ASSERT_FALSE(what.empty()) << "the insert should not fit";
+  EXPECT_EQ(kind, DatabaseError::Kind::kFull) << what;
+  EXPECT_NE(what.find("database or disk is full"), std::string::npos) << what;
+  EXPECT_NE(what.find(t.path.string()), std::string::npos) << what;
+  EXPECT_EQ(what.find("no transaction is active"), std::string::npos) << what;
+  EXPECT_EQ(db.count(), 1u);  // the row before is intact, and the file still works
+  db.insert(sample("aten::gelu", 5));
+  EXPECT_EQ(db.count(), 2u);
+}
+
+TEST(Database, ReadOnlyAccessNeverCreatesAFile) {
+  TempDb t;
+  EXPECT_THROW(Database(t.path.string(), Database::Access::kReadOnly), std::invalid_argument);
+  EXPECT_FALSE(fs::exists(t.path));
+  EXPECT_THROW(Database("", Database::Access::kReadWrite), std::invalid_argument);
+  // A path the user typed with a missing directory: refused, nothing created.
+  const fs::path typo = fs::temp_directory_path() / ("opcost_no_such_dir_" + std::to_string(::getpid())) / "x.db";
+  EXPECT_THROW(Database(typo.string()), std::invalid_argument);
+  EXPECT_FALSE(fs::exists(typo.parent_path()));
+  // The default location may make its directories.
+  { Database made(typo.string(), Database::Access::kReadWrite, true); }
+  EXPECT_TRUE(fs::exists(typo));
+  fs::remove_all(typo.parent_path());
+}
+
+TEST(Database, AFileThatCannotBeWrittenFailsWhenOpened) {
+  if (::geteuid() == 0) GTEST_SKIP() << "root writes read-only files; tests/cli_test.sh checks this as another user";
+  TempDb t;
+  { Database db(t.path.string()); }
+  ::chmod(t.path.c_str(), 0444);
+  try {
+    Database db(t.path.string());
+    FAIL();
+  } catch (const DatabaseError& e) {
+    EXPECT_EQ(e.kind(), DatabaseError::Kind::kReadOnly) << e.what();
+    EXPECT_NE(std::string(e.what()).find(t.path.string()), std::string::npos) << e.what();
+  }
+  Database reader(t.path.string(), Database::Access::kReadOnly);  // reading still works
+  EXPECT_EQ(reader.count(), 0u);
+  ::chmod(t.path.c_str(), 0644);
 }

@@ -8,10 +8,10 @@
 #include <thread>
 
 #include "core/energy/monitor.h"
+#include "core/energy/nvml.h"
 #include "core/energy/probe.h"
 #include "core/energy/windows.h"
 #include "core/measurement.h"
-#include "core/energy/nvml.h"
 
 using namespace opcost;
 
@@ -200,7 +200,7 @@ TEST(Windows, CorrelatedWindowsWidenTheInterval) {
   for (int k = 0; k < 30; ++k) {
     const double wobble = std::sin(2 * M_PI * k / 10.0);  // period of 10 windows
     slow.push_back({0.1 * k, 0.1 * (k + 1), 1000 * (20 + 2 * wobble), 1000});
-    const double alt = (k * 7919 % 13) / 6.0 - 1.0;         // scrambled, ~uncorrelated
+    const double alt = (k * 7919 % 13) / 6.0 - 1.0;  // scrambled, ~uncorrelated
     iid.push_back({0.1 * k, 0.1 * (k + 1), 1000 * (20 + 2 * alt), 1000});
   }
   const auto s = estimate_energy(slow, 0), i = estimate_energy(iid, 0);

@@ -71,7 +71,7 @@ TEST(InventoryHostTimes, MedianOverRunsOfTheSameCallsOnly) {
   EXPECT_EQ(take_median_host_times(inv, runs), 4u);
   ASSERT_EQ(inv.sequence.size(), n);
   for (const auto& c : inv.sequence) {
-    EXPECT_DOUBLE_EQ(c.host_us, 11.5);  // median of 10, 12, 30, 11
+    EXPECT_DOUBLE_EQ(c.host_us, 11.5);      // median of 10, 12, 30, 11
     EXPECT_DOUBLE_EQ(c.host_gap_us, 1.75);  // of 1, 2, 9, 1.5
   }
 }

@@ -14,14 +14,11 @@ TEST(KernelsPerCall, NestedLaunchesBelongToTheOutermostCall) {
   // kernel; relu launching one; and an op on another thread (autograd's device thread) that
   // starts last.
   std::vector<TraceOp> ops = {
-      {"aten::relu", 1, 150, 180, 4},
-      {"aten::addmm", 1, 10, 90, 2},
-      {"aten::linear", 1, 0, 100, 1},
-      {"aten::view", 1, 110, 120, 3},
-      {"aten::mm", 2, 200, 260, 5},
+      {"aten::relu", 1, 150, 180, 4}, {"aten::addmm", 1, 10, 90, 2}, {"aten::linear", 1, 0, 100, 1},
+      {"aten::view", 1, 110, 120, 3}, {"aten::mm", 2, 200, 260, 5},
   };
-  std::vector<TraceKernel> kernels = {{"sm90_gemm", 2, 3000}, {"bias_add", 2, 500}, {"relu_kernel", 4, 700},
-                                      {"gemm_bwd", 5, 9000}, {"lost", 99, 1}};
+  std::vector<TraceKernel> kernels = {
+      {"sm90_gemm", 2, 3000}, {"bias_add", 2, 500}, {"relu_kernel", 4, 700}, {"gemm_bwd", 5, 9000}, {"lost", 99, 1}};
   std::size_t lost = 0;
   const auto calls = kernels_per_call(ops, kernels, &lost);
   ASSERT_EQ(calls.size(), 4u);
@@ -54,7 +51,8 @@ Inventory two_convs_and_a_view() {
 
 TEST(KernelCheck, AnotherAlgorithmInsideTheModelIsAMismatch) {
   Inventory inv = two_convs_and_a_view();
-  const std::vector<CallKernels> model = {{"aten::conv2d", {"winograd", "bias"}, 10000}, {"aten::view", {}},
+  const std::vector<CallKernels> model = {{"aten::conv2d", {"winograd", "bias"}, 10000},
+                                          {"aten::view", {}},
                                           {"aten::conv2d", {"implicit_gemm", "bias"}, 14000}};
   // Alone, the conv picks winograd (as the first call did, not the second); launch order is not compared.
   const std::vector<std::optional<std::vector<std::string>>> alone = {std::vector<std::string>{"bias", "winograd"},
@@ -70,8 +68,8 @@ TEST(KernelCheck, AnotherAlgorithmInsideTheModelIsAMismatch) {
   EXPECT_EQ(to_json(*r.entries[0])["match"], false);
 
   // Same kernels in both: no mismatch; an entry that was not replayed is not checked.
-  const std::vector<CallKernels> same = {{"aten::conv2d", {"winograd", "bias"}}, {"aten::view", {}},
-                                         {"aten::conv2d", {"winograd", "bias"}}};
+  const std::vector<CallKernels> same = {
+      {"aten::conv2d", {"winograd", "bias"}}, {"aten::view", {}}, {"aten::conv2d", {"winograd", "bias"}}};
   r = compare_kernels(inv, same, {alone[0], std::nullopt});
   EXPECT_EQ(r.mismatches, 0u);
   EXPECT_TRUE(r.entries[0]->match);
@@ -80,9 +78,10 @@ TEST(KernelCheck, AnotherAlgorithmInsideTheModelIsAMismatch) {
 
 TEST(KernelReport, ListsMismatchesAndTheLargestGpuTimeDifferences) {
   Inventory inv = two_convs_and_a_view();
-  const std::vector<CallKernels> model = {{"aten::conv2d", {"winograd"}, 10000}, {"aten::view", {}},
-                                          {"aten::conv2d", {"implicit_gemm"}, 14000}};
-  const KernelReport r = compare_kernels(inv, model, {std::vector<std::string>{"winograd"}, std::vector<std::string>{}});
+  const std::vector<CallKernels> model = {
+      {"aten::conv2d", {"winograd"}, 10000}, {"aten::view", {}}, {"aten::conv2d", {"implicit_gemm"}, 14000}};
+  const KernelReport r =
+      compare_kernels(inv, model, {std::vector<std::string>{"winograd"}, std::vector<std::string>{}});
   std::map<std::size_t, OpCost> costs;
   costs[0].gpu_us = 15;  // the loop: 15 µs per call, against 12 µs traced in the model
   costs[1].gpu_us = 0;

@@ -4,8 +4,8 @@
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <fmt/format.h>
 #include <gtest/gtest.h>
-#include <unistd.h>
 #include <torch/csrc/autograd/profiler_kineto.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -61,8 +61,10 @@ std::size_t count_of(const Inventory& inv, const std::string& op, const std::str
 
 TEST(Models, ParameterCountsMatchTheReferenceArchitectures) {
   // torchvision resnet18/34/50 and HF distilgpt2 (tied lm_head) parameter counts.
-  const std::map<std::string, int64_t> expected = {{"resnet18", 11689512},  {"resnet34", 21797672},
-                                                   {"resnet50", 25557032},  {"distilgpt2", 81912576},
+  const std::map<std::string, int64_t> expected = {{"resnet18", 11689512},
+                                                   {"resnet34", 21797672},
+                                                   {"resnet50", 25557032},
+                                                   {"distilgpt2", 81912576},
                                                    {"mnist-cnn", 431080}};
   ASSERT_EQ(builtin_models().size(), expected.size());
   for (const auto& info : builtin_models()) {
@@ -289,7 +291,8 @@ TEST(Inventory, TrainingAttributesBackwardOpsToTheirForwardLayer) {
   for (const auto& e : inv.entries)
     if (e.phase == "backward")
       for (const auto& l : e.layers)
-        EXPECT_TRUE(forward_layers.count(l) || (l == "(accumulate-grad)" && e.op == "aten::detach")) << e.signature() << " in " << l;
+        EXPECT_TRUE(forward_layers.count(l) || (l == "(accumulate-grad)" && e.op == "aten::detach"))
+            << e.signature() << " in " << l;
 }
 
 TEST(Inventory, AutocastRecordsTheCastsAndReplaysUnderAutocast) {
@@ -301,7 +304,7 @@ TEST(Inventory, AutocastRecordsTheCastsAndReplaysUnderAutocast) {
   ASSERT_NE(linear, nullptr);
   // As the model called it: the conv before ran in bf16, linear casts its fp32 weights inside.
   EXPECT_EQ(linear->args, "input=bf16[2,800] weight=f32[500,800] bias=f32[500]");
-  EXPECT_GE(linear->nested.count("aten::_to_copy"), 1u);                       // autocast's casts, inside
+  EXPECT_GE(linear->nested.count("aten::_to_copy"), 1u);  // autocast's casts, inside
   ReplayOptions ro;
   ro.device = test_device();
   ro.autocast = "bf16";
@@ -316,7 +319,8 @@ TEST(Inventory, AutocastRecordsTheCastsAndReplaysUnderAutocast) {
 
 TEST(TorchScript, LayerNamesAndCountsComeFromTheModuleHierarchy) {
   const std::string python = OPCOST_TEST_PYTHON, maker = OPCOST_TEST_MAKE_TORCHSCRIPT;
-  if (python.empty()) GTEST_SKIP() << "LibTorch came from OPCOST_TORCH_ROOT: no Python with this torch to script a model";
+  if (python.empty())
+    GTEST_SKIP() << "LibTorch came from OPCOST_TORCH_ROOT: no Python with this torch to script a model";
   // Shell and POSIX, not std::filesystem: libtorch.so exports a remove_all that crashes.
   char tmpl[] = "/tmp/opcost_ts_XXXXXX";
   ASSERT_NE(::mkdtemp(tmpl), nullptr);

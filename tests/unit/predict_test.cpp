@@ -72,7 +72,8 @@ TEST(Prediction, EnergyIsActiveEnergyPlusGapPowerOverTheTimelinesGaps) {
   in.sync_us = 0;
   // linear: GPU-bound in its loop (no own gaps); relu: launch-bound loop (4 µs kernel, 10 µs
   // per call: 6 µs of its loop energy is gap power, 0.6 mJ, not the op's); view: host only.
-  std::map<std::size_t, OpCost> costs = {{0, cost(5, 40, 12.0, 40)}, {1, cost(10, 4, 1.6, 10)}, {2, cost(3, 0, 0.3, 3)}};
+  std::map<std::size_t, OpCost> costs = {
+      {0, cost(5, 40, 12.0, 40)}, {1, cost(10, 4, 1.6, 10)}, {2, cost(3, 0, 0.3, 3)}};
   Prediction p = predict(inv, costs, in);
   // Timeline: fc1 cpu 0-5 gpu 5-45; relu cpu 5-15 gpu 45-49; fc2 cpu 15-20 gpu 49-89; view cpu 20-23.
   EXPECT_DOUBLE_EQ(p.time_us, 89);
@@ -99,7 +100,8 @@ TEST(Prediction, HostTimeBetweenCallsDelaysLaunchesButABlockedHostIsCapped) {
   EXPECT_EQ(model_code_us(inv), (std::vector<double>{0, 3, 4, 20}));
   PredictionInputs in;
   in.gap_power_W = 100;
-  std::map<std::size_t, OpCost> costs = {{0, cost(5, 40, 12.0, 40)}, {1, cost(10, 4, 1.6, 10)}, {2, cost(3, 0, 0.3, 3)}};
+  std::map<std::size_t, OpCost> costs = {
+      {0, cost(5, 40, 12.0, 40)}, {1, cost(10, 4, 1.6, 10)}, {2, cost(3, 0, 0.3, 3)}};
   Prediction p = predict(inv, costs, in);
   // fc1 cpu 0-5 gpu 5-45; relu cpu 8-18 gpu 45-49; fc2 cpu 22-27 gpu 49-89; view cpu 47-50.
   EXPECT_DOUBLE_EQ(p.timeline.cpu_us, 5 + 3 + 10 + 4 + 5 + 20 + 3);

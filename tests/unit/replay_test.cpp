@@ -41,13 +41,16 @@ std::optional<at::Tensor> OT(const Inputs& in, std::size_t i) { return in[i].toO
 const std::vector<Case>& cases() {
   static const std::vector<Case> c = {
       {"aten::conv2d input=f32[2,8,10,10] weight=f32[4,8,3,3] bias=f32[4] padding=[1,1] stride=2",
-       [](const Inputs& in) { return at::conv2d(T(in, 0), T(in, 1), OT(in, 2), {2, 2}, {1, 1}); }},
+       [](const Inputs& in) {
+         return at::conv2d(T(in, 0), T(in, 1), OT(in, 2), {2, 2}, {1, 1});
+       }},
       {"aten::linear input=f32[4,16] weight=f32[8,16] bias=f32[8]",
        [](const Inputs& in) { return at::linear(T(in, 0), T(in, 1), OT(in, 2)); }},
       {"aten::addmm self=f32[12] mat1=f32[5,7] mat2=f32[7,12] beta=0.5 alpha=2",
        [](const Inputs& in) { return at::addmm(T(in, 0), T(in, 1), T(in, 2), 0.5, 2); }},
       {"aten::bmm self=f32[3,4,5] mat2=f32[3,5,6]", [](const Inputs& in) { return at::bmm(T(in, 0), T(in, 1)); }},
-      {"aten::matmul self=f32[2,3,4,5] other=f32[5,6]", [](const Inputs& in) { return at::matmul(T(in, 0), T(in, 1)); }},
+      {"aten::matmul self=f32[2,3,4,5] other=f32[5,6]",
+       [](const Inputs& in) { return at::matmul(T(in, 0), T(in, 1)); }},
       {"aten::layer_norm input=f32[4,32] normalized_shape=[32] weight=f32[32] bias=f32[32] eps=1e-5",
        [](const Inputs& in) { return at::layer_norm(T(in, 0), {32}, OT(in, 2), OT(in, 3), 1e-5); }},
       {"aten::native_layer_norm input=f32[4,32] normalized_shape=[32] weight=f32[32] bias=f32[32] eps=1e-5",
@@ -55,22 +58,31 @@ const std::vector<Case>& cases() {
       {"aten::softmax.int self=f32[4,50] dim=-1", [](const Inputs& in) { return at::softmax(T(in, 0), -1); }},
       {"aten::gelu self=f32[64] approximate=tanh", [](const Inputs& in) { return at::gelu(T(in, 0), "tanh"); }},
       {"aten::relu self=f32[3,7]", [](const Inputs& in) { return at::relu(T(in, 0)); }},
-      {"aten::add.Tensor self=f32[4,5] other=f32[5] alpha=3", [](const Inputs& in) { return at::add(T(in, 0), T(in, 1), 3); }},
+      {"aten::add.Tensor self=f32[4,5] other=f32[5] alpha=3",
+       [](const Inputs& in) { return at::add(T(in, 0), T(in, 1), 3); }},
       {"aten::mul.Tensor self=bf16[4,5] other=bf16[4,5]", [](const Inputs& in) { return at::mul(T(in, 0), T(in, 1)); }},
       {"aten::embedding weight=f32[100,16] indices=i64[4,9]",
        [](const Inputs& in) { return at::embedding(T(in, 0), T(in, 1)); }},
       {"aten::scaled_dot_product_attention query=f32[2,4,16,8] key=f32[2,4,16,8] value=f32[2,4,16,8] is_causal=true",
-       [](const Inputs& in) { return at::scaled_dot_product_attention(T(in, 0), T(in, 1), T(in, 2), std::nullopt, 0.0, true); }},
+       [](const Inputs& in) {
+         return at::scaled_dot_product_attention(T(in, 0), T(in, 1), T(in, 2), std::nullopt, 0.0, true);
+       }},
       {"aten::max_pool2d self=f32[2,3,16,16] kernel_size=[3,3] stride=[2,2] padding=[1,1]",
-       [](const Inputs& in) { return at::max_pool2d(T(in, 0), {3, 3}, {2, 2}, {1, 1}); }},
-      {"aten::batch_norm input=f32[4,6,5,5] weight=f32[6] bias=f32[6] running_mean=f32[6] running_var=f32[6]:range[0.5,1.5] "
+       [](const Inputs& in) {
+         return at::max_pool2d(T(in, 0), {3, 3}, {2, 2}, {1, 1});
+       }},
+      {"aten::batch_norm input=f32[4,6,5,5] weight=f32[6] bias=f32[6] running_mean=f32[6] "
+       "running_var=f32[6]:range[0.5,1.5] "
        "training=false momentum=0.1 eps=1e-5 cudnn_enabled=true",
        [](const Inputs& in) {
          return at::batch_norm(T(in, 0), OT(in, 1), OT(in, 2), OT(in, 3), OT(in, 4), false, 0.1, 1e-5, true);
        }},
       {"aten::cat tensors=[f32[2,3],f32[4,3]] dim=0",
        [](const Inputs& in) { return at::cat(in[0].toTensorList().vec(), 0); }},
-      {"aten::view self=f32[4,6] size=[3,8]", [](const Inputs& in) { return T(in, 0).view({3, 8}); }},
+      {"aten::view self=f32[4,6] size=[3,8]",
+       [](const Inputs& in) {
+         return T(in, 0).view({3, 8});
+       }},
       {"aten::reshape self=f32[4,6]:stride[1,4] shape=[24]", [](const Inputs& in) { return T(in, 0).reshape({24}); }},
       {"aten::sum.dim_IntList self=f32[4,6] dim=[1] keepdim=true dtype=f64",
        [](const Inputs& in) { return at::sum(T(in, 0), {1}, true, at::kDouble); }},

@@ -30,7 +30,8 @@ TEST(Runner, MeasuresAnOpOnTheCpu) {
   EXPECT_TRUE(m.time.stop_reason == "converged" || m.time.stop_reason == "time_budget");
   if (!m.energy.available) EXPECT_FALSE(m.energy.unavailable_reason.empty());
   const auto j = to_json(m);
-  for (const char* k : {"op", "overload", "args", "device", "time_us", "power_W", "clocks_MHz", "temperature_C", "flags", "db_id"})
+  for (const char* k :
+       {"op", "overload", "args", "device", "time_us", "power_W", "clocks_MHz", "temperature_C", "flags", "db_id"})
     EXPECT_TRUE(j.contains(k)) << k;
   EXPECT_TRUE(j.contains("energy_mJ") != j.contains("energy_unavailable"));
 }

@@ -17,7 +17,8 @@ ops:
   - op: aten::layer_norm
     args: {input: "f32[8,768]", normalized_shape: [768], eps: 1e-5}
 )",
-                                     "t.yaml");
+                                     "t.yaml")
+                         .calls;
   ASSERT_EQ(calls.size(), 3u);
   EXPECT_EQ(calls[0].op, "aten::conv2d");
   EXPECT_EQ(format_args(calls[0].args), "input=f32[32,64,56,56] weight=f32[64,64,3,3] padding=[1,1] bias=None");
@@ -28,26 +29,29 @@ ops:
 }
 
 TEST(SpecFile, ReadsJson) {
-  const auto calls = parse_spec_text(
-      R"({"ops": [{"op": "aten::addmm.default", "args": {"self": "bf16[3072]", "mat1": "bf16[1024,768]",
+  const auto calls =
+      parse_spec_text(
+          R"({"ops": [{"op": "aten::addmm.default", "args": {"self": "bf16[3072]", "mat1": "bf16[1024,768]",
          "mat2": "bf16[768,3072]", "beta": 1, "alpha": 1.0}}]})",
-      "t.json");
+          "t.json")
+          .calls;
   ASSERT_EQ(calls.size(), 1u);
   EXPECT_EQ(calls[0].overload, "default");
   EXPECT_EQ(format_args(calls[0].args), "self=bf16[3072] mat1=bf16[1024,768] mat2=bf16[768,3072] beta=1 alpha=1.0");
 }
 
 TEST(SpecFile, TopLevelListIsTheOpsList) {
-  EXPECT_EQ(parse_spec_text("- aten::relu self=f32[4]\n- aten::relu self=f32[8]\n", "l.yaml").size(), 2u);
+  EXPECT_EQ(parse_spec_text("- aten::relu self=f32[4]\n- aten::relu self=f32[8]\n", "l.yaml").calls.size(), 2u);
 }
 
+// The first error the file gives: for the whole file (thrown) or for its first bad entry.
 static std::string error_of(const std::string& text) {
   try {
-    parse_spec_text(text, "bad.yaml");
+    const auto entries = parse_spec_text(text, "bad.yaml");
+    return entries.errors.empty() ? "" : entries.errors.front();
   } catch (const std::invalid_argument& e) {
     return e.what();
   }
-  return "";
 }
 
 TEST(SpecFile, ErrorsNameFileLineAndFix) {
@@ -61,6 +65,36 @@ TEST(SpecFile, ErrorsNameFileLineAndFix) {
   EXPECT_NE(error_of("foo: 1\n").find("no 'ops' list"), std::string::npos);
   EXPECT_NE(error_of("ops: []\n").find("lists no operators"), std::string::npos);
   EXPECT_NE(error_of("ops:\n  - op: aten::relu\n    args: {self: {a: 1}}\n").find("mapping"), std::string::npos);
+}
+
+TEST(SpecFile, SaysWhatIsWrongWithTheShapeOfTheFile) {
+  // An empty file is empty, not a list problem; a list as 'op' is not a missing 'op'.
+  EXPECT_NE(error_of("").find("the spec file is empty"), std::string::npos) << error_of("");
+  EXPECT_NE(error_of("ops:\n").find("lists no operators"), std::string::npos) << error_of("ops:\n");
+  const auto list_op = error_of("ops:\n  - op: [aten::relu]\n");
+  EXPECT_NE(list_op.find("'op' must be one operator name"), std::string::npos) << list_op;
+  EXPECT_EQ(list_op.find("missing"), std::string::npos) << list_op;
+  EXPECT_NE(error_of("ops: {a: 1}\n").find("not a mapping"), std::string::npos);
+}
+
+TEST(SpecFile, EveryBadEntryIsReportedAndTheGoodOnesKept) {
+  // A parse error in one entry no longer hides the others: all are reported, with their lines.
+  const auto entries = parse_spec_text(
+      "ops:\n"
+      "  - aten::relu self=f32[4]\n"
+      "  - aten::relu self=f32[4,\n"
+      "  - op: aten::gelu\n"
+      "    args: {self: \"q32[2]\"}\n"
+      "  - aten::tanh self=f32[8]\n"
+      "  - args: {}\n",
+      "s.yaml");
+  ASSERT_EQ(entries.calls.size(), 2u);
+  EXPECT_EQ(entries.calls[0].op, "aten::relu");
+  EXPECT_EQ(entries.calls[1].op, "aten::tanh");
+  ASSERT_EQ(entries.errors.size(), 3u);
+  EXPECT_NE(entries.errors[0].find("s.yaml:3 (ops[1])"), std::string::npos) << entries.errors[0];
+  EXPECT_NE(entries.errors[1].find("unknown dtype 'q32'"), std::string::npos) << entries.errors[1];
+  EXPECT_NE(entries.errors[2].find("(ops[4])"), std::string::npos) << entries.errors[2];
 }
 
 TEST(SpecFile, MissingFileIsAClearError) {
@@ -81,14 +115,13 @@ TEST(SpecFile, ReadsAnInventoryDocument) {
      "signature": "aten::linear input=f32[2,800] weight=f32[500,800]", "count": 1, "layers": ["fc1"],
      "nested": {"aten::addmm": 1}, "phase": "forward"},
     {"signature": "aten::add.Tensor self=f32[2] other=f32[2]", "count": 3}]})";
-  auto calls = parse_spec_text(doc, "inv.json");
+  auto calls = parse_spec_text(doc, "inv.json").calls;
   ASSERT_EQ(calls.size(), 2u);
   EXPECT_EQ(calls[0].op, "aten::linear");
   EXPECT_EQ(format_args(calls[0].args), "input=f32[2,800] weight=f32[500,800]");
   EXPECT_EQ(calls[0].autocast, "bf16");
   EXPECT_EQ(calls[1].overload, "Tensor");
-  EXPECT_THROW(parse_spec_text(R"({"ops": [{"signature": "aten::add self=f32[2"}]})", "bad.json"),
-               std::invalid_argument);
+  EXPECT_EQ(parse_spec_text(R"({"ops": [{"signature": "aten::add self=f32[2"}]})", "bad.json").errors.size(), 1u);
 }
 
 }  // namespace

@@ -12,9 +12,7 @@ double now_s() {
   return duration<double>(steady_clock::now().time_since_epoch()).count();
 }
 
-static void sleep_s(double s) {
-  std::this_thread::sleep_for(std::chrono::duration<double>(s));
-}
+static void sleep_s(double s) { std::this_thread::sleep_for(std::chrono::duration<double>(s)); }
 
 EnergyMonitor::EnergyMonitor(EnergyProbe& probe, MonitorConfig cfg) : probe_(probe), cfg_(cfg) {}
 
@@ -62,8 +60,7 @@ void EnergyMonitor::run() {
         a.sm_clock_min_MHz = std::min(a.sm_clock_min_MHz.value_or(*s.sm_clock_MHz), *s.sm_clock_MHz);
         a.sm_clock_max_MHz = std::max(a.sm_clock_max_MHz.value_or(*s.sm_clock_MHz), *s.sm_clock_MHz);
       }
-      if (s.temperature_C)
-        a.temperature_max_C = std::max(a.temperature_max_C.value_or(0), *s.temperature_C);
+      if (s.temperature_C) a.temperature_max_C = std::max(a.temperature_max_C.value_or(0), *s.temperature_C);
       if (s.throttle_reasons) a.throttle_reasons_seen |= *s.throttle_reasons;
       if (s.other_processes) a.other_processes_max = std::max(a.other_processes_max, *s.other_processes);
     }
@@ -96,8 +93,7 @@ StateSummary EnergyMonitor::state_summary() const {
   return state_;
 }
 
-std::optional<double> measure_idle_power_W(EnergyProbe& probe, std::size_t count,
-                                           double timeout_s, std::string* why,
+std::optional<double> measure_idle_power_W(EnergyProbe& probe, std::size_t count, double timeout_s, std::string* why,
                                            std::vector<CounterEdge>* edges_out) {
   std::vector<CounterEdge> edges;
   const double deadline = now_s() + timeout_s;
@@ -117,8 +113,7 @@ std::optional<double> measure_idle_power_W(EnergyProbe& probe, std::size_t count
   }
   if (edges_out) *edges_out = edges;
   if (edges.size() < count + 1) {
-    *why = fmt::format("the {} energy counter did not update {} times in {:.1f} s", probe.name(),
-                       count, timeout_s);
+    *why = fmt::format("the {} energy counter did not update {} times in {:.1f} s", probe.name(), count, timeout_s);
     return std::nullopt;
   }
   return average_power_W(edges);

@@ -43,7 +43,7 @@ class EnergyMonitor {
   ~EnergyMonitor();
   void start();
   void stop();
-  std::vector<CounterEdge> edges() const;   // copy, safe while running
+  std::vector<CounterEdge> edges() const;  // copy, safe while running
   std::size_t edge_count() const;
   std::vector<PowerSample> power_trace() const;
   std::vector<PowerSample> sm_clock_trace() const;  // (t, MHz) at each state sample
@@ -64,8 +64,7 @@ class EnergyMonitor {
 // Waits for `count` counter updates with the device idle and returns the average power
 // between the first and the last; nullopt (with `why`) if the counter does not move within
 // `timeout_s`.
-std::optional<double> measure_idle_power_W(EnergyProbe& probe, std::size_t count,
-                                           double timeout_s, std::string* why,
+std::optional<double> measure_idle_power_W(EnergyProbe& probe, std::size_t count, double timeout_s, std::string* why,
                                            std::vector<CounterEdge>* edges_out = nullptr);
 
 }  // namespace opcost

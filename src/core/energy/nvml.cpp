@@ -12,11 +12,9 @@ namespace opcost {
 namespace throttle {
 std::string describe(uint64_t r) {
   static const std::pair<uint64_t, const char*> names[] = {
-      {kGpuIdle, "gpu_idle"},         {kAppClocks, "app_clocks"},
-      {kSwPowerCap, "sw_power_cap"},  {kHwSlowdown, "hw_slowdown"},
-      {kSyncBoost, "sync_boost"},     {kSwThermal, "sw_thermal"},
-      {kHwThermal, "hw_thermal"},     {kHwPowerBrake, "hw_power_brake"},
-      {kDisplayClocks, "display_clocks"}};
+      {kGpuIdle, "gpu_idle"},       {kAppClocks, "app_clocks"},        {kSwPowerCap, "sw_power_cap"},
+      {kHwSlowdown, "hw_slowdown"}, {kSyncBoost, "sync_boost"},        {kSwThermal, "sw_thermal"},
+      {kHwThermal, "hw_thermal"},   {kHwPowerBrake, "hw_power_brake"}, {kDisplayClocks, "display_clocks"}};
   std::string out;
   for (auto [bit, name] : names)
     if (r & bit) out += (out.empty() ? "" : ",") + std::string(name);
@@ -109,8 +107,7 @@ Nvml::Nvml(const std::string& library) {
   api->lib = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!api->lib) {
     const char* err = dlerror();
-    reason_ = fmt::format("NVML not loaded: {} (no NVIDIA driver on this machine?)",
-                          err ? err : library);
+    reason_ = fmt::format("NVML not loaded: {} (no NVIDIA driver on this machine?)", err ? err : library);
     return;
   }
   void* l = api->lib;
@@ -128,23 +125,19 @@ Nvml::Nvml(const std::string& library) {
   resolve(l, api->clock, {"nvmlDeviceGetClockInfo"});
   resolve(l, api->temperature, {"nvmlDeviceGetTemperature"});
   resolve(l, api->power_limit, {"nvmlDeviceGetPowerManagementLimit"});
-  resolve(l, api->throttle, {"nvmlDeviceGetCurrentClocksEventReasons",
-                             "nvmlDeviceGetCurrentClocksThrottleReasons"});
+  resolve(l, api->throttle, {"nvmlDeviceGetCurrentClocksEventReasons", "nvmlDeviceGetCurrentClocksThrottleReasons"});
   resolve(l, api->processes_v3, {"nvmlDeviceGetComputeRunningProcesses_v3"});
   resolve(l, api->processes_v2, {"nvmlDeviceGetComputeRunningProcesses_v2"});
   resolve(l, api->driver_version, {"nvmlSystemGetDriverVersion"});
-  resolve(l, api->cuda_driver_version, {"nvmlSystemGetCudaDriverVersion_v2",
-                                        "nvmlSystemGetCudaDriverVersion"});
+  resolve(l, api->cuda_driver_version, {"nvmlSystemGetCudaDriverVersion_v2", "nvmlSystemGetCudaDriverVersion"});
   if (!api->init || !api->device_count || !api->handle_by_index) {
-    reason_ = fmt::format("{} lacks nvmlInit/nvmlDeviceGetCount/nvmlDeviceGetHandleByIndex",
-                          library);
+    reason_ = fmt::format("{} lacks nvmlInit/nvmlDeviceGetCount/nvmlDeviceGetHandleByIndex", library);
     return;
   }
   const nvmlReturn_t rc = api->init();
   if (rc != kSuccess) {
     api->shutdown = nullptr;  // never initialised: do not shut down
-    reason_ = fmt::format("nvmlInit failed: {} (code {})",
-                          api->error_string ? api->error_string(rc) : "?", rc);
+    reason_ = fmt::format("nvmlInit failed: {} (code {})", api->error_string ? api->error_string(rc) : "?", rc);
     return;
   }
   api_ = std::move(api);
@@ -166,15 +159,13 @@ unsigned Nvml::device_count() const {
 
 std::optional<std::string> Nvml::driver_version() const {
   char buf[96] = {};
-  if (!api_ || !api_->driver_version || api_->driver_version(buf, sizeof buf) != kSuccess)
-    return std::nullopt;
+  if (!api_ || !api_->driver_version || api_->driver_version(buf, sizeof buf) != kSuccess) return std::nullopt;
   return std::string(buf);
 }
 
 std::optional<std::string> Nvml::cuda_driver_version() const {
   int v = 0;
-  if (!api_ || !api_->cuda_driver_version || api_->cuda_driver_version(&v) != kSuccess)
-    return std::nullopt;
+  if (!api_ || !api_->cuda_driver_version || api_->cuda_driver_version(&v) != kSuccess) return std::nullopt;
   return fmt::format("{}.{}", v / 1000, (v % 1000) / 10);
 }
 
@@ -236,8 +227,7 @@ std::optional<double> NvmlDevice::instant_power_W() const {
   if (!api_->field_values) return std::nullopt;
   FieldValue fv{};
   fv.fieldId = kFieldPowerInstant;
-  if (api_->field_values(h_, 1, &fv) != kSuccess || fv.nvmlReturn != kSuccess)
-    return std::nullopt;
+  if (api_->field_values(h_, 1, &fv) != kSuccess || fv.nvmlReturn != kSuccess) return std::nullopt;
   return fv.value.ui / 1000.0;  // unsigned int, mW
 }
 
@@ -255,8 +245,7 @@ std::optional<unsigned> NvmlDevice::mem_clock_MHz() const {
 
 std::optional<unsigned> NvmlDevice::temperature_C() const {
   unsigned v = 0;
-  if (!api_->temperature || api_->temperature(h_, /*NVML_TEMPERATURE_GPU*/ 0, &v) != kSuccess)
-    return std::nullopt;
+  if (!api_->temperature || api_->temperature(h_, /*NVML_TEMPERATURE_GPU*/ 0, &v) != kSuccess) return std::nullopt;
   return v;
 }
 

@@ -12,12 +12,10 @@ namespace opcost {
 
 // Clock-event ("throttle") reason bits, as in nvml.h.
 namespace throttle {
-constexpr uint64_t kGpuIdle = 0x1, kAppClocks = 0x2, kSwPowerCap = 0x4, kHwSlowdown = 0x8,
-                   kSyncBoost = 0x10, kSwThermal = 0x20, kHwThermal = 0x40,
-                   kHwPowerBrake = 0x80, kDisplayClocks = 0x100;
+constexpr uint64_t kGpuIdle = 0x1, kAppClocks = 0x2, kSwPowerCap = 0x4, kHwSlowdown = 0x8, kSyncBoost = 0x10,
+                   kSwThermal = 0x20, kHwThermal = 0x40, kHwPowerBrake = 0x80, kDisplayClocks = 0x100;
 // Reasons that slow a measurement down (idle, app clocks and display clocks do not).
-constexpr uint64_t kSlowing = kSwPowerCap | kHwSlowdown | kSwThermal | kHwThermal |
-                              kHwPowerBrake;
+constexpr uint64_t kSlowing = kSwPowerCap | kHwSlowdown | kSwThermal | kHwThermal | kHwPowerBrake;
 std::string describe(uint64_t reasons);  // "sw_power_cap,hw_thermal" or "none"
 }  // namespace throttle
 
@@ -28,9 +26,9 @@ class NvmlDevice {
   NvmlDevice(std::shared_ptr<const NvmlApi> api, void* handle) : api_(std::move(api)), h_(handle) {}
   std::optional<std::string> name() const;
   std::optional<std::string> uuid() const;
-  std::optional<uint64_t> total_energy_mJ() const;   // counter since driver load
-  std::optional<double> power_W() const;             // nvmlDeviceGetPowerUsage (1 s average)
-  std::optional<double> instant_power_W() const;     // field 186, NVML_FI_DEV_POWER_INSTANT
+  std::optional<uint64_t> total_energy_mJ() const;  // counter since driver load
+  std::optional<double> power_W() const;            // nvmlDeviceGetPowerUsage (1 s average)
+  std::optional<double> instant_power_W() const;    // field 186, NVML_FI_DEV_POWER_INSTANT
   std::optional<unsigned> sm_clock_MHz() const;
   std::optional<unsigned> mem_clock_MHz() const;
   std::optional<unsigned> temperature_C() const;

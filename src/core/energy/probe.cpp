@@ -30,8 +30,7 @@ class NvmlProbe : public EnergyProbe {
     s.power_limit_W = dev_.power_limit_W();
     s.throttle_reasons = dev_.throttle_reasons();
     if (with_processes)
-      if (auto others = dev_.other_processes(unsigned(getpid())))
-        s.other_processes = unsigned(others->size());
+      if (auto others = dev_.other_processes(unsigned(getpid()))) s.other_processes = unsigned(others->size());
     return s;
   }
 
@@ -104,8 +103,7 @@ std::unique_ptr<EnergyProbe> make_rapl_probe(std::string* why, const std::string
     std::ifstream probe(d.path);
     double v;
     if (!(probe >> v)) {
-      *why = fmt::format("RAPL present but {} is not readable (needs root, or a udev rule)",
-                         d.path);
+      *why = fmt::format("RAPL present but {} is not readable (needs root, or a udev rule)", d.path);
       return nullptr;
     }
     domains.push_back(d);

@@ -19,8 +19,8 @@ struct DeviceState {
 class EnergyProbe {
  public:
   virtual ~EnergyProbe() = default;
-  virtual std::string name() const = 0;                  // "nvml", "rapl"
-  virtual std::optional<double> energy_mJ() = 0;         // cumulative, monotonic
+  virtual std::string name() const = 0;           // "nvml", "rapl"
+  virtual std::optional<double> energy_mJ() = 0;  // cumulative, monotonic
   virtual std::optional<double> power_W() { return std::nullopt; }
   // `with_processes`: also count other compute processes. That query is slow and is kept out
   // of the sampling loop (it is taken before and after each measurement).
@@ -34,7 +34,6 @@ class EnergyProbe {
 std::unique_ptr<EnergyProbe> make_nvml_probe(int cuda_ordinal, std::string* why);
 // The RAPL package-energy probe (sum over packages), or nullptr with `why` set.
 // `root` is the powercap directory (tests point it at a fixture tree).
-std::unique_ptr<EnergyProbe> make_rapl_probe(std::string* why,
-                                             const std::string& root = "/sys/class/powercap");
+std::unique_ptr<EnergyProbe> make_rapl_probe(std::string* why, const std::string& root = "/sys/class/powercap");
 
 }  // namespace opcost

@@ -7,8 +7,7 @@ namespace opcost {
 
 std::optional<double> calls_at(const std::vector<CompletionPoint>& tl, double t) {
   if (tl.empty() || t < tl.front().t_s || t > tl.back().t_s) return std::nullopt;
-  auto hi = std::lower_bound(tl.begin(), tl.end(), t,
-                             [](const CompletionPoint& p, double x) { return p.t_s < x; });
+  auto hi = std::lower_bound(tl.begin(), tl.end(), t, [](const CompletionPoint& p, double x) { return p.t_s < x; });
   if (hi == tl.begin()) return hi->calls;
   auto lo = hi - 1;
   const double span = hi->t_s - lo->t_s;
@@ -24,8 +23,8 @@ std::optional<double> update_period_s(const std::vector<CounterEdge>& edges) {
 }
 
 std::vector<EnergyWindow> make_windows(const std::vector<CounterEdge>& edges,
-                                       const std::vector<CompletionPoint>& timeline,
-                                       double start_after_s, std::size_t periods) {
+                                       const std::vector<CompletionPoint>& timeline, double start_after_s,
+                                       std::size_t periods) {
   std::vector<CounterEdge> usable;
   for (const auto& e : edges)
     if (e.t_s >= start_after_s && calls_at(timeline, e.t_s)) usable.push_back(e);
@@ -71,8 +70,8 @@ EnergyEstimate estimate_energy(const std::vector<EnergyWindow>& windows, double 
   est.effective_windows = std::max(2.0, n * (1 - r) / (1 + r));
   if (per_call.size() >= 2) {
     const double neff = std::min(est.effective_windows, n);
-    const double half = student_t975(std::size_t(std::max(1.0, std::floor(neff - 1)))) *
-                        est.per_call_mJ.stdev / std::sqrt(neff);
+    const double half =
+        student_t975(std::size_t(std::max(1.0, std::floor(neff - 1)))) * est.per_call_mJ.stdev / std::sqrt(neff);
     est.per_call_mJ.ci95_low = est.per_call_mJ.mean - half;
     est.per_call_mJ.ci95_high = est.per_call_mJ.mean + half;
   }

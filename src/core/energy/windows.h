@@ -42,8 +42,8 @@ std::optional<double> update_period_s(const std::vector<CounterEdge>& edges);
 // Windows of `periods` counter periods each, taken back to back from edges after
 // `start_after_s` and inside the timeline. Windows in which no call completed are dropped.
 std::vector<EnergyWindow> make_windows(const std::vector<CounterEdge>& edges,
-                                       const std::vector<CompletionPoint>& timeline,
-                                       double start_after_s, std::size_t periods = 1);
+                                       const std::vector<CompletionPoint>& timeline, double start_after_s,
+                                       std::size_t periods = 1);
 
 // Drops windows in which the loop completed calls more slowly than `min_fraction` of the
 // median rate: the host stalled (page faults, preemption), the GPU idled, and the window's
@@ -55,10 +55,10 @@ struct EnergyEstimate {
   // power-capped GPU's clock control swings with a period of about a second): the interval
   // uses the effective number of windows n(1-r1)/(1+r1), r1 the lag-1 autocorrelation.
   Summary per_call_mJ;
-  double power_W = 0;        // mean power over all windows
-  double above_idle_mJ = 0;  // per call, power above the idle power
+  double power_W = 0;          // mean power over all windows
+  double above_idle_mJ = 0;    // per call, power above the idle power
   double wall_s_per_call = 0;  // window time / calls: includes any gaps the GPU saw
-  double seconds = 0;        // total window time
+  double seconds = 0;          // total window time
   std::size_t windows = 0;
   double lag1_autocorrelation = 0;
   double effective_windows = 0;

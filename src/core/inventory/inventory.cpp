@@ -18,8 +18,7 @@ std::size_t Inventory::layer_count() const {
 }
 
 void InventoryBuilder::add(const std::string& op, const std::string& overload, const std::string& args,
-                           const std::string& layer, const std::vector<std::string>& nested,
-                           const std::string& phase) {
+                           const std::string& layer, const std::vector<std::string>& nested, const std::string& phase) {
   const std::string key = phase + " " + (overload.empty() ? op : op + "." + overload) + " " + args;
   auto [it, fresh] = index_.try_emplace(key, inv_.entries.size());
   if (fresh) inv_.entries.push_back({op, overload, args, phase, 0, {}, {}});
@@ -66,8 +65,14 @@ std::size_t take_median_host_times(Inventory& inv, const std::vector<Inventory>&
 nlohmann::json to_json(const Inventory& inv) {
   nlohmann::json ops = nlohmann::json::array();
   for (const auto& e : inv.entries)
-    ops.push_back({{"op", e.op}, {"overload", e.overload}, {"args", e.args}, {"signature", e.signature()},
-                   {"phase", e.phase}, {"count", e.count}, {"layers", e.layers}, {"nested", e.nested}});
+    ops.push_back({{"op", e.op},
+                   {"overload", e.overload},
+                   {"args", e.args},
+                   {"signature", e.signature()},
+                   {"phase", e.phase},
+                   {"count", e.count},
+                   {"layers", e.layers},
+                   {"nested", e.nested}});
   nlohmann::json seq = nlohmann::json::array();
   for (const auto& c : inv.sequence)
     seq.push_back({c.entry, c.layer, std::round(c.host_us * 100) / 100, std::round(c.host_gap_us * 100) / 100});
@@ -78,7 +83,8 @@ nlohmann::json to_json(const Inventory& inv) {
           {"mode", inv.mode},
           {"autocast", inv.autocast.empty() ? nlohmann::json() : nlohmann::json(inv.autocast)},
           {"parameters", inv.parameters},
-          {"totals", {{"calls", inv.sequence.size()}, {"unique_signatures", inv.entries.size()}, {"layers", inv.layer_count()}}},
+          {"totals",
+           {{"calls", inv.sequence.size()}, {"unique_signatures", inv.entries.size()}, {"layers", inv.layer_count()}}},
           {"ops", ops},
           {"sequence_columns", {"entry", "layer", "host_us", "host_gap_us"}},
           {"observer_gap_us", std::round(inv.observer_gap_us * 1000) / 1000},
@@ -94,7 +100,8 @@ std::string to_table(const Inventory& inv) {
     out += fmt::format("{:>4} {:>6}  {:<32} {}\n", i + 1, e.count,
                        e.phase == "forward" ? e.display_name() : e.display_name() + " (bwd)", e.args);
     std::string layers;
-    for (std::size_t k = 0; k < e.layers.size() && k < 4; ++k) layers += (k ? ", " : "") + (e.layers[k].empty() ? "(top)" : e.layers[k]);
+    for (std::size_t k = 0; k < e.layers.size() && k < 4; ++k)
+      layers += (k ? ", " : "") + (e.layers[k].empty() ? "(top)" : e.layers[k]);
     if (e.layers.size() > 4) layers += fmt::format(", +{} more", e.layers.size() - 4);
     out += fmt::format("{:>44}layers: {}\n", "", layers);
     if (!e.nested.empty()) {

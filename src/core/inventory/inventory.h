@@ -11,10 +11,10 @@
 namespace opcost {
 
 struct InventoryEntry {
-  std::string op, overload, args;           // args: canonical, as `opcost measure` accepts
-  std::string phase = "forward";            // or "backward" (--train)
+  std::string op, overload, args;  // args: canonical, as `opcost measure` accepts
+  std::string phase = "forward";   // or "backward" (--train)
   std::size_t count = 0;
-  std::vector<std::string> layers;          // in order of first use
+  std::vector<std::string> layers;            // in order of first use
   std::map<std::string, std::size_t> nested;  // nested op -> calls, summed over `count` calls
   std::string display_name() const { return overload.empty() ? op : op + "." + overload; }
   std::string signature() const { return display_name() + " " + args; }
@@ -31,7 +31,7 @@ struct InventoryCall {
 
 struct Inventory {
   std::string model, input, device, dtype, mode = "inference";  // mode: inference | train
-  std::string autocast;  // "" or the autocast dtype
+  std::string autocast;                                         // "" or the autocast dtype
   int64_t parameters = 0;
   // The observer's own host time in each gap between calls, measured with the run (see
   // observer_gap_floor_us); 0 when unknown.
@@ -54,8 +54,8 @@ std::size_t take_median_host_times(Inventory& inv, const std::vector<Inventory>&
 // Groups recorded calls: each call is (signature parts, layer, nested op names, phase).
 class InventoryBuilder {
  public:
-  void add(const std::string& op, const std::string& overload, const std::string& args,
-           const std::string& layer, const std::vector<std::string>& nested, const std::string& phase = "forward");
+  void add(const std::string& op, const std::string& overload, const std::string& args, const std::string& layer,
+           const std::vector<std::string>& nested, const std::string& phase = "forward");
   // Sets the observed host times of the call added last.
   void time_last(double host_us, double host_gap_us);
   Inventory take() { return std::move(inv_); }

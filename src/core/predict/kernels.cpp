@@ -70,17 +70,18 @@ std::vector<std::string> sorted(std::vector<std::string> v) {
 KernelReport compare_kernels(const Inventory& inv, const std::vector<CallKernels>& model,
                              const std::vector<std::optional<std::vector<std::string>>>& isolation) {
   if (model.size() != inv.sequence.size())
-    throw std::runtime_error(fmt::format("the kernel trace saw {} operator calls, the inventory {}: the model's "
-                                         "calls changed between the two runs",
-                                         model.size(), inv.sequence.size()));
+    throw std::runtime_error(
+        fmt::format("the kernel trace saw {} operator calls, the inventory {}: the model's "
+                    "calls changed between the two runs",
+                    model.size(), inv.sequence.size()));
   KernelReport r;
   r.entries.resize(inv.entries.size());
   std::vector<std::size_t> calls(inv.entries.size(), 0);
   for (std::size_t i = 0; i < inv.sequence.size(); ++i) {
     const std::size_t e = inv.sequence[i].entry;
     if (model[i].op != inv.entries[e].op)
-      throw std::runtime_error(fmt::format("call {} is {} in the kernel trace but {} in the inventory", i, model[i].op,
-                                           inv.entries[e].op));
+      throw std::runtime_error(
+          fmt::format("call {} is {} in the kernel trace but {} in the inventory", i, model[i].op, inv.entries[e].op));
     if (e >= isolation.size() || !isolation[e]) continue;
     auto& check = r.entries[e];
     if (!check) check = KernelCheck{model[i].kernels, *isolation[e], true, 0};
@@ -96,7 +97,9 @@ KernelReport compare_kernels(const Inventory& inv, const std::vector<CallKernels
 }
 
 nlohmann::json to_json(const KernelCheck& c) {
-  return {{"match", c.match}, {"in_model", c.in_model}, {"in_isolation", c.in_isolation},
+  return {{"match", c.match},
+          {"in_model", c.in_model},
+          {"in_isolation", c.in_isolation},
           {"model_device_us_per_call", c.model_device_us}};
 }
 
@@ -108,7 +111,9 @@ DeviceTimes device_times(const KernelReport& k, const Inventory& inv, const std:
       t.model_us += t.rows.back().model_us * double(inv.entries[e].count);
       t.loops_us += t.rows.back().loop_us * double(inv.entries[e].count);
     }
-  auto effect = [&](const DeviceTimeRow& r) { return std::abs(r.loop_us - r.model_us) * double(inv.entries[r.entry].count); };
+  auto effect = [&](const DeviceTimeRow& r) {
+    return std::abs(r.loop_us - r.model_us) * double(inv.entries[r.entry].count);
+  };
   std::stable_sort(t.rows.begin(), t.rows.end(), [&](const auto& a, const auto& b) { return effect(a) > effect(b); });
   return t;
 }
@@ -126,8 +131,11 @@ nlohmann::json to_json(const KernelReport& k, const Inventory& inv, const std::m
     }
   }
   const DeviceTimes t = device_times(k, inv, costs);
-  return {{"checked", true}, {"signatures_checked", checked}, {"mismatches", mismatches},
-          {"device_us_traced_in_model", t.model_us}, {"device_us_from_loops", t.loops_us}};
+  return {{"checked", true},
+          {"signatures_checked", checked},
+          {"mismatches", mismatches},
+          {"device_us_traced_in_model", t.model_us},
+          {"device_us_from_loops", t.loops_us}};
 }
 
 std::string to_table(const KernelReport& k, const Inventory& inv, const std::map<std::size_t, OpCost>& costs) {
@@ -146,13 +154,16 @@ std::string to_table(const KernelReport& k, const Inventory& inv, const std::map
                          names(k.entries[e]->in_model), names(k.entries[e]->in_isolation));
   const DeviceTimes t = device_times(k, inv, costs);
   if (t.model_us <= 0) return out;
-  out += fmt::format("GPU time of the measured operators: {:.1f} µs from their loops, {:.1f} µs traced in the model ({:+.1f}%); "
-                     "largest differences:\n", t.loops_us, t.model_us, 100 * (t.loops_us - t.model_us) / t.model_us);
+  out += fmt::format(
+      "GPU time of the measured operators: {:.1f} µs from their loops, {:.1f} µs traced in the model ({:+.1f}%); "
+      "largest differences:\n",
+      t.loops_us, t.model_us, 100 * (t.loops_us - t.model_us) / t.model_us);
   for (std::size_t i = 0; i < t.rows.size() && i < 5; ++i) {
     const auto& r = t.rows[i];
     const auto& e = inv.entries[r.entry];
     const std::string name = e.signature().size() > 70 ? e.signature().substr(0, 67) + "..." : e.signature();
-    out += fmt::format("  {} ×{}: loop {:.2f} µs, in the model {:.2f} µs per call{}\n", name, e.count, r.loop_us, r.model_us,
+    out += fmt::format("  {} ×{}: loop {:.2f} µs, in the model {:.2f} µs per call{}\n", name, e.count, r.loop_us,
+                       r.model_us,
                        r.model_us > 0 ? fmt::format(" ({:+.1f}%)", 100 * (r.loop_us - r.model_us) / r.model_us) : "");
   }
   return out;

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/stats/summary.h"
+#include "core/text/text.h"
 
 namespace opcost {
 
@@ -26,8 +27,8 @@ OpCost op_cost_from_document(const nlohmann::json& d, bool on_gpu) {
     c.energy_mJ = e.at("per_call").get<double>();
     c.energy_ci_mJ = (e.at("ci95_high").get<double>() - e.at("ci95_low").get<double>()) / 2;
     c.loop_wall_us = e.value("loop_wall_us_per_call", 0.0);
-  }
-  else c.energy_why = d.value("energy_unavailable", std::string("not measured"));
+  } else
+    c.energy_why = d.value("energy_unavailable", std::string("not measured"));
   if (d.contains("flags")) c.flags = d["flags"].get<std::vector<std::string>>();
   return c;
 }
@@ -71,7 +72,8 @@ Prediction predict(const Inventory& inv, const std::map<std::size_t, OpCost>& co
   for (std::size_t i = 0; i < inv.sequence.size(); ++i) {
     const auto& call = inv.sequence[i];
     auto it = costs.find(call.entry);
-    ops.push_back(it == costs.end() ? TimelineOp{between[i], 0} : TimelineOp{between[i] + it->second.cpu_us, it->second.gpu_us});
+    ops.push_back(it == costs.end() ? TimelineOp{between[i], 0}
+                                    : TimelineOp{between[i] + it->second.cpu_us, it->second.gpu_us});
   }
   p.timeline = simulate(ops, in.sync_us);
   p.time_us = p.timeline.wall_us;
@@ -93,6 +95,10 @@ Prediction predict(const Inventory& inv, const std::map<std::size_t, OpCost>& co
   if (in.on_gpu && !in.gap_power_W) {
     energy = false;
     p.energy_why = "no gap-power measurement: " + in.gap_power_why;
+  }
+  if (costs.empty()) {  // never "0 mJ ± 0": nothing was predicted
+    energy = false;
+    p.energy_why = "no operator of the model is measured yet";
   }
 
   // Per-call attribution: the call's kernels plus the GPU's wait just before them; trailing
@@ -117,8 +123,8 @@ Prediction predict(const Inventory& inv, const std::map<std::size_t, OpCost>& co
       row->gpu_us += c.gpu_us;
       row->cpu_us += c.cpu_us + between[i];
       if (energy)
-        row->energy_mJ = row->energy_mJ.value_or(0) + active_energy_mJ(c, in) +
-                         (in.on_gpu ? *in.gap_power_W * stall * 1e-3 : 0);
+        row->energy_mJ =
+            row->energy_mJ.value_or(0) + active_energy_mJ(c, in) + (in.on_gpu ? *in.gap_power_W * stall * 1e-3 : 0);
     }
     if (it != costs.end()) {
       ++p.measured_calls;
@@ -167,8 +173,13 @@ nlohmann::json opt(const std::optional<double>& v) { return v ? nlohmann::json(*
 nlohmann::json rows_json(const std::vector<PredictedRow>& rows) {
   nlohmann::json out = nlohmann::json::array();
   for (const auto& r : rows)
-    out.push_back({{"name", r.name}, {"calls", r.calls}, {"time_us", r.time_us}, {"gpu_us", r.gpu_us},
-                   {"cpu_us", r.cpu_us}, {"energy_mJ", opt(r.energy_mJ)}, {"missing_calls", r.missing_calls}});
+    out.push_back({{"name", r.name},
+                   {"calls", r.calls},
+                   {"time_us", r.time_us},
+                   {"gpu_us", r.gpu_us},
+                   {"cpu_us", r.cpu_us},
+                   {"energy_mJ", opt(r.energy_mJ)},
+                   {"missing_calls", r.missing_calls}});
   return out;
 }
 
@@ -180,40 +191,54 @@ std::string error_pct(double predicted, double measured) {
 
 nlohmann::json to_json(const Prediction& p, const Inventory& inv, const StepMeasurement* m) {
   nlohmann::json missing = nlohmann::json::array();
-  for (auto e : p.missing) missing.push_back({{"signature", inv.entries[e].signature()}, {"count", inv.entries[e].count}});
-  nlohmann::json j = {
-      {"model", inv.model},  {"input", inv.input}, {"device", inv.device}, {"dtype", inv.dtype}, {"mode", inv.mode},
-      {"predicted",
-       {{"time_us", p.time_us},
-        {"time_ci95_us", p.time_ci_us},
-        {"energy_mJ", opt(p.energy_mJ)},
-        {"energy_ci95_mJ", opt(p.energy_ci_mJ)},
-        {"energy_unavailable", p.energy_mJ ? nlohmann::json(nullptr) : nlohmann::json(p.energy_why)},
-        {"timeline",
-         {{"cpu_us", p.timeline.cpu_us}, {"gpu_busy_us", p.timeline.gpu_busy_us}, {"gap_us", p.timeline.gap_us},
-          {"tail_us", p.timeline.tail_us}}},
-        {"gap_energy_mJ", p.gap_energy_mJ}}},
-      {"complete", p.complete()},
-      {"calls", p.calls},
-      {"measured_calls", p.measured_calls},
-      {"missing", missing},
-      {"flagged", p.flagged},
-      {"layers", rows_json(p.layers)},
-      {"ops", rows_json(p.ops)}};
+  for (auto e : p.missing)
+    missing.push_back({{"signature", inv.entries[e].signature()}, {"count", inv.entries[e].count}});
+  nlohmann::json j = {{"model", inv.model},
+                      {"input", inv.input},
+                      {"device", inv.device},
+                      {"dtype", inv.dtype},
+                      {"mode", inv.mode},
+                      {"predicted",
+                       {{"time_us", p.time_us},
+                        {"time_ci95_us", p.time_ci_us},
+                        {"time_ci95_covers", "the operators' GPU times only; host costs carry no interval"},
+                        {"host_bound", p.host_bound()},
+                        {"energy_mJ", opt(p.energy_mJ)},
+                        {"energy_ci95_mJ", opt(p.energy_ci_mJ)},
+                        {"energy_unavailable", p.energy_mJ ? nlohmann::json(nullptr) : nlohmann::json(p.energy_why)},
+                        {"timeline",
+                         {{"cpu_us", p.timeline.cpu_us},
+                          {"gpu_busy_us", p.timeline.gpu_busy_us},
+                          {"gap_us", p.timeline.gap_us},
+                          {"tail_us", p.timeline.tail_us}}},
+                        {"gap_energy_mJ", p.gap_energy_mJ}}},
+                      {"complete", p.complete()},
+                      {"unmeasured_by_choice", p.unmeasured_by_choice},
+                      {"calls", p.calls},
+                      {"measured_calls", p.measured_calls},
+                      {"missing", missing},
+                      {"flagged", p.flagged},
+                      {"layers", rows_json(p.layers)},
+                      {"ops", rows_json(p.ops)}};
   if (m) {
-    j["measured"] = {{"time_us", m->time_us}, {"time_ci95_us", m->time_ci_us}, {"energy_mJ", opt(m->energy_mJ)},
-                     {"energy_ci95_mJ", opt(m->energy_ci_mJ)}, {"flags", m->flags}, {"db_id", m->db_id}};
+    j["measured"] = {{"time_us", m->time_us},
+                     {"time_ci95_us", m->time_ci_us},
+                     {"energy_mJ", opt(m->energy_mJ)},
+                     {"energy_ci95_mJ", opt(m->energy_ci_mJ)},
+                     {"flags", m->flags},
+                     {"db_id", m->db_id}};
     if (m->before_ops_time_us) {
       j["measured"]["before_ops_time_us"] = *m->before_ops_time_us;
       j["measured"]["drift"] = m->time_us / *m->before_ops_time_us - 1;
     }
-    j["error"] = {{"time", (p.time_us - m->time_us) / m->time_us},
-                  {"energy", p.energy_mJ && m->energy_mJ ? nlohmann::json((*p.energy_mJ - *m->energy_mJ) / *m->energy_mJ)
-                                                          : nlohmann::json(nullptr)}};
+    j["error"] = {
+        {"time", (p.time_us - m->time_us) / m->time_us},
+        {"energy", p.energy_mJ && m->energy_mJ ? nlohmann::json((*p.energy_mJ - *m->energy_mJ) / *m->energy_mJ)
+                                               : nlohmann::json(nullptr)}};
     // What the measured operators explain of the measured step (missing ones count as zero).
     j["explained"] = {{"time", p.time_us / m->time_us},
                       {"energy", p.energy_mJ && m->energy_mJ ? nlohmann::json(*p.energy_mJ / *m->energy_mJ)
-                                                              : nlohmann::json(nullptr)}};
+                                                             : nlohmann::json(nullptr)}};
   }
   return j;
 }
@@ -222,11 +247,11 @@ std::string to_table(const Prediction& p, const Inventory& inv, const StepMeasur
   std::string out = fmt::format("{} input={} on {} ({}, {})\n", inv.model, inv.input, inv.device, inv.dtype, inv.mode);
   auto energy = [](const std::optional<double>& e) { return e ? fmt::format("{:.4g}", *e) : std::string("n/a"); };
   auto table = [&](const char* title, const std::vector<PredictedRow>& v) {
-    out += fmt::format("\n{:<58} {:>6} {:>11} {:>7} {:>11} {:>7}\n", title, "calls", "time_us", "share", "energy_mJ", "share");
+    out += fmt::format("\n{:<58} {:>6} {:>11} {:>7} {:>11} {:>7}\n", title, "calls", "time_us", "share", "energy_mJ",
+                       "share");
     for (std::size_t i = 0; i < v.size() && i < rows; ++i) {
       const auto& r = v[i];
-      std::string name = r.name.size() > 58 ? r.name.substr(0, 55) + "..." : r.name;
-      out += fmt::format("{:<58} {:>6} {:>11.2f} {:>6.1f}% {:>11} {:>7}{}\n", name, r.calls, r.time_us,
+      out += fmt::format("{:<58} {:>6} {:>11.2f} {:>6.1f}% {:>11} {:>7}{}\n", fit_label(r.name, 58), r.calls, r.time_us,
                          100 * r.time_us / p.time_us, energy(r.energy_mJ),
                          r.energy_mJ && p.energy_mJ ? fmt::format("{:.1f}%", 100 * *r.energy_mJ / *p.energy_mJ) : "",
                          r.missing_calls ? fmt::format("  ({} calls unmeasured)", r.missing_calls) : "");
@@ -235,27 +260,36 @@ std::string to_table(const Prediction& p, const Inventory& inv, const StepMeasur
   };
   table("layer", p.layers);
   table("operator", p.ops);
-  out += fmt::format("\npredicted: time {:.2f} µs ± {:.2f} µs (95%{})\n", p.time_us, p.time_ci_us,
-                     p.timeline.gpu_busy_us > 0
-                         ? fmt::format("; CPU issue {:.1f} µs, GPU busy {:.1f} µs, GPU idle {:.1f} µs", p.timeline.cpu_us,
-                                       p.timeline.gpu_busy_us, p.timeline.gap_us)
-                         : std::string("; host only"));
-  out += p.energy_mJ ? fmt::format("           energy {:.4g} mJ ± {:.2g} mJ (95%; {:.3g} mJ of it in GPU gaps)\n", *p.energy_mJ,
-                                   *p.energy_ci_mJ, p.gap_energy_mJ)
-                     : fmt::format("           energy unavailable: {}\n", p.energy_why);
+  if (p.measured_calls == 0) {
+    out += "\npredicted: nothing: no operator of the model is measured yet\n";
+  } else {
+    out += fmt::format("\npredicted: time {:.2f} µs ± {:.2f} µs (95%, GPU time only{}{})\n", p.time_us, p.time_ci_us,
+                       p.host_bound() && p.timeline.gpu_busy_us > 0
+                           ? "; the step is host-bound and host costs carry no interval, so the error can be larger"
+                           : "",
+                       p.timeline.gpu_busy_us > 0
+                           ? fmt::format("; CPU issue {:.1f} µs, GPU busy {:.1f} µs, GPU idle {:.1f} µs",
+                                         p.timeline.cpu_us, p.timeline.gpu_busy_us, p.timeline.gap_us)
+                           : std::string("; host only"));
+    out += p.energy_mJ ? fmt::format("           energy {:.4g} mJ ± {:.2g} mJ (95%; {:.3g} mJ of it in GPU gaps)\n",
+                                     *p.energy_mJ, *p.energy_ci_mJ, p.gap_energy_mJ)
+                       : fmt::format("           energy unavailable: {}\n", p.energy_why);
+  }
   if (m) {
     out += fmt::format("measured:  time {:.2f} µs ± {:.2f} µs (95%)   → error {}\n", m->time_us, m->time_ci_us,
                        error_pct(p.time_us, m->time_us));
     if (m->energy_mJ)
-      out += fmt::format("           energy {:.4g} mJ ± {:.2g} mJ (95%)   → error {}\n", *m->energy_mJ, m->energy_ci_mJ.value_or(0),
+      out += fmt::format("           energy {:.4g} mJ ± {:.2g} mJ (95%)   → error {}\n", *m->energy_mJ,
+                         m->energy_ci_mJ.value_or(0),
                          p.energy_mJ ? error_pct(*p.energy_mJ, *m->energy_mJ) : std::string("n/a"));
     else
       out += fmt::format("           energy unavailable: {}\n", m->energy_why);
     if (m->before_ops_time_us)
       out += fmt::format("           (before the operator loops the step took {:.2f} µs: drift {})\n",
                          *m->before_ops_time_us, error_pct(m->time_us, *m->before_ops_time_us));
-    out += fmt::format("explained: {:.1f}% of the measured time{}\n", 100 * p.time_us / m->time_us,
-                       p.energy_mJ && m->energy_mJ ? fmt::format(", {:.1f}% of the energy", 100 * *p.energy_mJ / *m->energy_mJ) : "");
+    out += fmt::format(
+        "explained: {:.1f}% of the measured time{}\n", 100 * p.time_us / m->time_us,
+        p.energy_mJ && m->energy_mJ ? fmt::format(", {:.1f}% of the energy", 100 * *p.energy_mJ / *m->energy_mJ) : "");
     if (!m->flags.empty()) {
       std::string flags;
       for (const auto& f : m->flags) flags += (flags.empty() ? "" : ", ") + f;
@@ -265,13 +299,16 @@ std::string to_table(const Prediction& p, const Inventory& inv, const StepMeasur
   if (!p.complete()) {
     std::size_t calls = 0;
     for (auto e : p.missing) calls += inv.entries[e].count;
-    out += fmt::format("INCOMPLETE: {} of {} signatures ({} of {} calls) have no measurement and count as zero above:\n",
-                       p.missing.size(), inv.entries.size(), calls, p.calls);
+    out += fmt::format("{}: {} of {} signatures ({} of {} calls) have no measurement and count as zero above:\n",
+                       p.unmeasured_by_choice ? "target met; left unmeasured" : "INCOMPLETE", p.missing.size(),
+                       inv.entries.size(), calls, p.calls);
     for (std::size_t i = 0; i < p.missing.size() && i < rows; ++i)
       out += fmt::format("  {} ×{}\n", inv.entries[p.missing[i]].signature(), inv.entries[p.missing[i]].count);
     out += "  measure them with `opcost validate` (or `opcost measure --spec` of the inventory)\n";
   }
-  if (!p.flagged.empty()) out += fmt::format("{} measured signatures were flagged (throttling, clocks or other processes)\n", p.flagged.size());
+  if (!p.flagged.empty())
+    out +=
+        fmt::format("{} measured signatures were flagged (throttling, clocks or other processes)\n", p.flagged.size());
   return out;
 }
 

@@ -16,11 +16,11 @@ namespace opcost {
 // What the prediction uses of one stored measurement (a result document).
 struct OpCost {
   int64_t db_id = -1;
-  double gpu_us = 0, gpu_ci_us = 0;  // device time per call and its 95% half-width (CPU: wall time)
-  double cpu_us = 0;                 // host time to issue one call
+  double gpu_us = 0, gpu_ci_us = 0;               // device time per call and its 95% half-width (CPU: wall time)
+  double cpu_us = 0;                              // host time to issue one call
   std::optional<double> energy_mJ, energy_ci_mJ;  // per call, as measured in the loop
-  std::string energy_why;            // when energy_mJ is empty: the measurement's reason
-  double loop_wall_us = 0;           // the energy loop's wall time per call
+  std::string energy_why;                         // when energy_mJ is empty: the measurement's reason
+  double loop_wall_us = 0;                        // the energy loop's wall time per call
   std::vector<std::string> flags;
 };
 OpCost op_cost_from_document(const nlohmann::json& doc, bool on_gpu);
@@ -36,9 +36,9 @@ struct PredictionInputs {
 };
 
 struct PredictedRow {
-  std::string name;           // layer path, or operator signature
+  std::string name;  // layer path, or operator signature
   std::size_t calls = 0;
-  double time_us = 0;         // on the critical path: kernels plus the GPU's waits before them
+  double time_us = 0;  // on the critical path: kernels plus the GPU's waits before them
   double gpu_us = 0, cpu_us = 0;
   std::optional<double> energy_mJ;
   std::size_t missing_calls = 0;
@@ -46,15 +46,21 @@ struct PredictedRow {
 
 struct Prediction {
   Timeline timeline;
-  double time_us = 0, time_ci_us = 0;
+  double time_us = 0;
+  double time_ci_us = 0;  // 95% half-width from the operators' GPU times only (host costs have none)
   std::optional<double> energy_mJ, energy_ci_mJ;
-  std::string energy_why;                // when energy_mJ is empty
+  std::string energy_why;  // when energy_mJ is empty
   double gap_energy_mJ = 0;
   std::size_t calls = 0, measured_calls = 0;
-  std::vector<std::size_t> missing;      // inventory entries without a measurement
+  std::vector<std::size_t> missing;       // inventory entries without a measurement
   std::vector<PredictedRow> layers, ops;  // sorted by time, largest first
-  std::vector<std::string> flagged;      // signatures whose measurement was flagged
+  std::vector<std::string> flagged;       // signatures whose measurement was flagged
+  // `model`: the missing signatures were left unmeasured on purpose (the target was met).
+  bool unmeasured_by_choice = false;
   bool complete() const { return missing.empty(); }
+  // The CPU's issue time, not the GPU, sets the step's time: the interval, which carries the
+  // GPU times' uncertainty only, is then narrower than the prediction's real uncertainty.
+  bool host_bound() const { return timeline.cpu_us >= timeline.gpu_busy_us; }
 };
 
 // Per call, the model's own host time before it (module code, scopes, freeing tensors), from

@@ -7,7 +7,6 @@ namespace opcost {
 Timeline simulate(const std::vector<TimelineOp>& ops, double sync_us) {
   Timeline t;
   t.stall_us.resize(ops.size(), 0);
-  t.gpu_end_us.resize(ops.size(), 0);
   double cpu = 0, gpu = 0;  // when each resource is next free
   for (std::size_t i = 0; i < ops.size(); ++i) {
     cpu += ops[i].cpu_us;  // the launch leaves the host at the end of the call
@@ -17,7 +16,6 @@ Timeline simulate(const std::vector<TimelineOp>& ops, double sync_us) {
       gpu = start + ops[i].gpu_us;
       t.gpu_busy_us += ops[i].gpu_us;
     }
-    t.gpu_end_us[i] = gpu;
   }
   t.cpu_us = cpu;
   t.tail_us = std::max(0.0, cpu - gpu);

@@ -14,13 +14,12 @@ struct TimelineOp {
 };
 
 struct Timeline {
-  double wall_us = 0;         // from the first issue to the end of the last kernel (or issue)
-  double cpu_us = 0;          // sum of issue times
-  double gpu_busy_us = 0;     // sum of kernel times
-  double gap_us = 0;          // time within wall_us when the GPU runs nothing
+  double wall_us = 0;            // from the first issue to the end of the last kernel (or issue)
+  double cpu_us = 0;             // sum of issue times
+  double gpu_busy_us = 0;        // sum of kernel times
+  double gap_us = 0;             // time within wall_us when the GPU runs nothing
   std::vector<double> stall_us;  // per op: GPU idle time just before its kernels, waiting for the CPU
-  std::vector<double> gpu_end_us;
-  double tail_us = 0;         // CPU issue time after the last kernel ends (CPU-only trailing ops)
+  double tail_us = 0;            // CPU issue time after the last kernel ends (CPU-only trailing ops)
 };
 
 // `sync_us` is added at the end: the host's cost to observe the device finishing.

@@ -23,8 +23,7 @@ json state_json(const DeviceState& s) {
           {"mem_clock_MHz", opt(s.mem_clock_MHz)},
           {"temperature_C", opt(s.temperature_C)},
           {"power_limit_W", opt(s.power_limit_W)},
-          {"throttle_reasons", s.throttle_reasons ? json(throttle::describe(*s.throttle_reasons))
-                                                  : json(nullptr)},
+          {"throttle_reasons", s.throttle_reasons ? json(throttle::describe(*s.throttle_reasons)) : json(nullptr)},
           {"other_processes", opt(s.other_processes)}};
 }
 }  // namespace
@@ -53,6 +52,7 @@ json to_json(const Measurement& m) {
         {"rel_ci95", t.n >= 2 ? json(t.rel_ci95()) : json(nullptr)},
         {"samples", t.n},
         {"calls_per_sample", m.time.calls_per_sample},
+        {"host_bound_samples", m.time.host_bound_samples},
         {"stop_reason", m.time.stop_reason}}},
       {"host_us_per_call", {{"wall", m.time.host_us_per_call}, {"cpu", m.time.host_cpu_us_per_call}}},
       {"clocks_MHz",
@@ -103,8 +103,7 @@ json to_json(const Measurement& m) {
   } else {
     j["energy_unavailable"] = e.unavailable_reason;
   }
-  j["power_W"] = {{"average", e.available ? json(e.power_W) : json(nullptr)},
-                  {"idle", opt(e.idle_power_W)}};
+  j["power_W"] = {{"average", e.available ? json(e.power_W) : json(nullptr)}, {"idle", opt(e.idle_power_W)}};
   return j;
 }
 
@@ -144,18 +143,16 @@ std::string with_ci(double value, double low, double high, const char* unit) {
 
 std::string to_console(const Measurement& m) {
   std::string out;
-  auto line = [&](const std::string& k, const std::string& v) {
-    out += fmt::format("  {:<16}{}\n", k, v);
-  };
+  auto line = [&](const std::string& k, const std::string& v) { out += fmt::format("  {:<16}{}\n", k, v); };
   out += fmt::format("{} {}\n", m.display_name(), m.args);
   line("device", fmt::format("{} ({}), cache {}{}", m.env.device_name, m.env.device_kind, m.cache_mode,
                              m.autocast.empty() ? "" : ", autocast " + m.autocast));
   const auto& t = m.time.per_call_us;
-  line("time/call", with_ci(t.mean, t.ci95_low, t.ci95_high, "us"));
+  line("time/call", t.n >= 2 ? with_ci(t.mean, t.ci95_low, t.ci95_high, "us")
+                             : fmt::format("{} (from {} sample: no interval)", human(t.mean, "us"), t.n));
   line("", fmt::format("median {}, 3σ-clipped mean {}, min {}, stdev {}", human(t.median, "us"),
                        human(t.clipped_mean, "us"), human(t.min, "us"), human(t.stdev, "us")));
-  line("", fmt::format("{} samples × {} calls, stopped: {}", t.n, m.time.calls_per_sample,
-                       m.time.stop_reason));
+  line("", fmt::format("{} samples × {} calls, stopped: {}", t.n, m.time.calls_per_sample, m.time.stop_reason));
   line("host/call", fmt::format("{} wall, {} CPU (dispatch + launch)", human(m.time.host_us_per_call, "us"),
                                 human(m.time.host_cpu_us_per_call, "us")));
   const auto& e = m.energy;
@@ -175,8 +172,8 @@ std::string to_console(const Measurement& m) {
     line("clocks", fmt::format("SM {} (min {}, max {}), memory {}", o(m.after.sm_clock_MHz, "MHz"),
                                o(m.during.sm_clock_min_MHz, "MHz"), o(m.during.sm_clock_max_MHz, "MHz"),
                                o(m.after.mem_clock_MHz, "MHz")));
-    line("temperature", fmt::format("{} before, {} after", o(m.before.temperature_C, "°C"),
-                                    o(m.after.temperature_C, "°C")));
+    line("temperature",
+         fmt::format("{} before, {} after", o(m.before.temperature_C, "°C"), o(m.after.temperature_C, "°C")));
     line("throttle", throttle::describe(m.during.throttle_reasons_seen));
   }
   line("measured", fmt::format("{} calls in {:.2f} s", m.total_calls, m.total_seconds));

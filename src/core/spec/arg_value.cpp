@@ -76,9 +76,8 @@ class Parser {
   std::string_view word() {
     skip_ws();
     const std::size_t start = pos_;
-    while (pos_ < s_.size() && (std::isalnum(static_cast<unsigned char>(s_[pos_])) ||
-                                s_[pos_] == '_' || s_[pos_] == '.' || s_[pos_] == '-' ||
-                                s_[pos_] == '+' || s_[pos_] == ':'))
+    while (pos_ < s_.size() && (std::isalnum(static_cast<unsigned char>(s_[pos_])) || s_[pos_] == '_' ||
+                                s_[pos_] == '.' || s_[pos_] == '-' || s_[pos_] == '+' || s_[pos_] == ':'))
       ++pos_;
     return s_.substr(start, pos_ - start);
   }
@@ -106,9 +105,10 @@ class Parser {
       auto dt = canonical_dtype(w);
       if (!dt) {
         pos_ = start;
-        fail(fmt::format("unknown dtype '{}' (known: f64 f32 f16 bf16 i64 i32 i16 i8 u8 bool "
-                         "c64 c128 f8e4m3 f8e5m2)",
-                         w));
+        fail(
+            fmt::format("unknown dtype '{}' (known: f64 f32 f16 bf16 i64 i32 i16 i8 u8 bool "
+                        "c64 c128 f8e4m3 f8e5m2)",
+                        w));
       }
       return ArgValue{parse_tensor_rest(*dt)};
     }
@@ -131,8 +131,8 @@ class Parser {
       if (name == "stride") {
         t.strides = int_list("in ':stride[...]'");
         if (t.strides->size() != t.shape.size())
-          fail(fmt::format("':stride' has {} entries but the shape has {} dimensions",
-                           t.strides->size(), t.shape.size()));
+          fail(fmt::format("':stride' has {} entries but the shape has {} dimensions", t.strides->size(),
+                           t.shape.size()));
       } else if (name == "range") {
         expect('[', "after ':range'");
         const double lo = number<double>("a number for the low end of ':range'");
@@ -153,9 +153,10 @@ class Parser {
         t.device = dev;
       } else {
         pos_ = start;
-        fail(fmt::format("unknown tensor modifier ':{}' (known: :stride[...], :range[lo,hi], "
-                         ":cpu, :cuda)",
-                         name));
+        fail(
+            fmt::format("unknown tensor modifier ':{}' (known: :stride[...], :range[lo,hi], "
+                        ":cpu, :cuda)",
+                        name));
       }
     }
     return t;
@@ -211,9 +212,7 @@ class Parser {
   std::size_t pos_ = 0;
 };
 
-std::string join_ints(const std::vector<int64_t>& v) {
-  return fmt::format("{}", fmt::join(v, ","));
-}
+std::string join_ints(const std::vector<int64_t>& v) { return fmt::format("{}", fmt::join(v, ",")); }
 
 std::string format_double(double d) {
   if (std::isnan(d)) return "nan";
@@ -231,9 +230,7 @@ ArgValue parse_value(std::string_view text) { return Parser(text).parse_all(); }
 std::string format_tensor(const TensorSpec& t) {
   std::string s = fmt::format("{}[{}]", t.dtype, join_ints(t.shape));
   if (t.strides) s += fmt::format(":stride[{}]", join_ints(*t.strides));
-  if (t.range)
-    s += fmt::format(":range[{},{}]", format_double(t.range->first),
-                     format_double(t.range->second));
+  if (t.range) s += fmt::format(":range[{},{}]", format_double(t.range->first), format_double(t.range->second));
   if (t.device) s += ":" + *t.device;
   return s;
 }

@@ -34,7 +34,7 @@ struct TensorSpec {
   std::string dtype;  // canonical code, e.g. "f32"
   std::vector<int64_t> shape;
   std::optional<std::vector<int64_t>> strides;
-  std::optional<std::string> device;  // "cpu", "cuda", "cuda:1"
+  std::optional<std::string> device;               // "cpu", "cuda", "cuda:1"
   std::optional<std::pair<double, double>> range;  // values drawn from [first, second)
   bool operator==(const TensorSpec&) const = default;
 };
@@ -60,8 +60,7 @@ struct ArgValue {
 // Syntax error in an argument value; `column` is a 0-based offset into the parsed text.
 class ParseError : public std::runtime_error {
  public:
-  ParseError(const std::string& what, std::size_t column)
-      : std::runtime_error(what), column_(column) {}
+  ParseError(const std::string& what, std::size_t column) : std::runtime_error(what), column_(column) {}
   std::size_t column() const { return column_; }
 
  private:

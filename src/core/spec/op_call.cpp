@@ -36,8 +36,8 @@ OpCall parse_call(std::string_view op_name, const std::vector<std::string>& toke
     try {
       a.value = parse_value(text);
     } catch (const ParseError& e) {
-      throw std::invalid_argument(fmt::format(
-          "{}: argument '{}': {}", call.display_name(), a.name.empty() ? tok : a.name, e.what()));
+      throw std::invalid_argument(
+          fmt::format("{}: argument '{}': {}", call.display_name(), a.name.empty() ? tok : a.name, e.what()));
     }
     call.args.push_back(std::move(a));
   }
@@ -61,6 +61,10 @@ std::string stable_hash(std::string_view text) {
     h *= 0x100000001b3ULL;
   }
   return fmt::format("{:016x}", h);
+}
+
+std::string signature_hash(std::string_view op, std::string_view overload, std::string_view canonical_args) {
+  return stable_hash(fmt::format("{}.{} {}", op, overload, canonical_args));
 }
 
 }  // namespace opcost

@@ -39,4 +39,8 @@ std::string format_args(const std::vector<NamedArg>& args);
 // Stable 64-bit FNV-1a hash of a text, as 16 hex digits (stored beside each signature).
 std::string stable_hash(std::string_view text);
 
+// The hash of a canonical call that the database keys its rows by: every writer and every
+// look-up goes through this one function, so the two can never drift apart.
+std::string signature_hash(std::string_view op, std::string_view overload, std::string_view canonical_args);
+
 }  // namespace opcost

@@ -47,15 +47,15 @@ OpCall entry_to_call(const YAML::Node& e, const std::string& origin, std::size_t
   // (count, layers, nested, phase) describe the model and do not change the measurement.
   if (e.IsMap() && e["signature"] && e["signature"].IsScalar()) return parse_call_line(e["signature"].Scalar(), at);
   if (!e.IsMap())
-    throw std::invalid_argument(
-        at + ": each entry must be a mapping {op: ..., args: {...}} or a one-line call string");
-  if (!e["op"] || !e["op"].IsScalar())
-    throw std::invalid_argument(at + ": missing 'op' (e.g. op: aten::conv2d)");
+    throw std::invalid_argument(at + ": each entry must be a mapping {op: ..., args: {...}} or a one-line call string");
+  if (!e["op"]) throw std::invalid_argument(at + ": missing 'op' (e.g. op: aten::conv2d)");
+  if (!e["op"].IsScalar())
+    throw std::invalid_argument(fmt::format("{}: 'op' must be one operator name such as aten::conv2d, not a {}", at,
+                                            e["op"].IsSequence() ? "list" : "mapping"));
   for (const auto& kv : e) {
     const auto key = kv.first.as<std::string>();
     if (key != "op" && key != "args")
-      throw std::invalid_argument(
-          fmt::format("{}: unknown key '{}' (an entry has 'op' and 'args')", at, key));
+      throw std::invalid_argument(fmt::format("{}: unknown key '{}' (an entry has 'op' and 'args')", at, key));
   }
   OpCall call;
   std::tie(call.op, call.overload) = split_op_name(e["op"].Scalar());
@@ -64,9 +64,7 @@ OpCall entry_to_call(const YAML::Node& e, const std::string& origin, std::size_t
   if (args && args.IsMap()) {
     for (const auto& kv : args) {
       const auto name = kv.first.as<std::string>();
-      call.args.push_back(
-          {name, to_value(kv.second, fmt::format("{} argument '{}'", where(origin, kv.second),
-                                                 name))});
+      call.args.push_back({name, to_value(kv.second, fmt::format("{} argument '{}'", where(origin, kv.second), name))});
     }
   } else if (args && args.IsSequence()) {
     for (const auto& v : args) call.args.push_back({"", to_value(v, where(origin, v))});
@@ -110,36 +108,48 @@ OpCall parse_call_line(const std::string& line, const std::string& at) {
   }
 }
 
-std::vector<OpCall> parse_spec_text(const std::string& text, const std::string& origin) {
+SpecEntries parse_spec_text(const std::string& text, const std::string& origin) {
   YAML::Node root;
   try {
     root = YAML::Load(text);
   } catch (const YAML::Exception& e) {
-    throw std::invalid_argument(fmt::format("{}:{}:{}: malformed YAML/JSON: {}", origin,
-                                            e.mark.line + 1, e.mark.column + 1, e.msg));
+    throw std::invalid_argument(
+        fmt::format("{}:{}:{}: malformed YAML/JSON: {}", origin, e.mark.line + 1, e.mark.column + 1, e.msg));
   }
+  if (root.IsNull())
+    throw std::invalid_argument(
+        fmt::format("{}: the spec file is empty; list operators under 'ops:', e.g. ops: [\"aten::relu "
+                    "self=f32[1024]\"]",
+                    origin));
   // Constructed, never assigned: yaml-cpp's Node::operator= writes through to the node it
   // refers to, which would overwrite `root`.
   const YAML::Node ops = root.IsMap() ? root["ops"] : root;
-  if (root.IsMap()) {
-    if (!ops)
-      throw std::invalid_argument(fmt::format(
-          "{}: no 'ops' list: a spec file is a list of operator entries, or a mapping with "
-          "key 'ops'",
-          origin));
-  }
+  if (root.IsMap() && !ops)
+    throw std::invalid_argument(
+        fmt::format("{}: no 'ops' list: a spec file is a list of operator entries, or a mapping with "
+                    "key 'ops'",
+                    origin));
+  if (ops.IsNull() || (ops.IsSequence() && ops.size() == 0))
+    throw std::invalid_argument(origin + ": the spec file lists no operators ('ops' is empty)");
   if (!ops.IsSequence())
-    throw std::invalid_argument(fmt::format("{}: 'ops' must be a list of entries", origin));
-  std::vector<OpCall> calls;
-  for (std::size_t i = 0; i < ops.size(); ++i) calls.push_back(entry_to_call(ops[i], origin, i));
+    throw std::invalid_argument(
+        fmt::format("{}: 'ops' must be a list of entries, not a {}", origin, ops.IsMap() ? "mapping" : "single value"));
+  SpecEntries out;
   // An inventory of an autocast run: its ops are measured under the same autocast.
-  if (root.IsMap() && root["autocast"] && root["autocast"].IsScalar())
-    for (auto& c : calls) c.autocast = root["autocast"].Scalar();
-  if (calls.empty()) throw std::invalid_argument(origin + ": the spec file lists no operators");
-  return calls;
+  const std::string autocast =
+      root.IsMap() && root["autocast"] && root["autocast"].IsScalar() ? root["autocast"].Scalar() : "";
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    try {
+      out.calls.push_back(entry_to_call(ops[i], origin, i));
+      out.calls.back().autocast = autocast;
+    } catch (const std::invalid_argument& e) {  // one bad entry: reported, the rest still run
+      out.errors.push_back(e.what());
+    }
+  }
+  return out;
 }
 
-std::vector<OpCall> load_spec_file(const std::string& path) {
+SpecEntries load_spec_file(const std::string& path) {
   std::ifstream in(path);
   if (!in) throw std::invalid_argument(fmt::format("{}: cannot open the spec file", path));
   std::stringstream ss;

@@ -14,8 +14,18 @@
 
 namespace opcost {
 
-std::vector<OpCall> load_spec_file(const std::string& path);
-std::vector<OpCall> parse_spec_text(const std::string& text, const std::string& origin);
+// A spec file's entries: those that parse, and one message per entry that does not (with
+// its file, line and index), so that every bad entry is reported at once and the good ones
+// still run.
+struct SpecEntries {
+  std::vector<OpCall> calls;
+  std::vector<std::string> errors;
+};
+
+// Throws std::invalid_argument only for what spoils the whole file: it cannot be read, is
+// not YAML/JSON, or lists no operators.
+SpecEntries load_spec_file(const std::string& path);
+SpecEntries parse_spec_text(const std::string& text, const std::string& origin);
 
 // Splits a one-line call ("aten::relu self=f32[4]") into the op name and argument tokens,
 // keeping brackets together.

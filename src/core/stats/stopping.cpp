@@ -4,10 +4,14 @@ namespace opcost {
 
 std::string to_string(StopReason r) {
   switch (r) {
-    case StopReason::kRunning: return "running";
-    case StopReason::kConverged: return "converged";
-    case StopReason::kTimeBudget: return "time_budget";
-    case StopReason::kSampleBudget: return "sample_budget";
+    case StopReason::kRunning:
+      return "running";
+    case StopReason::kConverged:
+      return "converged";
+    case StopReason::kTimeBudget:
+      return "time_budget";
+    case StopReason::kSampleBudget:
+      return "sample_budget";
   }
   return "?";
 }
@@ -15,8 +19,7 @@ std::string to_string(StopReason r) {
 void AdaptiveStop::add(double sample, double elapsed_s) {
   stats_.add(sample);
   if (done()) return;
-  if (stats_.count() >= c_.min_samples && elapsed_s >= c_.min_seconds &&
-      stats_.rel_ci95() <= c_.target_rel_ci95) {
+  if (stats_.count() >= c_.min_samples && elapsed_s >= c_.min_seconds && stats_.rel_ci95() <= c_.target_rel_ci95) {
     reason_ = StopReason::kConverged;
   } else if (elapsed_s >= c_.max_seconds) {
     reason_ = StopReason::kTimeBudget;

@@ -12,8 +12,8 @@ namespace opcost {
 struct StoppingCriterion {
   double target_rel_ci95 = 0.01;  // stop when CI half-width <= this fraction of the mean
   std::size_t min_samples = 10;
-  double min_seconds = 0.05;      // do not stop on a lucky first few samples
-  double max_seconds = 1.0;       // budget: stop and report the CI achieved
+  double min_seconds = 0.05;  // do not stop on a lucky first few samples
+  double max_seconds = 1.0;   // budget: stop and report the CI achieved
   std::size_t max_samples = 100000;
 };
 

@@ -10,10 +10,9 @@ namespace opcost {
 double student_t975(std::size_t dof) {
   // Exact table for small dof, then the Cornish-Fisher expansion, whose error is below
   // 1e-4 from dof 30 on.
-  static const double table[] = {0,      12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365,
-                                 2.306, 2.262,  2.228, 2.201, 2.179, 2.160, 2.145, 2.131,
-                                 2.120, 2.110,  2.101, 2.093, 2.086, 2.080, 2.074, 2.069,
-                                 2.064, 2.060,  2.056, 2.052, 2.048, 2.045, 2.042};
+  static const double table[] = {0,     12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
+                                 2.201, 2.179,  2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080,
+                                 2.074, 2.069,  2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042};
   if (dof == 0) return std::numeric_limits<double>::infinity();
   if (dof <= 30) return table[dof];
   const double z = 1.959963984540054, v = double(dof);

@@ -10,8 +10,8 @@ namespace opcost {
 struct Summary {
   std::size_t n = 0;
   double mean = 0, median = 0, stdev = 0, min = 0, max = 0;
-  double clipped_mean = 0;  // mean after iterative 3-sigma clipping around the median
-  std::size_t clipped_out = 0;  // samples removed by the clipping
+  double clipped_mean = 0;             // mean after iterative 3-sigma clipping around the median
+  std::size_t clipped_out = 0;         // samples removed by the clipping
   double ci95_low = 0, ci95_high = 0;  // 95% Student-t interval of the mean
 
   double ci95_half_width() const { return (ci95_high - ci95_low) / 2; }

@@ -2,10 +2,10 @@
 // The measurement database: one SQLite file, one row per measurement. Each insert is its own
 // transaction, so a process killed mid-run loses at most the measurement in flight. Queryable
 // fields are columns; the full result document is kept beside them as JSON.
-#include <nlohmann/json.hpp>
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
-#include <ostream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -15,22 +15,51 @@ struct sqlite3;
 
 namespace opcost {
 
+class OutputFile;
+
+// A database operation that failed. Every message names the file.
+class DatabaseError : public std::runtime_error {
+ public:
+  enum class Kind {
+    kFull,      // database or disk is full: nothing more can be stored
+    kReadOnly,  // the file (or its directory) cannot be written
+    kIo,        // the system failed a read or write
+    kOther,     // a constraint, a damaged file, a bug
+  };
+  DatabaseError(Kind kind, const std::string& what) : std::runtime_error(what), kind_(kind) {}
+  Kind kind() const { return kind_; }
+  // No later write can succeed either: a long run stops instead of measuring for nothing.
+  bool stops_writing() const { return kind_ != Kind::kOther; }
+
+ private:
+  Kind kind_;
+};
+
 class Database {
  public:
   // $OPCOST_DB, else $XDG_DATA_HOME/opcost/opcost.db, else ~/.local/share/opcost/opcost.db.
   static std::string default_path();
 
-  explicit Database(const std::string& path);  // creates the file and schema if needed
+  enum class Access {
+    kReadWrite,  // created if missing (its directory must exist), checked writable at once
+    kReadOnly,   // must exist; never created, migrated or written
+  };
+  // `create_parent`: create missing parent directories (for the default path, not for a path
+  // the user typed: a typo there must not create a tree of folders).
+  explicit Database(const std::string& path, Access access = Access::kReadWrite, bool create_parent = false);
   ~Database();
   Database(const Database&) = delete;
   Database& operator=(const Database&) = delete;
 
   const std::string& path() const { return path_; }
-  int64_t insert(const Measurement& m);  // returns the row id
+  int64_t insert(const Measurement& m);  // returns the row id; throws DatabaseError
 
   struct Key {
     std::string op, overload, args_hash, device_name, cache_mode;
     std::string autocast;  // "" when the op ran without autocast
+    // The key of a canonical call, hashed as every stored row is (signature_hash).
+    static Key of(const std::string& op, const std::string& overload, const std::string& canonical_args,
+                  const std::string& device_name, const std::string& cache_mode, const std::string& autocast);
   };
   // The newest unflagged row for the key; with allow_flagged, the newest row of any kind
   // when no unflagged one exists. The JSON is the stored result document with db_id set.
@@ -40,19 +69,26 @@ class Database {
   struct Summary {
     int64_t id;
     std::string created_at, op, overload, args, device_name, cache_mode, flags;
-    double time_us, time_rel_ci;
+    double time_us;
+    std::optional<double> time_rel_ci;  // none: fewer than two samples, no interval
     std::optional<double> energy_mJ, energy_rel_ci;
   };
   std::vector<Summary> list(const std::string& op_filter = "", int limit = 50) const;
   std::size_t count() const;
 
-  void export_csv(std::ostream& out) const;
-  void export_json(std::ostream& out) const;
+  // Every row, columns by name (a migrated file's physical column order differs).
+  void export_csv(OutputFile& out) const;
+  void export_json(OutputFile& out) const;
 
  private:
   void exec(const std::string& sql) const;
+  void migrate();
+  int check_schema_version() const;  // the stored version (0: none yet); throws if unusable
+  void check_writable();
+  std::vector<std::string> present_columns() const;
   sqlite3* db_ = nullptr;
   std::string path_;
+  Access access_;
 };
 
 }  // namespace opcost

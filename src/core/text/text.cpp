@@ -1,0 +1,108 @@
+#include "core/text/text.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <utility>
+
+namespace opcost {
+
+std::size_t edit_distance(std::string_view s, std::string_view t) {
+  std::vector<std::size_t> prev(t.size() + 1), cur(t.size() + 1);
+  for (std::size_t j = 0; j <= t.size(); ++j) prev[j] = j;
+  for (std::size_t i = 1; i <= s.size(); ++i) {
+    cur[0] = i;
+    for (std::size_t j = 1; j <= t.size(); ++j)
+      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (s[i - 1] != t[j - 1])});
+    std::swap(prev, cur);
+  }
+  return prev[t.size()];
+}
+
+std::vector<std::string> closest(std::string_view word, const std::vector<std::string>& candidates, std::size_t max) {
+  std::vector<std::pair<std::size_t, std::string>> scored;
+  for (const auto& c : candidates) scored.push_back({edit_distance(word, c), c});
+  std::sort(scored.begin(), scored.end());
+  scored.erase(std::unique(scored.begin(), scored.end()), scored.end());
+  const std::size_t limit = std::max<std::size_t>(3, word.size() / 4);
+  std::vector<std::string> out;
+  for (const auto& [d, c] : scored) {
+    if (out.size() >= max || d > limit) break;
+    out.push_back(c);
+  }
+  return out;
+}
+
+std::string fit_label(const std::string& label, std::size_t width) {
+  if (label.size() <= width || width < 12) return label;
+  // FNV-1a, as stable_hash: the tag is the same on every run.
+  uint64_t h = 0xcbf29ce484222325ULL;
+  for (unsigned char c : label) h = (h ^ c) * 0x100000001b3ULL;
+  std::size_t keep = width - 7;  // then "…" (one column) and six hex digits
+  while (keep > 0 && (static_cast<unsigned char>(label[keep]) & 0xC0) == 0x80) --keep;  // whole UTF-8 characters
+  return fmt::format("{}…{:06x}", label.substr(0, keep), h & 0xFFFFFF);
+}
+
+std::string format_bytes(double bytes) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  int u = 0;
+  while (bytes >= 1024 && u < 6) bytes /= 1024, ++u;
+  return u == 0 ? fmt::format("{:.0f} B", bytes) : fmt::format("{:.1f} {}", bytes, units[u]);
+}
+
+namespace {
+// Length of the valid UTF-8 sequence at s[i], or 0.
+std::size_t utf8_length(std::string_view s, std::size_t i) {
+  const auto b = static_cast<unsigned char>(s[i]);
+  std::size_t n = 0;
+  unsigned min = 0;
+  if (b < 0x80) return 1;
+  if ((b & 0xE0) == 0xC0)
+    n = 2, min = 0x80;
+  else if ((b & 0xF0) == 0xE0)
+    n = 3, min = 0x800;
+  else if ((b & 0xF8) == 0xF0)
+    n = 4, min = 0x10000;
+  else
+    return 0;
+  if (i + n > s.size()) return 0;
+  unsigned cp = b & (0x7F >> n);
+  for (std::size_t k = 1; k < n; ++k) {
+    const auto c = static_cast<unsigned char>(s[i + k]);
+    if ((c & 0xC0) != 0x80) return 0;
+    cp = (cp << 6) | (c & 0x3F);
+  }
+  if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return 0;  // overlong, surrogate
+  return n;
+}
+}  // namespace
+
+std::string printable(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (std::size_t i = 0; i < text.size();) {
+    const auto b = static_cast<unsigned char>(text[i]);
+    const std::size_t n = utf8_length(text, i);
+    if (n == 0 || (n == 1 && b < 0x20 && b != '\n' && b != '\t') || b == 0x7F) {
+      out += fmt::format("\\x{:02x}", b);
+      ++i;
+    } else {
+      out.append(text.substr(i, n));
+      i += n;
+    }
+  }
+  return out;
+}
+
+std::string user_message(std::string_view what) {
+  // c10::Error::what() = message + "\nException raised from ..." + frames.
+  for (const char* marker : {"\nException raised from ", "\nFrame #", "\nframe #"}) {
+    const auto at = what.find(marker);
+    if (at != std::string_view::npos) what = what.substr(0, at);
+  }
+  while (!what.empty() && (what.back() == '\n' || what.back() == ' ')) what.remove_suffix(1);
+  return printable(what);
+}
+
+}  // namespace opcost

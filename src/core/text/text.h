@@ -1,0 +1,34 @@
+#pragma once
+// Text helpers for messages: "did you mean" suggestions and echoing user input safely.
+// Torch-free.
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace opcost {
+
+// Levenshtein distance (insertions, deletions, substitutions each cost 1).
+std::size_t edit_distance(std::string_view a, std::string_view b);
+
+// The candidates closest to `word`, nearest first, at most `max`; only those within a
+// distance a typo could explain (3, or a quarter of the word's length when longer).
+std::vector<std::string> closest(std::string_view word, const std::vector<std::string>& candidates,
+                                 std::size_t max = 3);
+
+// A label cut to `width` characters for a table column; a cut one ends in "…" and a short hash
+// of the whole, so that two different labels never print the same.
+std::string fit_label(const std::string& label, std::size_t width);
+
+// Bytes as a person reads them: "512 B", "3.2 MiB", "37.3 GiB".
+std::string format_bytes(double bytes);
+
+// `text` with every byte that is not valid UTF-8, and every control character but newline
+// and tab, written as \xNN: user input echoed in an error never garbles a terminal.
+std::string printable(std::string_view text);
+
+// An error message as a user should see it: printable, and without the C++ backtrace that
+// LibTorch appends to its exceptions ("Exception raised from ..." and the frames after it).
+std::string user_message(std::string_view what);
+
+}  // namespace opcost
