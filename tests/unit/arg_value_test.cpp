@@ -99,3 +99,114 @@ TEST(SplitCallLine, KeepsBracketsTogether) {
   ASSERT_EQ(t.size(), 3u);
   EXPECT_EQ(t[1], "tensors=[f32[2, 3], f32[2, 3]]");
 }
+
+namespace {
+std::string parse_error(const std::string& text) {
+  try {
+    parse_value(text);
+  } catch (const ParseError& e) {
+    return e.what();
+  }
+  return "";
+}
+}  // namespace
+
+TEST(ArgValue, MessagesSayWhatIsWrong) {
+  const auto shape = parse_error("f32[4,x]");
+  EXPECT_NE(shape.find("an integer in a tensor shape"), std::string::npos) << shape;
+  EXPECT_EQ(shape.find("in in"), std::string::npos) << shape;
+  EXPECT_NE(parse_error("f32[4").find("to close a tensor shape"), std::string::npos) << parse_error("f32[4");
+  const auto big = parse_error("99999999999999999999");
+  EXPECT_NE(big.find("out of range for a 64-bit integer"), std::string::npos) << big;
+  EXPECT_NE(parse_error("f32[99999999999999999999]").find("out of range"), std::string::npos);
+  EXPECT_NE(parse_error("1e999").find("out of range for a double"), std::string::npos) << parse_error("1e999");
+  // A modifier given twice is refused, never silently the last.
+  EXPECT_NE(parse_error("f32[4]:stride[1]:stride[2]").find("':stride' given twice"), std::string::npos);
+  EXPECT_NE(parse_error("i64[4]:range[0,4]:range[0,9]").find("':range' given twice"), std::string::npos);
+  // A range a dtype cannot hold.
+  const auto u8 = parse_error("u8[4]:range[-5,1000]");
+  EXPECT_NE(u8.find("outside what u8 holds ([0, 255])"), std::string::npos) << u8;
+  EXPECT_EQ(parse_error("u8[4]:range[0,256]"), "");  // [0, 256) is every u8 value
+  EXPECT_EQ(parse_error("f32[4]:range[-1000,1000]"), "");
+  // Bytes that are not UTF-8 are echoed escaped, not raw.
+  const auto raw = parse_error("f32[\xff\xfe]");
+  EXPECT_NE(raw.find("\\xff\\xfe"), std::string::npos) << raw;
+  EXPECT_EQ(raw.find('\xff'), std::string::npos);
+}
+
+// A fuzz test of the argument language: thousands of strings built from its own tokens and
+// from random bytes. Every one either parses, and then prints back to text that parses to
+// the same value, or fails with a ParseError whose message is one line naming a column; no
+// other exception, no crash.
+TEST(ArgValue, FuzzedTextParsesOrFailsOnOneLine) {
+  const std::vector<std::string> tokens = {"f32",         "bf16",     "i64",
+                                           "u8",          "bool",     "q9",
+                                           "[",           "]",        ",",
+                                           ":",           "stride",   "range",
+                                           "cuda",        "cpu",      ":cuda",
+                                           "1",           "0",        "-3",
+                                           "1e-5",        "2.5",      "inf",
+                                           "nan",         "None",     "true",
+                                           "tanh",        " ",        "=",
+                                           "\"",          "{",        "}",
+                                           "-",           "+",        "999999999999999999999",
+                                           "0x10",        "é",        "\xff",
+                                           "\x01",        ".",        "_",
+                                           "[1,2]",       "f32[2,3]", ":stride[1,1]",
+                                           ":range[0,4]", "[[",       "]]"};
+  uint64_t state = 0x9e3779b97f4a7c15ULL;  // xorshift: the same strings on every run
+  auto next = [&] {
+    state ^= state << 13;
+    state ^= state >> 7;
+    state ^= state << 17;
+    return state;
+  };
+  int parsed = 0, refused = 0;
+  for (int n = 0; n < 5000; ++n) {
+    std::string text;
+    const int parts = 1 + int(next() % 8);
+    for (int k = 0; k < parts; ++k) {
+      if (next() % 10 == 0)
+        text += char(next() % 256);  // a raw byte now and then
+      else
+        text += tokens[next() % tokens.size()];
+    }
+    try {
+      const ArgValue v = parse_value(text);
+      ++parsed;
+      const std::string printed = format_value(v);
+      EXPECT_EQ(format_value(parse_value(printed)), printed) << "round trip of '" << text << "'";
+    } catch (const ParseError& e) {
+      ++refused;
+      const std::string what = e.what();
+      EXPECT_EQ(what.find('\n'), std::string::npos) << what;
+      EXPECT_NE(what.find("column"), std::string::npos) << what;
+      EXPECT_EQ(what.find("Exception raised"), std::string::npos) << what;
+      for (unsigned char c : what) EXPECT_TRUE(c >= 0x20 || c == '\t') << "control byte in: " << what;
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << "'" << text << "' threw something other than a ParseError: " << e.what();
+    }
+  }
+  EXPECT_GT(parsed, 100);  // the generator reaches both outcomes
+  EXPECT_GT(refused, 1000);
+}
+
+TEST(OpCall, FuzzedCommandLinesFailWithTheArgumentNamed) {
+  uint64_t state = 42;
+  auto next = [&] {
+    state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+    return state >> 33;
+  };
+  const std::vector<std::string> pieces = {"self=", "other=", "=", "f32[", "4", "]", ",", "x", "[", "1e400", "\xc3"};
+  for (int n = 0; n < 2000; ++n) {
+    std::string tok;
+    for (int k = 0, parts = 1 + int(next() % 6); k < parts; ++k) tok += pieces[next() % pieces.size()];
+    try {
+      parse_call("aten::relu", {tok});
+    } catch (const std::invalid_argument& e) {
+      const std::string what = e.what();
+      EXPECT_EQ(what.rfind("aten::relu: argument '", 0), 0u) << what;
+      EXPECT_EQ(what.find('\n'), std::string::npos) << what;
+    }
+  }
+}

@@ -197,3 +197,62 @@ TEST(Replay, PreparedCallRunsAndRotatesColdInputs) {
   EXPECT_EQ(p->overload(), "Tensor");
   for (int i = 0; i < 5; ++i) p->call();
 }
+
+TEST(Overloads, ChosenFromTheArgumentsWhenTheOpHasNoDefault) {
+  ReplayOptions o;
+  o.device = "cpu";
+  // aten::add, aten::mul, aten::softmax and aten::empty have no default overload.
+  auto add = PreparedCall::prepare(call_of("aten::add self=f32[8,8] other=f32[8,8]"), o);
+  EXPECT_EQ(add->overload(), "Tensor");
+  EXPECT_NE(add->resolution_note().find("took aten::add.Tensor"), std::string::npos) << add->resolution_note();
+  EXPECT_EQ(PreparedCall::prepare(call_of("aten::add self=f32[8] other=2"), o)->overload(), "Scalar");
+  EXPECT_EQ(PreparedCall::prepare(call_of("aten::mul self=f32[8] other=f32[8]"), o)->overload(), "Tensor");
+  EXPECT_EQ(PreparedCall::prepare(call_of("aten::softmax self=f32[4,8] dim=-1"), o)->overload(), "int");
+  // empty: the memory_format overload, not the named-tensor one that also fits.
+  EXPECT_EQ(PreparedCall::prepare(call_of("aten::empty size=[4,8]"), o)->overload(), "memory_format");
+  // A named overload is never second-guessed, and the default one stays the default.
+  EXPECT_EQ(PreparedCall::prepare(call_of("aten::add.Scalar self=f32[8] other=2"), o)->overload(), "Scalar");
+  auto relu = PreparedCall::prepare(call_of("aten::relu self=f32[8]"), o);
+  EXPECT_EQ(relu->overload(), "");
+  EXPECT_TRUE(relu->resolution_note().empty());
+  // The same call as measured with its overload named: one canonical signature.
+  EXPECT_EQ(add->canonical_args(), "self=f32[8,8] other=f32[8,8]");
+  // Nothing fits: every overload's reason, and out= variants are never candidates.
+  const auto e = replay_error("aten::add self=f32[8] other=f32[8] bogus=1");
+  EXPECT_NE(e.find("fit none of its overloads"), std::string::npos) << e;
+  EXPECT_NE(e.find(".Tensor: "), std::string::npos) << e;
+  EXPECT_EQ(e.find(".out:"), std::string::npos) << e;
+  const auto out = replay_error("aten::add.out self=f32[8] other=f32[8] out=f32[8]");
+  EXPECT_NE(out.find("use aten::add with the same arguments less the output"), std::string::npos) << out;
+}
+
+TEST(ReplayErrors, APositionalValueNeverReplacesANamedOne) {
+  auto e = replay_error("aten::relu self=f16[16,8] f32[3]");
+  EXPECT_NE(e.find("argument 'self' given twice"), std::string::npos) << e;
+  e = replay_error("aten::add.Tensor other=f32[5] f32[3] f32[4]");
+  EXPECT_NE(e.find("argument 'other' given twice"), std::string::npos) << e;
+  EXPECT_NE(e.find("f32[4]"), std::string::npos) << e;
+  // Positional values alone still fill the parameters in order.
+  EXPECT_EQ(replay_error("aten::add.Tensor f32[3] f32[3]"), "");
+}
+
+TEST(ReplayErrors, HugeShapesSayWhatTheyNeedInOneLine) {
+  auto e = replay_error("aten::relu self=f32[100000,100000,100000]");
+  EXPECT_NE(e.find("the inputs need"), std::string::npos) << e;  // 3.6 PiB: more than any host has
+  EXPECT_NE(e.find("use smaller shapes"), std::string::npos) << e;
+  EXPECT_EQ(e.find('\n'), std::string::npos) << e;
+  e = replay_error("aten::relu self=f32[4611686018427387904,4]");  // 2^62 × 4 elements: overflow
+  EXPECT_NE(e.find("more elements than a tensor can hold"), std::string::npos) << e;
+  EXPECT_EQ(e.find("Stride calculation"), std::string::npos) << e;
+  EXPECT_EQ(e.find("Exception raised"), std::string::npos) << e;
+}
+
+TEST(ReplayErrors, CheckFindsBindingErrorsWithoutMakingTensors) {
+  ReplayOptions o;
+  o.device = "cpu";
+  // A shape no host could hold is fine for a check: nothing is allocated.
+  EXPECT_EQ(PreparedCall::check(call_of("aten::relu self=f32[100000,100000]"), o), "");
+  EXPECT_THROW(PreparedCall::check(call_of("aten::relu selff=f32[4]"), o), ReplayError);
+  EXPECT_NE(PreparedCall::check(call_of("aten::add self=f32[4] other=f32[4]"), o).find("aten::add.Tensor"),
+            std::string::npos);
+}

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "core/report/report.h"
@@ -20,7 +21,7 @@ TEST(Runner, MeasuresAnOpOnTheCpu) {
   EXPECT_EQ(m.op, "aten::mul");
   EXPECT_EQ(m.args, "self=f32[64,64] other=f32[64,64]");
   EXPECT_EQ(m.env.device_kind, "cpu");
-  EXPECT_EQ(m.env.torch_version, "2.11.0");
+  EXPECT_EQ(m.env.torch_version, OPCOST_TEST_TORCH_VERSION);  // the torch built against, as CMake read it
   EXPECT_GE(m.time.per_call_us.n, 10u);
   EXPECT_GT(m.time.per_call_us.median, 0.0);
   EXPECT_LE(m.time.per_call_us.min, m.time.per_call_us.median);
@@ -82,4 +83,40 @@ TEST(HostPass, MeasuresEveryCallInEachRoundAndTimesThePairedStep) {
   ASSERT_TRUE(pass.paired_us.has_value());
   EXPECT_GT(*pass.paired_us, 0);
   EXPECT_TRUE(interleaved_host_costs({}, 0.05).host_us.empty());
+}
+
+TEST(Runner, ASingleSampleIsFlaggedAndHasNoInterval) {
+  ReplayOptions o;
+  o.device = "cpu";
+  // One call takes longer than the whole timing budget: one sample, and the report says so.
+  auto call = PreparedCall::prepare(parse_call("aten::mm", {"self=f32[384,384]", "mat2=f32[384,384]"}), o);
+  MeasureConfig cfg;
+  cfg.energy = false;
+  cfg.time.max_seconds = 1e-6;
+  cfg.warmup_s = 0;
+  Runner runner("cpu", 0, cfg);
+  const Measurement m = runner.measure(*call);
+  ASSERT_EQ(m.time.per_call_us.n, 1u);
+  EXPECT_NE(std::find(m.flags.begin(), m.flags.end(), "no_interval:1 sample"), m.flags.end());
+  EXPECT_TRUE(to_json(m)["time_us"]["rel_ci95"].is_null());
+  EXPECT_NE(to_console(m).find("no interval"), std::string::npos) << to_console(m);
+}
+
+TEST(Runner, AbandonsAMeasurementFarPastItsBudgetAndReportsProgress) {
+  ReplayOptions o;
+  o.device = "cpu";
+  auto call = PreparedCall::prepare(parse_call("aten::mm", {"self=f32[256,256]", "mat2=f32[256,256]"}), o);
+  MeasureConfig cfg;
+  cfg.energy = false;
+  cfg.time.max_seconds = 0.5;
+  cfg.time.target_rel_ci95 = 1e-9;  // never converges: runs to its budget
+  cfg.abandon_factor = 0.05;        // abandoned at 5% of its budget: well before it ends
+  Runner runner("cpu", 0, cfg);
+  try {
+    runner.measure(*call);
+    FAIL() << "the measurement should have been abandoned";
+  } catch (const MeasurementAbandoned& e) {
+    EXPECT_NE(std::string(e.what()).find("aten::mm self=f32[256,256] mat2=f32[256,256]: abandoned"), std::string::npos)
+        << e.what();
+  }
 }

@@ -7,6 +7,9 @@
 #include <cctype>
 #include <charconv>
 #include <cmath>
+#include <type_traits>
+
+#include "core/text/text.h"
 
 namespace opcost {
 
@@ -43,6 +46,19 @@ std::optional<std::string> canonical_dtype(std::string_view name) {
 
 namespace {
 
+std::string format_double(double d);
+
+// The values an integer dtype holds ([low, high], both included); nullopt for floats.
+std::optional<std::pair<double, double>> value_bounds(const std::string& dtype) {
+  if (dtype == "bool") return std::pair{0.0, 1.0};
+  if (dtype == "u8") return std::pair{0.0, 255.0};
+  if (dtype == "i8") return std::pair{-128.0, 127.0};
+  if (dtype == "i16") return std::pair{-32768.0, 32767.0};
+  if (dtype == "i32") return std::pair{-2147483648.0, 2147483647.0};
+  if (dtype == "i64") return std::pair{-9223372036854775808.0, 9223372036854775807.0};
+  return std::nullopt;
+}
+
 class Parser {
  public:
   explicit Parser(std::string_view s) : s_(s) {}
@@ -57,7 +73,8 @@ class Parser {
 
  private:
   [[noreturn]] void fail(const std::string& msg) const {
-    throw ParseError(fmt::format("{} at column {} of '{}'", msg, pos_ + 1, s_), pos_);
+    // The text is the user's: escaped whole, so that the message stays one printable line.
+    throw ParseError(printable(fmt::format("{} at column {} of '{}'", msg, pos_ + 1, s_), false), pos_);
   }
   void skip_ws() {
     while (pos_ < s_.size() && std::isspace(static_cast<unsigned char>(s_[pos_]))) ++pos_;
@@ -70,7 +87,7 @@ class Parser {
     }
     return false;
   }
-  void expect(char c, const char* what) {
+  void expect(char c, const std::string& what) {
     if (!eat(c)) fail(fmt::format("expected '{}' {}", c, what));
   }
   std::string_view word() {
@@ -82,14 +99,15 @@ class Parser {
     return s_.substr(start, pos_ - start);
   }
 
-  std::vector<int64_t> int_list(const char* what) {
-    expect('[', what);
+  // `what` names the list: "a tensor shape", "':stride[...]'".
+  std::vector<int64_t> int_list(const std::string& what) {
+    expect('[', "to open " + what);
     std::vector<int64_t> out;
     if (eat(']')) return out;
     do {
       out.push_back(number<int64_t>(fmt::format("an integer in {}", what)));
     } while (eat(','));
-    expect(']', what);
+    expect(']', "to close " + what);
     return out;
   }
 
@@ -118,7 +136,7 @@ class Parser {
   TensorSpec parse_tensor_rest(std::string dtype) {
     TensorSpec t;
     t.dtype = std::move(dtype);
-    t.shape = int_list("in a tensor shape");
+    t.shape = int_list("a tensor shape");
     for (long d : t.shape)
       if (d < 0) fail("a tensor dimension cannot be negative");
     // Modifiers: ':stride[...]', ':range[lo,hi]', ':cpu', ':cuda', ':cuda:N'.
@@ -128,20 +146,32 @@ class Parser {
       std::string_view name;
       while (pos_ < s_.size() && std::isalpha(static_cast<unsigned char>(s_[pos_]))) ++pos_;
       name = s_.substr(start, pos_ - start);
+      auto once = [&](bool given) {
+        if (given) {
+          pos_ = start;
+          fail(fmt::format("':{}' given twice", name));
+        }
+      };
       if (name == "stride") {
-        t.strides = int_list("in ':stride[...]'");
+        once(t.strides.has_value());
+        t.strides = int_list("':stride[...]'");
         if (t.strides->size() != t.shape.size())
           fail(fmt::format("':stride' has {} entries but the shape has {} dimensions", t.strides->size(),
                            t.shape.size()));
       } else if (name == "range") {
+        once(t.range.has_value());
         expect('[', "after ':range'");
         const double lo = number<double>("a number for the low end of ':range'");
         expect(',', "between the ends of ':range[low,high]'");
         const double hi = number<double>("a number for the high end of ':range'");
         expect(']', "to close ':range'");
         if (!(hi > lo)) fail("':range[low,high]' needs high > low");
+        if (auto bounds = value_bounds(t.dtype); bounds && (lo < bounds->first || hi > bounds->second + 1))
+          fail(fmt::format("':range[{},{}]' is outside what {} holds ([{}, {}])", format_double(lo), format_double(hi),
+                           t.dtype, bounds->first, bounds->second));
         t.range = {lo, hi};
       } else if (name == "cpu" || name == "cuda") {
+        once(t.device.has_value());
         std::string dev(name);
         if (pos_ < s_.size() && s_[pos_] == ':' && pos_ + 1 < s_.size() &&
             std::isdigit(static_cast<unsigned char>(s_[pos_ + 1]))) {
@@ -170,6 +200,10 @@ class Parser {
     auto w = word();
     T x{};
     auto [p, ec] = std::from_chars(w.data(), w.data() + w.size(), x);
+    if (ec == std::errc::result_out_of_range && p == w.data() + w.size()) {
+      pos_ = start;
+      fail(fmt::format("'{}' is out of range for {}", w, std::is_integral_v<T> ? "a 64-bit integer" : "a double"));
+    }
     if (w.empty() || ec != std::errc() || p != w.data() + w.size()) {
       pos_ = start;
       fail("expected " + what);
@@ -184,9 +218,18 @@ class Parser {
     int64_t i = 0;
     auto [pi, eci] = std::from_chars(w.data(), w.data() + w.size(), i);
     if (eci == std::errc() && pi == w.data() + w.size()) return ArgValue{i};
+    const bool integral = w.find_first_of(".eEn") == std::string_view::npos;  // digits only (inf/nan aside)
+    if (eci == std::errc::result_out_of_range && pi == w.data() + w.size() && integral) {
+      pos_ = start;
+      fail(fmt::format("'{}' is out of range for a 64-bit integer (-9223372036854775808 to 9223372036854775807)", w));
+    }
     double d = 0;
     auto [pd, ecd] = std::from_chars(w.data(), w.data() + w.size(), d);
     if (ecd == std::errc() && pd == w.data() + w.size()) return ArgValue{d};
+    if (ecd == std::errc::result_out_of_range && pd == w.data() + w.size()) {
+      pos_ = start;
+      fail(fmt::format("'{}' is out of range for a double", w));
+    }
     if (w == "inf" || w == "-inf" || w == "nan") {
       return ArgValue{w == "nan" ? NAN : (w[0] == '-' ? -INFINITY : INFINITY)};
     }

@@ -5,6 +5,8 @@
 #include <cctype>
 #include <stdexcept>
 
+#include "core/text/text.h"
+
 namespace opcost {
 
 std::pair<std::string, std::string> split_op_name(std::string_view name) {
@@ -37,7 +39,7 @@ OpCall parse_call(std::string_view op_name, const std::vector<std::string>& toke
       a.value = parse_value(text);
     } catch (const ParseError& e) {
       throw std::invalid_argument(
-          fmt::format("{}: argument '{}': {}", call.display_name(), a.name.empty() ? tok : a.name, e.what()));
+          fmt::format("{}: argument '{}': {}", call.display_name(), printable(a.name.empty() ? tok : a.name, false), e.what()));
     }
     call.args.push_back(std::move(a));
   }

@@ -86,7 +86,7 @@ std::optional<std::string> out_of_room(const std::string& path) {
                        uint64_t(fs.f_bavail) * fs.f_frsize);
   rlimit limit{};
   if (getrlimit(RLIMIT_FSIZE, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY)
-    return fmt::format("files may not grow past {} bytes here (ulimit -f)", uint64_t(limit.rlim_cur));
+    return fmt::format("files may not grow past {} bytes here, ulimit -f", uint64_t(limit.rlim_cur));
   return std::nullopt;
 }
 
@@ -100,7 +100,7 @@ std::optional<std::string> out_of_room(const std::string& path) {
   const auto room = code == SQLITE_IOERR ? out_of_room(path) : std::nullopt;
   if (code == SQLITE_FULL || (code == SQLITE_IOERR && (sys == ENOSPC || sys == EFBIG || sys == EDQUOT || room))) {
     kind = Kind::kFull;
-    why = "database or disk is full" + (room ? fmt::format(" ({})", *room) : os);
+    why = "database or disk is full" + (room ? ": " + *room : os);
     fix = "free some space, or use --db PATH on another disk";
   } else if (code == SQLITE_READONLY || code == SQLITE_CANTOPEN || code == SQLITE_PERM) {
     kind = Kind::kReadOnly;
@@ -111,7 +111,7 @@ std::optional<std::string> out_of_room(const std::string& path) {
     why += os;
     fix = "check the disk";
   }
-  throw DatabaseError(kind, fmt::format("{}: {}: {} ({})", path, doing, why, fix));
+  throw DatabaseError(kind, fmt::format("{}: {}: {}; {}", path, doing, why, fix));
 }
 
 class Stmt {

@@ -78,13 +78,14 @@ std::size_t utf8_length(std::string_view s, std::size_t i) {
 }
 }  // namespace
 
-std::string printable(std::string_view text) {
+std::string printable(std::string_view text, bool keep_newlines) {
   std::string out;
   out.reserve(text.size());
   for (std::size_t i = 0; i < text.size();) {
     const auto b = static_cast<unsigned char>(text[i]);
     const std::size_t n = utf8_length(text, i);
-    if (n == 0 || (n == 1 && b < 0x20 && b != '\n' && b != '\t') || b == 0x7F) {
+    const bool kept_control = keep_newlines && (b == '\n' || b == '\t');
+    if (n == 0 || (n == 1 && b < 0x20 && !kept_control) || b == 0x7F) {
       out += fmt::format("\\x{:02x}", b);
       ++i;
     } else {

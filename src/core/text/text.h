@@ -23,9 +23,10 @@ std::string fit_label(const std::string& label, std::size_t width);
 // Bytes as a person reads them: "512 B", "3.2 MiB", "37.3 GiB".
 std::string format_bytes(double bytes);
 
-// `text` with every byte that is not valid UTF-8, and every control character but newline
-// and tab, written as \xNN: user input echoed in an error never garbles a terminal.
-std::string printable(std::string_view text);
+// `text` with every byte that is not valid UTF-8, and every control character (but newline
+// and tab when `keep_newlines`), written as \xNN: user input echoed in an error never garbles
+// a terminal, and a one-line message stays one line.
+std::string printable(std::string_view text, bool keep_newlines = true);
 
 // An error message as a user should see it: printable, and without the C++ backtrace that
 // LibTorch appends to its exceptions ("Exception raised from ..." and the frames after it).
