@@ -179,15 +179,10 @@ int run_measure(const MeasureOptions& o) {
       }
       m = runner->measure(*prepared);
       progress.clear();
-    } catch (const ReplayError& e) {  // the op rejected the arguments: input, not a failure
-      progress.clear();
-      ++tally.bad_input;
-      error(c.origin.empty() || !many ? e.what() : fmt::format("{}: {}", c.origin, e.what()));
-      if (o.json) json_out.push_back({{"op", c.display_name()}, {"args", format_args(c.args)}, {"error", e.what()}});
-      continue;
     } catch (const std::exception& e) {  // one failure never loses the others: report it and go on
       progress.clear();
-      ++tally.failed;
+      // The op rejecting its arguments (shapes, memory) is bad input, not a failed measurement.
+      ++(dynamic_cast<const ReplayError*>(&e) ? tally.bad_input : tally.failed);
       error(c.origin.empty() || !many ? e.what() : fmt::format("{}: {}", c.origin, e.what()));
       if (o.json) json_out.push_back({{"op", c.display_name()}, {"args", format_args(c.args)}, {"error", e.what()}});
       continue;

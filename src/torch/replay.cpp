@@ -142,9 +142,10 @@ struct Binder {
     // Elements of storage, checked for overflow (LibTorch would fail deep inside with "Stride
     // calculation overflowed" and a backtrace).
     auto overflow = [&] {  // one line: the schema adds nothing to a size no tensor can have
-      throw ReplayError(fmt::format("{}: argument '{}': {} has more elements than a tensor can hold (over 2^63); use "
-                                    "smaller shapes",
-                                    call.display_name(), a.name(), format_tensor(t)));
+      throw ReplayError(
+          fmt::format("{}: argument '{}': {} has more elements than a tensor can hold (over 2^63); use "
+                      "smaller shapes",
+                      call.display_name(), a.name(), format_tensor(t)));
     };
     int64_t storage = 1;
     bool empty = false;

@@ -38,8 +38,8 @@ OpCall parse_call(std::string_view op_name, const std::vector<std::string>& toke
     try {
       a.value = parse_value(text);
     } catch (const ParseError& e) {
-      throw std::invalid_argument(
-          fmt::format("{}: argument '{}': {}", call.display_name(), printable(a.name.empty() ? tok : a.name, false), e.what()));
+      throw std::invalid_argument(fmt::format("{}: argument '{}': {}", call.display_name(),
+                                              printable(a.name.empty() ? tok : a.name, false), e.what()));
     }
     call.args.push_back(std::move(a));
   }
