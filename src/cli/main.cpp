@@ -427,19 +427,24 @@ int main(int argc, char** argv) {
   inventory->add_flag("--json", io.json, "write JSON (ops, layers, nested ops, the call sequence)");
   inventory->add_option("-o,--output", io.output, "file to write (default: standard output)");
 
-  // predict / validate / model share their options; each sets what it measures.
+  // predict / validate / model share their options; each sets what it measures. The defaults
+  // are the workflow library's (PredictOptions::validate(), ::model_to()).
   PredictOptions po;
+  bool predict_json = false;
   struct Budgets {
     double op_time, op_energy, op_energy_capped, step_time;
     bool no_energy = false;
   };
-  // `model` measures many operators to reach its target: shorter loops by default (the
-  // benchmark's budgets, which keep the GPU-bound predictions within a few percent).
-  Budgets validate_budgets{1.0, 2.0, 3.5, 3.0}, model_budgets{0.5, 1.0, 1.5, 3.0};
+  auto budgets_of = [](const PredictOptions& d) {
+    return Budgets{d.op_config.time.max_seconds, d.op_config.energy_max_s, d.op_config.energy_max_capped_s,
+                   d.step_config.time.max_seconds};
+  };
+  Budgets validate_budgets = budgets_of(PredictOptions::validate()),
+          model_budgets = budgets_of(PredictOptions::model_to());
   auto add_predict = [&](const char* name, const char* help) {
     auto* c = app.add_subcommand(name, help);
     add_model_options(c, po.model);
-    c->add_flag("--json", po.json, "print JSON");
+    c->add_flag("--json", predict_json, "print JSON");
     c->add_option("--cache", po.cache, "operator measurements with warm inputs, or cold (rotated over 256 MiB)")
         ->check(CLI::IsMember({"warm", "cold"}))
         ->capture_default_str();
@@ -471,7 +476,7 @@ int main(int argc, char** argv) {
   add_measuring(modelcmd, model_budgets);
   modelcmd->add_option("--target", po.target, "share of the step's time and energy to explain")
       ->check(CLI::Range(0.01, 1.0))
-      ->default_val(0.9)
+      ->default_val(PredictOptions::model_to().target)
       ->capture_default_str();
   auto* models = app.add_subcommand("models", "List the built-in models with their parameter counts and inputs");
 
@@ -514,13 +519,14 @@ int main(int argc, char** argv) {
       po.measure = !predict->parsed();
       if (!modelcmd->parsed()) po.target = 0;
       const Budgets& b = modelcmd->parsed() ? model_budgets : validate_budgets;
-      for (MeasureConfig* c : {&po.op_config, &po.step_config}) c->energy = !b.no_energy;
-      po.op_config.time.max_seconds = b.op_time;
-      po.op_config.energy_max_s = b.op_energy;
-      po.op_config.energy_max_capped_s = b.op_energy_capped;
-      po.step_config.synchronous_calls = true;
-      po.step_config.time.max_seconds = b.step_time;
-      rc = run_predict(po);
+      po.set_budgets(b.op_time, b.op_energy, b.op_energy_capped, b.step_time, b.no_energy);
+      const PredictReport report = run_predict(po, Notes::to_stderr());
+      fmt::print("{}", predict_json ? to_json(report).dump(2) + "\n" : to_text(report));
+      std::fflush(stdout);
+      if (report.failures)
+        rc = kExitMeasurementFailed;
+      else
+        rc = report.prediction.complete() || report.target_met ? kExitSuccess : kExitIncomplete;
     } else if (models->parsed()) {
       rc = run_models();
     } else if (dblist->parsed()) {

@@ -19,6 +19,7 @@ class ModelCall : public PreparedCall {
     info_.canonical_args = "input=" + model.input_signature();
     info_.dtype = in.dtype;
     info_.device_kind = model.device_kind();
+    info_.device_index = model.device_index();
     info_.autocast = canonical_dtype(in.autocast).value_or(in.autocast);  // as measurements store it
   }
   void call() override {

@@ -251,6 +251,7 @@ class Runnable : public RunnableModel {
   }
   std::string input_signature() const override { return format_tensor(tensor_spec_of(input_)); }
   std::string device_kind() const override { return dev_.is_cuda() ? "cuda" : "cpu"; }
+  int device_index() const override { return dev_.has_index() ? dev_.index() : 0; }
   void step() override {
     run_model_step(in_, autocast_, dev_.type(), parameters_, [&] { return m_->forward(input_); });
   }

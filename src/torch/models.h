@@ -35,6 +35,7 @@ class RunnableModel {
   virtual int64_t parameter_count() const = 0;
   virtual std::string input_signature() const = 0;  // "i64[8,512]"
   virtual std::string device_kind() const = 0;
+  virtual int device_index() const = 0;  // cuda:N's N; 0 on the CPU
   // One step on the example input: a forward in inference mode, or with `train` a forward
   // and backward; under autocast when asked.
   virtual void step() = 0;

@@ -5,6 +5,7 @@
 
 #include <ATen/DeviceAccelerator.h>
 #include <ATen/detail/CUDAHooksInterface.h>
+#include <c10/core/DeviceGuard.h>
 #include <c10/core/Event.h>
 #include <c10/core/InferenceMode.h>
 #include <fmt/format.h>
@@ -361,6 +362,9 @@ double Runner::budget_s() const {
 
 Measurement Runner::measure(PreparedCall& call) {
   c10::InferenceMode guard;
+  // The measured device is the current one: streams, events and the GPU sleep all use it.
+  const c10::DeviceGuard device_guard(kind_ == "cuda" ? c10::Device(c10::kCUDA, c10::DeviceIndex(index_))
+                                                      : c10::Device(c10::kCPU));
   Measurement m;
   m.op = call.op();
   m.overload = call.overload();
@@ -451,6 +455,7 @@ HostPass interleaved_host_costs(const std::vector<PreparedCall*>& calls, double 
   if (calls.empty()) return pass;
   const bool cuda = calls.front()->device_kind() == "cuda";
   const int index = calls.front()->device_index();
+  const c10::DeviceGuard device_guard(cuda ? c10::Device(c10::kCUDA, c10::DeviceIndex(index)) : c10::Device(c10::kCPU));
   std::vector<std::vector<double>> samples(calls.size());
   std::vector<double> paired_samples;
   std::vector<double> last(calls.size(), 50e-6);  // per-call estimate: sizes the batch and the GPU sleep

@@ -65,6 +65,7 @@ class ScriptedModel : public RunnableModel {
   }
   std::string input_signature() const override { return signature_; }
   std::string device_kind() const override { return dev_.is_cuda() ? "cuda" : "cpu"; }
+  int device_index() const override { return dev_.has_index() ? dev_.index() : 0; }
   int warmup_steps() const override { return 2; }
   std::function<std::string()> layer_source() const override {
     return [] { return layer_of_hierarchy(torch::jit::currentModuleHierarchy()); };

@@ -1,74 +1,55 @@
-// opcost predict / validate / model: a model step's time and energy from the operator
-// database, checked against a measurement of the whole step.
+// predict / validate / model: a model step's time and energy from the operator database,
+// checked against a measurement of the whole step.
+#include "workflow/predict.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <filesystem>
 #include <map>
-#include <nlohmann/json.hpp>
 
-#include "cli/commands.h"
-#include "cli/exit_codes.h"
-#include "core/predict/kernels.h"
-#include "core/predict/prediction.h"
-#include "core/report/progress.h"
 #include "core/report/report.h"
 #include "core/spec/op_call.h"
 #include "core/spec/spec_file.h"
 #include "core/stats/summary.h"
 #include "core/store/database.h"
-#include "core/text/text.h"
 #include "torch/kernel_trace.h"
 #include "torch/model_call.h"
-#include "torch/observer.h"
 
 namespace opcost {
 
-namespace {
-constexpr int kObservedSteps = 5;
-constexpr double kHostPassSeconds = 1.0;
-constexpr std::size_t kHostPassMaxBytes = std::size_t(8) << 30;
-}  // namespace
+PredictOptions PredictOptions::predict_only() { return PredictOptions{}; }
 
-Inventory take_inventory(RunnableModel& model, const ModelOptions& o) {
-  for (int i = 0; i < model.warmup_steps(); ++i) model.step();
-  model.synchronize();
-  ObserveOptions oo;
-  oo.backward = o.in.train;
-  oo.layer_source = model.layer_source();
-  auto observed_step = [&] {
-    return observe(
-        [&] {
-          model.step();
-          model.synchronize();
-        },
-        oo);
-  };
-  // Host times vary from step to step: they, and the observer's own share of each gap, are
-  // medians over a few observed steps (the calls themselves come from the first).
-  Inventory inv = observed_step();
-  std::vector<Inventory> again;
-  std::vector<double> floors = {observer_gap_floor_us()};
-  for (int i = 1; i < kObservedSteps; ++i) {
-    again.push_back(observed_step());
-    floors.push_back(observer_gap_floor_us());
-  }
-  take_median_host_times(inv, again);
-  inv.observer_gap_us = median_of(floors);
-  inv.model = o.model;
-  inv.input = model.input_signature();
-  inv.device = model.device_kind();
-  inv.dtype = o.in.dtype;
-  inv.mode = o.in.train ? "train" : "inference";
-  // As the measurements store it ("fp16" -> "f16"), so look-ups by an inventory match.
-  inv.autocast = canonical_dtype(o.in.autocast).value_or(o.in.autocast);
-  inv.parameters = model.parameter_count();
-  return inv;
+PredictOptions PredictOptions::validate() {
+  PredictOptions o;
+  o.measure = true;
+  o.set_budgets(1.0, 2.0, 3.5, 3.0, false);
+  return o;
+}
+
+PredictOptions PredictOptions::model_to(double target) {
+  PredictOptions o;
+  o.measure = true;
+  o.target = target;
+  o.set_budgets(0.5, 1.0, 1.5, 3.0, false);
+  return o;
+}
+
+void PredictOptions::set_budgets(double op_time_s, double op_energy_s, double op_energy_capped_s, double step_time_s,
+                                 bool no_energy) {
+  for (MeasureConfig* c : {&op_config, &step_config}) c->energy = !no_energy;
+  op_config.time.max_seconds = op_time_s;
+  op_config.energy_max_s = op_energy_s;
+  op_config.energy_max_capped_s = op_energy_capped_s;
+  step_config.synchronous_calls = true;  // a step synchronises itself: timed by wall clock
+  step_config.time.max_seconds = step_time_s;
 }
 
 namespace {
+
+constexpr double kHostPassSeconds = 1.0;
+constexpr std::size_t kHostPassMaxBytes = std::size_t(8) << 30;
 
 // The op whose loop is almost all gaps between tiny kernels: its power is the GPU's power
 // while it idles between kernels, which a model's gaps draw (not deep idle).
@@ -97,13 +78,13 @@ std::optional<std::size_t> entry_of(const Inventory& inv, const std::string& sig
 
 // The kernels of every call in the model (one traced step) against each signature replayed
 // alone, as `measure` replays it.
-KernelReport check_kernels(RunnableModel& model, const Inventory& inv) {
-  fmt::print(stderr, "opcost: tracing the kernels of the model and of each operator replayed alone\n");
+KernelReport check_kernels(RunnableModel& model, const Inventory& inv, const std::string& device, const Notes& notes) {
+  notes.say("tracing the kernels of the model and of each operator replayed alone");
   const auto traced = trace_kernels([&] { model.step(); });
   std::vector<OpCall> calls;
   for (const auto& e : inv.entries) calls.push_back(parse_call_line(e.signature(), "inventory"));
   ReplayOptions ro;
-  ro.device = inv.device;
+  ro.device = device;
   ro.autocast = inv.autocast;
   return compare_kernels(inv, traced, isolation_kernels(calls, ro));
 }
@@ -114,14 +95,14 @@ struct EntryHostPass {
 };
 
 // The host issue costs of every measured entry, measured together (see interleaved_host_costs).
-EntryHostPass remeasure_host_costs(const Inventory& inv, const std::string& kind,
-                                   const std::map<std::size_t, OpCost>& costs, PreparedCall& step) {
-  fmt::print(stderr, "opcost: measuring the operators' host costs together, beside the step\n");
+EntryHostPass remeasure_host_costs(const Inventory& inv, const std::string& device,
+                                   const std::map<std::size_t, OpCost>& costs, PreparedCall& step, const Notes& notes) {
+  notes.say("measuring the operators' host costs together, beside the step");
   EntryHostPass out;
   std::vector<std::unique_ptr<PreparedCall>> prepared;
   std::vector<PreparedCall*> calls;
   ReplayOptions ro;
-  ro.device = kind;
+  ro.device = device;
   ro.autocast = inv.autocast;
   std::size_t bytes = 0;
   for (const auto& [e, cost] : costs) {
@@ -141,14 +122,21 @@ EntryHostPass remeasure_host_costs(const Inventory& inv, const std::string& kind
 
 }  // namespace
 
-int run_predict(const PredictOptions& o) {
+PredictReport run_predict(const PredictOptions& o, const Notes& notes) {
   auto model = make_model(o.model.model, o.model.inputs, o.model.in);
   const std::string kind = model->device_kind();
+  const int index = model->device_index();
+  // Every step works on the model's device, with its index: replay, NVML, look-ups.
+  const std::string device = kind == "cuda" ? fmt::format("cuda:{}", index) : "cpu";
   const bool on_gpu = kind == "cuda";
   if (o.model.in.device == "auto" && !on_gpu)
-    fmt::print(stderr, "opcost: no CUDA GPU found; predicting {} on the CPU\n", o.model.model);
-  Inventory inv = take_inventory(*model, o.model);
-  const Environment env = describe_environment(kind, 0);
+    notes.say(fmt::format("no CUDA GPU found; predicting {} on the CPU", o.model.model));
+  PredictReport report;
+  report.cache = o.cache;
+  report.inventory = take_inventory(*model, o.model);
+  const Inventory& inv = report.inventory;
+  report.env = describe_environment(kind, index);
+  const Environment& env = report.env;
   // predict only reads: it never creates a database, and a missing one is an empty one.
   std::optional<Database> db;
   if (o.measure)
@@ -156,18 +144,17 @@ int run_predict(const PredictOptions& o) {
   else if (std::filesystem::exists(o.db))
     db.emplace(o.db, Database::Access::kReadOnly);
   else
-    fmt::print(stderr, "opcost: no database at {} yet: nothing is measured (run `opcost validate` to measure)\n", o.db);
-  ProgressLine progress;
+    notes.say(fmt::format("no database at {} yet: nothing is measured (run `opcost validate` to measure)", o.db));
   MeasureConfig op_config = o.op_config, step_config = o.step_config;
-  op_config.progress = step_config.progress = [&progress](const std::string& line) { progress.update(line); };
+  op_config.progress = step_config.progress = notes.progress;
   std::unique_ptr<Runner> op_runner;
-  std::size_t failures = 0;
+  std::size_t& failures = report.failures;
   std::string stopped;  // the database stopped taking rows: measure nothing more
   auto runner = [&]() -> Runner& {
     if (!op_runner) {
-      op_runner = std::make_unique<Runner>(kind, 0, op_config);
+      op_runner = std::make_unique<Runner>(kind, index, op_config);
       if (!op_runner->energy_unavailable_reason().empty())
-        fmt::print(stderr, "opcost: energy unavailable: {}\n", op_runner->energy_unavailable_reason());
+        notes.say("energy unavailable: " + op_runner->energy_unavailable_reason());
     }
     return *op_runner;
   };
@@ -184,7 +171,7 @@ int run_predict(const PredictOptions& o) {
       return *db->get(m.db_id);
     } catch (const DatabaseError& e) {
       ++failures;
-      fmt::print(stderr, "opcost: error: {} (the measurement is used, but not stored)\n", e.what());
+      notes.failed(fmt::format("{} (the measurement is used, but not stored)", e.what()));
       if (e.stops_writing()) stopped = e.what();
       return to_json(m);
     }
@@ -193,36 +180,36 @@ int run_predict(const PredictOptions& o) {
                          const std::string& cache) -> std::optional<nlohmann::json> {
     try {
       ReplayOptions ro;
-      ro.device = kind;
+      ro.device = device;
       ro.autocast = autocast;
       ro.cache_mode = cache;
       auto prepared = PreparedCall::prepare(parse_call_line(signature, "inventory"), ro);
       Measurement m = runner().measure(*prepared);
-      progress.clear();
+      notes.done();
       return store(m);
     } catch (const std::exception& e) {  // one bad op never stops the rest
-      progress.clear();
+      notes.done();
       ++failures;
-      fmt::print(stderr, "opcost: error: {}: {}\n", signature, user_message(e.what()));
+      notes.failed(fmt::format("{}: {}", signature, e.what()));
       return std::nullopt;
     }
   };
 
   // Costs already in the database.
-  std::map<std::size_t, OpCost> costs;
+  std::map<std::size_t, OpCost>& costs = report.costs;
   for (std::size_t i = 0; i < inv.entries.size(); ++i) {
     const auto& e = inv.entries[i];
     if (auto doc = lookup(e.op, e.overload, e.args, inv.autocast, o.cache))
       costs[i] = op_cost_from_document(*doc, on_gpu);
   }
-  PredictionInputs pin;
+  PredictionInputs& pin = report.inputs;
   pin.on_gpu = on_gpu;
-  pin.sync_us = synchronize_latency_us(kind, 0);
+  pin.sync_us = synchronize_latency_us(kind, index);
   // Always a warm loop: it measures the GPU between kernels, not the op.
   const std::string gap_probe = fmt::format("{}.{} {}", kGapProbeOp, kGapProbeOverload, kGapProbeArgs);
   auto gap_doc = on_gpu ? lookup(kGapProbeOp, kGapProbeOverload, kGapProbeArgs, "", "warm") : std::nullopt;
   if (on_gpu && !gap_doc && o.measure) {
-    fmt::print(stderr, "opcost: measuring the GPU's power between kernels ({})\n", gap_probe);
+    notes.say(fmt::format("measuring the GPU's power between kernels ({})", gap_probe));
     gap_doc = measure_one(gap_probe, "", "warm");
   }
   auto use_gap_power = [&] {
@@ -234,13 +221,13 @@ int run_predict(const PredictOptions& o) {
   use_gap_power();
 
   // The whole step, measured first in `model` (it decides when enough operators are measured).
-  std::optional<StepMeasurement> step;
+  std::optional<StepMeasurement>& step = report.step;
   auto measure_step = [&] {
-    fmt::print(stderr, "opcost: measuring the whole step of {} ({})\n", o.model.model, inv.input);
-    Runner r(kind, 0, step_config);
+    notes.say(fmt::format("measuring the whole step of {} ({})", o.model.model, inv.input));
+    Runner r(kind, index, step_config);
     ModelCall call(*model, o.model.in);
     Measurement m = r.measure(call);
-    progress.clear();
+    notes.done();
     store(m);
     StepMeasurement s;
     s.time_us = m.time.per_call_us.mean;
@@ -261,7 +248,7 @@ int run_predict(const PredictOptions& o) {
   if (o.measure && (o.target > 0 || any_missing)) measure_step();
   const std::optional<double> before_ops = o.target > 0 || !step ? std::nullopt : std::optional(step->time_us);
 
-  bool target_met = false;  // `model` stopped measuring because the target was reached
+  bool& target_met = report.target_met;  // `model` stopped measuring because the target was reached
   if (o.measure) {
     std::vector<std::size_t> todo;
     for (std::size_t i = 0; i < inv.entries.size(); ++i)
@@ -271,7 +258,7 @@ int run_predict(const PredictOptions& o) {
     std::size_t done = 0;
     for (std::size_t i : todo) {
       if (!stopped.empty()) {
-        fmt::print(stderr, "opcost: stopped measuring: {}\n", stopped);
+        notes.say("stopped measuring: " + stopped);
         break;
       }
       if (o.target > 0 && step) {  // `model`: stop once the measured operators explain enough
@@ -279,15 +266,14 @@ int run_predict(const PredictOptions& o) {
         const bool time_ok = p.time_us >= o.target * step->time_us;
         const bool energy_ok = !step->energy_mJ || (p.energy_mJ && *p.energy_mJ >= o.target * *step->energy_mJ);
         if (time_ok && energy_ok) {
-          fmt::print(stderr,
-                     "opcost: measured operators explain {:.1f}% of the step's time (target {:.0f}%); stopping\n",
-                     100 * p.time_us / step->time_us, 100 * o.target);
+          notes.say(fmt::format("measured operators explain {:.1f}% of the step's time (target {:.0f}%); stopping",
+                                100 * p.time_us / step->time_us, 100 * o.target));
           target_met = true;
           break;
         }
       }
       const auto& e = inv.entries[i];
-      fmt::print(stderr, "[{}/{}] {} ×{}\n", ++done, todo.size(), e.signature(), e.count);
+      notes.say(fmt::format("[{}/{}] {} ×{}", ++done, todo.size(), e.signature(), e.count));
       if (auto doc = measure_one(e.signature(), inv.autocast, o.cache)) costs[i] = op_cost_from_document(*doc, on_gpu);
     }
   }
@@ -297,13 +283,13 @@ int run_predict(const PredictOptions& o) {
   std::map<std::size_t, OpCost> stored_costs;
   if (o.measure && o.target == 0 && !costs.empty()) {
     ModelCall step_call(*model, o.model.in);
-    host_pass = remeasure_host_costs(inv, kind, costs, step_call);
+    host_pass = remeasure_host_costs(inv, device, costs, step_call, notes);
     stored_costs = costs;
     for (std::size_t k = 0; k < host_pass->entries.size(); ++k)
       costs[host_pass->entries[k]].cpu_us = host_pass->pass.host_us[k];
     // The GPU's power between kernels moves with its temperature and clocks: measured again too.
     if (on_gpu) {
-      fmt::print(stderr, "opcost: measuring the GPU's power between kernels again, beside the step\n");
+      notes.say("measuring the GPU's power between kernels again, beside the step");
       if (auto doc = measure_one(gap_probe, "", "warm")) gap_doc = doc;
       use_gap_power();
     }
@@ -326,71 +312,82 @@ int run_predict(const PredictOptions& o) {
     flag_drift(*before_ops, "before the operator loops");
   }
 
-  Prediction p = predict(inv, costs, pin);
-  p.unmeasured_by_choice = target_met;
-  const StepMeasurement* m = step ? &*step : nullptr;
+  report.prediction = predict(inv, costs, pin);
+  report.prediction.unmeasured_by_choice = target_met;
   // Last, after every timed loop: the profiler's tracing must not touch a measurement.
-  std::optional<KernelReport> kernels;
-  std::string kernels_why = on_gpu ? "" : "kernels are traced on a GPU only";
+  report.kernels_why = on_gpu ? "" : "kernels are traced on a GPU only";
   if (on_gpu) {
     try {
-      kernels = check_kernels(*model, inv);
+      report.kernels = check_kernels(*model, inv, device, notes);
     } catch (const std::exception& e) {
-      kernels_why = e.what();
+      report.kernels_why = e.what();
     }
   }
-  // With the host pass, the prediction from the stored host costs is shown beside it.
-  const std::optional<Prediction> stored = host_pass ? std::optional(predict(inv, stored_costs, pin)) : std::nullopt;
-  if (o.json) {
-    nlohmann::json j = to_json(p, inv, m);
-    j["kernels"] = kernels ? to_json(*kernels, inv, costs) : nlohmann::json{{"checked", false}, {"why", kernels_why}};
-    if (host_pass) {
-      j["host_costs"] = {
-          {"source", "interleaved pass beside the step"},
-          {"rounds", host_pass->pass.rounds},
-          {"seconds", host_pass->pass.seconds},
-          {"step_during_pass_us",
-           host_pass->pass.paired_us ? nlohmann::json(*host_pass->pass.paired_us) : nlohmann::json()},
-          {"stored_host_costs_prediction", {{"time_us", stored->time_us}, {"cpu_us", stored->timeline.cpu_us}}}};
-      if (m)
-        j["host_costs"]["stored_host_costs_prediction"]["time_error"] = (stored->time_us - m->time_us) / m->time_us;
-    }
-    for (auto& row : j["ops"]) {
-      const auto e = entry_of(inv, row["name"].get<std::string>());
-      if (kernels && e && kernels->entries[*e]) row["kernels"] = to_json(*kernels->entries[*e]);
-    }
-    j["sync_us"] = pin.sync_us;
-    j["gap_power_W"] = pin.gap_power_W ? nlohmann::json(*pin.gap_power_W) : nlohmann::json(nullptr);
-    j["gpu"] = env.device_name;
-    j["cache"] = o.cache;
-    double host = 0, gaps = 0, model_code = 0;
-    for (const auto& c : inv.sequence) {
-      host += c.host_us;
-      gaps += c.host_gap_us;
-    }
-    for (double g : model_code_us(inv)) model_code += g;
-    j["inventory_run"] = {{"host_us_in_calls", host},
-                          {"host_us_between_calls", gaps},
-                          {"observer_us_per_gap", inv.observer_gap_us},
-                          {"model_code_us", model_code}};
-    fmt::print("{}\n", j.dump(2));
-  } else {
-    fmt::print("{}", to_table(p, inv, m));
-    fmt::print("{}",
-               kernels ? to_table(*kernels, inv, costs) : fmt::format("kernels: not checked ({})\n", kernels_why));
-    if (host_pass) {
-      fmt::print(
-          "host costs: re-measured beside the step ({} interleaved rounds, {:.2f} s); with the stored ones the "
-          "prediction is {:.2f} µs{}\n",
-          host_pass->pass.rounds, host_pass->pass.seconds, stored->time_us,
-          m ? fmt::format(" (error {:+.2f}%)", 100 * (stored->time_us - m->time_us) / m->time_us) : "");
-    }
-    if (on_gpu && pin.gap_power_W)
-      fmt::print("GPU power between kernels: {:.0f} W; host sync {:.1f} µs\n", *pin.gap_power_W, pin.sync_us);
+  if (host_pass) {
+    // With the host pass, the prediction from the stored host costs is reported beside it.
+    report.host_pass = HostPassSummary{host_pass->pass.rounds, host_pass->pass.seconds, host_pass->pass.paired_us};
+    report.stored_host_costs = predict(inv, stored_costs, pin);
   }
-  std::fflush(stdout);
-  if (failures) return kExitMeasurementFailed;
-  return p.complete() || target_met ? kExitSuccess : kExitIncomplete;
+  return report;
+}
+
+nlohmann::json to_json(const PredictReport& r) {
+  const Inventory& inv = r.inventory;
+  const StepMeasurement* m = r.step ? &*r.step : nullptr;
+  nlohmann::json j = to_json(r.prediction, inv, m);
+  j["kernels"] =
+      r.kernels ? to_json(*r.kernels, inv, r.costs) : nlohmann::json{{"checked", false}, {"why", r.kernels_why}};
+  if (r.host_pass && r.stored_host_costs) {
+    const Prediction& stored = *r.stored_host_costs;
+    j["host_costs"] = {
+        {"source", "interleaved pass beside the step"},
+        {"rounds", r.host_pass->rounds},
+        {"seconds", r.host_pass->seconds},
+        {"step_during_pass_us",
+         r.host_pass->step_during_pass_us ? nlohmann::json(*r.host_pass->step_during_pass_us) : nlohmann::json()},
+        {"stored_host_costs_prediction", {{"time_us", stored.time_us}, {"cpu_us", stored.timeline.cpu_us}}}};
+    if (m) j["host_costs"]["stored_host_costs_prediction"]["time_error"] = (stored.time_us - m->time_us) / m->time_us;
+  }
+  for (auto& row : j["ops"]) {
+    const auto e = entry_of(inv, row["name"].get<std::string>());
+    if (r.kernels && e && r.kernels->entries[*e]) row["kernels"] = to_json(*r.kernels->entries[*e]);
+  }
+  j["sync_us"] = r.inputs.sync_us;
+  j["gap_power_W"] = r.inputs.gap_power_W ? nlohmann::json(*r.inputs.gap_power_W) : nlohmann::json(nullptr);
+  j["gpu"] = r.env.device_name;
+  j["cache"] = r.cache;
+  j["target_met"] = r.target_met;
+  j["failures"] = r.failures;
+  double host = 0, gaps = 0, model_code = 0;
+  for (const auto& c : inv.sequence) {
+    host += c.host_us;
+    gaps += c.host_gap_us;
+  }
+  for (double g : model_code_us(inv)) model_code += g;
+  j["inventory_run"] = {{"host_us_in_calls", host},
+                        {"host_us_between_calls", gaps},
+                        {"observer_us_per_gap", inv.observer_gap_us},
+                        {"model_code_us", model_code}};
+  return j;
+}
+
+std::string to_text(const PredictReport& r) {
+  const StepMeasurement* m = r.step ? &*r.step : nullptr;
+  std::string out = to_table(r.prediction, r.inventory, m);
+  out += r.kernels ? to_table(*r.kernels, r.inventory, r.costs)
+                   : fmt::format("kernels: not checked ({})\n", r.kernels_why);
+  if (r.host_pass && r.stored_host_costs) {
+    const double stored_us = r.stored_host_costs->time_us;
+    out += fmt::format(
+        "host costs: re-measured beside the step ({} interleaved rounds, {:.2f} s); with the stored ones the "
+        "prediction is {:.2f} µs{}\n",
+        r.host_pass->rounds, r.host_pass->seconds, stored_us,
+        m ? fmt::format(" (error {:+.2f}%)", 100 * (stored_us - m->time_us) / m->time_us) : "");
+  }
+  if (r.inputs.on_gpu && r.inputs.gap_power_W)
+    out += fmt::format("GPU power between kernels: {:.0f} W; host sync {:.1f} µs\n", *r.inputs.gap_power_W,
+                       r.inputs.sync_us);
+  return out;
 }
 
 }  // namespace opcost

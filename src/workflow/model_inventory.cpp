@@ -1,0 +1,49 @@
+#include "workflow/model_inventory.h"
+
+#include "core/spec/arg_value.h"
+#include "core/stats/summary.h"
+#include "torch/observer.h"
+
+namespace opcost {
+
+namespace {
+constexpr int kObservedSteps = 5;
+}  // namespace
+
+Inventory take_inventory(RunnableModel& model, const ModelOptions& o) {
+  for (int i = 0; i < model.warmup_steps(); ++i) model.step();
+  model.synchronize();
+  ObserveOptions oo;
+  oo.backward = o.in.train;
+  oo.layer_source = model.layer_source();
+  auto observed_step = [&] {
+    return observe(
+        [&] {
+          model.step();
+          model.synchronize();
+        },
+        oo);
+  };
+  // Host times vary from step to step: they, and the observer's own share of each gap, are
+  // medians over a few observed steps (the calls themselves come from the first).
+  Inventory inv = observed_step();
+  std::vector<Inventory> again;
+  std::vector<double> floors = {observer_gap_floor_us()};
+  for (int i = 1; i < kObservedSteps; ++i) {
+    again.push_back(observed_step());
+    floors.push_back(observer_gap_floor_us());
+  }
+  take_median_host_times(inv, again);
+  inv.observer_gap_us = median_of(floors);
+  inv.model = o.model;
+  inv.input = model.input_signature();
+  inv.device = model.device_kind();
+  inv.dtype = o.in.dtype;
+  inv.mode = o.in.train ? "train" : "inference";
+  // As the measurements store it ("fp16" -> "f16"), so look-ups by an inventory match.
+  inv.autocast = canonical_dtype(o.in.autocast).value_or(o.in.autocast);
+  inv.parameters = model.parameter_count();
+  return inv;
+}
+
+}  // namespace opcost

@@ -1,0 +1,73 @@
+#pragma once
+// predict / validate / model as one workflow: a model step's time and energy predicted from
+// the operator database, optionally measuring what the database lacks and the whole step to
+// compare. Options and their defaults live here, the result is a typed report, and rendering
+// (text, JSON) is apart from the run. Torch-free header.
+#include <cstddef>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+
+#include "core/inventory/inventory.h"
+#include "core/measurement.h"
+#include "core/predict/kernels.h"
+#include "core/predict/prediction.h"
+#include "torch/runner.h"
+#include "workflow/model_inventory.h"
+#include "workflow/notes.h"
+
+namespace opcost {
+
+struct PredictOptions {
+  ModelOptions model;
+  std::string db;                 // the database's path
+  bool db_create_parent = false;  // opcost's default location: its directories may be made
+  bool measure = false;           // validate / model: measure what the database lacks, and the whole step
+  double target = 0;              // model: stop measuring operators once both shares reach this
+  std::string cache = "warm";     // operator measurements to use and make: warm or cold inputs
+  MeasureConfig op_config;        // for operators
+  MeasureConfig step_config;      // for the whole step
+
+  // The three commands' defaults. `model` measures many operators to reach its target, so
+  // its loops are shorter (the budgets that keep GPU-bound predictions within a few percent).
+  static PredictOptions predict_only();
+  static PredictOptions validate();
+  static PredictOptions model_to(double target = 0.9);
+  // Budgets in seconds, as the command line sets them (timing and energy loops per operator,
+  // energy at the power cap, timing of the whole step); no_energy skips the energy loops.
+  void set_budgets(double op_time_s, double op_energy_s, double op_energy_capped_s, double step_time_s, bool no_energy);
+};
+
+// What the host pass of `validate` found (see interleaved_host_costs).
+struct HostPassSummary {
+  int rounds = 0;
+  double seconds = 0;
+  std::optional<double> step_during_pass_us;
+};
+
+struct PredictReport {
+  std::string cache;
+  Environment env;
+  Inventory inventory;
+  PredictionInputs inputs;
+  std::map<std::size_t, OpCost> costs;  // by inventory entry
+  Prediction prediction;
+  std::optional<StepMeasurement> step;  // validate / model
+  std::optional<KernelReport> kernels;  // on a GPU
+  std::string kernels_why;              // why they were not checked
+  std::optional<HostPassSummary> host_pass;
+  std::optional<Prediction> stored_host_costs;  // with the host pass: the prediction from the stored costs
+  std::size_t failures = 0;                     // measurements that failed or could not be stored
+  bool target_met = false;                      // model: stopped measuring at its target
+};
+
+// Throws std::invalid_argument for a model or file that cannot be used, DatabaseError for a
+// database that cannot be opened; an operator that fails is reported through `notes` and
+// counted in the report, and the run goes on.
+PredictReport run_predict(const PredictOptions& o, const Notes& notes);
+
+nlohmann::json to_json(const PredictReport& r);
+std::string to_text(const PredictReport& r);
+
+}  // namespace opcost
