@@ -18,6 +18,14 @@ function(_opcost_torch_from_python python out)
   execute_process(
     COMMAND "${python}" -c "import os, torch; print(os.path.dirname(torch.__file__))"
     OUTPUT_VARIABLE dir OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET RESULT_VARIABLE rc)
+  if(NOT rc EQUAL 0)
+    # pip builds in an isolated environment that hides the packages of the one it installs
+    # into (through PYTHONPATH); -I ignores that, so the build finds the user's own torch
+    # rather than needing a second one.
+    execute_process(
+      COMMAND "${python}" -I -c "import os, torch; print(os.path.dirname(torch.__file__))"
+      OUTPUT_VARIABLE dir OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET RESULT_VARIABLE rc)
+  endif()
   if(rc EQUAL 0 AND EXISTS "${dir}/include")
     set(${out} "${dir}" PARENT_SCOPE)
   endif()

@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <unordered_map>
@@ -274,6 +275,20 @@ void on_end(const at::RecordFunction& fn, at::ObserverContext*) {
 }
 
 }  // namespace
+
+namespace {
+thread_local std::vector<std::unique_ptr<at::RecordFunction>> tl_layer_scopes;
+}  // namespace
+
+void open_layer_scope(const std::string& name) {
+  auto rf = std::make_unique<at::RecordFunction>(at::RecordScope::USER_SCOPE);
+  if (rf->isActive()) rf->before(name);
+  tl_layer_scopes.push_back(std::move(rf));
+}
+
+void close_layer_scope() {
+  if (!tl_layer_scopes.empty()) tl_layer_scopes.pop_back();  // its destructor ends the record
+}
 
 Inventory observe(const std::function<void()>& body, const ObserveOptions& options) {
   Capture capture;

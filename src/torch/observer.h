@@ -25,6 +25,13 @@ struct ObserveOptions {
 // device threads) are seen too.
 Inventory observe(const std::function<void()>& body, const ObserveOptions& options = {});
 
+// Opens a layer scope on this thread (a USER_SCOPE record, as a built-in module's forward
+// opens) until the matching close_layer_scope(): for faces that cannot wrap a C++ scope
+// around a module's forward, such as Python's module hooks. Cheap, and not a dispatcher op,
+// so it never shows in an inventory. Scopes nest; a close without an open does nothing.
+void open_layer_scope(const std::string& name);
+void close_layer_scope();
+
 // The host time the observer itself adds to each gap between two calls (its callbacks and
 // RecordFunction's input capture), in µs: the median gap of back-to-back calls whose own
 // code between them is negligible. Measured now, on this host, so it tracks the host's speed.

@@ -437,6 +437,10 @@ void gpu_sleep_s(double seconds) {
 #endif
 }
 
+void synchronize_device(const std::string& device_kind, int device_index) {
+  if (device_kind == "cuda") at::accelerator::synchronizeDevice(c10::DeviceIndex(device_index));
+}
+
 double synchronize_latency_us(const std::string& device_kind, int device_index) {
   if (device_kind != "cuda") return 0;
   std::vector<double> us;

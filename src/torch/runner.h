@@ -70,6 +70,9 @@ class Runner {
 
 Environment describe_environment(const std::string& device_kind, int device_index);
 
+// Waits until the device has finished all work queued on it (nothing on the CPU).
+void synchronize_device(const std::string& device_kind, int device_index);
+
 // Median host time to observe an idle device finishing (a synchronise with nothing queued).
 double synchronize_latency_us(const std::string& device_kind, int device_index);
 

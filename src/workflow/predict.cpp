@@ -124,6 +124,11 @@ EntryHostPass remeasure_host_costs(const Inventory& inv, const std::string& devi
 
 PredictReport run_predict(const PredictOptions& o, const Notes& notes) {
   auto model = make_model(o.model.model, o.model.inputs, o.model.in);
+  return run_predict(o, *model, notes);
+}
+
+PredictReport run_predict(const PredictOptions& o, RunnableModel& runnable, const Notes& notes) {
+  RunnableModel* model = &runnable;
   const std::string kind = model->device_kind();
   const int index = model->device_index();
   // Every step works on the model's device, with its index: replay, NVML, look-ups.
@@ -223,7 +228,7 @@ PredictReport run_predict(const PredictOptions& o, const Notes& notes) {
   // The whole step, measured first in `model` (it decides when enough operators are measured).
   std::optional<StepMeasurement>& step = report.step;
   auto measure_step = [&] {
-    notes.say(fmt::format("measuring the whole step of {} ({})", o.model.model, inv.input));
+    notes.say(fmt::format("measuring the whole step of {} ({})", inv.model, inv.input));
     Runner r(kind, index, step_config);
     ModelCall call(*model, o.model.in);
     Measurement m = r.measure(call);

@@ -66,6 +66,9 @@ struct PredictReport {
 // database that cannot be opened; an operator that fails is reported through `notes` and
 // counted in the report, and the run goes on.
 PredictReport run_predict(const PredictOptions& o, const Notes& notes);
+// The same for a model made elsewhere (a Python model); `o.model` then only describes it
+// (its name, dtype, mode and autocast).
+PredictReport run_predict(const PredictOptions& o, RunnableModel& model, const Notes& notes);
 
 nlohmann::json to_json(const PredictReport& r);
 std::string to_text(const PredictReport& r);

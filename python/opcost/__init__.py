@@ -1,0 +1,31 @@
+"""opcost: what every PyTorch operator of your model costs on an NVIDIA GPU, in time and energy.
+
+    import torch, torchvision, opcost
+    model = torchvision.models.resnet50().cuda().eval()
+    x = torch.randn(32, 3, 224, 224, device="cuda")
+    inv = opcost.inventory(model, x)          # every ATen call with its module path and count
+    print(inv.table()); inv.save("r50.json")  # `opcost measure --spec r50.json` measures it
+    pred = opcost.predict(model, x, db="ops.db")
+    val = opcost.validate(model, x, db="ops.db")
+    m = opcost.measure("aten::addmm", self="bf16[3072]", mat1="bf16[1024,768]", mat2="bf16[768,3072]")
+
+Progress and notes go to the ``opcost`` logger.
+"""
+
+import torch  # noqa: F401  (loads LibTorch before the extension that links it)
+
+from . import _core
+from ._api import ModelError, inventory, measure, predict, validate
+from ._core import DatabaseError, InputError, MeasurementAbandoned
+from ._results import Inventory, Measurement, OpEntry, Prediction
+
+__version__ = _core.__version__
+
+
+def default_db() -> str:
+    """The database used when ``db`` is left out: $OPCOST_DB, else ~/.local/share/opcost/opcost.db."""
+    return _core.default_db_path()
+
+
+__all__ = ["inventory", "predict", "validate", "measure", "default_db", "Inventory", "Prediction", "Measurement",
+           "OpEntry", "ModelError", "InputError", "DatabaseError", "MeasurementAbandoned", "__version__"]

@@ -1,0 +1,265 @@
+"""The package's functions: inventory, predict, validate, model_cost and measure of the user's
+own model, in the user's own process, through the same C++ workflows as the command line."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+from typing import Any, Callable, Dict, Iterator, Optional, Sequence
+
+import torch
+
+from . import _core
+from ._results import Inventory, Measurement, Prediction
+from ._specs import input_signature, model_dtype_name, spec_of
+
+log = logging.getLogger("opcost")
+
+
+class ModelError(RuntimeError):
+    """The model (or step callable) failed on its inputs; the message names it and the inputs."""
+
+
+def _name_of(model: Any) -> str:
+    if isinstance(model, torch.nn.Module):
+        return type(model).__name__
+    return getattr(model, "__qualname__", None) or getattr(model, "__name__", None) or type(model).__name__
+
+
+def _tensors(values: Any) -> Iterator[torch.Tensor]:
+    if isinstance(values, torch.Tensor):
+        yield values
+    elif isinstance(values, (list, tuple)):
+        for v in values:
+            yield from _tensors(v)
+    elif isinstance(values, dict):
+        for v in values.values():
+            yield from _tensors(v)
+
+
+def _device_of(model: Any, inputs: Sequence[Any]) -> torch.device:
+    for t in _tensors(list(inputs)):
+        return t.device
+    if isinstance(model, torch.nn.Module):
+        for p in model.parameters():
+            return p.device
+    return torch.device("cpu")
+
+
+@contextlib.contextmanager
+def _layer_scopes(model: Any) -> Iterator[None]:
+    """Every submodule's forward runs inside a layer scope named as ``named_modules()`` names
+    it, so that each ATen call is attributed to its module path. The root module's own code is
+    the model's top level ("(top)")."""
+    if not isinstance(model, torch.nn.Module):
+        yield
+        return
+    handles = []
+
+    def opener(name: str) -> Callable:
+        def pre_hook(module, args):
+            _core.open_layer_scope(name)
+        return pre_hook
+
+    def closer(module, args, output):
+        _core.close_layer_scope()
+
+    for name, module in model.named_modules():
+        if not name:
+            continue
+        handles.append(module.register_forward_pre_hook(opener(name)))
+        # always_call: the scope closes even when the forward raises.
+        handles.append(module.register_forward_hook(closer, always_call=True))
+    try:
+        yield
+    finally:
+        for h in handles:
+            h.remove()
+
+
+def _loss_of(output: Any) -> torch.Tensor:
+    if isinstance(output, torch.Tensor):
+        return output.float().sum()
+    if hasattr(output, "loss") and isinstance(getattr(output, "loss"), torch.Tensor):
+        return output.loss
+    tensors = [t for t in _tensors(output if not hasattr(output, "to_tuple") else output.to_tuple())
+               if t.is_floating_point()]
+    if not tensors:
+        raise ModelError("train=True: the model's output has no floating-point tensor to take a loss of; "
+                         "pass loss_fn=")
+    return sum(t.float().sum() for t in tensors)
+
+
+def _make_step(model: Any, inputs: Sequence[Any], kwargs: Dict[str, Any], train: bool,
+               loss_fn: Optional[Callable], optimizer: Any, autocast: Optional[str],
+               device: torch.device) -> Callable[[], None]:
+    if not callable(model):
+        raise TypeError(f"{model!r} is not a model: pass an nn.Module or a callable that runs one step")
+    amp = None
+    if autocast:
+        dtype = {"bf16": torch.bfloat16, "bfloat16": torch.bfloat16, "fp16": torch.float16,
+                 "f16": torch.float16, "float16": torch.float16, "half": torch.float16}.get(autocast)
+        if dtype is None:
+            raise ValueError(f"autocast={autocast!r}: use 'bf16' or 'fp16'")
+        amp = (device.type, dtype)
+
+    def forward():
+        if amp:
+            with torch.autocast(amp[0], dtype=amp[1]):
+                return model(*inputs, **kwargs)
+        return model(*inputs, **kwargs)
+
+    if not train:
+        def step():
+            with torch.inference_mode():
+                forward()
+        return step
+
+    def train_step():
+        out = forward()
+        loss = loss_fn(out) if loss_fn else _loss_of(out)
+        loss.backward()
+        if optimizer is not None:
+            optimizer.step()
+            optimizer.zero_grad(set_to_none=True)
+        elif isinstance(model, torch.nn.Module):
+            model.zero_grad(set_to_none=True)
+    return train_step
+
+
+def _describe(model: Any, inputs: Sequence[Any], kwargs: Dict[str, Any], train: bool, autocast: Optional[str],
+              name: Optional[str]) -> Dict[str, Any]:
+    device = _device_of(model, inputs)
+    dtype = "fp32"
+    parameters = 0
+    if isinstance(model, torch.nn.Module):
+        params = list(model.parameters())
+        parameters = sum(p.numel() for p in params)
+        floating = [p for p in params if p.is_floating_point()]
+        if floating:
+            dtype = model_dtype_name(floating[0].dtype)
+    signature = input_signature(list(inputs) + list(kwargs.values()))
+    return {"name": name or _name_of(model), "input": signature, "device_kind": device.type,
+            "device_index": device.index or 0, "device": str(device), "parameters": int(parameters),
+            "dtype": dtype, "train": bool(train), "autocast": autocast or ""}
+
+
+def _checked_step(step: Callable[[], None], d: Dict[str, Any]) -> Callable[[], None]:
+    """Runs the step once in Python first: a model that fails on its inputs fails here, with
+    its name and inputs, before anything is observed or measured."""
+    try:
+        step()
+    except Exception as e:
+        raise ModelError(f"{d['name']}({d['input']}) raised {type(e).__name__}: {e} "
+                         f"(check the inputs' shapes, dtypes and device against the model)") from e
+    return step
+
+
+def _notes() -> Dict[str, Callable]:
+    def note(text: str, is_error: bool) -> None:
+        (log.error if is_error else log.info)(text)
+
+    def progress(text: str) -> None:
+        if text:
+            log.debug(text)
+    return {"note": note, "progress": progress}
+
+
+def _db_path(db: Optional[str | os.PathLike]) -> tuple[str, bool]:
+    if db is None:
+        return _core.default_db_path(), not os.environ.get("OPCOST_DB")
+    path = os.fspath(db)
+    if not path:
+        raise ValueError("db='': the path is empty; give a file, or leave db out for the default database")
+    return path, False
+
+
+def inventory(model: Any, *inputs: Any, train: bool = False, loss_fn: Optional[Callable] = None,
+              optimizer: Any = None, autocast: Optional[str] = None, name: Optional[str] = None,
+              **kwargs: Any) -> Inventory:
+    """Every ATen call one step of ``model(*inputs, **kwargs)`` makes, with its module path.
+
+    ``model`` is an ``nn.Module`` or any callable (a whole training step). With ``train=True``
+    the step is forward, loss (``loss_fn(output)``, else the sum of the output) and backward,
+    plus ``optimizer.step()`` when one is given; backward ops are attributed to the forward
+    layer that created them. ``autocast`` ("bf16", "fp16") runs the step under autocast."""
+    d = _describe(model, inputs, kwargs, train, autocast, name)
+    step = _checked_step(_make_step(model, inputs, kwargs, train, loss_fn, optimizer, autocast,
+                                    _device_of(model, inputs)), d)
+    with _layer_scopes(model):
+        out = _core.inventory(step, d)
+    return Inventory(json.loads(out["json"]), out["text"])
+
+
+def _predict(model: Any, inputs: Sequence[Any], kwargs: Dict[str, Any], *, measure: bool, target: float,
+             db: Optional[str], cache: str, train: bool, loss_fn: Optional[Callable], optimizer: Any,
+             autocast: Optional[str], name: Optional[str], energy: bool, budgets: Optional[Dict[str, float]]):
+    d = _describe(model, inputs, kwargs, train, autocast, name)
+    step = _checked_step(_make_step(model, inputs, kwargs, train, loss_fn, optimizer, autocast,
+                                    _device_of(model, inputs)), d)
+    path, is_default = _db_path(db)
+    if cache not in ("warm", "cold"):
+        raise ValueError(f"cache={cache!r}: use 'warm' or 'cold'")
+    options = {"measure": measure, "target": float(target), "db": path, "db_is_default": is_default,
+               "cache": cache, "energy": bool(energy), "max_time": None}
+    if budgets:
+        options.update({k: float(v) for k, v in budgets.items()})
+    with _layer_scopes(model):
+        out = _core.predict(step, d, options, **_notes())
+    return Prediction(json.loads(out["json"]), out["text"])
+
+
+def predict(model: Any, *inputs: Any, db: Optional[str] = None, cache: str = "warm", train: bool = False,
+            loss_fn: Optional[Callable] = None, optimizer: Any = None, autocast: Optional[str] = None,
+            name: Optional[str] = None, **kwargs: Any) -> Prediction:
+    """The step's time and energy predicted from the operator database ``db`` (default: the
+    command line's). Nothing is measured: signatures the database lacks are listed in
+    ``missing`` and count as zero (``complete`` is False)."""
+    return _predict(model, inputs, kwargs, measure=False, target=0, db=db, cache=cache, train=train, loss_fn=loss_fn,
+                    optimizer=optimizer, autocast=autocast, name=name, energy=True, budgets=None)
+
+
+def validate(model: Any, *inputs: Any, db: Optional[str] = None, cache: str = "warm", train: bool = False,
+             loss_fn: Optional[Callable] = None, optimizer: Any = None, autocast: Optional[str] = None,
+             name: Optional[str] = None, energy: bool = True, max_time: Optional[float] = None,
+             energy_max_time: float = 2.0, energy_max_time_capped: float = 3.5, step_max_time: float = 3.0,
+             **kwargs: Any) -> Prediction:
+    """Measures what the database lacks (stored as it goes), then the whole step, and returns
+    the prediction beside the measurement (``time_error``, ``energy_error``). Budgets are per
+    operator in seconds; ``max_time`` None keeps the command line's defaults."""
+    budgets = None
+    if max_time is not None:
+        budgets = {"max_time": max_time, "energy_max_time": energy_max_time,
+                   "energy_max_time_capped": energy_max_time_capped, "step_max_time": step_max_time}
+    return _predict(model, inputs, kwargs, measure=True, target=0, db=db, cache=cache, train=train, loss_fn=loss_fn,
+                    optimizer=optimizer, autocast=autocast, name=name, energy=energy, budgets=budgets)
+
+
+def measure(op: str, *args: Any, device: str = "auto", cache: str = "warm", seed: int = 0,
+            autocast: Optional[str] = None, max_time: float = 1.0, target_ci: float = 0.01,
+            energy: bool = True, energy_max_time: float = 2.0, db: Optional[str] = None, store: bool = True,
+            **kwargs: Any) -> Measurement:
+    """Measures one operator call replayed alone in a loop, as ``opcost measure`` does.
+
+    Arguments are positional or by the schema's names, as opcost's argument language
+    ("bf16[1024,768]", "i64[8]:range[0,100]") or as Python values: a tensor stands for its dtype
+    and shape, lists, numbers, None and booleans for themselves::
+
+        opcost.measure("aten::addmm", self="bf16[3072]", mat1="bf16[1024,768]", mat2="bf16[768,3072]")
+    """
+    if max_time <= 0 or energy_max_time <= 0 or target_ci <= 0:
+        raise ValueError("max_time, energy_max_time and target_ci must be positive")
+    tokens = [spec_of(a) for a in args] + [f"{k}={spec_of(v)}" for k, v in kwargs.items()]
+    path, is_default = _db_path(db)
+    options = {"device": device, "cache": cache, "seed": int(seed), "autocast": autocast or "",
+               "max_time": float(max_time), "target_ci": float(target_ci), "energy": bool(energy),
+               "energy_max_time": float(energy_max_time), "store": bool(store), "db": path,
+               "db_is_default": is_default}
+    out = _core.measure(op, tokens, options)
+    if out["resolution_note"]:
+        log.info(out["resolution_note"])
+    if out["not_stored"]:
+        log.error("%s (the measurement is returned, but not stored)", out["not_stored"])
+    return Measurement(json.loads(out["json"]), out["text"])

@@ -1,0 +1,235 @@
+"""Results as Python objects: figures as attributes with their units (and intervals) in their
+names, ``table()`` for the text the command line prints, ``to_json()`` / ``save()`` for its JSON
+(which the command line reads back), and ``to_pandas()`` where pandas is installed."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Tuple
+
+
+def _pandas():
+    try:
+        import pandas
+    except ImportError as e:  # pragma: no cover - depends on the environment
+        raise ImportError("to_pandas() needs pandas: pip install pandas") from e
+    return pandas
+
+
+class _Document:
+    """A result backed by the JSON document the workflow library made."""
+
+    def __init__(self, doc: Dict[str, Any], text: str):
+        self._doc = doc
+        self._text = text
+
+    def to_dict(self) -> Dict[str, Any]:
+        return self._doc
+
+    def to_json(self, indent: Optional[int] = 2) -> str:
+        return json.dumps(self._doc, indent=indent)
+
+    def save(self, path: str | Path) -> Path:
+        """Writes the JSON document (the command line's own format) to ``path``."""
+        path = Path(path)
+        path.write_text(self.to_json() + "\n")
+        return path
+
+    def table(self) -> str:
+        """The text the command line prints for this result."""
+        return self._text
+
+    def __str__(self) -> str:
+        return self._text
+
+
+@dataclass(frozen=True)
+class OpEntry:
+    """One unique operator call of a model: its canonical signature, how often it ran, where."""
+
+    op: str
+    overload: str
+    args: str
+    signature: str
+    count: int
+    layers: Tuple[str, ...]
+    phase: str
+    nested: Dict[str, int]
+
+
+class Inventory(_Document):
+    """Every ATen call of a model step, grouped by signature, with the layers that issued it.
+
+    ``save(path)`` writes the command line's inventory JSON: ``opcost measure --spec path``
+    measures every signature in it."""
+
+    @property
+    def ops(self) -> List[OpEntry]:
+        return [
+            OpEntry(o["op"], o["overload"], o["args"], o["signature"], o["count"], tuple(o["layers"]), o["phase"],
+                    dict(o.get("nested", {})))
+            for o in self._doc["ops"]
+        ]
+
+    @property
+    def calls(self) -> int:
+        return self._doc["totals"]["calls"]
+
+    @property
+    def unique_signatures(self) -> int:
+        return self._doc["totals"]["unique_signatures"]
+
+    @property
+    def layers(self) -> List[str]:
+        """Layers in order of first appearance, named as ``named_modules()`` names them."""
+        seen: Dict[str, None] = {}
+        for o in self._doc["ops"]:
+            for layer in o["layers"]:
+                seen.setdefault(layer, None)
+        return list(seen)
+
+    @property
+    def sequence(self) -> List[Tuple[str, str]]:
+        """Every outermost call in issue order, as (signature, layer)."""
+        ops = self._doc["ops"]
+        return [(ops[entry]["signature"], layer) for entry, layer, *_ in self._doc["sequence"]]
+
+    def to_pandas(self):
+        """One row per unique signature."""
+        return _pandas().DataFrame(
+            [{"op": o.op, "overload": o.overload, "args": o.args, "count": o.count, "layers": ",".join(o.layers),
+              "phase": o.phase} for o in self.ops])
+
+    def __repr__(self) -> str:
+        return (f"<opcost.Inventory {self._doc['model']} input={self._doc['input']}: {self.calls} calls, "
+                f"{self.unique_signatures} unique signatures>")
+
+
+class Prediction(_Document):
+    """A model step's predicted time and energy (and, from ``validate``, the measured step)."""
+
+    @property
+    def time_us(self) -> float:
+        return self._doc["predicted"]["time_us"]
+
+    @property
+    def time_ci95_us(self) -> float:
+        """Half-width of the 95% interval; it covers the operators' GPU times only."""
+        return self._doc["predicted"]["time_ci95_us"]
+
+    @property
+    def energy_mJ(self) -> Optional[float]:
+        return self._doc["predicted"]["energy_mJ"]
+
+    @property
+    def energy_ci95_mJ(self) -> Optional[float]:
+        return self._doc["predicted"]["energy_ci95_mJ"]
+
+    @property
+    def energy_unavailable(self) -> Optional[str]:
+        """Why there is no energy figure, or None."""
+        return self._doc["predicted"]["energy_unavailable"]
+
+    @property
+    def complete(self) -> bool:
+        return self._doc["complete"]
+
+    @property
+    def missing(self) -> List[str]:
+        """Signatures without a measurement (they count as zero in the prediction)."""
+        return [m["signature"] for m in self._doc["missing"]]
+
+    @property
+    def measured_time_us(self) -> Optional[float]:
+        m = self._doc.get("measured")
+        return m["time_us"] if m else None
+
+    @property
+    def measured_energy_mJ(self) -> Optional[float]:
+        m = self._doc.get("measured")
+        return m["energy_mJ"] if m else None
+
+    @property
+    def time_error(self) -> Optional[float]:
+        """predicted / measured − 1, when the step was measured."""
+        e = self._doc.get("error")
+        return e["time"] if e else None
+
+    @property
+    def energy_error(self) -> Optional[float]:
+        e = self._doc.get("error")
+        return e["energy"] if e else None
+
+    @property
+    def flags(self) -> List[str]:
+        m = self._doc.get("measured")
+        return list(m["flags"]) if m else []
+
+    def to_pandas(self, by: str = "layer"):
+        """One row per layer (``by="layer"``) or per operator signature (``by="op"``)."""
+        if by not in ("layer", "op"):
+            raise ValueError(f"by={by!r}: use 'layer' or 'op'")
+        rows = self._doc["layers" if by == "layer" else "ops"]
+        return _pandas().DataFrame([{k: r[k] for k in ("name", "calls", "time_us", "gpu_us", "cpu_us", "energy_mJ",
+                                                      "missing_calls")} for r in rows])
+
+    def __repr__(self) -> str:
+        energy = f"{self.energy_mJ:.4g} mJ" if self.energy_mJ is not None else "energy n/a"
+        measured = f", measured {self.measured_time_us:.1f} µs" if self.measured_time_us else ""
+        return (f"<opcost.Prediction {self._doc['model']}: {self.time_us:.1f} µs, {energy}{measured}"
+                f"{'' if self.complete else ', INCOMPLETE'}>")
+
+
+class Measurement(_Document):
+    """One operator call measured alone in a loop."""
+
+    @property
+    def op(self) -> str:
+        return self._doc["op"] + ("." + self._doc["overload"] if self._doc["overload"] else "")
+
+    @property
+    def args(self) -> str:
+        return self._doc["args"]
+
+    @property
+    def time_us(self) -> float:
+        """Mean time per call (GPU time on CUDA, wall time on the CPU)."""
+        return self._doc["time_us"]["mean"]
+
+    @property
+    def time_ci95_us(self) -> Tuple[float, float]:
+        return (self._doc["time_us"]["ci95_low"], self._doc["time_us"]["ci95_high"])
+
+    @property
+    def energy_mJ(self) -> Optional[float]:
+        e = self._doc.get("energy_mJ")
+        return e["per_call"] if e else None
+
+    @property
+    def energy_ci95_mJ(self) -> Optional[Tuple[float, float]]:
+        e = self._doc.get("energy_mJ")
+        return (e["ci95_low"], e["ci95_high"]) if e else None
+
+    @property
+    def energy_unavailable(self) -> Optional[str]:
+        return self._doc.get("energy_unavailable")
+
+    @property
+    def flags(self) -> List[str]:
+        return list(self._doc["flags"])
+
+    @property
+    def db_id(self) -> Optional[int]:
+        return self._doc["db_id"]
+
+    def to_pandas(self):
+        return _pandas().DataFrame([{"op": self.op, "args": self.args, "time_us": self.time_us,
+                                     "time_ci95_low_us": self.time_ci95_us[0],
+                                     "time_ci95_high_us": self.time_ci95_us[1], "energy_mJ": self.energy_mJ,
+                                     "flags": ",".join(self.flags)}])
+
+    def __repr__(self) -> str:
+        energy = f", {self.energy_mJ:.4g} mJ" if self.energy_mJ is not None else ""
+        return f"<opcost.Measurement {self.op} {self.args}: {self.time_us:.4g} µs{energy}>"

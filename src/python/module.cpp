@@ -1,0 +1,174 @@
+// opcost._core: the Python package's face over the workflow library. Python runs the user's
+// model; this module observes it, measures operators and steps, and predicts, through the
+// same workflows as the command line. Results cross as JSON documents (the CLI's own), which
+// the Python side wraps in objects. No LibTorch header is needed here: the workflows' headers
+// are torch-free, and the library links the torch that Python has loaded.
+#include <fmt/format.h>
+#include <pybind11/functional.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <nlohmann/json.hpp>
+
+#include "core/report/report.h"
+#include "core/spec/op_call.h"
+#include "core/store/database.h"
+#include "core/text/text.h"
+#include "core/version.h"
+#include "torch/observer.h"
+#include "torch/replay.h"
+#include "torch/runner.h"
+#include "workflow/model_inventory.h"
+#include "workflow/predict.h"
+
+namespace py = pybind11;
+using namespace opcost;
+
+namespace {
+
+// A model step written in Python: the callable runs one step (forward, or a whole training
+// step); the description says what it is.
+class PythonModel : public RunnableModel {
+ public:
+  PythonModel(py::function step, const py::dict& d)
+      : step_(std::move(step)),
+        name_(d["name"].cast<std::string>()),
+        input_(d["input"].cast<std::string>()),
+        kind_(d["device_kind"].cast<std::string>()),
+        index_(d["device_index"].cast<int>()),
+        parameters_(d["parameters"].cast<int64_t>()) {}
+  const std::string& name() const override { return name_; }
+  int64_t parameter_count() const override { return parameters_; }
+  std::string input_signature() const override { return input_; }
+  std::string device_kind() const override { return kind_; }
+  int device_index() const override { return index_; }
+  void step() override { step_(); }
+  void synchronize() override { synchronize_device(kind_, index_); }
+
+ private:
+  py::function step_;
+  std::string name_, input_, kind_;
+  int index_;
+  int64_t parameters_;
+};
+
+ModelOptions model_options(const py::dict& d) {
+  ModelOptions o;
+  o.model = d["name"].cast<std::string>();
+  o.in.dtype = d["dtype"].cast<std::string>();
+  o.in.train = d["train"].cast<bool>();
+  o.in.autocast = d["autocast"].cast<std::string>();
+  o.in.device = d["device"].cast<std::string>();
+  return o;
+}
+
+// Notes go to Python callables (the package routes them to logging and a status line).
+Notes python_notes(py::object note, py::object progress) {
+  Notes n;
+  if (!note.is_none()) {
+    n.note = [note](const std::string& text) { note(text, false); };
+    n.error = [note](const std::string& text) { note(user_message(text), true); };
+  }
+  if (!progress.is_none()) {
+    n.progress = [progress](const std::string& text) { progress(text); };
+    n.progress_done = [progress] { progress(std::string()); };
+  }
+  return n;
+}
+
+MeasureConfig measure_config(const py::dict& o) {
+  MeasureConfig c;
+  c.time.max_seconds = o["max_time"].cast<double>();
+  c.time.target_rel_ci95 = o["target_ci"].cast<double>();
+  c.energy = o["energy"].cast<bool>();
+  c.energy_max_s = o["energy_max_time"].cast<double>();
+  return c;
+}
+
+py::dict inventory_of(py::function step, const py::dict& description) {
+  PythonModel model(std::move(step), description);
+  const Inventory inv = take_inventory(model, model_options(description));
+  py::dict out;
+  out["json"] = to_json(inv).dump();
+  out["text"] = to_table(inv);
+  return out;
+}
+
+py::dict predict_step(py::function step, const py::dict& description, const py::dict& o, py::object note,
+                      py::object progress) {
+  PythonModel model(std::move(step), description);
+  const bool measure = o["measure"].cast<bool>();
+  const double target = o["target"].cast<double>();
+  PredictOptions p = !measure     ? PredictOptions::predict_only()
+                     : target > 0 ? PredictOptions::model_to(target)
+                                  : PredictOptions::validate();
+  p.model = model_options(description);
+  p.db = o["db"].cast<std::string>();
+  p.db_create_parent = o["db_is_default"].cast<bool>();
+  p.cache = o["cache"].cast<std::string>();
+  if (!o["max_time"].is_none())
+    p.set_budgets(o["max_time"].cast<double>(), o["energy_max_time"].cast<double>(),
+                  o["energy_max_time_capped"].cast<double>(), o["step_max_time"].cast<double>(),
+                  !o["energy"].cast<bool>());
+  else if (!o["energy"].cast<bool>())
+    p.op_config.energy = p.step_config.energy = false;
+  const PredictReport r = run_predict(p, model, python_notes(note, progress));
+  py::dict out;
+  out["json"] = to_json(r).dump();
+  out["text"] = to_text(r);
+  return out;
+}
+
+py::dict measure_call(const std::string& op, const std::vector<std::string>& args, const py::dict& o) {
+  OpCall call = parse_call(op, args);
+  call.origin = "opcost.measure";
+  ReplayOptions ro;
+  ro.device = o["device"].cast<std::string>();
+  ro.cache_mode = o["cache"].cast<std::string>();
+  ro.seed = o["seed"].cast<uint64_t>();
+  ro.autocast = o["autocast"].cast<std::string>();
+  auto prepared = PreparedCall::prepare(call, ro);
+  MeasureConfig cfg = measure_config(o);
+  // The database first: one that cannot be written fails before anything is measured.
+  std::optional<Database> db;
+  if (o["store"].cast<bool>())
+    db.emplace(o["db"].cast<std::string>(), Database::Access::kReadWrite, o["db_is_default"].cast<bool>());
+  Runner runner(prepared->device_kind(), prepared->device_index(), cfg);
+  Measurement m = runner.measure(*prepared);
+  py::dict out;
+  std::string not_stored;
+  if (db) {
+    try {
+      m.db_id = db->insert(m);
+    } catch (const DatabaseError& e) {  // the measurement is still returned, never lost
+      not_stored = e.what();
+    }
+  }
+  out["json"] = to_json(m).dump();
+  out["text"] = to_console(m);
+  out["not_stored"] = not_stored;
+  out["resolution_note"] = prepared->resolution_note();
+  return out;
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_core, m) {
+  m.doc() = "opcost's C++ core: observation, measurement and prediction (use the opcost package, not this)";
+  m.attr("__version__") = kOpcostVersion;
+  // Errors keep their kind: bad input is a ValueError, a database that cannot be used an
+  // OSError; std::invalid_argument (a model or file that cannot be used) is a ValueError.
+  py::register_exception<ReplayError>(m, "InputError", PyExc_ValueError);
+  py::register_exception<DatabaseError>(m, "DatabaseError", PyExc_OSError);
+  py::register_exception<MeasurementAbandoned>(m, "MeasurementAbandoned", PyExc_RuntimeError);
+  m.def("inventory", &inventory_of, py::arg("step"), py::arg("description"),
+        "Observe a few steps of `step` (after a warm-up): the inventory as JSON and text");
+  m.def("predict", &predict_step, py::arg("step"), py::arg("description"), py::arg("options"),
+        py::arg("note") = py::none(), py::arg("progress") = py::none(),
+        "predict / validate / model: the report as JSON and text");
+  m.def("measure", &measure_call, py::arg("op"), py::arg("args"), py::arg("options"),
+        "Measure one operator call: its result as JSON and text");
+  m.def("open_layer_scope", &open_layer_scope, py::arg("name"));
+  m.def("close_layer_scope", &close_layer_scope);
+  m.def("default_db_path", &Database::default_path);
+}
