@@ -36,7 +36,8 @@ class PythonModel : public RunnableModel {
         input_(d["input"].cast<std::string>()),
         kind_(d["device_kind"].cast<std::string>()),
         index_(d["device_index"].cast<int>()),
-        parameters_(d["parameters"].cast<int64_t>()) {}
+        parameters_(d["parameters"].cast<int64_t>()),
+        layer_scope_us_(d["layer_scope_us"].cast<double>()) {}
   const std::string& name() const override { return name_; }
   int64_t parameter_count() const override { return parameters_; }
   std::string input_signature() const override { return input_; }
@@ -44,12 +45,14 @@ class PythonModel : public RunnableModel {
   int device_index() const override { return index_; }
   void step() override { step_(); }
   void synchronize() override { synchronize_device(kind_, index_); }
+  double layer_scope_cost_us() const override { return layer_scope_us_; }
 
  private:
   py::function step_;
   std::string name_, input_, kind_;
   int index_;
   int64_t parameters_;
+  double layer_scope_us_;  // what the package's module hooks add per scope event
 };
 
 ModelOptions model_options(const py::dict& d) {
@@ -168,6 +171,9 @@ PYBIND11_MODULE(_core, m) {
         "predict / validate / model: the report as JSON and text");
   m.def("measure", &measure_call, py::arg("op"), py::arg("args"), py::arg("options"),
         "Measure one operator call: its result as JSON and text");
+  m.def(
+      "observe_only", [](py::function fn) { observe([&] { fn(); }); }, py::arg("fn"),
+      "Run fn with the observer installed (to time what observing adds), recording nothing");
   m.def("open_layer_scope", &open_layer_scope, py::arg("name"));
   m.def("close_layer_scope", &close_layer_scope);
   m.def("default_db_path", &Database::default_path);

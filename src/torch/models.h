@@ -45,6 +45,9 @@ class RunnableModel {
   // For models whose layers are not USER_SCOPE records (TorchScript): names the layer of the
   // op running now on this thread. Empty for built-in models.
   virtual std::function<std::string()> layer_source() const { return {}; }
+  // Host time each layer scope's opening or closing costs when the scopes are opcost's, not
+  // the model's (Python's module hooks): taken out of the model's own host time. 0 here.
+  virtual double layer_scope_cost_us() const { return 0; }
 };
 
 // Throws std::invalid_argument naming what is wrong and what would fit.

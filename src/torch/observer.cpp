@@ -12,6 +12,7 @@
 #include <mutex>
 #include <optional>
 #include <unordered_map>
+#include <utility>
 #include <variant>
 
 #include "torch/bind.h"
@@ -66,6 +67,7 @@ struct Call {
   // Host clock (ns) after the call's inputs were recorded, and when it returned: the call's
   // host time in the model, and the host time between calls (module code, scopes, freeing).
   int64_t start_ns = 0, end_ns = 0, gap_ns = 0;
+  int scope_events = 0;  // layer scopes opened or closed on this thread since the previous call
 };
 
 // One observation. Callbacks may run on several threads (autograd's device threads), so
@@ -100,6 +102,7 @@ struct ThreadState {
   int open_ops = 0;           // how many of `ops` are dispatcher ops
   int outer = -1;             // the open outermost call
   int last_outer = -1;        // the previous outermost call on this thread
+  int scope_events = 0;       // USER_SCOPE starts and ends since the last outermost call
 };
 
 int64_t now_ns() { return std::chrono::steady_clock::now().time_since_epoch().count(); }
@@ -200,6 +203,7 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
   const bool in_backward = !t.scopes.empty() && t.scopes.back().backward;
   std::lock_guard lock(c->mu);
   if (fn.scope() == at::RecordScope::USER_SCOPE) {
+    ++t.scope_events;
     if (!in_backward)
       t.scopes.push_back({c->names.id(fn.name()), false});
     else
@@ -246,6 +250,7 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
   t.ops.push_back(t.outer);
   ++t.open_ops;
   call.start_ns = start_ns;
+  call.scope_events = std::exchange(t.scope_events, 0);
   c->calls.push_back(std::move(call));
   return nullptr;
 }
@@ -255,6 +260,7 @@ void on_end(const at::RecordFunction& fn, at::ObserverContext*) {
   if (!c || tl.generation != c->generation) return;
   ThreadState& t = tl;
   if (fn.scope() == at::RecordScope::USER_SCOPE || fn.scope() == at::RecordScope::BACKWARD_FUNCTION) {
+    if (fn.scope() == at::RecordScope::USER_SCOPE) ++t.scope_events;
     if (!t.scopes.empty()) t.scopes.pop_back();
     return;
   }
@@ -333,7 +339,7 @@ Inventory observe(const std::function<void()>& body, const ObserveOptions& optio
     if (keyed)
       if (auto it = formatted.find(key); it != formatted.end()) {
         builder.add(schema.name(), schema.overload_name(), it->second, capture.names[call.layer], nested, phase);
-        builder.time_last((call.end_ns - call.start_ns) * 1e-3, call.gap_ns * 1e-3);
+        builder.time_last((call.end_ns - call.start_ns) * 1e-3, call.gap_ns * 1e-3, call.scope_events);
         continue;
       }
     std::vector<ArgValue> values;
@@ -351,7 +357,7 @@ Inventory observe(const std::function<void()>& body, const ObserveOptions& optio
     }
     std::string text = format_args(drop_defaults(schema, std::move(values)));
     builder.add(schema.name(), schema.overload_name(), text, capture.names[call.layer], nested, phase);
-    builder.time_last((call.end_ns - call.start_ns) * 1e-3, call.gap_ns * 1e-3);
+    builder.time_last((call.end_ns - call.start_ns) * 1e-3, call.gap_ns * 1e-3, call.scope_events);
     if (keyed) formatted.emplace(key, std::move(text));
   }
   return builder.take();

@@ -35,6 +35,7 @@ Inventory take_inventory(RunnableModel& model, const ModelOptions& o) {
   }
   take_median_host_times(inv, again);
   inv.observer_gap_us = median_of(floors);
+  inv.layer_scope_us = model.layer_scope_cost_us();
   inv.model = o.model;
   inv.input = model.input_signature();
   inv.device = model.device_kind();

@@ -107,6 +107,15 @@ def test_small_module_layers_are_named_modules_paths():
     assert "blocks.0.fc1" in inv.table()
 
 
+def test_the_module_hooks_own_host_time_is_measured_and_counted():
+    # Ten module calls below the root (blocks, 2 × (block, fc1, act, fc2), head): each opens and
+    # closes a layer scope, all before the last call (the top-level softmax).
+    doc = opcost.inventory(Net().eval(), torch.randn(8, 16)).to_dict()
+    assert doc["sequence_columns"][4] == "scope_events"
+    assert sum(row[4] for row in doc["sequence"]) == 20
+    assert doc["layer_scope_us"] > 0  # what the hooks add per scope event, taken out of the model's own time
+
+
 def test_torchvision_resnet18_matches_the_profiler_and_named_modules():
     torchvision = pytest.importorskip("torchvision")
     model = torchvision.models.resnet18().eval()

@@ -29,7 +29,8 @@ void InventoryBuilder::add(const std::string& op, const std::string& overload, c
   inv_.sequence.push_back({it->second, layer});
 }
 
-void InventoryBuilder::time_last(double host_us, double host_gap_us) {
+void InventoryBuilder::time_last(double host_us, double host_gap_us, int scope_events) {
+  inv_.sequence.back().scope_events = scope_events;
   if (inv_.sequence.empty()) return;
   inv_.sequence.back().host_us = host_us;
   inv_.sequence.back().host_gap_us = host_gap_us;
@@ -75,7 +76,8 @@ nlohmann::json to_json(const Inventory& inv) {
                    {"nested", e.nested}});
   nlohmann::json seq = nlohmann::json::array();
   for (const auto& c : inv.sequence)
-    seq.push_back({c.entry, c.layer, std::round(c.host_us * 100) / 100, std::round(c.host_gap_us * 100) / 100});
+    seq.push_back({c.entry, c.layer, std::round(c.host_us * 100) / 100, std::round(c.host_gap_us * 100) / 100,
+                   c.scope_events});
   return {{"model", inv.model},
           {"input", inv.input},
           {"device", inv.device},
@@ -86,8 +88,9 @@ nlohmann::json to_json(const Inventory& inv) {
           {"totals",
            {{"calls", inv.sequence.size()}, {"unique_signatures", inv.entries.size()}, {"layers", inv.layer_count()}}},
           {"ops", ops},
-          {"sequence_columns", {"entry", "layer", "host_us", "host_gap_us"}},
+          {"sequence_columns", {"entry", "layer", "host_us", "host_gap_us", "scope_events"}},
           {"observer_gap_us", std::round(inv.observer_gap_us * 1000) / 1000},
+          {"layer_scope_us", std::round(inv.layer_scope_us * 1000) / 1000},
           {"sequence", seq}};
 }
 

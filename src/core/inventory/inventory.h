@@ -27,6 +27,8 @@ struct InventoryCall {
   // dispatcher record): the call itself, and the host time since the previous call returned
   // (the model's own code: module calls, scopes, freeing tensors).
   double host_us = 0, host_gap_us = 0;
+  // Layer scopes opened or closed in that gap (module boundaries crossed).
+  int scope_events = 0;
 };
 
 struct Inventory {
@@ -36,6 +38,10 @@ struct Inventory {
   // The observer's own host time in each gap between calls, measured with the run (see
   // observer_gap_floor_us); 0 when unknown.
   double observer_gap_us = 0;
+  // Host time each layer scope's opening or closing adds to a gap when the scopes exist only
+  // while observing (Python's module hooks), measured with the run; 0 where the scopes are
+  // the model's own code (built-in models open them in every run).
+  double layer_scope_us = 0;
   std::vector<InventoryEntry> entries;  // in order of first call
   std::vector<InventoryCall> sequence;  // every outermost call, in issue order
   std::size_t layer_count() const;
@@ -57,7 +63,7 @@ class InventoryBuilder {
   void add(const std::string& op, const std::string& overload, const std::string& args, const std::string& layer,
            const std::vector<std::string>& nested, const std::string& phase = "forward");
   // Sets the observed host times of the call added last.
-  void time_last(double host_us, double host_gap_us);
+  void time_last(double host_us, double host_gap_us, int scope_events = 0);
   Inventory take() { return std::move(inv_); }
 
  private:

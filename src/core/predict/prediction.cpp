@@ -56,7 +56,9 @@ std::vector<double> model_code_us(const Inventory& inv) {
   // device (an allocator sync, a copy to the host): GPU time that the timeline already has,
   // so gaps are capped at 4× the median gap (and at least 20 µs).
   std::vector<double> own;
-  for (const auto& c : inv.sequence) own.push_back(std::max(0.0, c.host_gap_us - inv.observer_gap_us));
+  // Scopes that exist only while observing (Python's module hooks) are the observer's too.
+  for (const auto& c : inv.sequence)
+    own.push_back(std::max(0.0, c.host_gap_us - inv.observer_gap_us - c.scope_events * inv.layer_scope_us));
   if (own.empty()) return own;
   const double cap = std::max(20.0, 4 * median_of(own));
   for (double& g : own) g = std::min(g, cap);
