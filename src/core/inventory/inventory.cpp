@@ -76,8 +76,8 @@ nlohmann::json to_json(const Inventory& inv) {
                    {"nested", e.nested}});
   nlohmann::json seq = nlohmann::json::array();
   for (const auto& c : inv.sequence)
-    seq.push_back({c.entry, c.layer, std::round(c.host_us * 100) / 100, std::round(c.host_gap_us * 100) / 100,
-                   c.scope_events});
+    seq.push_back(
+        {c.entry, c.layer, std::round(c.host_us * 100) / 100, std::round(c.host_gap_us * 100) / 100, c.scope_events});
   return {{"model", inv.model},
           {"input", inv.input},
           {"device", inv.device},
