@@ -1,0 +1,126 @@
+#!/usr/bin/env python3
+"""Benchmarks of the Python package on the models users run (issue 10), on a GPU.
+
+    PYTHONPATH=build/python python3 bench/python_bench.py overhead OUT.json
+    PYTHONPATH=build/python python3 bench/python_bench.py validate OUT.json CASE... [--db DB]
+
+overhead: the step of torchvision resnet50 b32 and transformers GPT-2 (6 layers) b1x128, plain,
+under opcost's observer (its module hooks included), and under torch.profiler with
+record_shapes, with_stack and with_modules (what it needs to name eager modules). Medians of
+synchronised steps, interleaved in rounds so host drift hits all three alike.
+
+validate: opcost.validate of each CASE (resnet50-b1, resnet50-b32, gpt2-1x128, gpt2-8x512, each
+-fp32 or -bf16), with the budgets of `opcost model` (0.5 s timing, 1 s energy per operator).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+
+import torch
+
+import opcost
+from opcost import _core
+from opcost._api import _layer_scopes
+
+
+def build(case: str):
+    name, _, dtype_name = case.rpartition("-")
+    dtype = {"fp32": torch.float32, "bf16": torch.bfloat16}[dtype_name]
+    if name.startswith("resnet50"):
+        import torchvision
+        batch = int(name.split("-b")[1])
+        model = torchvision.models.resnet50().cuda().eval().to(dtype)
+        inputs = (torch.randn(batch, 3, 224, 224, device="cuda", dtype=dtype),)
+    else:
+        import transformers
+        batch, seq = (int(v) for v in name.split("-")[1].split("x"))
+        config = transformers.GPT2Config(n_layer=6, n_embd=768, n_head=12)
+        model = transformers.GPT2LMHeadModel(config).cuda().eval().to(dtype)
+        inputs = (torch.randint(0, config.vocab_size, (batch, seq), device="cuda"),)
+    return model, inputs
+
+
+def step_of(model, inputs):
+    def step():
+        with torch.inference_mode():
+            model(*inputs)
+        torch.cuda.synchronize()
+    return step
+
+
+def overhead(out_path: str, rounds: int = 15, steps: int = 10) -> None:
+    results = []
+    for case in ("resnet50-b32-fp32", "gpt2-1x128-fp32"):
+        model, inputs = build(case)
+        step = step_of(model, inputs)
+        for _ in range(5):
+            step()
+        times = {"plain": [], "opcost": [], "torch.profiler": []}
+
+        def timed(label):
+            t0 = time.perf_counter()
+            for _ in range(steps):
+                step()
+            times[label].append((time.perf_counter() - t0) / steps * 1e6)
+
+        for _ in range(rounds):
+            timed("plain")
+            with _layer_scopes(model):
+                _core.observe_only(lambda: timed("opcost"))
+            with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU,
+                                                    torch.profiler.ProfilerActivity.CUDA],
+                                        record_shapes=True, with_stack=True, with_modules=True):
+                timed("torch.profiler")
+        med = {k: statistics.median(v) for k, v in times.items()}
+        row = {"case": case, "step_us": med, "rounds": rounds, "steps_per_round": steps,
+               "overhead": {k: med[k] / med["plain"] - 1 for k in ("opcost", "torch.profiler")},
+               "spread_us": {k: [min(v), max(v)] for k, v in times.items()}}
+        print(json.dumps(row), flush=True)
+        results.append(row)
+        del model
+        torch.cuda.empty_cache()
+    json.dump({"device": torch.cuda.get_device_name(), "torch": torch.__version__, "overhead": results},
+              open(out_path, "w"), indent=2)
+
+
+def validate(out_path: str, cases, db: str) -> None:
+    results = []
+    for case in cases:
+        model, inputs = build(case)
+        t0 = time.time()
+        p = opcost.validate(model, *inputs, db=db, name=case, max_time=0.5, energy_max_time=1.0,
+                            energy_max_time_capped=1.5, step_max_time=3.0)
+        row = {"case": case, "predicted_time_us": p.time_us, "measured_time_us": p.measured_time_us,
+               "time_error": p.time_error, "predicted_energy_mJ": p.energy_mJ,
+               "measured_energy_mJ": p.measured_energy_mJ, "energy_error": p.energy_error, "flags": p.flags,
+               "complete": p.complete, "seconds": time.time() - t0, "calls": p.to_dict()["calls"],
+               "report": p.to_dict()}
+        print(json.dumps({k: v for k, v in row.items() if k != "report"}), flush=True)
+        results.append(row)
+        del model
+        torch.cuda.empty_cache()
+    json.dump({"device": torch.cuda.get_device_name(), "torch": torch.__version__, "validate": results},
+              open(out_path, "w"), indent=2)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("mode", choices=["overhead", "validate"])
+    parser.add_argument("out")
+    parser.add_argument("cases", nargs="*")
+    parser.add_argument("--db", default="/tmp/opcost-python-bench.db")
+    args = parser.parse_args()
+    if args.mode == "overhead":
+        overhead(args.out)
+    else:
+        validate(args.out, args.cases, args.db)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
