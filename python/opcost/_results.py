@@ -141,31 +141,32 @@ class Prediction(_Document):
         """Signatures without a measurement (they count as zero in the prediction)."""
         return [m["signature"] for m in self._doc["missing"]]
 
+    def _of_measured_step(self, section: str, key: str) -> Any:
+        """A figure that exists only when the step was measured (validate), else None."""
+        part = self._doc.get(section)
+        return part[key] if part else None
+
     @property
     def measured_time_us(self) -> Optional[float]:
-        m = self._doc.get("measured")
-        return m["time_us"] if m else None
+        return self._of_measured_step("measured", "time_us")
 
     @property
     def measured_energy_mJ(self) -> Optional[float]:
-        m = self._doc.get("measured")
-        return m["energy_mJ"] if m else None
+        return self._of_measured_step("measured", "energy_mJ")
 
     @property
     def time_error(self) -> Optional[float]:
         """predicted / measured − 1, when the step was measured."""
-        e = self._doc.get("error")
-        return e["time"] if e else None
+        return self._of_measured_step("error", "time")
 
     @property
     def energy_error(self) -> Optional[float]:
-        e = self._doc.get("error")
-        return e["energy"] if e else None
+        return self._of_measured_step("error", "energy")
 
     @property
     def flags(self) -> List[str]:
-        m = self._doc.get("measured")
-        return list(m["flags"]) if m else []
+        """The measured step's flags (drift, throttling, other processes)."""
+        return list(self._of_measured_step("measured", "flags") or [])
 
     def to_pandas(self, by: str = "layer"):
         """One row per layer (``by="layer"``) or per operator signature (``by="op"``)."""

@@ -51,6 +51,9 @@ class NameTable {
 
 struct TensorSlot {
   at::ScalarType dtype;
+  // On the CPU: a Python number wrapped as a 0-dim CPU tensor beside CUDA tensors
+  // (`x * 0.5` is aten::mul.Tensor with other=f64[] on the CPU) must replay so, not on the GPU.
+  bool cpu = false;
   c10::SmallVector<int64_t, 5> sizes, strides;  // strides only when not contiguous
 };
 
@@ -115,7 +118,7 @@ ThreadState& state_for(const Capture& c) {
 }
 
 TensorSlot tensor_slot(const at::Tensor& t) {
-  TensorSlot s{t.scalar_type(), c10::SmallVector<int64_t, 5>(t.sizes().begin(), t.sizes().end()), {}};
+  TensorSlot s{t.scalar_type(), t.is_cpu(), c10::SmallVector<int64_t, 5>(t.sizes().begin(), t.sizes().end()), {}};
   if (!t.is_contiguous()) s.strides.assign(t.strides().begin(), t.strides().end());
   return s;
 }
@@ -149,6 +152,7 @@ bool append_key(std::string& key, const Slot& s) {
   auto put = [&](const void* p, std::size_t n) { key.append(static_cast<const char*>(p), n); };
   auto put_tensor = [&](const TensorSlot& t) {
     key += char(t.dtype);
+    key += t.cpu ? 'c' : 'd';
     key += char(t.sizes.size());
     put(t.sizes.data(), t.sizes.size() * sizeof(int64_t));
     key += char(t.strides.size());
@@ -342,14 +346,26 @@ Inventory observe(const std::function<void()>& body, const ObserveOptions& optio
         builder.time_last((call.end_ns - call.start_ns) * 1e-3, call.gap_ns * 1e-3, call.scope_events);
         continue;
       }
+    // A CPU tensor in a call that also has device tensors keeps its device in the signature.
+    bool on_device = false;
+    for (const auto& s : call.slots) {
+      if (auto* t = std::get_if<TensorSlot>(&s)) on_device |= !t->cpu;
+      if (auto* ts = std::get_if<std::vector<TensorSlot>>(&s))
+        for (const auto& t : *ts) on_device |= !t.cpu;
+    }
+    auto spec = [&](const TensorSlot& t) {
+      TensorSpec out = spec_of(t);
+      if (on_device && t.cpu) out.device = "cpu";
+      return out;
+    };
     std::vector<ArgValue> values;
     for (std::size_t i = 0; i < args.size() && i < call.slots.size(); ++i) {
       const Slot& s = call.slots[i];
       if (auto* t = std::get_if<TensorSlot>(&s)) {
-        values.push_back(ArgValue{spec_of(*t)});
+        values.push_back(ArgValue{spec(*t)});
       } else if (auto* ts = std::get_if<std::vector<TensorSlot>>(&s)) {
         ArgList l;
-        for (const auto& t : *ts) l.push_back(ArgValue{spec_of(t)});
+        for (const auto& t : *ts) l.push_back(ArgValue{spec(t)});
         values.push_back(ArgValue{l});
       } else {
         values.push_back(canonical_value(args[i], std::get<c10::IValue>(s)));

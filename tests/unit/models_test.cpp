@@ -2,6 +2,11 @@
 // the reference architectures, the observer against torch.profiler (Kineto) on the same run,
 // every signature replayable, training and autocast attribution, TorchScript files.
 #include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/mul.h>
+#include <ATen/ops/ones.h>
+#include <ATen/ops/scalar_tensor.h>
+#include <c10/core/InferenceMode.h>
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <torch/csrc/autograd/profiler_kineto.h>
@@ -356,3 +361,19 @@ TEST(TorchScript, LayerNamesAndCountsComeFromTheModuleHierarchy) {
 
 }  // namespace
 }  // namespace opcost
+
+TEST(Inventory, ACpuScalarBesideDeviceTensorsKeepsItsDevice) {
+  using namespace opcost;
+  // `x * 0.5` in Python on a GPU tensor is aten::mul.Tensor with a 0-dim CPU tensor: replayed
+  // on the GPU it would run another kernel. The meta device stands in for a GPU on the CPU.
+  c10::InferenceMode guard;
+  const auto x = at::empty({4, 8}, at::TensorOptions().device(at::kMeta));
+  const auto half = at::scalar_tensor(0.5, at::kDouble), ones = at::ones({4});
+  const Inventory inv = observe([&] {
+    (void)at::mul(x, half);
+    (void)at::mul(ones, half);  // all on the CPU: no annotation
+  });
+  ASSERT_EQ(inv.entries.size(), 2u);
+  EXPECT_EQ(inv.entries[0].signature(), "aten::mul.Tensor self=f32[4,8] other=f64[]:cpu");
+  EXPECT_EQ(inv.entries[1].signature(), "aten::mul.Tensor self=f32[4] other=f64[]");
+}
