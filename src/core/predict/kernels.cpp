@@ -9,6 +9,8 @@
 #include <stdexcept>
 #include <unordered_map>
 
+#include "core/text/text.h"
+
 namespace opcost {
 
 std::vector<CallKernels> kernels_per_call(std::vector<TraceOp> ops, const std::vector<TraceKernel>& kernels,
@@ -145,7 +147,7 @@ std::string to_table(const KernelReport& k, const Inventory& inv, const std::map
                                 checked - k.mismatches, checked);
   auto names = [](const std::vector<std::string>& v) {
     std::string s;
-    for (const auto& n : v) s += (s.empty() ? "" : ", ") + (n.size() > 60 ? n.substr(0, 57) + "..." : n);
+    for (const auto& n : v) s += (s.empty() ? "" : ", ") + fit_label(n, 60);
     return s.empty() ? std::string("(none)") : s;
   };
   for (std::size_t e = 0; e < inv.entries.size(); ++e)
@@ -161,7 +163,7 @@ std::string to_table(const KernelReport& k, const Inventory& inv, const std::map
   for (std::size_t i = 0; i < t.rows.size() && i < 5; ++i) {
     const auto& r = t.rows[i];
     const auto& e = inv.entries[r.entry];
-    const std::string name = e.signature().size() > 70 ? e.signature().substr(0, 67) + "..." : e.signature();
+    const std::string name = fit_label(e.signature(), 70);
     out += fmt::format("  {} ×{}: loop {:.2f} µs, in the model {:.2f} µs per call{}\n", name, e.count, r.loop_us,
                        r.model_us,
                        r.model_us > 0 ? fmt::format(" ({:+.1f}%)", 100 * (r.loop_us - r.model_us) / r.model_us) : "");
