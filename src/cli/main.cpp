@@ -18,32 +18,20 @@
 #include "torch/models.h"
 #include "torch/replay.h"
 #include "torch/runner.h"
+#include "workflow/measure.h"
 
 namespace {
 
 using namespace opcost;
 
-struct MeasureOptions {
+// What `opcost measure` takes beyond the workflow's options.
+struct MeasureCliOptions {
   std::string op;
   std::vector<std::string> args;
   std::string spec;
   bool json = false;
-  std::string db;
-  bool db_create_parent = false;
-  bool no_store = false;
-  bool resume = false;
-  std::string device = "auto";
-  std::string cache = "warm";
-  uint64_t seed = 0;
-  double max_time = 1.0;
-  double target_ci = 0.01;
-  double energy_max = 2.0;
-  double energy_settle = 0.3;
-  double energy_max_capped = 3.5;
-  double energy_target = 0.02;
-  bool no_energy = false;
   std::string power_trace;
-  std::string autocast;
+  MeasureOptions measure;  // the workflow's, with its defaults
 };
 
 void error(const std::string& what) { fmt::print(stderr, "opcost: error: {}\n", user_message(what)); }
@@ -75,18 +63,9 @@ void write_power_trace(const std::string& path, const std::vector<Measurement>& 
   write_file(path, out.dump() + "\n");
 }
 
-// Operators measured by `measure`, and how each run ended.
-struct MeasureTally {
-  std::size_t measured = 0, skipped = 0, bad_input = 0, failed = 0;
-  int exit_code() const {
-    if (failed) return kExitMeasurementFailed;
-    return bad_input ? kExitBadInput : kExitSuccess;
-  }
-};
-
-int run_measure(const MeasureOptions& o) {
+int run_measure(const MeasureCliOptions& o) {
   std::vector<OpCall> calls;
-  std::vector<std::string> bad;  // entries that cannot run, reported together before measuring
+  std::vector<std::string> bad;  // entries that did not parse: reported with the rest
   if (!o.spec.empty()) {
     if (!o.op.empty()) throw std::invalid_argument("give either an operator or --spec FILE, not both");
     SpecEntries entries = load_spec_file(o.spec);
@@ -98,139 +77,61 @@ int run_measure(const MeasureOptions& o) {
     calls.push_back(parse_call(o.op, o.args));
     calls.back().origin = "command line";
   }
-  ReplayOptions ropt;
-  ropt.device = o.device;
-  ropt.seed = o.seed;
-  ropt.cache_mode = o.cache;
-  ropt.autocast = o.autocast;
-  auto options_for = [&](const OpCall& c) {
-    ReplayOptions call_opt = ropt;
-    if (!c.autocast.empty()) {
-      if (!ropt.autocast.empty() && canonical_dtype(ropt.autocast) != canonical_dtype(c.autocast))
-        throw std::invalid_argument(
-            fmt::format("the spec's autocast {} contradicts --autocast {}", c.autocast, ropt.autocast));
-      call_opt.autocast = c.autocast;
-    }
-    return call_opt;
-  };
-  // Every entry is checked against its schema first (no tensor is made): all the bad ones
-  // are reported at once, and the good ones still run.
+  MeasureOptions mo = o.measure;
+  mo.config.keep_power_trace = !o.power_trace.empty();
   const bool many = calls.size() + bad.size() > 1;
-  std::vector<OpCall> good;
-  for (auto& c : calls) {
-    try {
-      PreparedCall::check(c, options_for(c));
-      good.push_back(std::move(c));
-    } catch (const std::exception& e) {
-      bad.push_back(c.origin.empty() || !many ? e.what() : fmt::format("{}: {}", c.origin, e.what()));
-    }
-  }
-  MeasureTally tally;
-  tally.bad_input = bad.size();
-  for (const auto& b : bad) error(b);
-  if (!bad.empty() && many && !good.empty())
-    fmt::print(stderr, "opcost: {} of {} entries cannot run (above); measuring the other {}\n", bad.size(),
-               bad.size() + good.size(), good.size());
-
-  MeasureConfig cfg;
-  cfg.time.max_seconds = o.max_time;
-  cfg.time.target_rel_ci95 = o.target_ci;
-  cfg.energy = !o.no_energy;
-  cfg.energy_max_s = o.energy_max;
-  cfg.energy_settle_s = o.energy_settle;
-  cfg.energy_max_capped_s = o.energy_max_capped;
-  cfg.energy_target_rel_ci95 = o.energy_target;
-  cfg.keep_power_trace = !o.power_trace.empty();
-  ProgressLine progress;
-  cfg.progress = [&progress](const std::string& line) { progress.update(line); };
-
-  // The database is opened (and checked writable) before anything is measured.
-  std::unique_ptr<Database> db;
-  if (!o.no_store && !good.empty())
-    db = std::make_unique<Database>(o.db, Database::Access::kReadWrite, o.db_create_parent);
-  std::unique_ptr<Runner> runner;
-  std::vector<Measurement> done;
+  const Notes notes = Notes::to_stderr();
   nlohmann::json json_out = nlohmann::json::array();
-  std::string stopped;  // why the run stopped early
-  std::size_t not_reached = 0;
-  for (std::size_t i = 0; i < good.size() && stopped.empty(); ++i) {
-    const OpCall& c = good[i];
-    if (many) fmt::print(stderr, "[{}/{}] {} {}\n", i + 1, good.size(), c.display_name(), format_args(c.args));
-    std::optional<Measurement> m;
-    try {
-      auto prepared = PreparedCall::prepare(c, options_for(c));
-      if (!prepared->resolution_note().empty()) fmt::print(stderr, "opcost: {}\n", prepared->resolution_note());
-      if (!runner) {
-        runner = std::make_unique<Runner>(prepared->device_kind(), prepared->device_index(), cfg);
-        if (o.device == "auto" && prepared->device_kind() == "cpu")
-          fmt::print(stderr, "opcost: no CUDA GPU found; measuring on the CPU ({})\n",
-                     runner->environment().device_name);
-        if (!runner->energy_unavailable_reason().empty())
-          fmt::print(stderr, "opcost: energy unavailable: {}\n", runner->energy_unavailable_reason());
-      }
-      if (o.resume && db) {
-        const auto key = Database::Key::of(prepared->op(), prepared->overload(), prepared->canonical_args(),
-                                           runner->environment().device_name, o.cache, prepared->autocast());
-        if (auto row = db->lookup(key)) {
-          fmt::print(stderr, "  already measured (row {}), skipped (--resume)\n", (*row)["db_id"].get<int64_t>());
-          ++tally.skipped;
-          continue;
-        }
-      }
-      m = runner->measure(*prepared);
-      progress.clear();
-    } catch (const std::exception& e) {  // one failure never loses the others: report it and go on
-      progress.clear();
-      // The op rejecting its arguments (shapes, memory) is bad input, not a failed measurement.
-      ++(dynamic_cast<const ReplayError*>(&e) ? tally.bad_input : tally.failed);
-      error(c.origin.empty() || !many ? e.what() : fmt::format("{}: {}", c.origin, e.what()));
-      if (o.json) json_out.push_back({{"op", c.display_name()}, {"args", format_args(c.args)}, {"error", e.what()}});
-      continue;
+  MeasureEvents events;
+  events.starting = [&](std::size_t i, std::size_t n, const OpCall& c) {
+    if (many) fmt::print(stderr, "[{}/{}] {} {}\n", i + 1, n, c.display_name(), format_args(c.args));
+  };
+  events.done = [&](const MeasureOutcome& r) {
+    if (r.kind == MeasureOutcome::Kind::kSkipped) {
+      fmt::print(stderr, "  already measured (row {}), skipped (--resume)\n", r.existing_row);
+      return;
     }
-    // Stored, then printed; a row that cannot be stored is still printed, never lost.
-    std::string not_stored;
-    if (db) {
-      try {
-        m->db_id = db->insert(*m);
-      } catch (const DatabaseError& e) {
-        not_stored = e.what();
-        if (e.stops_writing()) {
-          stopped = e.what();
-          not_reached = good.size() - i - 1;
-        }
-      }
+    if (!r.measurement) {
+      notes.failed(r.error);
+      if (o.json && r.call)
+        json_out.push_back(
+            {{"op", r.call->display_name()}, {"args", format_args(r.call->args)}, {"error", user_message(r.error)}});
+      return;
     }
     if (o.json) {
-      json_out.push_back(to_json(*m));
-      if (!not_stored.empty()) json_out.back()["not_stored"] = not_stored;
+      json_out.push_back(to_json(*r.measurement));
+      if (!r.not_stored.empty()) json_out.back()["not_stored"] = r.not_stored;
     } else {
-      fmt::print("{}", to_console(*m));
+      fmt::print("{}", to_console(*r.measurement));
       if (many) fmt::print("\n");
     }
     std::fflush(stdout);  // a long run shows (and a killed one keeps) each result as it lands
-    if (!not_stored.empty()) {
-      ++tally.failed;
-      error(fmt::format("{} (the measurement above was printed but not stored)", not_stored));
-    } else {
-      ++tally.measured;
-    }
-    m->power_trace.shrink_to_fit();
-    done.push_back(std::move(*m));
-  }
+    if (!r.not_stored.empty())
+      notes.failed(fmt::format("{} (the measurement above was printed but not stored)", r.not_stored));
+  };
+  const MeasureRun run = measure_calls(calls, bad, mo, notes, events);
   if (o.json) {
     const nlohmann::json doc = many ? json_out : (json_out.empty() ? nlohmann::json() : json_out[0]);
     if (!doc.is_null()) fmt::print("{}\n", doc.dump(2));
   }
-  if (!o.power_trace.empty()) write_power_trace(o.power_trace, done, runner ? runner->energy_unavailable_reason() : "");
-  if (!stopped.empty())
-    fmt::print(stderr, "opcost: stopped: nothing more can be stored; {} entries were not measured\n", not_reached);
-  if (many)
-    fmt::print(stderr, "opcost: {} measured, {} skipped, {} failed{}{}\n", tally.measured, tally.skipped,
-               tally.failed + tally.bad_input, tally.bad_input ? fmt::format(" ({} bad input)", tally.bad_input) : "",
-               db ? fmt::format("; stored in {}", db->path()) : "");
-  else if (db && !done.empty() && done.back().db_id >= 0)
-    fmt::print(stderr, "opcost: stored as row {} in {}\n", done.back().db_id, db->path());
-  return tally.exit_code();
+  if (!o.power_trace.empty()) {
+    std::vector<Measurement> done;
+    for (const auto& r : run.outcomes)
+      if (r.measurement) done.push_back(*r.measurement);
+    write_power_trace(o.power_trace, done, run.energy_why);
+  }
+  if (!run.stopped.empty())
+    fmt::print(stderr, "opcost: stopped: nothing more can be stored; {} entries were not measured\n", run.not_reached);
+  const bool stored = mo.store && run.measured + run.failed + run.skipped > 0;
+  if (many) {
+    fmt::print(stderr, "opcost: {} measured, {} skipped, {} failed{}{}\n", run.measured, run.skipped,
+               run.failed + run.bad_input, run.bad_input ? fmt::format(" ({} bad input)", run.bad_input) : "",
+               stored ? fmt::format("; stored in {}", mo.db) : "");
+  } else if (mo.store && run.measured == 1) {
+    fmt::print(stderr, "opcost: stored as row {} in {}\n", run.outcomes.back().measurement->db_id, mo.db);
+  }
+  if (run.failed) return kExitMeasurementFailed;
+  return run.bad_input ? kExitBadInput : kExitSuccess;
 }
 
 int run_db_list(const std::string& path, const std::string& op, int limit) {
@@ -363,43 +264,47 @@ int main(int argc, char** argv) {
   auto* db_option =
       app.add_option("--db", db_path, "SQLite database (default: $OPCOST_DB or ~/.local/share/opcost/opcost.db)");
 
-  MeasureOptions mo;
+  MeasureCliOptions mo;
+  MeasureConfig& mc = mo.measure.config;  // options bind to the workflow's, whose defaults show
+  ReplayOptions& mr = mo.measure.replay;
+  bool no_store = false, no_energy = false;
   auto* measure = app.add_subcommand("measure", "Replay one ATen operator in a loop and measure its time and energy");
   measure->add_option("op", mo.op, "operator, e.g. aten::conv2d or aten::add.Tensor");
   measure->add_option("args", mo.args, "arguments as name=value: input=f32[32,64,56,56] padding=[1,1]");
   measure->add_option("--spec", mo.spec, "YAML/JSON file listing many operators")->check(CLI::ExistingFile);
   measure->add_flag("--json", mo.json, "print JSON instead of text");
-  measure->add_flag("--no-store", mo.no_store, "do not write to the database");
-  measure->add_flag("--resume", mo.resume, "skip operators that already have an unflagged row");
-  measure->add_option("--device", mo.device, "auto (CUDA when present), cpu, cuda, cuda:N")->capture_default_str();
-  measure->add_option("--cache", mo.cache, "warm: reuse inputs; cold: rotate inputs over 256 MiB")
+  measure->add_flag("--no-store", no_store, "do not write to the database");
+  measure->add_flag("--resume", mo.measure.resume, "skip operators that already have an unflagged row");
+  measure->add_option("--device", mr.device, "auto (CUDA when present), cpu, cuda, cuda:N")->capture_default_str();
+  measure->add_option("--cache", mr.cache_mode, "warm: reuse inputs; cold: rotate inputs over 256 MiB")
       ->check(CLI::IsMember({"warm", "cold"}))
       ->capture_default_str();
-  measure->add_option("--seed", mo.seed, "seed of the random input data")->capture_default_str();
-  measure->add_option("--max-time", mo.max_time, "timing budget per operator, seconds")
+  measure->add_option("--seed", mr.seed, "seed of the random input data")->capture_default_str();
+  measure->add_option("--max-time", mc.time.max_seconds, "timing budget per operator, seconds")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   measure
-      ->add_option("--target-ci", mo.target_ci, "stop timing when the 95% CI half-width is this fraction of the mean")
+      ->add_option("--target-ci", mc.time.target_rel_ci95,
+                   "stop timing when the 95% CI half-width is this fraction of the mean")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
-  measure->add_option("--energy-max-time", mo.energy_max, "energy loop budget per operator, seconds")
+  measure->add_option("--energy-max-time", mc.energy_max_s, "energy loop budget per operator, seconds")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   measure
-      ->add_option("--energy-max-time-capped", mo.energy_max_capped,
+      ->add_option("--energy-max-time-capped", mc.energy_max_capped_s,
                    "energy loop budget when the GPU sits at its power cap, seconds")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
-  measure->add_option("--energy-settle", mo.energy_settle, "seconds of looping discarded before energy windows")
+  measure->add_option("--energy-settle", mc.energy_settle_s, "seconds of looping discarded before energy windows")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
-  measure->add_option("--energy-target-ci", mo.energy_target, "stop the energy loop at this relative 95% CI")
+  measure->add_option("--energy-target-ci", mc.energy_target_rel_ci95, "stop the energy loop at this relative 95% CI")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
-  measure->add_flag("--no-energy", mo.no_energy, "skip the energy loop");
+  measure->add_flag("--no-energy", no_energy, "skip the energy loop");
   measure->add_option("--power-trace", mo.power_trace, "write the sampled power trace (JSON) to this file");
-  measure->add_option("--autocast", mo.autocast,
+  measure->add_option("--autocast", mr.autocast,
                       "replay under autocast to this dtype (bf16, fp16), as an autocast model runs");
 
   auto* dbcmd = app.add_subcommand("db", "Inspect and export the measurement database");
@@ -505,8 +410,10 @@ int main(int argc, char** argv) {
   // (or put in $OPCOST_DB) must exist up to its file, so a typo creates nothing.
   const bool create_parent = db_path.empty() && !(env_db && *env_db);
   const std::string path = db_path.empty() ? Database::default_path() : db_path;
-  mo.db = path;
-  mo.db_create_parent = create_parent;
+  mo.measure.db = path;
+  mo.measure.db_create_parent = create_parent;
+  mo.measure.store = !no_store;
+  if (no_energy) mc.energy = false;
   int rc = kExitSuccess;
   try {
     if (measure->parsed()) {

@@ -18,6 +18,7 @@
 #include "torch/observer.h"
 #include "torch/replay.h"
 #include "torch/runner.h"
+#include "workflow/measure.h"
 #include "workflow/model_inventory.h"
 #include "workflow/predict.h"
 
@@ -123,34 +124,29 @@ py::dict predict_step(py::function step, const py::dict& description, const py::
 }
 
 py::dict measure_call(const std::string& op, const std::vector<std::string>& args, const py::dict& o) {
-  OpCall call = parse_call(op, args);
-  call.origin = "opcost.measure";
-  ReplayOptions ro;
-  ro.device = o["device"].cast<std::string>();
-  ro.cache_mode = o["cache"].cast<std::string>();
-  ro.seed = o["seed"].cast<uint64_t>();
-  ro.autocast = o["autocast"].cast<std::string>();
-  auto prepared = PreparedCall::prepare(call, ro);
-  MeasureConfig cfg = measure_config(o);
-  // The database first: one that cannot be written fails before anything is measured.
-  std::optional<Database> db;
-  if (o["store"].cast<bool>())
-    db.emplace(o["db"].cast<std::string>(), Database::Access::kReadWrite, o["db_is_default"].cast<bool>());
-  Runner runner(prepared->device_kind(), prepared->device_index(), cfg);
-  Measurement m = runner.measure(*prepared);
-  py::dict out;
-  std::string not_stored;
-  if (db) {
-    try {
-      m.db_id = db->insert(m);
-    } catch (const DatabaseError& e) {  // the measurement is still returned, never lost
-      not_stored = e.what();
-    }
+  std::vector<OpCall> calls = {parse_call(op, args)};
+  calls.back().origin = "opcost.measure";
+  MeasureOptions mo;
+  mo.replay.device = o["device"].cast<std::string>();
+  mo.replay.cache_mode = o["cache"].cast<std::string>();
+  mo.replay.seed = o["seed"].cast<uint64_t>();
+  mo.replay.autocast = o["autocast"].cast<std::string>();
+  mo.config = measure_config(o);
+  mo.store = o["store"].cast<bool>();
+  mo.db = o["db"].cast<std::string>();
+  mo.db_create_parent = o["db_is_default"].cast<bool>();
+  Notes notes;  // the outcome says all: nothing to log on the way
+  const MeasureRun run = measure_calls(calls, {}, mo, notes);
+  const MeasureOutcome& r = run.outcomes.back();
+  if (!r.measurement) {  // the one call failed: its error, as the kind of error it is
+    if (r.kind == MeasureOutcome::Kind::kBadInput) throw ReplayError(r.error);
+    throw std::runtime_error(r.error);
   }
-  out["json"] = to_json(m).dump();
-  out["text"] = to_console(m);
-  out["not_stored"] = not_stored;
-  out["resolution_note"] = prepared->resolution_note();
+  py::dict out;
+  out["json"] = to_json(*r.measurement).dump();
+  out["text"] = to_console(*r.measurement);
+  out["not_stored"] = r.not_stored;  // the measurement is still returned, never lost
+  out["resolution_note"] = r.resolution_note;
   return out;
 }
 

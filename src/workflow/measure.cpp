@@ -1,0 +1,137 @@
+#include "workflow/measure.h"
+
+#include <fmt/format.h>
+
+#include "core/store/database.h"
+
+namespace opcost {
+
+namespace {
+
+// The options for one call: a call's own autocast (an inventory's) unless it contradicts.
+ReplayOptions options_for(const OpCall& c, const ReplayOptions& given) {
+  ReplayOptions out = given;
+  if (!c.autocast.empty()) {
+    if (!given.autocast.empty() && canonical_dtype(given.autocast) != canonical_dtype(c.autocast))
+      throw std::invalid_argument(
+          fmt::format("the spec's autocast {} contradicts --autocast {}", c.autocast, given.autocast));
+    out.autocast = c.autocast;
+  }
+  return out;
+}
+
+std::string located(const OpCall& c, const std::string& what, bool many) {
+  return c.origin.empty() || !many ? what : fmt::format("{}: {}", c.origin, what);
+}
+
+MeasureOutcome bad_input(const OpCall* call, std::string error) {
+  MeasureOutcome out;
+  out.kind = MeasureOutcome::Kind::kBadInput;
+  out.call = call;
+  out.error = std::move(error);
+  return out;
+}
+
+}  // namespace
+
+MeasureRun measure_calls(const std::vector<OpCall>& calls, const std::vector<std::string>& bad_entries,
+                         const MeasureOptions& o, const Notes& notes, const MeasureEvents& events) {
+  MeasureRun run;
+  const bool many = calls.size() + bad_entries.size() > 1;
+  auto record = [&](MeasureOutcome outcome) {
+    switch (outcome.kind) {
+      case MeasureOutcome::Kind::kMeasured:
+        ++run.measured;
+        break;
+      case MeasureOutcome::Kind::kSkipped:
+        ++run.skipped;
+        break;
+      case MeasureOutcome::Kind::kBadInput:
+        ++run.bad_input;
+        break;
+      case MeasureOutcome::Kind::kFailed:
+        ++run.failed;
+        break;
+    }
+    run.outcomes.push_back(std::move(outcome));
+    if (events.done) events.done(run.outcomes.back());
+  };
+  // Every entry is checked against its schema first (no tensor is made): all the bad ones
+  // are reported at once, and the good ones still run.
+  for (const auto& b : bad_entries) record(bad_input(nullptr, b));
+  std::vector<const OpCall*> good;
+  for (const auto& c : calls) {
+    try {
+      PreparedCall::check(c, options_for(c, o.replay));
+      good.push_back(&c);
+    } catch (const std::exception& e) {
+      record(bad_input(&c, located(c, e.what(), many)));
+    }
+  }
+  if (run.bad_input && many && !good.empty())
+    notes.say(fmt::format("{} of {} entries cannot run (above); measuring the other {}", run.bad_input,
+                          run.bad_input + good.size(), good.size()));
+  // The database is opened (and checked writable) before anything is measured.
+  std::optional<Database> db;
+  if (o.store && !good.empty()) db.emplace(o.db, Database::Access::kReadWrite, o.db_create_parent);
+  MeasureConfig cfg = o.config;
+  cfg.progress = notes.progress;
+  std::optional<Runner> runner;
+  for (std::size_t i = 0; i < good.size(); ++i) {
+    const OpCall& c = *good[i];
+    if (events.starting) events.starting(i, good.size(), c);
+    MeasureOutcome out;
+    out.kind = MeasureOutcome::Kind::kMeasured;
+    out.call = &c;
+    try {
+      auto prepared = PreparedCall::prepare(c, options_for(c, o.replay));
+      out.resolution_note = prepared->resolution_note();
+      if (!out.resolution_note.empty()) notes.say(out.resolution_note);
+      if (!runner) {
+        runner.emplace(prepared->device_kind(), prepared->device_index(), cfg);
+        run.device_name = runner->environment().device_name;
+        run.energy_why = runner->energy_unavailable_reason();
+        if (o.replay.device == "auto" && prepared->device_kind() == "cpu")
+          notes.say(fmt::format("no CUDA GPU found; measuring on the CPU ({})", run.device_name));
+        if (!run.energy_why.empty()) notes.say("energy unavailable: " + run.energy_why);
+      }
+      if (o.resume && db) {
+        const auto key = Database::Key::of(prepared->op(), prepared->overload(), prepared->canonical_args(),
+                                           run.device_name, o.replay.cache_mode, prepared->autocast());
+        if (auto row = db->lookup(key)) {
+          out.kind = MeasureOutcome::Kind::kSkipped;
+          out.existing_row = (*row)["db_id"].get<int64_t>();
+          record(std::move(out));
+          continue;
+        }
+      }
+      out.measurement = runner->measure(*prepared);
+      notes.done();
+    } catch (const std::exception& e) {  // one failure never loses the others
+      notes.done();
+      // The op rejecting its arguments (shapes, memory) is bad input, not a failed measurement.
+      out.kind = dynamic_cast<const ReplayError*>(&e) ? MeasureOutcome::Kind::kBadInput : MeasureOutcome::Kind::kFailed;
+      out.error = located(c, e.what(), many);
+      record(std::move(out));
+      continue;
+    }
+    // Stored as it lands; a measurement the database refuses is still returned, never lost.
+    if (db) {
+      try {
+        out.measurement->db_id = db->insert(*out.measurement);
+      } catch (const DatabaseError& e) {
+        out.kind = MeasureOutcome::Kind::kFailed;
+        out.not_stored = e.what();
+        if (e.stops_writing()) {
+          run.stopped = e.what();
+          run.not_reached = good.size() - i - 1;
+        }
+      }
+    }
+    record(std::move(out));
+    if (!run.stopped.empty()) break;
+  }
+  return run;
+}
+
+}  // namespace opcost
