@@ -220,6 +220,9 @@ PredictReport run_predict(const PredictOptions& o, RunnableModel& runnable, cons
   auto use_gap_power = [&] {
     if (on_gpu && gap_doc && (*gap_doc)["power_W"]["average"].is_number())
       pin.gap_power_W = (*gap_doc)["power_W"]["average"].get<double>();
+    else if (on_gpu && gap_doc)  // measured, but without energy (a budget too short, NVML missing)
+      pin.gap_power_why = fmt::format("the probe {} has no energy figure: {}", gap_probe,
+                                      gap_doc->value("energy_unavailable", std::string("unknown")));
     else if (on_gpu)
       pin.gap_power_why = fmt::format("measure it with `opcost measure {}` or run `opcost validate`", gap_probe);
   };
