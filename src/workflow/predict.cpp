@@ -213,7 +213,11 @@ PredictReport run_predict(const PredictOptions& o, RunnableModel& runnable, cons
   // Always a warm loop: it measures the GPU between kernels, not the op.
   const std::string gap_probe = fmt::format("{}.{} {}", kGapProbeOp, kGapProbeOverload, kGapProbeArgs);
   auto gap_doc = on_gpu ? lookup(kGapProbeOp, kGapProbeOverload, kGapProbeArgs, "", "warm") : std::nullopt;
-  if (on_gpu && !gap_doc && o.measure) {
+  // A stored probe without an energy figure (a loop too short for the counter) is no gap power.
+  const auto has_power = [](const std::optional<nlohmann::json>& d) {
+    return d && (*d)["power_W"]["average"].is_number();
+  };
+  if (on_gpu && !has_power(gap_doc) && o.measure) {
     notes.say(fmt::format("measuring the GPU's power between kernels ({})", gap_probe));
     gap_doc = measure_one(gap_probe, "", "warm");
   }
