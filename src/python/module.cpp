@@ -168,7 +168,13 @@ PYBIND11_MODULE(_core, m) {
   m.def("measure", &measure_call, py::arg("op"), py::arg("args"), py::arg("options"),
         "Measure one operator call: its result as JSON and text");
   m.def(
-      "observe_only", [](py::function fn) { observe([&] { fn(); }); }, py::arg("fn"),
+      "observe_only",
+      [](py::function fn, bool inputs) {
+        ObserveOptions o;
+        o.inputs = inputs;
+        observe([&] { fn(); }, o);
+      },
+      py::arg("fn"), py::arg("inputs") = true,
       "Run fn with the observer installed (to time what observing adds), recording nothing");
   m.def("open_layer_scope", &open_layer_scope, py::arg("name"));
   m.def("close_layer_scope", &close_layer_scope);

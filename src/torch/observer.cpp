@@ -242,7 +242,8 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
   call.handle = it->second;
   call.nested.reserve(8);
   call.slots.reserve(fn.num_inputs());
-  for (const auto& v : fn.inputs()) call.slots.push_back(slot_of(v));
+  if (c->options->inputs)
+    for (const auto& v : fn.inputs()) call.slots.push_back(slot_of(v));
   if (!t.scopes.empty()) {
     call.layer = t.scopes.back().layer;
     call.backward = t.scopes.back().backward;
@@ -314,7 +315,7 @@ Inventory observe(const std::function<void()>& body, const ObserveOptions& optio
   // Global, not thread-local: backward ops of CUDA tensors run on autograd's device threads.
   const auto handle = at::addGlobalCallback(
       at::RecordFunctionCallback(on_start, on_end)
-          .needsInputs(true)
+          .needsInputs(options.inputs)
           .scopes({at::RecordScope::FUNCTION, at::RecordScope::USER_SCOPE, at::RecordScope::BACKWARD_FUNCTION}));
   auto stop = [&] {
     at::removeCallback(handle);
@@ -379,7 +380,7 @@ Inventory observe(const std::function<void()>& body, const ObserveOptions& optio
   return builder.take();
 }
 
-double observer_gap_floor_us() {
+double observer_gap_floor_us(bool inputs) {
   // Back-to-back calls of a two-tensor op on one-element CPU tensors: the loop's own code
   // between them is a tensor release (tens of ns), so the observed gap is the observer's.
   const at::Tensor a = at::ones({1}), b = at::ones({1});
@@ -389,7 +390,9 @@ double observer_gap_floor_us() {
   };
   loop();  // warm: the callbacks' tables and the allocator
   std::vector<double> gaps;
-  for (const auto& call : observe(loop).sequence) gaps.push_back(call.host_gap_us);
+  ObserveOptions o;
+  o.inputs = inputs;
+  for (const auto& call : observe(loop, o).sequence) gaps.push_back(call.host_gap_us);
   gaps.erase(gaps.begin());  // the first call has no previous one
   std::nth_element(gaps.begin(), gaps.begin() + gaps.size() / 2, gaps.end());
   return gaps[gaps.size() / 2];

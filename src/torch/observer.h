@@ -14,6 +14,10 @@ struct ObserveOptions {
   bool backward = false;
   // Layer of an op that runs outside any USER_SCOPE record (TorchScript's module hierarchy).
   std::function<std::string()> layer_source;
+  // Record each call's inputs, for its signature. Without them calls carry their op name
+  // only: for timing passes, which then cost far less (asking for inputs makes the
+  // dispatcher box the arguments of every op, nested ones included).
+  bool inputs = true;
 };
 
 // Runs `body` once with the observer installed. The outermost dispatcher call of each
@@ -35,6 +39,6 @@ void close_layer_scope();
 // The host time the observer itself adds to each gap between two calls (its callbacks and
 // RecordFunction's input capture), in µs: the median gap of back-to-back calls whose own
 // code between them is negligible. Measured now, on this host, so it tracks the host's speed.
-double observer_gap_floor_us();
+double observer_gap_floor_us(bool inputs = true);
 
 }  // namespace opcost

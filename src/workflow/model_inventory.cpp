@@ -24,16 +24,18 @@ Inventory take_inventory(RunnableModel& model, const ModelOptions& o) {
         },
         oo);
   };
-  // Host times vary from step to step: they, and the observer's own share of each gap, are
-  // medians over a few observed steps (the calls themselves come from the first).
+  // The calls and their signatures come from one step observed with inputs. Host times vary
+  // from step to step: they, and the observer's own share of each gap, are medians over a
+  // few more steps observed without inputs, whose observer costs the host far less.
   Inventory inv = observed_step();
+  oo.inputs = false;
   std::vector<Inventory> again;
-  std::vector<double> floors = {observer_gap_floor_us()};
+  std::vector<double> floors;
   for (int i = 1; i < kObservedSteps; ++i) {
     again.push_back(observed_step());
-    floors.push_back(observer_gap_floor_us());
+    floors.push_back(observer_gap_floor_us(false));
   }
-  take_median_host_times(inv, again);
+  take_median_host_times(inv, again, true);
   inv.observer_gap_us = median_of(floors);
   inv.layer_scope_us = model.layer_scope_cost_us();
   inv.model = o.model;

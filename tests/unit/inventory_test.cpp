@@ -74,6 +74,17 @@ TEST(InventoryHostTimes, MedianOverRunsOfTheSameCallsOnly) {
     EXPECT_DOUBLE_EQ(c.host_us, 11.5);      // median of 10, 12, 30, 11
     EXPECT_DOUBLE_EQ(c.host_gap_us, 1.75);  // of 1, 2, 9, 1.5
   }
+  // Timing runs only: the run that recorded inputs (and paid for it) is left out; runs
+  // observed without inputs have the same ops without arguments, and still match.
+  Inventory with_inputs = sample();
+  for (auto& c : with_inputs.sequence) c.host_us = 100, c.host_gap_us = 100;
+  Inventory no_args = with_times(12, 2);
+  for (auto& e : no_args.entries) e.args.clear();
+  EXPECT_EQ(take_median_host_times(with_inputs, {no_args, with_times(14, 4), different}, true), 2u);
+  for (const auto& c : with_inputs.sequence) {
+    EXPECT_DOUBLE_EQ(c.host_us, 13);
+    EXPECT_DOUBLE_EQ(c.host_gap_us, 3);
+  }
 }
 
 }  // namespace

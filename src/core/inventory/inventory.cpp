@@ -40,15 +40,16 @@ namespace {
 bool same_calls(const Inventory& a, const Inventory& b) {
   if (a.sequence.size() != b.sequence.size()) return false;
   for (std::size_t i = 0; i < a.sequence.size(); ++i)
-    if (a.entries[a.sequence[i].entry].signature() != b.entries[b.sequence[i].entry].signature()) return false;
+    if (a.entries[a.sequence[i].entry].display_name() != b.entries[b.sequence[i].entry].display_name()) return false;
   return true;
 }
 }  // namespace
 
-std::size_t take_median_host_times(Inventory& inv, const std::vector<Inventory>& runs) {
-  std::vector<const Inventory*> used = {&inv};
+std::size_t take_median_host_times(Inventory& inv, const std::vector<Inventory>& runs, bool timing_runs_only) {
+  std::vector<const Inventory*> used;
   for (const auto& r : runs)
     if (same_calls(inv, r)) used.push_back(&r);
+  if (used.empty() || !timing_runs_only) used.push_back(&inv);
   std::vector<double> host, gap;
   for (std::size_t i = 0; i < inv.sequence.size(); ++i) {
     host.clear();

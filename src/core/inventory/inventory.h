@@ -53,9 +53,10 @@ std::string to_table(const Inventory& inv);
 
 // The host's speed moves from step to step (tens of percent on a shared VM), so host times are
 // taken over several observed runs of the same step: each call's host times become the median
-// over `inv` and those `runs` whose calls are the same (same signatures in the same order).
-// Returns how many runs were used, `inv` included.
-std::size_t take_median_host_times(Inventory& inv, const std::vector<Inventory>& runs);
+// over those `runs` whose calls are the same (the same ops in the same order), and over `inv`
+// itself unless `timing_runs_only` (its observer recorded inputs, which costs the host more).
+// Returns how many runs were used.
+std::size_t take_median_host_times(Inventory& inv, const std::vector<Inventory>& runs, bool timing_runs_only = false);
 
 // Groups recorded calls: each call is (signature parts, layer, nested op names, phase).
 class InventoryBuilder {
