@@ -19,7 +19,7 @@ from pathlib import Path
 import torch
 
 import opcost
-from ._specs import canonical_dtype, tensor_from_spec
+from ._specs import tensor_from_spec, torch_dtype
 
 # The command line's exit status (README, "Exit status").
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_INCOMPLETE = 0, 1, 2, 3
@@ -80,8 +80,11 @@ def prepare(args):
         raise UsageError(str(e)) from e
     if isinstance(model, torch.nn.Module):
         model = model.to(device)
-        dtype = {"f32": torch.float32, "bf16": torch.bfloat16, "f16": torch.float16}.get(canonical_dtype(args.dtype))
-        if dtype is None:
+        try:
+            dtype = torch_dtype(args.dtype)
+        except ValueError:
+            dtype = None
+        if dtype not in (torch.float32, torch.bfloat16, torch.float16):
             raise UsageError(f"--dtype {args.dtype}: use fp32, bf16 or fp16")
         model = model.to(dtype)
         inputs = [x.to(dtype) if x.is_floating_point() else x for x in inputs]

@@ -177,10 +177,11 @@ class Prediction(_Document):
                                                       "missing_calls")} for r in rows])
 
     def __repr__(self) -> str:
-        energy = f"{self.energy_mJ:.4g} mJ" if self.energy_mJ is not None else "energy n/a"
+        energy = (f"{self.energy_mJ:.4g} ± {self.energy_ci95_mJ:.2g} mJ" if self.energy_mJ is not None
+                  else "energy n/a")
         measured = f", measured {self.measured_time_us:.1f} µs" if self.measured_time_us else ""
-        return (f"<opcost.Prediction {self._doc['model']}: {self.time_us:.1f} µs, {energy}{measured}"
-                f"{'' if self.complete else ', INCOMPLETE'}>")
+        return (f"<opcost.Prediction {self._doc['model']}: {self.time_us:.1f} ± {self.time_ci95_us:.2g} µs "
+                f"(95%, GPU time only), {energy}{measured}{'' if self.complete else ', INCOMPLETE'}>")
 
 
 class Measurement(_Document):
@@ -232,5 +233,9 @@ class Measurement(_Document):
                                      "flags": ",".join(self.flags)}])
 
     def __repr__(self) -> str:
-        energy = f", {self.energy_mJ:.4g} mJ" if self.energy_mJ is not None else ""
-        return f"<opcost.Measurement {self.op} {self.args}: {self.time_us:.4g} µs{energy}>"
+        def with_ci(value: float, ci: Tuple[float, float], unit: str) -> str:
+            if self._doc["time_us"]["samples"] < 2 and unit == "µs":
+                return f"{value:.4g} {unit} (1 sample: no interval)"
+            return f"{value:.4g} ± {(ci[1] - ci[0]) / 2:.2g} {unit}"
+        energy = f", {with_ci(self.energy_mJ, self.energy_ci95_mJ, 'mJ')}" if self.energy_mJ is not None else ""
+        return f"<opcost.Measurement {self.op} {self.args}: {with_ci(self.time_us, self.time_ci95_us, 'µs')}{energy} (95%)>"

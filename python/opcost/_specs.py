@@ -1,26 +1,31 @@
-"""Tensors and values in opcost's argument language ("f32[8,3,224,224]", "i64[1,128]:range[0,50257]")."""
+"""Tensors and values in opcost's argument language ("f32[8,3,224,224]", "i64[1,128]:range[0,50257]").
+Specs are parsed by the C++ parser every face uses; this only makes the tensors."""
 
 from __future__ import annotations
 
-import re
 from typing import Any, Sequence
 
 import torch
 
-_DTYPES = {
-    "f64": torch.float64, "f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16,
-    "i64": torch.int64, "i32": torch.int32, "i16": torch.int16, "i8": torch.int8, "u8": torch.uint8,
-    "bool": torch.bool, "c64": torch.complex64, "c128": torch.complex128,
-}
-_ALIASES = {"fp32": "f32", "float32": "f32", "float": "f32", "fp16": "f16", "half": "f16", "float16": "f16",
-            "bfloat16": "bf16", "fp64": "f64", "float64": "f64", "double": "f64", "int64": "i64", "long": "i64",
-            "int32": "i32", "int": "i32", "uint8": "u8"}
-_CODES = {v: k for k, v in _DTYPES.items()}
-_SPEC = re.compile(r"^(?P<dtype>[a-z0-9]+)\[(?P<shape>[0-9, ]*)\](?::range\[(?P<lo>-?[0-9.e+-]+),(?P<hi>-?[0-9.e+-]+)\])?$")
+from . import _core
+
+# Every spelling opcost accepts ("f32", "fp32", "float32", ...) -> its torch dtype.
+_TORCH_DTYPES = {name: getattr(torch, torch_name) for name, torch_name in _core.dtype_torch_names().items()
+                 if hasattr(torch, torch_name)}
+_CODES = {}
+for _name, _dtype in _TORCH_DTYPES.items():
+    _CODES.setdefault(_dtype, _name)  # the canonical code comes first
 
 
 def dtype_code(dtype: torch.dtype) -> str:
     return _CODES.get(dtype, str(dtype).replace("torch.", ""))
+
+
+def torch_dtype(name: str) -> torch.dtype:
+    dtype = _TORCH_DTYPES.get(name.lower())
+    if dtype is None:
+        raise ValueError(f"unknown dtype {name!r} (known: {', '.join(sorted(set(_CODES.values())))})")
+    return dtype
 
 
 def model_dtype_name(dtype: torch.dtype) -> str:
@@ -28,32 +33,19 @@ def model_dtype_name(dtype: torch.dtype) -> str:
     return {torch.float32: "fp32", torch.bfloat16: "bf16", torch.float16: "fp16"}.get(dtype, dtype_code(dtype))
 
 
-def canonical_dtype(name: str) -> str:
-    name = name.lower()
-    name = _ALIASES.get(name, name)
-    if name not in _DTYPES:
-        raise ValueError(f"unknown dtype {name!r} (known: {', '.join(_DTYPES)})")
-    return name
-
-
 def tensor_from_spec(spec: str, device: str | torch.device = "cpu", generator: torch.Generator | None = None):
-    """A tensor of the spec's dtype and shape with seeded random data (integers in :range[lo,hi))."""
-    m = _SPEC.match(spec.replace(" ", ""))
-    if not m:
-        raise ValueError(f"input {spec!r} is not a tensor spec like f32[8,3,224,224] or i64[1,128]:range[0,50257]")
-    dtype = _DTYPES[canonical_dtype(m["dtype"])]
-    shape = [int(d) for d in m["shape"].split(",") if d]
-    g = generator or torch.Generator().manual_seed(0)
+    """A tensor of the spec's dtype and shape with seeded random data (values in :range[lo,hi);
+    integers otherwise in [0, 16))."""
+    s = _core.tensor_spec(spec)
+    dtype = torch_dtype(s["dtype"])
+    shape, g = s["shape"], generator or torch.Generator().manual_seed(0)
+    lo, hi = s["range"] if s["range"] else (None, None)
     if dtype.is_floating_point or dtype.is_complex:
-        t = torch.randn(shape, generator=g, dtype=torch.float32)
-        if m["lo"] is not None:
-            lo, hi = float(m["lo"]), float(m["hi"])
-            t = torch.rand(shape, generator=g) * (hi - lo) + lo
-        t = t.to(dtype)
+        t = torch.randn(shape, generator=g) if lo is None else torch.rand(shape, generator=g) * (hi - lo) + lo
     else:
-        lo, hi = (int(float(m["lo"])), int(float(m["hi"]))) if m["lo"] is not None else (0, 2 if dtype == torch.bool else 16)
-        t = torch.randint(lo, hi, shape, generator=g).to(dtype)
-    return t.to(device)
+        lo, hi = (int(lo), int(hi)) if lo is not None else (0, 2 if dtype == torch.bool else 16)
+        t = torch.randint(lo, hi, shape, generator=g)
+    return t.to(dtype).to(s["device"] or device)
 
 
 def spec_of(value: Any) -> str:

@@ -122,16 +122,19 @@ int run_measure(const MeasureCliOptions& o) {
   }
   if (!run.stopped.empty())
     fmt::print(stderr, "opcost: stopped: nothing more can be stored; {} entries were not measured\n", run.not_reached);
-  const bool stored = mo.store && run.measured + run.failed + run.skipped > 0;
+  using Kind = MeasureOutcome::Kind;
+  const std::size_t measured = run.count(Kind::kMeasured), skipped = run.count(Kind::kSkipped),
+                    bad_input = run.count(Kind::kBadInput), failed = run.count(Kind::kFailed);
+  const bool stored = mo.store && measured + failed + skipped > 0;
   if (many) {
-    fmt::print(stderr, "opcost: {} measured, {} skipped, {} failed{}{}\n", run.measured, run.skipped,
-               run.failed + run.bad_input, run.bad_input ? fmt::format(" ({} bad input)", run.bad_input) : "",
+    fmt::print(stderr, "opcost: {} measured, {} skipped, {} failed{}{}\n", measured, skipped, failed + bad_input,
+               bad_input ? fmt::format(" ({} bad input)", bad_input) : "",
                stored ? fmt::format("; stored in {}", mo.db) : "");
-  } else if (mo.store && run.measured == 1) {
+  } else if (mo.store && measured == 1) {
     fmt::print(stderr, "opcost: stored as row {} in {}\n", run.outcomes.back().measurement->db_id, mo.db);
   }
-  if (run.failed) return kExitMeasurementFailed;
-  return run.bad_input ? kExitBadInput : kExitSuccess;
+  if (failed) return kExitMeasurementFailed;
+  return bad_input ? kExitBadInput : kExitSuccess;
 }
 
 int run_db_list(const std::string& path, const std::string& op, int limit) {

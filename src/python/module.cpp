@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/report/report.h"
+#include "core/spec/arg_value.h"
 #include "core/spec/op_call.h"
 #include "core/store/database.h"
 #include "core/text/text.h"
@@ -150,6 +151,35 @@ py::dict measure_call(const std::string& op, const std::vector<std::string>& arg
   return out;
 }
 
+// A tensor spec of the argument language, parsed by the same parser as every other face.
+py::dict tensor_spec(const std::string& text) {
+  ArgValue v;
+  try {
+    v = parse_value(text);
+  } catch (const ParseError& e) {
+    throw std::invalid_argument(e.what());
+  }
+  const auto* t = std::get_if<TensorSpec>(&v.v);
+  if (!t) throw std::invalid_argument(fmt::format("'{}' is not a tensor like f32[8,3,224,224]", printable(text)));
+  py::dict out;
+  out["dtype"] = t->dtype;
+  out["shape"] = t->shape;
+  out["strides"] = t->strides ? py::cast(*t->strides) : py::none();
+  out["range"] = t->range ? py::cast(*t->range) : py::none();
+  out["device"] = t->device ? py::cast(*t->device) : py::none();
+  return out;
+}
+
+// The dtype codes and the torch names they stand for ("bf16" -> "bfloat16"), aliases included.
+py::dict dtype_torch_names() {
+  py::dict out;
+  for (const auto& d : dtype_names()) {
+    out[d.canonical] = d.torch_name;
+    for (const char* alias : d.aliases) out[alias] = d.torch_name;
+  }
+  return out;
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_core, m) {
@@ -179,4 +209,6 @@ PYBIND11_MODULE(_core, m) {
   m.def("open_layer_scope", &open_layer_scope, py::arg("name"));
   m.def("close_layer_scope", &close_layer_scope);
   m.def("default_db_path", &Database::default_path);
+  m.def("tensor_spec", &tensor_spec, py::arg("text"), "Parse a tensor spec of the argument language");
+  m.def("dtype_torch_names", &dtype_torch_names, "Every dtype spelling opcost accepts -> torch's name");
 }

@@ -86,7 +86,7 @@ Environment describe_environment(const std::string& kind, int index) {
 Runner::Runner(const std::string& kind, int index, MeasureConfig cfg)
     : kind_(kind), index_(index), cfg_(cfg), env_(describe_environment(kind, index)) {
   if (!cfg_.energy) {
-    energy_why_ = "energy measurement disabled (--no-energy)";
+    energy_why_ = "energy measurement switched off (--no-energy; energy=False in Python)";
   } else if (kind_ == "cuda") {
     probe_ = make_nvml_probe(index_, &energy_why_);
   } else {
@@ -120,7 +120,7 @@ void Runner::time_cpu(PreparedCall& call, Measurement& m) {
     call.call();
     sync();
     ++n;
-    watch_->check("warming up", fmt::format("{} calls", n));
+    watch_->check("warming up", n, "calls");
   }
   const double per_call = (now_s() - t0) / double(n);
   const std::size_t batch = std::clamp<std::size_t>(std::size_t(cfg_.target_sample_s / per_call), 1, 10000);
@@ -135,7 +135,7 @@ void Runner::time_cpu(PreparedCall& call, Measurement& m) {
     samples.push_back((w1 - w0) * 1e6 / double(batch));
     cpu.push_back((c1 - c0) * 1e6 / double(batch));
     stop.add(samples.back(), w1 - start);
-    watch_->check("timing", fmt::format("{} samples", samples.size()));
+    watch_->check("timing", samples.size(), "samples");
   }
   m.time.per_call_us = summarize(samples);
   m.time.stop_reason = to_string(stop.reason());
@@ -183,7 +183,7 @@ void Runner::time_cuda(PreparedCall& call, Measurement& m) {
     sync();
     per_call = (now_s() - c0) / 10;
     n += 10;
-    watch_->check("warming up", fmt::format("{} calls", n));
+    watch_->check("warming up", n, "calls");
   }
   // Host issue cost estimate: ten calls behind a long sleep, so the queue never blocks.
   double issue_per_call = per_call;
@@ -223,7 +223,7 @@ void Runner::time_cuda(PreparedCall& call, Measurement& m) {
     host.push_back(issue_s * 1e6 / double(batch));
     cpu.push_back((c1 - c0) * 1e6 / double(batch));
     n += batch;
-    watch_->check("timing", fmt::format("{} samples, {} late prefills", samples.size(), late_prefill));
+    watch_->check("timing", samples.size(), "samples");
     if (issue_s > prefill_s) {
       // The sleep ended before the batch was issued, so the GPU may have waited on the
       // host: discard the sample and lengthen the prefill; after 50 tries keep such samples,
@@ -299,7 +299,7 @@ void Runner::measure_energy(PreparedCall& call, Measurement& m) {
       timeline.push_back({now_s(), double(issued)});
     }
     ++k;
-    watch_->check("measuring energy", fmt::format("{} windows", windows.size()));
+    watch_->check("measuring energy", windows.size(), "windows");
     const double t = now_s();
     if (t < settle_end + 0.1) continue;
     // Recompute the windows only when the counter has moved: the loop stays lean.

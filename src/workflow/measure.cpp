@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "core/store/database.h"
 
 namespace opcost {
@@ -34,25 +36,15 @@ MeasureOutcome bad_input(const OpCall* call, std::string error) {
 
 }  // namespace
 
+std::size_t MeasureRun::count(MeasureOutcome::Kind kind) const {
+  return std::size_t(std::count_if(outcomes.begin(), outcomes.end(), [&](const auto& o) { return o.kind == kind; }));
+}
+
 MeasureRun measure_calls(const std::vector<OpCall>& calls, const std::vector<std::string>& bad_entries,
                          const MeasureOptions& o, const Notes& notes, const MeasureEvents& events) {
   MeasureRun run;
   const bool many = calls.size() + bad_entries.size() > 1;
   auto record = [&](MeasureOutcome outcome) {
-    switch (outcome.kind) {
-      case MeasureOutcome::Kind::kMeasured:
-        ++run.measured;
-        break;
-      case MeasureOutcome::Kind::kSkipped:
-        ++run.skipped;
-        break;
-      case MeasureOutcome::Kind::kBadInput:
-        ++run.bad_input;
-        break;
-      case MeasureOutcome::Kind::kFailed:
-        ++run.failed;
-        break;
-    }
     run.outcomes.push_back(std::move(outcome));
     if (events.done) events.done(run.outcomes.back());
   };
@@ -68,9 +60,9 @@ MeasureRun measure_calls(const std::vector<OpCall>& calls, const std::vector<std
       record(bad_input(&c, located(c, e.what(), many)));
     }
   }
-  if (run.bad_input && many && !good.empty())
-    notes.say(fmt::format("{} of {} entries cannot run (above); measuring the other {}", run.bad_input,
-                          run.bad_input + good.size(), good.size()));
+  if (const std::size_t bad = run.count(MeasureOutcome::Kind::kBadInput); bad && many && !good.empty())
+    notes.say(fmt::format("{} of {} entries cannot run (above); measuring the other {}", bad, bad + good.size(),
+                          good.size()));
   // The database is opened (and checked writable) before anything is measured.
   std::optional<Database> db;
   if (o.store && !good.empty()) db.emplace(o.db, Database::Access::kReadWrite, o.db_create_parent);

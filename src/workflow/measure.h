@@ -40,7 +40,7 @@ struct MeasureOutcome {
 
 struct MeasureRun {
   std::vector<MeasureOutcome> outcomes;  // parse errors first, then every call in order
-  std::size_t measured = 0, skipped = 0, bad_input = 0, failed = 0;
+  std::size_t count(MeasureOutcome::Kind kind) const;
   std::string stopped;          // why the run stopped early ("" when it ran to the end)
   std::size_t not_reached = 0;  // calls left unmeasured by the stop
   std::string energy_why;       // why energy was unavailable, if it was

@@ -180,7 +180,7 @@ def test_measure_from_python_values():
     assert m.op == "aten::add.Tensor" and m.args == "self=f32[32,32] other=f32[32,32] alpha=2"
     low, high = m.time_ci95_us
     assert low <= m.time_us <= high
-    assert m.energy_mJ is None and "disabled" in m.energy_unavailable
+    assert m.energy_mJ is None and "switched off" in m.energy_unavailable
 
 
 def test_errors_name_the_model_and_what_fits():

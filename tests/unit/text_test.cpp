@@ -58,10 +58,10 @@ TEST(Watchdog, ReportsProgressLateAndAbandonsFarPastItsBudget) {
   Watchdog w(
       "aten::addmm self=bf16[4]", o, [&](const std::string& l) { lines.push_back(l); }, [&] { return now; });
   now = 1;
-  w.check("timing", "1 sample");
+  w.check("timing", 1, "samples");
   EXPECT_TRUE(lines.empty());  // quiet for the first seconds
   now = 3.5;
-  w.check("timing", "2 samples");
+  w.check("timing", 2, "samples");
   ASSERT_EQ(lines.size(), 1u);
   EXPECT_NE(lines[0].find("aten::addmm self=bf16[4]: timing, 2 samples, 4 s"), std::string::npos) << lines[0];
   now = 3.9;
@@ -71,7 +71,7 @@ TEST(Watchdog, ReportsProgressLateAndAbandonsFarPastItsBudget) {
   EXPECT_NO_THROW(w.check("timing"));
   now = 20.1;
   try {
-    w.check("measuring energy", "3 windows");
+    w.check("measuring energy", 3, "windows");
     FAIL();
   } catch (const MeasurementAbandoned& e) {
     const std::string what = e.what();

@@ -26,14 +26,12 @@ class OutputFile {
   void write(std::string_view text);
   // Flushes and closes; throws WriteError when anything written did not reach the file.
   void close();
-  // The name errors use: the path, or "standard output".
-  const std::string& name() const { return name_; }
 
  private:
   [[noreturn]] void fail(const char* what, int err) const;
   std::FILE* f_ = nullptr;
   bool is_stdout_ = false;
-  std::string name_;
+  std::string name_;  // the name errors use: the path, or "standard output"
 };
 
 // Writes `text` to `path` ("" or "-": standard output), checked.

@@ -16,14 +16,17 @@ Watchdog::Watchdog(std::string what, Options o, ProgressFn progress, std::functi
 
 double Watchdog::elapsed_s() const { return now_() - start_; }
 
-void Watchdog::check(const char* phase, const std::string& detail) {
+void Watchdog::check(const char* phase, std::size_t count, const char* unit) {
   const double t = elapsed_s();
+  const bool report_due =
+      progress_ && t >= o_.progress_after_s && (last_report_ < 0 || t - last_report_ >= o_.progress_every_s);
+  if (t <= limit_s() && !report_due) return;
+  const std::string detail = unit ? fmt::format("{} {}", count, unit) : "";
   if (t > limit_s())
     throw MeasurementAbandoned(
         fmt::format("{}: abandoned while {} after {:.0f} s, {:.0f}× its budget of {:.1f} s{}; give it more time "
                     "(--max-time), use smaller shapes, or leave it out",
                     what_, phase, t, o_.abandon_factor, o_.budget_s, detail.empty() ? "" : " (" + detail + ")"));
-  if (!progress_ || t < o_.progress_after_s || (last_report_ >= 0 && t - last_report_ < o_.progress_every_s)) return;
   last_report_ = t;
   progress_(fmt::format("{}: {}{}, {:.0f} s (budget {:.1f} s)", what_, phase, detail.empty() ? "" : ", " + detail, t,
                         o_.budget_s));

@@ -29,9 +29,10 @@ class Watchdog {
   // `what` names the measurement in messages; `now_s` defaults to the monotonic clock.
   Watchdog(std::string what, Options o, ProgressFn progress = {}, std::function<double()> now_s = {});
 
-  // Called between calls or batches. Reports progress when due; throws MeasurementAbandoned
-  // past the limit. `phase` and `detail` say where the measurement is ("timing", "3 samples").
-  void check(const char* phase, const std::string& detail = "");
+  // Called between calls or batches, so it only reads the clock: the message is formatted
+  // when one is due. Reports progress; throws MeasurementAbandoned past the limit. `phase`,
+  // `count` and `unit` say where the measurement is ("timing", 3, "samples").
+  void check(const char* phase, std::size_t count = 0, const char* unit = nullptr);
   double elapsed_s() const;
   double limit_s() const { return o_.budget_s * o_.abandon_factor; }
 

@@ -15,7 +15,6 @@ class ProgressLine {
   void update(const std::string& text);
   // Ends the line before other output is printed.
   void clear();
-  bool is_terminal() const { return tty_; }
 
  private:
   std::FILE* out_;

@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <utility>
 
+#include "core/spec/op_call.h"
+
 namespace opcost {
 
 std::size_t edit_distance(std::string_view s, std::string_view t) {
@@ -36,12 +38,9 @@ std::vector<std::string> closest(std::string_view word, const std::vector<std::s
 
 std::string fit_label(const std::string& label, std::size_t width) {
   if (label.size() <= width || width < 12) return label;
-  // FNV-1a, as stable_hash: the tag is the same on every run.
-  uint64_t h = 0xcbf29ce484222325ULL;
-  for (unsigned char c : label) h = (h ^ c) * 0x100000001b3ULL;
   std::size_t keep = width - 7;  // then "…" (one column) and six hex digits
   while (keep > 0 && (static_cast<unsigned char>(label[keep]) & 0xC0) == 0x80) --keep;  // whole UTF-8 characters
-  return fmt::format("{}…{:06x}", label.substr(0, keep), h & 0xFFFFFF);
+  return label.substr(0, keep) + "…" + stable_hash(label).substr(0, 6);                 // the same tag on every run
 }
 
 std::string format_bytes(double bytes) {
