@@ -5,9 +5,11 @@
     PYTHONPATH=build/python python3 bench/python_bench.py validate OUT.json CASE... [--db DB]
 
 overhead: the step of torchvision resnet50 b32 and transformers GPT-2 (6 layers) b1x128, plain,
-under opcost's observer (its module hooks included), and under torch.profiler with
-record_shapes, with_stack and with_modules (what it needs to name eager modules). Medians of
-synchronised steps, interleaved in rounds so host drift hits all three alike.
+under opcost's observer as an inventory runs it (the timing steps, whose host times feed the
+prediction, and the one signature step, with module hooks and inputs), and under
+torch.profiler with record_shapes, with_stack and with_modules (what it needs to name eager
+modules). Medians of synchronised steps, each timed alone, the modes interleaved in rounds so
+host drift hits all alike.
 
 validate: opcost.validate of each CASE (resnet50-b1, resnet50-b32, gpt2-1x128, gpt2-8x512, each
 -fp32 or -bf16), with the budgets of `opcost model` (0.5 s timing, 1 s energy per operator).
@@ -25,7 +27,7 @@ import torch
 
 import opcost
 from opcost import _core
-from opcost._api import _layer_scopes
+from opcost._api import _LayerNames
 
 
 def build(case: str):
@@ -60,24 +62,31 @@ def overhead(out_path: str, rounds: int = 15, steps: int = 10) -> None:
         step = step_of(model, inputs)
         for _ in range(5):
             step()
-        # opcost observes one step with inputs (the signatures), then its timing steps without.
-        times = {"plain": [], "opcost": [], "opcost (signature step)": [], "torch.profiler": []}
+        # As opcost.inventory does: one step observed with its layers named (module hooks) and
+        # its inputs recorded (the signatures), and timing steps observed for their host times
+        # only (no hooks). Each step is observed alone; its time is taken inside the observation.
+        times = {"plain": [], "opcost timing step": [], "opcost signature step": [], "torch.profiler": []}
+        names = _LayerNames(model)
 
         def timed(label):
             t0 = time.perf_counter()
-            for _ in range(steps):
-                step()
-            times[label].append((time.perf_counter() - t0) / steps * 1e6)
+            step()
+            times[label].append((time.perf_counter() - t0) * 1e6)
 
         for _ in range(rounds):
-            timed("plain")
-            with _layer_scopes(model):
-                _core.observe_only(lambda: timed("opcost"), inputs=False)
-                _core.observe_only(lambda: timed("opcost (signature step)"))
+            for _ in range(steps):
+                timed("plain")
+            for _ in range(steps):
+                _core.observe_only(lambda: timed("opcost timing step"), inputs=False, host_times_only=True)
+            names(True)
+            for _ in range(steps):
+                _core.observe_only(lambda: timed("opcost signature step"))
+            names(False)
             with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU,
                                                     torch.profiler.ProfilerActivity.CUDA],
                                         record_shapes=True, with_stack=True, with_modules=True):
-                timed("torch.profiler")
+                for _ in range(steps):
+                    timed("torch.profiler")
         med = {k: statistics.median(v) for k, v in times.items()}
         row = {"case": case, "step_us": med, "rounds": rounds, "steps_per_round": steps,
                "overhead": {k: med[k] / med["plain"] - 1 for k in times if k != "plain"},
@@ -98,7 +107,9 @@ def validate(out_path: str, cases, db: str) -> None:
         p = opcost.validate(model, *inputs, db=db, name=case, max_time=0.5, energy_max_time=1.0,
                             energy_max_time_capped=1.5, step_max_time=3.0)
         row = {"case": case, "predicted_time_us": p.time_us, "measured_time_us": p.measured_time_us,
-               "time_error": p.time_error, "predicted_energy_mJ": p.energy_mJ,
+               "time_error": p.time_error, "paired_time_error": p.paired_time_error,
+               "paired_time_error_range": p.paired_time_error_range, "host_drift": p.host_drift,
+               "headline": p.headline, "predicted_energy_mJ": p.energy_mJ,
                "measured_energy_mJ": p.measured_energy_mJ, "energy_error": p.energy_error, "flags": p.flags,
                "complete": p.complete, "seconds": time.time() - t0, "calls": p.to_dict()["calls"],
                "report": p.to_dict()}

@@ -101,9 +101,11 @@ assert d['complete'] and d['measured_calls']==10, d['missing']
 import math; assert d['measured']['time_us']>0 and math.isfinite(d['error']['time']), d['error']  # timings are never asserted
 assert d['predicted']['time_us']>0 and d['explained']['time']>0
 assert {l['name'] for l in d['layers']} >= {'conv1','conv2','fc1','fc2'}
-h=d['host_costs']; assert h['rounds']>=3 and h['step_during_pass_us']>0 and h['stored_host_costs_prediction']['time_us']>0, h
+p=d['paired']; assert p['rounds']>=5 and len(p['measured_us'])==p['rounds'] and min(p['measured_us'])>0, p
+assert p['time_error_low']<=p['time_error_median']<=p['time_error_high'] and d['error']['headline'] in ('paired','unpaired')
+h=d['host']; assert h['rounds']>=5 and h['plain_step_us']>0 and h['in_calls_us']>0, h
 assert d['measured']['before_ops_time_us']>0 and 'drift' in d['measured'], d['measured']
-assert d['inventory_run']['observer_us_per_gap']>0 and d['kernels']['checked'] is False, d['kernels']"
+assert d['kernels']['checked'] is False, d['kernels']"
 "$bin" predict mnist-cnn --device cpu --batch 2 --db "$pdb" >"$dir/o19" 2>/dev/null
 check "predict from the database alone is complete" test $? -eq 0
 

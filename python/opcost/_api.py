@@ -48,65 +48,52 @@ def _device_of(model: Any, inputs: Sequence[Any]) -> torch.device:
     return torch.device("cpu")
 
 
-@contextlib.contextmanager
-def _layer_scopes(model: Any) -> Iterator[None]:
-    """Every submodule's forward runs inside a layer scope named as ``named_modules()`` names
-    it, so that each ATen call is attributed to its module path. The root module's own code is
-    the model's top level ("(top)")."""
-    if not isinstance(model, torch.nn.Module):
-        yield
-        return
-    handles = []
+class _LayerNames:
+    """Names each submodule's ATen calls as ``named_modules()`` names it: while on, every
+    submodule's forward runs inside a layer scope of that name (the root module's own code is
+    the model's top level, "(top)"). The C++ workflow turns it on for the one step whose calls
+    it records, and off for every other: the hooks move each module off PyTorch's fast call
+    path, which would slow the steps that are timed."""
 
-    def opener(name: str) -> Callable:
-        def pre_hook(module, args):
-            _core.open_layer_scope(name)
-        return pre_hook
+    def __init__(self, model: Any):
+        self._model = model if isinstance(model, torch.nn.Module) else None
+        self._handles: list = []
 
-    def closer(module, args, output):
-        _core.close_layer_scope()
+    def __call__(self, on: bool) -> None:
+        if on and not self._handles and self._model is not None:
+            self._register()
+        elif not on:
+            self.remove()
 
-    for name, module in model.named_modules():
-        if not name:
-            continue
-        handles.append(module.register_forward_pre_hook(opener(name)))
-        # always_call: the scope closes even when the forward raises.
-        handles.append(module.register_forward_hook(closer, always_call=True))
-    try:
-        yield
-    finally:
-        for h in handles:
+    def _register(self) -> None:
+        def opener(name: str) -> Callable:
+            def pre_hook(module, args):
+                _core.open_layer_scope(name)
+            return pre_hook
+
+        def closer(module, args, output):
+            _core.close_layer_scope()
+
+        for name, module in self._model.named_modules():
+            if not name:
+                continue
+            self._handles.append(module.register_forward_pre_hook(opener(name)))
+            # always_call: the scope closes even when the forward raises.
+            self._handles.append(module.register_forward_hook(closer, always_call=True))
+
+    def remove(self) -> None:
+        for h in self._handles:
             h.remove()
+        self._handles.clear()
 
 
-def _layer_scope_cost_us(calls: int = 2000) -> float:
-    """What the module hooks add to the host time per layer scope opened or closed, while the
-    observer runs: a hooked module that issues no ATen call, timed against the same module
-    unhooked. The inventory takes this out of the model's own host time between calls."""
-    import time
-
-    plain, hooked = torch.nn.Identity(), torch.nn.Sequential(torch.nn.Identity())
-    x = torch.empty(0)
-    times: Dict[str, float] = {}
-
-    def timed(module) -> float:
-        best = float("inf")
-        for _ in range(5):  # the least of a few rounds: the host's speed moves
-            t0 = time.perf_counter()
-            for _ in range(calls):
-                module(x)
-            best = min(best, time.perf_counter() - t0)
-        return best
-
-    def body():
-        times["plain"] = timed(plain)
-        with _layer_scopes(hooked):
-            times["hooked"] = timed(hooked)
-        times["bare"] = timed(hooked)  # Sequential's own cost, without hooks
-
-    _core.observe_only(body)
-    # One call of `hooked` opens and closes one scope (its child's): two scope events.
-    return max(0.0, (times["hooked"] - times["bare"]) / calls / 2 * 1e6)
+@contextlib.contextmanager
+def _layer_names(model: Any) -> Iterator[_LayerNames]:
+    names = _LayerNames(model)
+    try:
+        yield names
+    finally:
+        names.remove()  # also when the step raised with the hooks on
 
 
 def _loss_of(output: Any) -> torch.Tensor:
@@ -173,8 +160,7 @@ def _describe(model: Any, inputs: Sequence[Any], kwargs: Dict[str, Any], train: 
     signature = input_signature(list(inputs) + list(kwargs.values()))
     return {"name": name or _name_of(model), "input": signature, "device_kind": device.type,
             "device_index": device.index or 0, "device": str(device), "parameters": int(parameters),
-            "dtype": dtype, "train": bool(train), "autocast": autocast or "",
-            "layer_scope_us": _layer_scope_cost_us() if isinstance(model, torch.nn.Module) else 0.0}
+            "dtype": dtype, "train": bool(train), "autocast": autocast or ""}
 
 
 def _checked_step(step: Callable[[], None], d: Dict[str, Any]) -> Callable[[], None]:
@@ -219,8 +205,8 @@ def inventory(model: Any, *inputs: Any, train: bool = False, loss_fn: Optional[C
     d = _describe(model, inputs, kwargs, train, autocast, name)
     step = _checked_step(_make_step(model, inputs, kwargs, train, loss_fn, optimizer, autocast,
                                     _device_of(model, inputs)), d)
-    with _layer_scopes(model):
-        out = _core.inventory(step, d)
+    with _layer_names(model) as names:
+        out = _core.inventory(step, dict(d, name_layers=names))
     return Inventory(json.loads(out["json"]), out["text"])
 
 
@@ -237,8 +223,8 @@ def _predict(model: Any, inputs: Sequence[Any], kwargs: Dict[str, Any], *, measu
                "cache": cache, "energy": bool(energy), "max_time": None}
     if budgets:
         options.update({k: float(v) for k, v in budgets.items()})
-    with _layer_scopes(model):
-        out = _core.predict(step, d, options, **_notes())
+    with _layer_names(model) as names:
+        out = _core.predict(step, dict(d, name_layers=names), options, **_notes())
     return Prediction(json.loads(out["json"]), out["text"])
 
 

@@ -164,6 +164,28 @@ class Prediction(_Document):
         return self._of_measured_step("error", "energy")
 
     @property
+    def paired_time_error(self) -> Optional[float]:
+        """validate: the median over interleaved rounds of each round's prediction against
+        that round's own steps, so that the host's speed is the same on both sides. The one to
+        read when the host drifted (``headline == "paired"``)."""
+        return self._of_measured_step("paired", "time_error_median")
+
+    @property
+    def paired_time_error_range(self) -> Optional[Tuple[float, float]]:
+        paired = self._doc.get("paired")
+        return (paired["time_error_low"], paired["time_error_high"]) if paired else None
+
+    @property
+    def host_drift(self) -> Optional[float]:
+        """How much the host's speed moved across the paired rounds ((max − min) / median)."""
+        return self._of_measured_step("paired", "host_drift")
+
+    @property
+    def headline(self) -> Optional[str]:
+        """Which time error to read: "paired" where the host drifted, else "unpaired"."""
+        return self._of_measured_step("error", "headline")
+
+    @property
     def flags(self) -> List[str]:
         """The measured step's flags (drift, throttling, other processes)."""
         return list(self._of_measured_step("measured", "flags") or [])

@@ -49,6 +49,10 @@ struct EnergyResult {
   double loop_start_s = 0;
 };
 
+// Appended to the method of an op timed by wall clock because it waits for the device
+// (aten::item, nonzero, a copy to the host): predictions read it back.
+inline constexpr const char* kWaitsForDeviceNote = " (the op waits for the device)";
+
 struct Measurement {
   int64_t db_id = -1;
   std::string created_at;  // UTC ISO-8601

@@ -34,12 +34,12 @@ class PythonModel : public RunnableModel {
  public:
   PythonModel(py::function step, const py::dict& d)
       : step_(std::move(step)),
+        name_layers_(d["name_layers"].cast<py::function>()),
         name_(d["name"].cast<std::string>()),
         input_(d["input"].cast<std::string>()),
         kind_(d["device_kind"].cast<std::string>()),
         index_(d["device_index"].cast<int>()),
-        parameters_(d["parameters"].cast<int64_t>()),
-        layer_scope_us_(d["layer_scope_us"].cast<double>()) {}
+        parameters_(d["parameters"].cast<int64_t>()) {}
   const std::string& name() const override { return name_; }
   int64_t parameter_count() const override { return parameters_; }
   std::string input_signature() const override { return input_; }
@@ -47,14 +47,14 @@ class PythonModel : public RunnableModel {
   int device_index() const override { return index_; }
   void step() override { step_(); }
   void synchronize() override { synchronize_device(kind_, index_); }
-  double layer_scope_cost_us() const override { return layer_scope_us_; }
+  void name_layers(bool on) override { name_layers_(on); }
 
  private:
   py::function step_;
+  py::function name_layers_;  // registers (true) or removes (false) the module hooks
   std::string name_, input_, kind_;
   int index_;
   int64_t parameters_;
-  double layer_scope_us_;  // what the package's module hooks add per scope event
 };
 
 ModelOptions model_options(const py::dict& d) {
@@ -199,12 +199,13 @@ PYBIND11_MODULE(_core, m) {
         "Measure one operator call: its result as JSON and text");
   m.def(
       "observe_only",
-      [](py::function fn, bool inputs) {
+      [](py::function fn, bool inputs, bool host_times_only) {
         ObserveOptions o;
         o.inputs = inputs;
+        o.host_times_only = host_times_only;
         observe([&] { fn(); }, o);
       },
-      py::arg("fn"), py::arg("inputs") = true,
+      py::arg("fn"), py::arg("inputs") = true, py::arg("host_times_only") = false,
       "Run fn with the observer installed (to time what observing adds), recording nothing");
   m.def("open_layer_scope", &open_layer_scope, py::arg("name"));
   m.def("close_layer_scope", &close_layer_scope);

@@ -45,9 +45,11 @@ class RunnableModel {
   // For models whose layers are not USER_SCOPE records (TorchScript): names the layer of the
   // op running now on this thread. Empty for built-in models.
   virtual std::function<std::string()> layer_source() const { return {}; }
-  // Host time each layer scope's opening or closing costs when the scopes are opcost's, not
-  // the model's (Python's module hooks): taken out of the model's own host time. 0 here.
-  virtual double layer_scope_cost_us() const { return 0; }
+  // Turns the naming of layers on for the one step whose calls are recorded with their layers,
+  // and off again, for faces whose naming costs the model host time in every step (Python's
+  // module hooks): every other step (timed, measured) then runs as the user's own does.
+  // Built-in models name their layers in their own code: nothing to do.
+  virtual void name_layers(bool /*on*/) {}
 };
 
 // Throws std::invalid_argument naming what is wrong and what would fit.

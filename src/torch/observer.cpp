@@ -12,6 +12,7 @@
 #include <mutex>
 #include <optional>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <variant>
 
@@ -70,7 +71,6 @@ struct Call {
   // Host clock (ns) after the call's inputs were recorded, and when it returned: the call's
   // host time in the model, and the host time between calls (module code, scopes, freeing).
   int64_t start_ns = 0, end_ns = 0, gap_ns = 0;
-  int scope_events = 0;  // layer scopes opened or closed on this thread since the previous call
 };
 
 // One observation. Callbacks may run on several threads (autograd's device threads), so
@@ -84,6 +84,10 @@ struct Capture {
   std::vector<Call> calls;
   std::unordered_map<uint64_t, std::optional<c10::OperatorHandle>> handles;  // (name id, overload id)
   std::unordered_map<int64_t, uint32_t> seq_layer;                           // autograd sequence nr -> forward layer
+  // When the latest call on any thread returned (at first: when the body began). Gaps are
+  // measured from it, so that a thread's first call (autograd's device thread, in backward)
+  // counts the host time since the previous call, not since the step began.
+  int64_t body_start_ns = 0, last_end_ns = 0;
 };
 
 std::atomic<Capture*> g_capture{nullptr};
@@ -104,8 +108,6 @@ struct ThreadState {
   std::vector<int> ops;       // open FUNCTION records
   int open_ops = 0;           // how many of `ops` are dispatcher ops
   int outer = -1;             // the open outermost call
-  int last_outer = -1;        // the previous outermost call on this thread
-  int scope_events = 0;       // USER_SCOPE starts and ends since the last outermost call
 };
 
 int64_t now_ns() { return std::chrono::steady_clock::now().time_since_epoch().count(); }
@@ -207,7 +209,6 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
   const bool in_backward = !t.scopes.empty() && t.scopes.back().backward;
   std::lock_guard lock(c->mu);
   if (fn.scope() == at::RecordScope::USER_SCOPE) {
-    ++t.scope_events;
     if (!in_backward)
       t.scopes.push_back({c->names.id(fn.name()), false});
     else
@@ -244,10 +245,11 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
   call.slots.reserve(fn.num_inputs());
   if (c->options->inputs)
     for (const auto& v : fn.inputs()) call.slots.push_back(slot_of(v));
+  const bool host_times_only = c->options->host_times_only;
   if (!t.scopes.empty()) {
     call.layer = t.scopes.back().layer;
     call.backward = t.scopes.back().backward;
-  } else {
+  } else if (!host_times_only) {
     call.layer = c->options->layer_source ? c->names.id(c->options->layer_source()) : c->top;
   }
   if (c->options->backward && !call.backward && fn.seqNr() >= 0) c->seq_layer.try_emplace(fn.seqNr(), call.layer);
@@ -255,8 +257,10 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
   t.ops.push_back(t.outer);
   ++t.open_ops;
   call.start_ns = start_ns;
-  call.scope_events = std::exchange(t.scope_events, 0);
+  call.gap_ns = std::max<int64_t>(0, start_ns - c->last_end_ns);
   c->calls.push_back(std::move(call));
+  // Until this call ends (on_end switches it back), its nested calls run without records.
+  if (host_times_only) at::enableRecordFunction(false);
   return nullptr;
 }
 
@@ -265,7 +269,6 @@ void on_end(const at::RecordFunction& fn, at::ObserverContext*) {
   if (!c || tl.generation != c->generation) return;
   ThreadState& t = tl;
   if (fn.scope() == at::RecordScope::USER_SCOPE || fn.scope() == at::RecordScope::BACKWARD_FUNCTION) {
-    if (fn.scope() == at::RecordScope::USER_SCOPE) ++t.scope_events;
     if (!t.scopes.empty()) t.scopes.pop_back();
     return;
   }
@@ -275,12 +278,10 @@ void on_end(const at::RecordFunction& fn, at::ObserverContext*) {
   if (top == kTransparent) return;
   if (top >= 0) {
     const int64_t end = now_ns();
+    if (c->options->host_times_only) at::enableRecordFunction(true);
     std::lock_guard lock(c->mu);
-    Call& call = c->calls[top];
-    call.end_ns = end;
-    // Host time since the previous call on this thread ended: what the model's own code costs.
-    call.gap_ns = t.last_outer >= 0 ? call.start_ns - c->calls[t.last_outer].end_ns : 0;
-    t.last_outer = top;
+    c->calls[top].end_ns = end;
+    c->last_end_ns = std::max(c->last_end_ns, end);
   }
   if (--t.open_ops == 0) t.outer = -1;
 }
@@ -313,16 +314,21 @@ Inventory observe(const std::function<void()>& body, const ObserveOptions& optio
   if (!g_capture.compare_exchange_strong(expected, &capture))
     throw std::logic_error("opcost::observe: another observation is already running");
   // Global, not thread-local: backward ops of CUDA tensors run on autograd's device threads.
-  const auto handle = at::addGlobalCallback(
-      at::RecordFunctionCallback(on_start, on_end)
-          .needsInputs(options.inputs)
-          .scopes({at::RecordScope::FUNCTION, at::RecordScope::USER_SCOPE, at::RecordScope::BACKWARD_FUNCTION}));
+  // Timing steps need no layers: scope records then cost the model nothing either.
+  std::unordered_set<at::RecordScope, std::hash<at::RecordScope>> scopes = {at::RecordScope::FUNCTION};
+  if (!options.host_times_only) scopes.insert({at::RecordScope::USER_SCOPE, at::RecordScope::BACKWARD_FUNCTION});
+  const auto handle = at::addGlobalCallback(at::RecordFunctionCallback(on_start, on_end)
+                                                .needsInputs(options.inputs && !options.host_times_only)
+                                                .scopes(scopes));
   auto stop = [&] {
     at::removeCallback(handle);
     g_capture.store(nullptr, std::memory_order_release);
   };
+  int64_t body_end_ns = 0;
   try {
+    capture.body_start_ns = capture.last_end_ns = now_ns();
     body();
+    body_end_ns = now_ns();
   } catch (...) {
     stop();
     throw;
@@ -344,7 +350,7 @@ Inventory observe(const std::function<void()>& body, const ObserveOptions& optio
     if (keyed)
       if (auto it = formatted.find(key); it != formatted.end()) {
         builder.add(schema.name(), schema.overload_name(), it->second, capture.names[call.layer], nested, phase);
-        builder.time_last((call.end_ns - call.start_ns) * 1e-3, call.gap_ns * 1e-3, call.scope_events);
+        builder.time_last((call.end_ns - call.start_ns) * 1e-3, call.gap_ns * 1e-3);
         continue;
       }
     // A CPU tensor in a call that also has device tensors keeps its device in the signature.
@@ -374,28 +380,13 @@ Inventory observe(const std::function<void()>& body, const ObserveOptions& optio
     }
     std::string text = format_args(drop_defaults(schema, std::move(values)));
     builder.add(schema.name(), schema.overload_name(), text, capture.names[call.layer], nested, phase);
-    builder.time_last((call.end_ns - call.start_ns) * 1e-3, call.gap_ns * 1e-3, call.scope_events);
+    builder.time_last((call.end_ns - call.start_ns) * 1e-3, call.gap_ns * 1e-3);
     if (keyed) formatted.emplace(key, std::move(text));
   }
-  return builder.take();
-}
-
-double observer_gap_floor_us(bool inputs) {
-  // Back-to-back calls of a two-tensor op on one-element CPU tensors: the loop's own code
-  // between them is a tensor release (tens of ns), so the observed gap is the observer's.
-  const at::Tensor a = at::ones({1}), b = at::ones({1});
-  at::Tensor out;
-  auto loop = [&] {
-    for (int i = 0; i < 400; ++i) out = at::add(a, b);
-  };
-  loop();  // warm: the callbacks' tables and the allocator
-  std::vector<double> gaps;
-  ObserveOptions o;
-  o.inputs = inputs;
-  for (const auto& call : observe(loop, o).sequence) gaps.push_back(call.host_gap_us);
-  gaps.erase(gaps.begin());  // the first call has no previous one
-  std::nth_element(gaps.begin(), gaps.begin() + gaps.size() / 2, gaps.end());
-  return gaps[gaps.size() / 2];
+  Inventory inv = builder.take();
+  inv.host_step_us = (body_end_ns - capture.body_start_ns) * 1e-3;
+  inv.host_after_last_call_us = (body_end_ns - capture.last_end_ns) * 1e-3;
+  return inv;
 }
 
 }  // namespace opcost

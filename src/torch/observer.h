@@ -18,15 +18,20 @@ struct ObserveOptions {
   // only: for timing passes, which then cost far less (asking for inputs makes the
   // dispatcher box the arguments of every op, nested ones included).
   bool inputs = true;
+  // Host times only: each outermost call's op name and host times, nothing about layers or
+  // nested calls. RecordFunction is switched off on the thread while an outermost call runs,
+  // so its nested calls (most of a step's dispatcher calls) cost the model nothing extra.
+  // For the timing steps, whose calls are the signature step's.
+  bool host_times_only = false;
 };
 
-// Runs `body` once with the observer installed. The outermost dispatcher call of each
-// operation is the unit (aten::linear, not the aten::addmm inside it); records that are not
-// dispatcher ops (autograd engine ranges, profiler ranges) are transparent. Inputs are
-// summarised as dtype/shape/strides and scalars, and turned into canonical signatures after
-// the run. The layer is the innermost USER_SCOPE record open at the call ("" outside any);
-// a backward op's layer is its forward op's. Ops on other threads (the autograd engine's
-// device threads) are seen too.
+// Runs `body` once with the observer installed. The first call's host gap is the time from the
+// start of `body`; `Inventory::host_after_last_call_us` the time after the last one. The outermost dispatcher call of
+// each operation is the unit (aten::linear, not the aten::addmm inside it); records that are not dispatcher ops
+// (autograd engine ranges, profiler ranges) are transparent. Inputs are summarised as dtype/shape/strides and scalars,
+// and turned into canonical signatures after the run. The layer is the innermost USER_SCOPE record open at the call (""
+// outside any); a backward op's layer is its forward op's. Ops on other threads (the autograd engine's device threads)
+// are seen too.
 Inventory observe(const std::function<void()>& body, const ObserveOptions& options = {});
 
 // Opens a layer scope on this thread (a USER_SCOPE record, as a built-in module's forward
@@ -35,10 +40,5 @@ Inventory observe(const std::function<void()>& body, const ObserveOptions& optio
 // so it never shows in an inventory. Scopes nest; a close without an open does nothing.
 void open_layer_scope(const std::string& name);
 void close_layer_scope();
-
-// The host time the observer itself adds to each gap between two calls (its callbacks and
-// RecordFunction's input capture), in µs: the median gap of back-to-back calls whose own
-// code between them is negligible. Measured now, on this host, so it tracks the host's speed.
-double observer_gap_floor_us(bool inputs = true);
 
 }  // namespace opcost

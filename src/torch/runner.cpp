@@ -389,7 +389,7 @@ Measurement Runner::measure(PreparedCall& call) {
     time_cuda(call, m);
   } else {
     time_cpu(call, m);
-    if (kind_ == "cuda" && !cfg_.synchronous_calls) m.method += " (the op waits for the device)";
+    if (kind_ == "cuda" && !cfg_.synchronous_calls) m.method += kWaitsForDeviceNote;
   }
   measure_energy(call, m);
   watch_ = nullptr;
@@ -451,42 +451,6 @@ double synchronize_latency_us(const std::string& device_kind, int device_index) 
     us.push_back((now_s() - t0) * 1e6);
   }
   return median_of(us);
-}
-
-HostPass interleaved_host_costs(const std::vector<PreparedCall*>& calls, double budget_s, PreparedCall* paired) {
-  c10::InferenceMode guard;
-  HostPass pass;
-  if (calls.empty()) return pass;
-  const bool cuda = calls.front()->device_kind() == "cuda";
-  const int index = calls.front()->device_index();
-  const c10::DeviceGuard device_guard(cuda ? c10::Device(c10::kCUDA, c10::DeviceIndex(index)) : c10::Device(c10::kCPU));
-  std::vector<std::vector<double>> samples(calls.size());
-  std::vector<double> paired_samples;
-  std::vector<double> last(calls.size(), 50e-6);  // per-call estimate: sizes the batch and the GPU sleep
-  const double start = now_s();
-  while (pass.rounds < 3 || (now_s() - start < budget_s && pass.rounds < 200)) {
-    for (std::size_t i = 0; i < calls.size(); ++i) {
-      // A batch of about 0.5 ms behind a GPU sleep, as Runner::time_cuda issues its batches.
-      const int n = std::clamp(int(0.5e-3 / last[i]), 5, 100);
-      if (cuda) gpu_sleep_s(3 * last[i] * n + 50e-6);
-      const double t0 = now_s();
-      for (int k = 0; k < n; ++k) calls[i]->call();
-      last[i] = (now_s() - t0) / n;
-      samples[i].push_back(last[i] * 1e6);
-      if (cuda) at::accelerator::synchronizeDevice(index);
-    }
-    if (paired) {
-      paired->call();  // warms the caches the calls above used; the second call is timed
-      const double t0 = now_s();
-      paired->call();
-      paired_samples.push_back((now_s() - t0) * 1e6);
-    }
-    ++pass.rounds;
-  }
-  pass.seconds = now_s() - start;
-  for (auto& v : samples) pass.host_us.push_back(median_of(v));
-  if (!paired_samples.empty()) pass.paired_us = median_of(paired_samples);
-  return pass;
 }
 
 }  // namespace opcost

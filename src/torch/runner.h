@@ -81,20 +81,4 @@ double synchronize_latency_us(const std::string& device_kind, int device_index);
 // and a full queue never blocks the host. Does nothing in a build without CUDA.
 void gpu_sleep_s(double seconds);
 
-// Host issue cost per call (µs) of every call, measured together rather than one loop after
-// another: in each round every call is issued in a batch of about 0.5 ms (on CUDA behind a GPU
-// sleep, then synchronised), as the timing loop issues its batches; rounds repeat for about
-// `budget_s`, and the median per call is returned. The host's speed drifts by tens of percent
-// over minutes on a shared machine; calls measured in the same rounds see the same drift.
-// With `paired` (a whole model step), each round also times one call of it, so that the
-// step's time under the same host is known.
-struct HostPass {
-  std::vector<double> host_us;      // per call
-  std::optional<double> paired_us;  // median time of one `paired` call
-  int rounds = 0;
-  double seconds = 0;
-};
-HostPass interleaved_host_costs(const std::vector<PreparedCall*>& calls, double budget_s,
-                                PreparedCall* paired = nullptr);
-
 }  // namespace opcost

@@ -1,5 +1,7 @@
 #include "workflow/model_inventory.h"
 
+#include <chrono>
+
 #include "core/spec/arg_value.h"
 #include "core/stats/summary.h"
 #include "torch/observer.h"
@@ -7,37 +9,69 @@
 namespace opcost {
 
 namespace {
-constexpr int kObservedSteps = 5;
+double now_us() {
+  return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
 }  // namespace
 
-Inventory take_inventory(RunnableModel& model, const ModelOptions& o) {
+HostRound time_host_round(RunnableModel& model) {
+  HostRound r;
+  // Plain, observed, plain: the plain steps' mean is what the host did around the observed one.
+  auto plain = [&] {
+    const double t0 = now_us();
+    model.step();
+    const double t1 = now_us();
+    model.synchronize();
+    r.plain_step_us += (t1 - t0) / 2;
+    r.plain_wall_us += (now_us() - t0) / 2;
+  };
+  plain();
+  ObserveOptions oo;
+  oo.inputs = false;
+  oo.host_times_only = true;
+  r.observed = observe([&] { model.step(); }, oo);
+  model.synchronize();
+  plain();
+  return r;
+}
+
+void take_host_times(Inventory& inv, const std::vector<HostRound>& rounds) {
+  std::vector<Inventory> observed;
+  std::vector<double> plain, with_observer;
+  for (const auto& r : rounds) {
+    plain.push_back(r.plain_step_us);
+    if (!same_calls(inv, r.observed)) continue;  // a step that took another path
+    observed.push_back(r.observed);
+    with_observer.push_back(r.observed.host_step_us);
+  }
+  take_median_host_times(inv, observed, true);
+  inv.host_calibration.rounds = int(observed.size());
+  inv.host_calibration.plain_step_us = plain.empty() ? 0 : median_of(plain);
+  inv.host_calibration.observed_step_us = with_observer.empty() ? 0 : median_of(with_observer);
+}
+
+Inventory take_inventory(RunnableModel& model, const ModelOptions& o, int host_rounds) {
   for (int i = 0; i < model.warmup_steps(); ++i) model.step();
   model.synchronize();
   ObserveOptions oo;
   oo.backward = o.in.train;
   oo.layer_source = model.layer_source();
-  auto observed_step = [&] {
-    return observe(
-        [&] {
-          model.step();
-          model.synchronize();
-        },
-        oo);
-  };
-  // The calls and their signatures come from one step observed with inputs. Host times vary
-  // from step to step: they, and the observer's own share of each gap, are medians over a
-  // few more steps observed without inputs, whose observer costs the host far less.
-  Inventory inv = observed_step();
-  oo.inputs = false;
-  std::vector<Inventory> again;
-  std::vector<double> floors;
-  for (int i = 1; i < kObservedSteps; ++i) {
-    again.push_back(observed_step());
-    floors.push_back(observer_gap_floor_us(false));
+  // The calls, their signatures and layers come from one step observed with inputs. Its host
+  // times are not used: asking for inputs makes the dispatcher box every op's arguments, and
+  // naming layers may cost the model (Python's hooks), so host times come from timing rounds.
+  model.name_layers(true);
+  Inventory inv;
+  try {
+    inv = observe([&] { model.step(); }, oo);
+  } catch (...) {
+    model.name_layers(false);
+    throw;
   }
-  take_median_host_times(inv, again, true);
-  inv.observer_gap_us = median_of(floors);
-  inv.layer_scope_us = model.layer_scope_cost_us();
+  model.name_layers(false);
+  model.synchronize();
+  std::vector<HostRound> rounds;
+  for (int i = 0; i < host_rounds; ++i) rounds.push_back(time_host_round(model));
+  take_host_times(inv, rounds);
   inv.model = o.model;
   inv.input = model.input_signature();
   inv.device = model.device_kind();

@@ -15,8 +15,21 @@ struct ModelOptions {
   ModelInput in;
 };
 
-// Runs the model's warm-up, then observes a few steps: the calls come from the first, host
-// times are medians over all of them (see take_median_host_times).
-Inventory take_inventory(RunnableModel& model, const ModelOptions& o);
+// One round of host timing: a step observed for its calls' host times, between two plain
+// steps timed alone (their mean host time until the step returned, and wall time until the
+// device finished).
+struct HostRound {
+  Inventory observed;  // host times only (see ObserveOptions::host_times_only)
+  double plain_step_us = 0, plain_wall_us = 0;
+};
+HostRound time_host_round(RunnableModel& model);
+
+// Runs the model's warm-up, then observes one step with its layers and inputs (the calls and
+// their signatures), then times `host_rounds` rounds: each call's host times are medians over
+// the rounds' observed steps, calibrated by the plain steps (Inventory::host_calibration).
+Inventory take_inventory(RunnableModel& model, const ModelOptions& o, int host_rounds = 8);
+
+// The median host times of `rounds` whose calls are `inv`'s, and their calibration.
+void take_host_times(Inventory& inv, const std::vector<HostRound>& rounds);
 
 }  // namespace opcost

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <map>
@@ -48,8 +49,8 @@ void PredictOptions::set_budgets(double op_time_s, double op_energy_s, double op
 
 namespace {
 
-constexpr double kHostPassSeconds = 1.0;
-constexpr std::size_t kHostPassMaxBytes = std::size_t(8) << 30;
+constexpr double kPairedSeconds = 1.0;
+constexpr std::size_t kPairedMinRounds = 5, kPairedMaxRounds = 200;
 
 // The op whose loop is almost all gaps between tiny kernels: its power is the GPU's power
 // while it idles between kernels, which a model's gaps draw (not deep idle).
@@ -89,34 +90,30 @@ KernelReport check_kernels(RunnableModel& model, const Inventory& inv, const std
   return compare_kernels(inv, traced, isolation_kernels(calls, ro));
 }
 
-struct EntryHostPass {
-  std::vector<std::size_t> entries;  // inventory entries, in the pass's order
-  HostPass pass;
-};
-
-// The host issue costs of every measured entry, measured together (see interleaved_host_costs).
-EntryHostPass remeasure_host_costs(const Inventory& inv, const std::string& device,
-                                   const std::map<std::size_t, OpCost>& costs, PreparedCall& step, const Notes& notes) {
-  notes.say("measuring the operators' host costs together, beside the step");
-  EntryHostPass out;
-  std::vector<std::unique_ptr<PreparedCall>> prepared;
-  std::vector<PreparedCall*> calls;
-  ReplayOptions ro;
-  ro.device = device;
-  ro.autocast = inv.autocast;
-  std::size_t bytes = 0;
-  for (const auto& [e, cost] : costs) {
-    if (bytes > kHostPassMaxBytes) break;  // the rest keep their stored host costs
-    try {
-      prepared.push_back(PreparedCall::prepare(parse_call_line(inv.entries[e].signature(), "inventory"), ro));
-    } catch (const std::exception&) {
-      continue;  // it was measured, so this is rare (memory); it keeps its stored host cost
-    }
-    bytes += prepared.back()->input_bytes();
-    calls.push_back(prepared.back().get());
-    out.entries.push_back(e);
+// validate: rounds of the step with its host times observed, each predicted with the host
+// times of its own round and compared with its own plain steps.
+PairedRounds paired_rounds(RunnableModel& model, Inventory& inv, const std::map<std::size_t, OpCost>& costs,
+                           const PredictionInputs& pin, const Notes& notes) {
+  notes.say("timing the step and the host times of its calls in interleaved rounds");
+  PairedRounds out;
+  std::vector<HostRound> rounds;
+  std::vector<double> plain_host;
+  const auto start = std::chrono::steady_clock::now();
+  auto elapsed_s = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
+  while (rounds.size() < kPairedMinRounds || (elapsed_s() < kPairedSeconds && rounds.size() < kPairedMaxRounds)) {
+    rounds.push_back(time_host_round(model));
+    const HostRound& r = rounds.back();
+    plain_host.push_back(r.plain_step_us);
+    if (!same_calls(inv, r.observed)) continue;
+    Inventory own = inv;
+    take_host_times(own, {r});
+    out.predicted_us.push_back(predict(own, costs, pin).time_us);
+    out.measured_us.push_back(r.plain_wall_us);
   }
-  out.pass = interleaved_host_costs(calls, kHostPassSeconds, &step);
+  out.seconds = elapsed_s();
+  const auto [low, high] = std::minmax_element(plain_host.begin(), plain_host.end());
+  out.host_drift = (*high - *low) / median_of(plain_host);
+  take_host_times(inv, rounds);  // the prediction's host times: these rounds', next to the step
   return out;
 }
 
@@ -289,22 +286,16 @@ PredictReport run_predict(const PredictOptions& o, RunnableModel& runnable, cons
       if (auto doc = measure_one(e.signature(), inv.autocast, o.cache)) costs[i] = op_cost_from_document(*doc, on_gpu);
     }
   }
-  // validate: the host costs of all operators again, interleaved, just before the final step
-  // measurement, so that the CPU side of the prediction sees the host as the step does.
-  std::optional<EntryHostPass> host_pass;
-  std::map<std::size_t, OpCost> stored_costs;
+  // validate: the prediction's host times and the step in the same rounds, just before the
+  // final step measurement, so that the prediction sees the host as the step does.
   if (o.measure && o.target == 0 && !costs.empty()) {
-    ModelCall step_call(*model, o.model.in);
-    host_pass = remeasure_host_costs(inv, device, costs, step_call, notes);
-    stored_costs = costs;
-    for (std::size_t k = 0; k < host_pass->entries.size(); ++k)
-      costs[host_pass->entries[k]].cpu_us = host_pass->pass.host_us[k];
-    // The GPU's power between kernels moves with its temperature and clocks: measured again too.
+    // The GPU's power between kernels moves with its temperature and clocks: measured again.
     if (on_gpu) {
       notes.say("measuring the GPU's power between kernels again, beside the step");
       if (auto doc = measure_one(gap_probe, "", "warm")) gap_doc = doc;
       use_gap_power();
     }
+    report.paired = paired_rounds(*model, report.inventory, costs, pin, notes);
   }
   if (o.measure && (!step || before_ops)) measure_step();
   // The host can change speed within seconds: the same step timed before the operator loops
@@ -317,8 +308,8 @@ PredictReport run_predict(const PredictOptions& o, RunnableModel& runnable, cons
                       "measurement ({:+.1f}%)",
                       other_us, when, step->time_us, 100 * change));
   };
-  if (step && host_pass && host_pass->pass.paired_us)
-    flag_drift(*host_pass->pass.paired_us, "during the host-cost pass");
+  if (step && report.paired && report.paired->rounds() > 0)
+    flag_drift(median_of(report.paired->measured_us), "in the paired rounds");
   if (step && before_ops) {
     step->before_ops_time_us = before_ops;
     flag_drift(*before_ops, "before the operator loops");
@@ -335,12 +326,32 @@ PredictReport run_predict(const PredictOptions& o, RunnableModel& runnable, cons
       report.kernels_why = e.what();
     }
   }
-  if (host_pass) {
-    // With the host pass, the prediction from the stored host costs is reported beside it.
-    report.host_pass = HostPassSummary{host_pass->pass.rounds, host_pass->pass.seconds, host_pass->pass.paired_us};
-    report.stored_host_costs = predict(inv, stored_costs, pin);
-  }
   return report;
+}
+
+double PairedRounds::error_median() const {
+  std::vector<double> e;
+  for (std::size_t i = 0; i < rounds(); ++i) e.push_back(predicted_us[i] / measured_us[i] - 1);
+  return e.empty() ? 0 : median_of(e);
+}
+
+std::pair<double, double> PairedRounds::error_range() const {
+  double low = 0, high = 0;
+  for (std::size_t i = 0; i < rounds(); ++i) {
+    const double e = predicted_us[i] / measured_us[i] - 1;
+    low = i ? std::min(low, e) : e;
+    high = i ? std::max(high, e) : e;
+  }
+  return {low, high};
+}
+
+bool PredictReport::paired_is_headline() const {
+  if (!paired || paired->rounds() == 0) return false;
+  if (paired->host_drift > kStepDriftFlag) return true;
+  if (!step) return false;
+  for (const auto& f : step->flags)
+    if (f.rfind("drift", 0) == 0) return true;
+  return false;
 }
 
 nlohmann::json to_json(const PredictReport& r) {
@@ -349,16 +360,14 @@ nlohmann::json to_json(const PredictReport& r) {
   nlohmann::json j = to_json(r.prediction, inv, m);
   j["kernels"] =
       r.kernels ? to_json(*r.kernels, inv, r.costs) : nlohmann::json{{"checked", false}, {"why", r.kernels_why}};
-  if (r.host_pass && r.stored_host_costs) {
-    const Prediction& stored = *r.stored_host_costs;
-    j["host_costs"] = {
-        {"source", "interleaved pass beside the step"},
-        {"rounds", r.host_pass->rounds},
-        {"seconds", r.host_pass->seconds},
-        {"step_during_pass_us",
-         r.host_pass->step_during_pass_us ? nlohmann::json(*r.host_pass->step_during_pass_us) : nlohmann::json()},
-        {"stored_host_costs_prediction", {{"time_us", stored.time_us}, {"cpu_us", stored.timeline.cpu_us}}}};
-    if (m) j["host_costs"]["stored_host_costs_prediction"]["time_error"] = (stored.time_us - m->time_us) / m->time_us;
+  if (r.paired && r.paired->rounds() > 0) {
+    const PairedRounds& pr = *r.paired;
+    const auto [low, high] = pr.error_range();
+    j["paired"] = {
+        {"rounds", pr.rounds()},           {"seconds", pr.seconds},        {"time_error_median", pr.error_median()},
+        {"time_error_low", low},           {"time_error_high", high},      {"host_drift", pr.host_drift},
+        {"predicted_us", pr.predicted_us}, {"measured_us", pr.measured_us}};
+    if (j.contains("error")) j["error"]["headline"] = r.paired_is_headline() ? "paired" : "unpaired";
   }
   for (auto& row : j["ops"]) {
     const auto e = entry_of(inv, row["name"].get<std::string>());
@@ -370,16 +379,20 @@ nlohmann::json to_json(const PredictReport& r) {
   j["cache"] = r.cache;
   j["target_met"] = r.target_met;
   j["failures"] = r.failures;
-  double host = 0, gaps = 0, model_code = 0;
-  for (const auto& c : inv.sequence) {
-    host += c.host_us;
-    gaps += c.host_gap_us;
+  const ModelHostTimes host = model_host_times(inv);
+  double in_calls = 0, before = 0;
+  for (std::size_t i = 0; i < inv.sequence.size(); ++i) {
+    in_calls += host.in_call_us[i];
+    before += host.before_us[i];
   }
-  for (double g : model_code_us(inv)) model_code += g;
-  j["inventory_run"] = {{"host_us_in_calls", host},
-                        {"host_us_between_calls", gaps},
-                        {"observer_us_per_gap", inv.observer_gap_us},
-                        {"model_code_us", model_code}};
+  const HostCalibration& cal = inv.host_calibration;
+  j["host"] = {{"in_calls_us", in_calls},
+               {"between_calls_us", before},
+               {"after_last_call_us", host.after_last_us},
+               {"plain_step_us", cal.plain_step_us},
+               {"observed_step_us", cal.observed_step_us},
+               {"observer_scale", cal.scale()},
+               {"rounds", cal.rounds}};
   return j;
 }
 
@@ -388,13 +401,14 @@ std::string to_text(const PredictReport& r) {
   std::string out = to_table(r.prediction, r.inventory, m);
   out += r.kernels ? to_table(*r.kernels, r.inventory, r.costs)
                    : fmt::format("kernels: not checked ({})\n", r.kernels_why);
-  if (r.host_pass && r.stored_host_costs) {
-    const double stored_us = r.stored_host_costs->time_us;
+  if (r.paired && r.paired->rounds() > 0) {
+    const PairedRounds& pr = *r.paired;
+    const auto [low, high] = pr.error_range();
     out += fmt::format(
-        "host costs: re-measured beside the step ({} interleaved rounds, {:.2f} s); with the stored ones the "
-        "prediction is {:.2f} µs{}\n",
-        r.host_pass->rounds, r.host_pass->seconds, stored_us,
-        m ? fmt::format(" (error {:+.2f}%)", 100 * (stored_us - m->time_us) / m->time_us) : "");
+        "paired:    time error {:+.2f}% (median of {} rounds, {:+.2f}% to {:+.2f}%), each round's prediction against "
+        "its own steps; the host's speed moved {:.1f}% across the rounds{}\n",
+        100 * pr.error_median(), pr.rounds(), 100 * low, 100 * high, 100 * pr.host_drift,
+        r.paired_is_headline() ? ": the host drifted, so the paired error is the one to read" : "");
   }
   if (r.inputs.on_gpu && r.inputs.gap_power_W)
     out += fmt::format("GPU power between kernels: {:.0f} W; host sync {:.1f} µs\n", *r.inputs.gap_power_W,

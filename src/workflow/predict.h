@@ -39,11 +39,17 @@ struct PredictOptions {
   void set_budgets(double op_time_s, double op_energy_s, double op_energy_capped_s, double step_time_s, bool no_energy);
 };
 
-// What the host pass of `validate` found (see interleaved_host_costs).
-struct HostPassSummary {
-  int rounds = 0;
+// validate: the prediction's host inputs and the step, timed in the same rounds (see
+// time_host_round), so that the host's speed, which moves by tens of percent within seconds
+// on a shared machine, is the same on both sides of each comparison.
+struct PairedRounds {
+  std::vector<double> predicted_us, measured_us;  // per round (measured: plain steps' wall time)
   double seconds = 0;
-  std::optional<double> step_during_pass_us;
+  std::size_t rounds() const { return measured_us.size(); }
+  double error_median() const;                    // of predicted / measured − 1 over the rounds
+  std::pair<double, double> error_range() const;  // its lowest and highest
+  // How much the host moved across the rounds: the plain step's spread, (max − min) / median.
+  double host_drift = 0;
 };
 
 struct PredictReport {
@@ -56,10 +62,12 @@ struct PredictReport {
   std::optional<StepMeasurement> step;  // validate / model
   std::optional<KernelReport> kernels;  // on a GPU
   std::string kernels_why;              // why they were not checked
-  std::optional<HostPassSummary> host_pass;
-  std::optional<Prediction> stored_host_costs;  // with the host pass: the prediction from the stored costs
-  std::size_t failures = 0;                     // measurements that failed or could not be stored
-  bool target_met = false;                      // model: stopped measuring at its target
+  std::optional<PairedRounds> paired;   // validate
+  std::size_t failures = 0;             // measurements that failed or could not be stored
+  bool target_met = false;              // model: stopped measuring at its target
+  // validate: the paired error is the headline when the host drifted (the step's time moved
+  // by more than kStepDriftFlag between the rounds and its measurement, or within the rounds).
+  bool paired_is_headline() const;
 };
 
 // Throws std::invalid_argument for a model or file that cannot be used, DatabaseError for a

@@ -107,13 +107,19 @@ def test_small_module_layers_are_named_modules_paths():
     assert "blocks.0.fc1" in inv.table()
 
 
-def test_the_module_hooks_own_host_time_is_measured_and_counted():
-    # Ten module calls below the root (blocks, 2 × (block, fc1, act, fc2), head): each opens and
-    # closes a layer scope, all before the last call (the top-level softmax).
-    doc = opcost.inventory(Net().eval(), torch.randn(8, 16)).to_dict()
-    assert doc["sequence_columns"][4] == "scope_events"
-    assert sum(row[4] for row in doc["sequence"]) == 20
-    assert doc["layer_scope_us"] > 0  # what the hooks add per scope event, taken out of the model's own time
+def test_module_hooks_name_one_step_and_are_gone_after():
+    # The hooks name the layers of the signature step only: the timing steps, and the user's
+    # model afterwards, run without them (hooks move every module off the fast call path).
+    net = Net().eval()
+    seen = []
+    net.blocks[0].fc1.register_forward_pre_hook(lambda m, a: seen.append(len(m._forward_pre_hooks)))
+    doc = opcost.inventory(net, torch.randn(8, 16)).to_dict()
+    assert max(seen) == 2 and min(seen) == 1  # opcost's hook in one step, only the user's in the others
+    assert all(len(m._forward_pre_hooks) == (1 if m is net.blocks[0].fc1 else 0) and not m._forward_hooks
+               for m in net.modules())
+    cal = doc["host_calibration"]
+    assert cal["rounds"] >= 1 and cal["plain_step_us"] > 0 and cal["observed_step_us"] > 0
+    assert doc["sequence_columns"] == ["entry", "layer", "host_us", "host_gap_us"]
 
 
 def test_torchvision_resnet18_matches_the_profiler_and_named_modules():
@@ -166,6 +172,12 @@ def test_predict_and_validate_end_to_end(tmp_path):
     assert not before.complete and before.missing and not db.exists()  # predict never creates a database
     val = opcost.validate(net, x, db=db, max_time=0.02, step_max_time=0.2, energy=False)
     assert val.complete and val.measured_time_us > 0 and val.time_error is not None
+    # The prediction's host times and the step, timed in the same rounds: one error per round.
+    paired = val.to_dict()["paired"]
+    assert paired["rounds"] >= 5 and len(paired["predicted_us"]) == paired["rounds"]
+    low, high = val.paired_time_error_range
+    assert low <= val.paired_time_error <= high and val.host_drift >= 0
+    assert val.headline in ("paired", "unpaired")
     after = opcost.predict(net, x, db=db)
     assert after.complete and after.time_us > 0
     doc = json.loads(val.to_json())

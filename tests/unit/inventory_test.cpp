@@ -40,9 +40,10 @@ TEST(InventoryJson, CarriesTotalsSignaturesAndTheSequence) {
   Inventory inv = sample();
   inv.model = "toy";
   inv.autocast = "bf16";
-  inv.observer_gap_us = 0.25;
+  inv.host_calibration = {90, 120, 8};
   const auto j = to_json(inv);
-  EXPECT_EQ(j["observer_gap_us"], 0.25);
+  EXPECT_DOUBLE_EQ(j["host_calibration"]["scale"], 0.75);
+  EXPECT_EQ(j["host_calibration"]["rounds"], 8);
   EXPECT_EQ(j["totals"]["calls"], 6);
   EXPECT_EQ(j["totals"]["unique_signatures"], 4);
   EXPECT_EQ(j["totals"]["layers"], 3);

@@ -24,6 +24,7 @@
 #include "torch/models.h"
 #include "torch/observer.h"
 #include "torch/replay.h"
+#include "workflow/model_inventory.h"
 
 namespace opcost {
 namespace {
@@ -117,15 +118,45 @@ TEST(Inventory, MnistLayersAndCompositeOpsAreTheUnit) {
   EXPECT_EQ(find(inv, "aten::flatten")->layers, std::vector<std::string>{""});  // the model's own forward
 }
 
-TEST(Inventory, TheObserversShareOfEachGapIsMeasured) {
-  // A measurement, so only its sanity is checked: some host time, not absurdly much.
-  const double floor = observer_gap_floor_us();
-  EXPECT_GT(floor, 0);
-  EXPECT_LT(floor, 1000);
+TEST(Inventory, HostTimingStepsSeeTheSignatureStepsCallsAndAccountForTheWholeStep) {
+  // Timing steps switch RecordFunction off inside each outermost call: they must still see
+  // every outermost call (and its end), in the same order, forward and backward.
+  for (const bool train : {false, true}) {
+    ModelInput in = small();
+    in.train = train;
+    auto m = make_builtin_model("resnet18", in);
+    const Inventory full = inventory_of(*m, train);
+    ObserveOptions o;
+    o.inputs = false;
+    o.host_times_only = true;
+    const Inventory timed = observe([&] { m->step(); }, o);
+    EXPECT_TRUE(same_calls(full, timed)) << (train ? "train" : "inference");
+    double sum = timed.host_after_last_call_us;
+    for (const auto& c : timed.sequence) {
+      EXPECT_GT(c.host_us, 0);
+      EXPECT_GE(c.host_gap_us, 0);
+      sum += c.host_us + c.host_gap_us;
+    }
+    // Calls, the gaps before them and the code after the last make up the step (on the CPU
+    // every call runs on this thread, one after another).
+    EXPECT_NEAR(sum, timed.host_step_us, 0.01 * timed.host_step_us);
+  }
+}
+
+TEST(Inventory, TakeInventoryCalibratesHostTimesAgainstPlainSteps) {
   auto m = make_builtin_model("mnist-cnn", small());
-  Inventory inv = inventory_of(*m);
-  inv.observer_gap_us = floor;
-  for (double g : model_code_us(inv)) EXPECT_GE(g, 0);
+  ModelOptions mo;
+  mo.model = "mnist-cnn";
+  mo.in = small();
+  const Inventory inv = take_inventory(*m, mo, 4);
+  EXPECT_EQ(inv.host_calibration.rounds, 4);
+  EXPECT_GT(inv.host_calibration.plain_step_us, 0);
+  EXPECT_GT(inv.host_calibration.observed_step_us, 0);
+  EXPECT_GT(inv.host_step_us, 0);
+  const ModelHostTimes host = model_host_times(inv);
+  ASSERT_EQ(host.in_call_us.size(), inv.sequence.size());
+  for (std::size_t i = 0; i < inv.sequence.size(); ++i)
+    EXPECT_DOUBLE_EQ(host.in_call_us[i], inv.sequence[i].host_us * inv.host_calibration.scale());
 }
 
 TEST(Inventory, ResNetBlocksOwnTheirResidualAdds) {

@@ -51,6 +51,8 @@ Inventory two_layer_inventory() {
   b.add("aten::view", "", "self=f32[8,64] size=[512]", "", {});
   Inventory inv = b.take();
   inv.model = "toy";
+  const double in_call_us[] = {5, 10, 5, 3};  // each call's host time in the model run
+  for (std::size_t i = 0; i < inv.sequence.size(); ++i) inv.sequence[i].host_us = in_call_us[i];
   return inv;
 }
 
@@ -91,23 +93,45 @@ TEST(Prediction, EnergyIsActiveEnergyPlusGapPowerOverTheTimelinesGaps) {
   EXPECT_DOUBLE_EQ(p.layers.front().time_us, 45);
 }
 
-TEST(Prediction, HostTimeBetweenCallsDelaysLaunchesButABlockedHostIsCapped) {
+TEST(Timeline, AnOpThatWaitsForTheDeviceStartsWhenTheGpuIsDone) {
+  // op0's kernel runs 5-105; op1 (aten::item) waits for it, then takes 3 µs; op2 launches at 113.
+  Timeline t = simulate({{5, 100}, {3, 0, true}, {5, 10}});
+  EXPECT_DOUBLE_EQ(t.wall_us, 123);
+  EXPECT_EQ(t.stall_us, (std::vector<double>{5, 0, 8}));
+}
+
+TEST(Prediction, TheModelsHostTimesLessTheObserversShareDelayLaunches) {
   Inventory inv = two_layer_inventory();
-  const double gaps[] = {0.5, 4, 5, 501};  // the last: the host waited for the device
+  const double gaps[] = {0.5, 4, 5, 501};  // the last: a long stretch of Python before the view
   for (std::size_t i = 0; i < inv.sequence.size(); ++i) inv.sequence[i].host_gap_us = gaps[i];
-  inv.observer_gap_us = 1;  // the observer's own share of each gap
-  // Less the observer's share (never below 0), capped at 4 × median 3.5 = 14, at least 20.
-  EXPECT_EQ(model_code_us(inv), (std::vector<double>{0, 3, 4, 20}));
+  inv.host_after_last_call_us = 10;
+  inv.host_calibration = {50, 100, 4};  // the observed step took twice the plain one
+  const ModelHostTimes host = model_host_times(inv);
+  EXPECT_EQ(host.before_us, (std::vector<double>{0.25, 2, 2.5, 250.5}));
+  EXPECT_EQ(host.in_call_us, (std::vector<double>{2.5, 5, 2.5, 1.5}));
+  EXPECT_DOUBLE_EQ(host.after_last_us, 5);
   PredictionInputs in;
   in.gap_power_W = 100;
+  // The stored host costs (first argument) are not used on a GPU: the model's own are.
   std::map<std::size_t, OpCost> costs = {
-      {0, cost(5, 40, 12.0, 40)}, {1, cost(10, 4, 1.6, 10)}, {2, cost(3, 0, 0.3, 3)}};
+      {0, cost(500, 40, 12.0, 40)}, {1, cost(500, 4, 1.6, 10)}, {2, cost(500, 0, 0.3, 3)}};
   Prediction p = predict(inv, costs, in);
-  // fc1 cpu 0-5 gpu 5-45; relu cpu 8-18 gpu 45-49; fc2 cpu 22-27 gpu 49-89; view cpu 47-50.
-  EXPECT_DOUBLE_EQ(p.timeline.cpu_us, 5 + 3 + 10 + 4 + 5 + 20 + 3);
-  EXPECT_DOUBLE_EQ(p.time_us, 89);
-  in.host_gaps = false;
-  EXPECT_DOUBLE_EQ(predict(inv, costs, in).timeline.cpu_us, 5 + 10 + 5 + 3);
+  // fc1 cpu 0-2.75 gpu 2.75-42.75; relu cpu -9.75 gpu 42.75-46.75; fc2 cpu -14.75 gpu 46.75-86.75;
+  // view cpu -266.75; after the last call -271.75.
+  EXPECT_DOUBLE_EQ(p.timeline.cpu_us, 271.75);
+  EXPECT_DOUBLE_EQ(p.time_us, 271.75);
+  EXPECT_DOUBLE_EQ(p.timeline.tail_us, 271.75 - 86.75);
+  // relu waits for the device (aten::item-like): its stored wall time, after fc1's kernel.
+  costs[1].waits_for_device = true;
+  p = predict(inv, costs, in);
+  // relu waits until 42.75, then its 2 µs before and 4 µs of wall time: 48.75; fc2 cpu -53.75.
+  EXPECT_DOUBLE_EQ(p.timeline.gpu_busy_us, 80);
+  EXPECT_DOUBLE_EQ(p.timeline.cpu_us, 42.75 + 6 + 5 + 252 + 5);
+  // On the CPU, a call's time is its stored wall time; the model's code between calls stays.
+  in.on_gpu = false;
+  costs[1].waits_for_device = false;
+  costs[1].cpu_us = 7;
+  EXPECT_DOUBLE_EQ(predict(inv, costs, in).timeline.cpu_us, 0.25 + 500 + 2 + 7 + 2.5 + 500 + 250.5 + 500 + 5);
 }
 
 TEST(Prediction, AMissingOperatorIsReportedNeverFree) {

@@ -50,41 +50,6 @@ TEST(Runner, EnergyCanBeSwitchedOffAndSaysSo) {
   EXPECT_NE(m.energy.unavailable_reason.find("switched off"), std::string::npos);
 }
 
-namespace {
-// Counts the calls it forwards to a real prepared call.
-class Counting : public PreparedCall {
- public:
-  explicit Counting(std::unique_ptr<PreparedCall> inner) : inner_(std::move(inner)) { info_ = inner_->info(); }
-  void call() override {
-    ++calls;
-    inner_->call();
-  }
-  std::size_t calls = 0;
-
- private:
-  std::unique_ptr<PreparedCall> inner_;
-};
-}  // namespace
-
-TEST(HostPass, MeasuresEveryCallInEachRoundAndTimesThePairedStep) {
-  ReplayOptions o;
-  o.device = "cpu";
-  Counting relu(PreparedCall::prepare(parse_call("aten::relu", {"self=f32[4096]"}), o));
-  Counting add(PreparedCall::prepare(parse_call("aten::add.Tensor", {"self=f32[1]", "other=f32[1]"}), o));
-  Counting step(PreparedCall::prepare(parse_call("aten::mm", {"self=f32[64,64]", "mat2=f32[64,64]"}), o));
-  const HostPass pass = interleaved_host_costs({&relu, &add}, 0.05, &step);
-  ASSERT_GE(pass.rounds, 3);
-  ASSERT_EQ(pass.host_us.size(), 2u);
-  for (double us : pass.host_us) EXPECT_GT(us, 0);
-  // Batches of at least five calls per round; the step twice per round (one warm-up, one timed).
-  EXPECT_GE(relu.calls, 5u * pass.rounds);
-  EXPECT_GE(add.calls, 5u * pass.rounds);
-  EXPECT_EQ(step.calls, 2u * pass.rounds);
-  ASSERT_TRUE(pass.paired_us.has_value());
-  EXPECT_GT(*pass.paired_us, 0);
-  EXPECT_TRUE(interleaved_host_costs({}, 0.05).host_us.empty());
-}
-
 TEST(Runner, ASingleSampleIsFlaggedAndHasNoInterval) {
   ReplayOptions o;
   o.device = "cpu";

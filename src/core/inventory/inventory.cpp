@@ -29,28 +29,31 @@ void InventoryBuilder::add(const std::string& op, const std::string& overload, c
   inv_.sequence.push_back({it->second, layer});
 }
 
-void InventoryBuilder::time_last(double host_us, double host_gap_us, int scope_events) {
-  inv_.sequence.back().scope_events = scope_events;
+void InventoryBuilder::time_last(double host_us, double host_gap_us) {
   if (inv_.sequence.empty()) return;
   inv_.sequence.back().host_us = host_us;
   inv_.sequence.back().host_gap_us = host_gap_us;
 }
 
-namespace {
 bool same_calls(const Inventory& a, const Inventory& b) {
   if (a.sequence.size() != b.sequence.size()) return false;
   for (std::size_t i = 0; i < a.sequence.size(); ++i)
     if (a.entries[a.sequence[i].entry].display_name() != b.entries[b.sequence[i].entry].display_name()) return false;
   return true;
 }
-}  // namespace
 
 std::size_t take_median_host_times(Inventory& inv, const std::vector<Inventory>& runs, bool timing_runs_only) {
   std::vector<const Inventory*> used;
   for (const auto& r : runs)
     if (same_calls(inv, r)) used.push_back(&r);
   if (used.empty() || !timing_runs_only) used.push_back(&inv);
-  std::vector<double> host, gap;
+  std::vector<double> host, gap, after, step;
+  for (const Inventory* r : used) {
+    after.push_back(r->host_after_last_call_us);
+    step.push_back(r->host_step_us);
+  }
+  inv.host_after_last_call_us = median_of(after);
+  inv.host_step_us = median_of(step);
   for (std::size_t i = 0; i < inv.sequence.size(); ++i) {
     host.clear();
     gap.clear();
@@ -77,8 +80,7 @@ nlohmann::json to_json(const Inventory& inv) {
                    {"nested", e.nested}});
   nlohmann::json seq = nlohmann::json::array();
   for (const auto& c : inv.sequence)
-    seq.push_back(
-        {c.entry, c.layer, std::round(c.host_us * 100) / 100, std::round(c.host_gap_us * 100) / 100, c.scope_events});
+    seq.push_back({c.entry, c.layer, std::round(c.host_us * 100) / 100, std::round(c.host_gap_us * 100) / 100});
   return {{"model", inv.model},
           {"input", inv.input},
           {"device", inv.device},
@@ -89,9 +91,14 @@ nlohmann::json to_json(const Inventory& inv) {
           {"totals",
            {{"calls", inv.sequence.size()}, {"unique_signatures", inv.entries.size()}, {"layers", inv.layer_count()}}},
           {"ops", ops},
-          {"sequence_columns", {"entry", "layer", "host_us", "host_gap_us", "scope_events"}},
-          {"observer_gap_us", std::round(inv.observer_gap_us * 1000) / 1000},
-          {"layer_scope_us", std::round(inv.layer_scope_us * 1000) / 1000},
+          {"sequence_columns", {"entry", "layer", "host_us", "host_gap_us"}},
+          {"host_step_us", std::round(inv.host_step_us * 100) / 100},
+          {"host_after_last_call_us", std::round(inv.host_after_last_call_us * 100) / 100},
+          {"host_calibration",
+           {{"plain_step_us", inv.host_calibration.plain_step_us},
+            {"observed_step_us", inv.host_calibration.observed_step_us},
+            {"rounds", inv.host_calibration.rounds},
+            {"scale", inv.host_calibration.scale()}}},
           {"sequence", seq}};
 }
 

@@ -23,25 +23,30 @@ struct InventoryEntry {
 struct InventoryCall {
   std::size_t entry;  // index into entries
   std::string layer;
-  // Host time as observed in the model run (observer overhead included, ~0.5 µs per
-  // dispatcher record): the call itself, and the host time since the previous call returned
-  // (the model's own code: module calls, scopes, freeing tensors).
+  // Host time as observed in the model run (the observer's own cost included; see
+  // HostCalibration): the call itself, and the host time since the previous call returned, or
+  // since the step began for the first call (the model's own code: Python, module calls,
+  // freeing tensors).
   double host_us = 0, host_gap_us = 0;
-  // Layer scopes opened or closed in that gap (module boundaries crossed).
-  int scope_events = 0;
+};
+
+// The observer's cost, measured: the same step's host time (from its start until it returns,
+// before any synchronisation) with and without the observer, interleaved, medians. Observed
+// host times × plain / observed are the model's own.
+struct HostCalibration {
+  double plain_step_us = 0, observed_step_us = 0;
+  int rounds = 0;
+  double scale() const { return plain_step_us > 0 && observed_step_us > 0 ? plain_step_us / observed_step_us : 1; }
 };
 
 struct Inventory {
   std::string model, input, device, dtype, mode = "inference";  // mode: inference | train
   std::string autocast;                                         // "" or the autocast dtype
   int64_t parameters = 0;
-  // The observer's own host time in each gap between calls, measured with the run (see
-  // observer_gap_floor_us); 0 when unknown.
-  double observer_gap_us = 0;
-  // Host time each layer scope's opening or closing adds to a gap when the scopes exist only
-  // while observing (Python's module hooks), measured with the run; 0 where the scopes are
-  // the model's own code (built-in models open them in every run).
-  double layer_scope_us = 0;
+  // The observed step's host time from its start until it returned, and the part of it after
+  // its last call returned (building outputs, Python).
+  double host_step_us = 0, host_after_last_call_us = 0;
+  HostCalibration host_calibration;
   std::vector<InventoryEntry> entries;  // in order of first call
   std::vector<InventoryCall> sequence;  // every outermost call, in issue order
   std::size_t layer_count() const;
@@ -57,6 +62,9 @@ std::string to_table(const Inventory& inv);
 // itself unless `timing_runs_only` (its observer recorded inputs, which costs the host more).
 // Returns how many runs were used.
 std::size_t take_median_host_times(Inventory& inv, const std::vector<Inventory>& runs, bool timing_runs_only = false);
+// Whether two inventories made the same calls in the same order (their host times then
+// belong to the same calls).
+bool same_calls(const Inventory& a, const Inventory& b);
 
 // Groups recorded calls: each call is (signature parts, layer, nested op names, phase).
 class InventoryBuilder {
@@ -64,7 +72,7 @@ class InventoryBuilder {
   void add(const std::string& op, const std::string& overload, const std::string& args, const std::string& layer,
            const std::vector<std::string>& nested, const std::string& phase = "forward");
   // Sets the observed host times of the call added last.
-  void time_last(double host_us, double host_gap_us, int scope_events = 0);
+  void time_last(double host_us, double host_gap_us);
   Inventory take() { return std::move(inv_); }
 
  private:

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
+#include "core/measurement.h"
 #include "core/stats/summary.h"
 #include "core/text/text.h"
 
@@ -29,6 +30,7 @@ OpCost op_cost_from_document(const nlohmann::json& d, bool on_gpu) {
     c.loop_wall_us = e.value("loop_wall_us_per_call", 0.0);
   } else
     c.energy_why = d.value("energy_unavailable", std::string("not measured"));
+  c.waits_for_device = d.value("method", std::string()).find(kWaitsForDeviceNote) != std::string::npos;
   if (d.contains("flags")) c.flags = d["flags"].get<std::vector<std::string>>();
   return c;
 }
@@ -50,33 +52,43 @@ void sort_rows(std::vector<PredictedRow>& rows) {
 
 }  // namespace
 
-std::vector<double> model_code_us(const Inventory& inv) {
-  // The observed gaps less what the observer itself added to each. Host code between two calls
-  // takes microseconds; a much longer gap in the inventory run is the host blocked on the
-  // device (an allocator sync, a copy to the host): GPU time that the timeline already has,
-  // so gaps are capped at 4× the median gap (and at least 20 µs).
-  std::vector<double> own;
-  // Scopes that exist only while observing (Python's module hooks) are the observer's too.
-  for (const auto& c : inv.sequence)
-    own.push_back(std::max(0.0, c.host_gap_us - inv.observer_gap_us - c.scope_events * inv.layer_scope_us));
-  if (own.empty()) return own;
-  const double cap = std::max(20.0, 4 * median_of(own));
-  for (double& g : own) g = std::min(g, cap);
-  return own;
+ModelHostTimes model_host_times(const Inventory& inv) {
+  // Proportional: the observer's cost is per call, but the calibration knows only the total,
+  // and where the host time sits matters only where the step turns from host- to GPU-bound.
+  const double scale = inv.host_calibration.scale();
+  ModelHostTimes t;
+  for (const auto& c : inv.sequence) {
+    t.before_us.push_back(scale * c.host_gap_us);
+    t.in_call_us.push_back(scale * c.host_us);
+  }
+  t.after_last_us = scale * inv.host_after_last_call_us;
+  return t;
 }
+
+namespace {
+// The host time of call i in the timeline. On a GPU it is the call's own in the model run
+// (replayed alone, a call misses the model's caches and Python's argument handling), except
+// for calls that wait for the device, whose in-model time is mostly that wait: they take their
+// measured wall time after the wait. On the CPU the call's time is its measured wall time.
+TimelineOp timeline_op(const ModelHostTimes& host, std::size_t i, const OpCost* c, bool on_gpu) {
+  const double before = host.before_us[i];
+  if (!c) return {before + host.in_call_us[i], 0};
+  if (!on_gpu) return {before + c->cpu_us, 0};
+  if (c->waits_for_device) return {before + c->gpu_us, 0, true};
+  return {before + host.in_call_us[i], c->gpu_us};
+}
+}  // namespace
 
 Prediction predict(const Inventory& inv, const std::map<std::size_t, OpCost>& costs, const PredictionInputs& in) {
   Prediction p;
-  // The model's own host code between calls delays the next launch like an op would.
-  std::vector<double> between = in.host_gaps ? model_code_us(inv) : std::vector<double>(inv.sequence.size(), 0.0);
+  const ModelHostTimes host = model_host_times(inv);
   std::vector<TimelineOp> ops;
-  ops.reserve(inv.sequence.size());
+  ops.reserve(inv.sequence.size() + 1);
   for (std::size_t i = 0; i < inv.sequence.size(); ++i) {
-    const auto& call = inv.sequence[i];
-    auto it = costs.find(call.entry);
-    ops.push_back(it == costs.end() ? TimelineOp{between[i], 0}
-                                    : TimelineOp{between[i] + it->second.cpu_us, it->second.gpu_us});
+    auto it = costs.find(inv.sequence[i].entry);
+    ops.push_back(timeline_op(host, i, it == costs.end() ? nullptr : &it->second, in.on_gpu));
   }
+  ops.push_back({host.after_last_us, 0});  // the step's own code after its last call
   p.timeline = simulate(ops, in.sync_us);
   p.time_us = p.timeline.wall_us;
   p.calls = inv.sequence.size();
@@ -121,9 +133,9 @@ Prediction predict(const Inventory& inv, const std::map<std::size_t, OpCost>& co
       }
       const OpCost& c = it->second;
       const double stall = p.timeline.stall_us[i];
-      row->time_us += in.on_gpu ? c.gpu_us + stall : c.cpu_us + between[i];
-      row->gpu_us += c.gpu_us;
-      row->cpu_us += c.cpu_us + between[i];
+      row->time_us += in.on_gpu ? ops[i].gpu_us + stall : ops[i].cpu_us;
+      row->gpu_us += ops[i].gpu_us;
+      row->cpu_us += ops[i].cpu_us;
       if (energy)
         row->energy_mJ =
             row->energy_mJ.value_or(0) + active_energy_mJ(c, in) + (in.on_gpu ? *in.gap_power_W * stall * 1e-3 : 0);

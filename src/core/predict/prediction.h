@@ -21,6 +21,7 @@ struct OpCost {
   std::optional<double> energy_mJ, energy_ci_mJ;  // per call, as measured in the loop
   std::string energy_why;                         // when energy_mJ is empty: the measurement's reason
   double loop_wall_us = 0;                        // the energy loop's wall time per call
+  bool waits_for_device = false;                  // timed by wall clock: cpu_us is the call's whole time
   std::vector<std::string> flags;
 };
 OpCost op_cost_from_document(const nlohmann::json& doc, bool on_gpu);
@@ -30,9 +31,6 @@ struct PredictionInputs {
   std::optional<double> gap_power_W;  // GPU power while it idles between kernels
   std::string gap_power_why;          // why it is missing
   double sync_us = 0;                 // host cost to observe the end of the step
-  // Add the host time observed between calls in the inventory run (the model's own code,
-  // which no operator replay sees) to the timeline.
-  bool host_gaps = true;
 };
 
 struct PredictedRow {
@@ -63,10 +61,14 @@ struct Prediction {
   bool host_bound() const { return timeline.cpu_us >= timeline.gpu_busy_us; }
 };
 
-// Per call, the model's own host time before it (module code, scopes, freeing tensors), from
-// the inventory run: the observed gap less the observer's own share, capped where the host
-// was waiting for the device rather than running model code.
-std::vector<double> model_code_us(const Inventory& inv);
+// The model's own host time, from the inventory's timing rounds, with the observer's cost
+// taken out (× HostCalibration::scale): per call, the time before it (Python, module code,
+// freeing tensors) and in it (dispatch, launch), and after the last call.
+struct ModelHostTimes {
+  std::vector<double> before_us, in_call_us;
+  double after_last_us = 0;
+};
+ModelHostTimes model_host_times(const Inventory& inv);
 
 // costs: inventory entry index -> cost (entries absent from the map are missing; the
 // prediction then covers only the measured calls, and says so).

@@ -9,6 +9,7 @@ Timeline simulate(const std::vector<TimelineOp>& ops, double sync_us) {
   t.stall_us.resize(ops.size(), 0);
   double cpu = 0, gpu = 0;  // when each resource is next free
   for (std::size_t i = 0; i < ops.size(); ++i) {
+    if (ops[i].waits_for_device) cpu = std::max(cpu, gpu);
     cpu += ops[i].cpu_us;  // the launch leaves the host at the end of the call
     if (ops[i].gpu_us > 0) {
       const double start = std::max(gpu, cpu);

@@ -11,6 +11,9 @@ namespace opcost {
 struct TimelineOp {
   double cpu_us = 0;  // host time to issue the call (dispatch, launch)
   double gpu_us = 0;  // device time of its kernels; 0 for views and CPU-only work
+  // The call returns only when the device has finished all earlier work (aten::item, a copy
+  // to the host): the host waits, then spends cpu_us.
+  bool waits_for_device = false;
 };
 
 struct Timeline {
