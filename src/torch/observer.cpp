@@ -241,10 +241,11 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
   }
   Call call;
   call.handle = it->second;
-  call.nested.reserve(8);
-  call.slots.reserve(fn.num_inputs());
-  if (c->options->inputs)
+  if (c->options->inputs) {  // timing steps allocate nothing per call
+    call.nested.reserve(8);
+    call.slots.reserve(fn.num_inputs());
     for (const auto& v : fn.inputs()) call.slots.push_back(slot_of(v));
+  }
   const bool host_times_only = c->options->host_times_only;
   if (!t.scopes.empty()) {
     call.layer = t.scopes.back().layer;

@@ -48,7 +48,7 @@ struct PairedRounds {
   std::size_t rounds() const { return measured_us.size(); }
   double error_median() const;                    // of predicted / measured − 1 over the rounds
   std::pair<double, double> error_range() const;  // its lowest and highest
-  // How much the host moved across the rounds: the plain step's spread, (max − min) / median.
+  // How much the host moved across the rounds: the plain step's host time, (p90 − p10) / median.
   double host_drift = 0;
 };
 
