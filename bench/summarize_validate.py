@@ -1,17 +1,18 @@
 #!/usr/bin/env python3
-"""One line per `opcost validate --json` document: errors with the host costs re-measured beside
-the step and with the stored ones, the step's drift, and the CPU side of both timelines.
+"""One line per `opcost validate --json` document: the unpaired and the paired time error (each
+round's prediction against its own steps), the energy error, the host's drift, the step before
+and after the operator loops, and the kernel mismatches.
     bench/summarize_validate.py FILE.json..."""
 import json
 import sys
 
+nan = float("nan")
 for f in sys.argv[1:]:
     d = json.load(open(f))
-    m, hc = d["measured"], d.get("host_costs", {})
-    stored = hc.get("stored_host_costs_prediction", {})
-    e = d["error"]["energy"]
-    print(f"{f}: time {100 * d['error']['time']:+.2f}% energy {100 * e:+.2f}% | with stored host costs "
-          f"{100 * stored.get('time_error', float('nan')):+.2f}% | step before ops {m.get('before_ops_time_us', float('nan')):.0f} µs, "
-          f"after {m['time_us']:.0f} µs | CPU issue: pass {d['predicted']['timeline']['cpu_us']:.0f} µs, stored "
-          f"{stored.get('cpu_us', float('nan')):.0f} µs ({hc.get('rounds')} rounds) | kernel mismatches "
-          f"{len(d['kernels'].get('mismatches', []))}")
+    m, p, e = d["measured"], d.get("paired", {}), d["error"]
+    energy = 100 * e["energy"] if e.get("energy") is not None else nan
+    print(f"{f}: time {100 * e['time']:+.2f}% | paired {100 * p.get('time_error_median', nan):+.2f}% "
+          f"({100 * p.get('time_error_low', nan):+.2f}% to {100 * p.get('time_error_high', nan):+.2f}%, "
+          f"{p.get('rounds')} rounds, host drift {100 * p.get('host_drift', nan):.1f}%) | energy {energy:+.2f}% | "
+          f"headline {e.get('headline')} | step before ops {m.get('before_ops_time_us', nan):.0f} µs, after "
+          f"{m['time_us']:.0f} µs | kernel mismatches {len(d['kernels'].get('mismatches', []))}")
