@@ -202,6 +202,8 @@ class Prediction(_Document):
         energy = (f"{self.energy_mJ:.4g} ± {self.energy_ci95_mJ:.2g} mJ" if self.energy_mJ is not None
                   else "energy n/a")
         measured = f", measured {self.measured_time_us:.1f} µs" if self.measured_time_us else ""
+        if self.paired_time_error is not None:
+            measured += f" (paired error {100 * self.paired_time_error:+.2f}%)"
         return (f"<opcost.Prediction {self._doc['model']}: {self.time_us:.1f} ± {self.time_ci95_us:.2g} µs "
                 f"(95%, GPU time only), {energy}{measured}{'' if self.complete else ', INCOMPLETE'}>")
 
