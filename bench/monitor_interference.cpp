@@ -82,8 +82,8 @@ int main(int argc, char** argv) {
                             {"host_us", host[phase]},
                             {"median_wall_us", median_of(wall[phase])},
                             {"median_ratio_to_baselines", median_of(ratio)}};
-    fmt::print(stderr, "{:12} median step {:8.1f} µs, host {:8.1f} µs, ratio to the cycle's baselines {:.4f}\n",
-               phase, median_of(wall[phase]), median_of(host[phase]), median_of(ratio));
+    fmt::print(stderr, "{:12} median step {:8.1f} µs, host {:8.1f} µs, ratio to the cycle's baselines {:.4f}\n", phase,
+               median_of(wall[phase]), median_of(host[phase]), median_of(ratio));
   }
   std::ofstream(argv[1]) << out.dump(1) << std::endl;
   return 0;

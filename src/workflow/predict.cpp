@@ -275,7 +275,8 @@ PredictReport run_predict(const PredictOptions& o, RunnableModel& runnable, cons
       }
       if (o.target > 0 && step) {  // `model`: stop once the measured operators explain enough
         Prediction p = predict(inv, costs, pin);
-        const bool time_ok = p.time_us >= o.target * step->time_us;
+        // The model's own host code is in every prediction: at least one operator must be.
+        const bool time_ok = p.measured_calls > 0 && p.time_us >= o.target * step->time_us;
         const bool energy_ok = !step->energy_mJ || (p.energy_mJ && *p.energy_mJ >= o.target * *step->energy_mJ);
         if (time_ok && energy_ok) {
           notes.say(fmt::format("measured operators explain {:.1f}% of the step's time (target {:.0f}%); stopping",

@@ -72,7 +72,7 @@ namespace {
 // measured wall time after the wait. On the CPU the call's time is its measured wall time.
 TimelineOp timeline_op(const ModelHostTimes& host, std::size_t i, const OpCost* c, bool on_gpu) {
   const double before = host.before_us[i];
-  if (!c) return {before + host.in_call_us[i], 0};
+  if (!c) return {before, 0};  // unmeasured: counts as zero, only the model's code around it stays
   if (!on_gpu) return {before + c->cpu_us, 0};
   if (c->waits_for_device) return {before + c->gpu_us, 0, true};
   return {before + host.in_call_us[i], c->gpu_us};
