@@ -11,8 +11,16 @@ torch.profiler with record_shapes, with_stack and with_modules (what it needs to
 modules). Medians of synchronised steps, each timed alone, the modes interleaved in rounds so
 host drift hits all alike.
 
-validate: opcost.validate of each CASE (resnet50-b1, resnet50-b32, gpt2-1x128, gpt2-8x512, each
--fp32 or -bf16), with the budgets of `opcost model` (0.5 s timing, 1 s energy per operator).
+validate: opcost.validate of each CASE (resnet18/34/50-bN or gpt2-BxS, each -fp32 or -bf16), with
+the budgets of `opcost model` (0.5 s timing, 1 s energy per operator).
+
+monitor: does NVML polling slow a host-bound Python step (issue 11, must-have 2)? The issue's
+experiment (torchvision resnet34 b8 bf16; the energy counter polled every 0.5 ms from a thread
+of the same process, or from another process), with each polling phase between two baselines:
+cycles of none / thread / none / process / none, 1 s each, for SECONDS; per cycle, each polling
+phase's median step against the mean of its neighbours'.
+
+    PYTHONPATH=build/python python3 bench/python_bench.py monitor OUT.json [--seconds 60]
 """
 
 from __future__ import annotations
@@ -33,10 +41,11 @@ from opcost._api import _LayerNames
 def build(case: str):
     name, _, dtype_name = case.rpartition("-")
     dtype = {"fp32": torch.float32, "bf16": torch.bfloat16}[dtype_name]
-    if name.startswith("resnet50"):
+    if name.startswith("resnet"):
         import torchvision
-        batch = int(name.split("-b")[1])
-        model = torchvision.models.resnet50().cuda().eval().to(dtype)
+        arch, batch = name.split("-b")
+        model = getattr(torchvision.models, arch)().cuda().eval().to(dtype)
+        batch = int(batch)
         inputs = (torch.randn(batch, 3, 224, 224, device="cuda", dtype=dtype),)
     else:
         import transformers
@@ -121,15 +130,88 @@ def validate(out_path: str, cases, db: str) -> None:
               open(out_path, "w"), indent=2)
 
 
+_POLLER = """
+import sys, time, pynvml
+pynvml.nvmlInit(); h = pynvml.nvmlDeviceGetHandleByIndex(0)
+end = time.time() + float(sys.argv[1])
+while time.time() < end:
+    pynvml.nvmlDeviceGetTotalEnergyConsumption(h); time.sleep(0.0005)
+"""
+
+
+def monitor(out_path: str, seconds: float, phase_s: float = 1.0) -> None:
+    import subprocess
+    import threading
+
+    import pynvml
+    pynvml.nvmlInit()
+    handle = pynvml.nvmlDeviceGetHandleByIndex(0)
+    model, inputs = build("resnet34-b8-bf16")
+    step = step_of(model, inputs)
+    for _ in range(20):
+        step()
+
+    def phase():
+        times = []
+        end = time.perf_counter() + phase_s
+        while time.perf_counter() < end:
+            t0 = time.perf_counter()
+            step()
+            times.append((time.perf_counter() - t0) * 1e6)
+        return statistics.median(times)
+
+    def with_thread():
+        stop = threading.Event()
+
+        def poll():
+            while not stop.is_set():
+                pynvml.nvmlDeviceGetTotalEnergyConsumption(handle)
+                time.sleep(0.0005)
+        t = threading.Thread(target=poll)
+        t.start()
+        try:
+            return phase()
+        finally:
+            stop.set()
+            t.join()
+
+    def with_process():
+        poller = subprocess.Popen([sys.executable, "-c", _POLLER, str(phase_s + 1)])
+        time.sleep(0.3)  # started and polling
+        try:
+            return phase()
+        finally:
+            poller.kill()
+            poller.wait()
+
+    cycles = []
+    start = time.time()
+    while time.time() - start < seconds:
+        c = {"none": phase(), "thread": with_thread(), "none_2": phase(), "process": with_process(), "none_3": phase()}
+        c["thread_ratio"] = c["thread"] / ((c["none"] + c["none_2"]) / 2)
+        c["process_ratio"] = c["process"] / ((c["none_2"] + c["none_3"]) / 2)
+        print(json.dumps(c), flush=True)
+        cycles.append(c)
+    summary = {k: statistics.median(c[k] for c in cycles) for k in cycles[0]}
+    summary["baseline_range_us"] = [min(min(c["none"], c["none_2"], c["none_3"]) for c in cycles),
+                                    max(max(c["none"], c["none_2"], c["none_3"]) for c in cycles)]
+    print(json.dumps({"median": summary}), flush=True)
+    json.dump({"device": torch.cuda.get_device_name(), "torch": torch.__version__, "case": "resnet34-b8-bf16",
+               "phase_s": phase_s, "cycles": cycles, "median": summary}, open(out_path, "w"), indent=2)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
-    parser.add_argument("mode", choices=["overhead", "validate"])
+    parser.add_argument("mode", choices=["overhead", "validate", "monitor"])
     parser.add_argument("out")
     parser.add_argument("cases", nargs="*")
     parser.add_argument("--db", default="/tmp/opcost-python-bench.db")
+    parser.add_argument("--seconds", type=float, default=60)
     args = parser.parse_args()
     if args.mode == "overhead":
         overhead(args.out)
+    elif args.mode == "monitor":
+        monitor(args.out, args.seconds)
     else:
         validate(args.out, args.cases, args.db)
     return 0

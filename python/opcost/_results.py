@@ -176,6 +176,15 @@ class Prediction(_Document):
         return (paired["time_error_low"], paired["time_error_high"]) if paired else None
 
     @property
+    def paired_energy_error(self) -> Optional[float]:
+        """validate: the step's energy against the prediction on a host as fast as it was while
+        that energy was measured (the GPU idles between kernels for as long as the host takes to
+        issue them). None when no host speed reproduces that step time (a GPU-bound step:
+        then the energy does not depend on the host, and ``energy_error`` is the one to read)."""
+        paired = self._doc.get("paired_energy")
+        return paired.get("energy_error") if paired else None
+
+    @property
     def host_drift(self) -> Optional[float]:
         """How much the host's speed moved across the paired rounds ((max − min) / median)."""
         return self._of_measured_step("paired", "host_drift")

@@ -373,6 +373,11 @@ int main(int argc, char** argv) {
         ->check(CLI::PositiveNumber)
         ->capture_default_str();
     c->add_flag("--no-energy", b.no_energy, "skip the energy loops");
+    c->add_option("--short-loops-after", po.short_loops_after,
+                  "once the measured operators explain this share of the step, measure the rest with short loops "
+                  "(1: never)")
+        ->check(CLI::Range(0.0, 1.0))
+        ->capture_default_str();
   };
   auto* predict =
       add_predict("predict", "Predict a model step's time and energy from the database (lists what is missing)");

@@ -43,6 +43,11 @@ class Runner {
   ~Runner();
 
   Measurement measure(PreparedCall& call);
+  // Later measurements use these loops; energy stays as the constructor chose (on or off).
+  void reconfigure(MeasureConfig cfg) {
+    cfg.energy = cfg_.energy;
+    cfg_ = std::move(cfg);
+  }
   const Environment& environment() const { return env_; }
   // Why energy is unavailable, or empty when a probe is open.
   const std::string& energy_unavailable_reason() const { return energy_why_; }

@@ -47,6 +47,17 @@ void PredictOptions::set_budgets(double op_time_s, double op_energy_s, double op
   step_config.time.max_seconds = step_time_s;
 }
 
+MeasureConfig PredictOptions::short_op_config() const {
+  MeasureConfig c = op_config;
+  c.time.max_seconds = op_config.time.max_seconds / 5;
+  c.energy_settle_s = std::min(op_config.energy_settle_s, 0.2);
+  c.energy_min_windows = 3;
+  c.energy_target_rel_ci95 = std::max(op_config.energy_target_rel_ci95, 0.05);
+  c.energy_max_s = op_config.energy_max_s / 2;
+  c.energy_max_capped_s = op_config.energy_max_capped_s / 2;
+  return c;
+}
+
 namespace {
 
 constexpr double kPairedSeconds = 1.0;
@@ -118,6 +129,25 @@ PairedRounds paired_rounds(RunnableModel& model, Inventory& inv, const std::map<
   out.host_drift = (plain_host[std::min(n - 1, 9 * n / 10)] - plain_host[n / 10]) / median_of(plain_host);
   take_host_times(inv, rounds);  // the prediction's host times: these rounds', next to the step
   return out;
+}
+
+void pair_energy(PredictReport& r) {
+  const StepMeasurement& step = *r.step;
+  if (!step.energy_mJ || !step.energy_loop_time_us || !r.prediction.energy_mJ) {
+    r.paired_energy_why = "no energy figure on one side";
+    return;
+  }
+  const auto scale = host_scale_matching(r.inventory, r.costs, r.inputs, *step.energy_loop_time_us);
+  if (!scale) {
+    r.paired_energy_why = fmt::format(
+        "no host speed makes the predicted time {:.0f} µs, the step's in its energy loop (a GPU-bound step)",
+        *step.energy_loop_time_us);
+    return;
+  }
+  PredictionInputs at = r.inputs;
+  at.host_scale = *scale;
+  r.paired_energy =
+      PairedEnergy{*step.energy_loop_time_us, *scale, *predict(r.inventory, r.costs, at).energy_mJ, *step.energy_mJ};
 }
 
 }  // namespace
@@ -247,6 +277,7 @@ PredictReport run_predict(const PredictOptions& o, RunnableModel& runnable, cons
     if (m.energy.available) {
       s.energy_mJ = m.energy.per_call_mJ.mean;
       s.energy_ci_mJ = (m.energy.per_call_mJ.ci95_high - m.energy.per_call_mJ.ci95_low) / 2;
+      s.energy_loop_time_us = m.energy.wall_us_per_call;
     } else {
       s.energy_why = m.energy.unavailable_reason;
     }
@@ -268,17 +299,30 @@ PredictReport run_predict(const PredictOptions& o, RunnableModel& runnable, cons
     std::stable_sort(todo.begin(), todo.end(),
                      [&](auto a, auto b) { return expected_weight(inv.entries[a]) > expected_weight(inv.entries[b]); });
     std::size_t done = 0;
+    bool short_loops = false;
+    // What the measured operators explain of the step, time and energy both.
+    auto explains = [&](const Prediction& p, double share) {
+      // The model's own host code is in every prediction: at least one operator must be.
+      const bool time_ok = p.measured_calls > 0 && p.time_us >= share * step->time_us;
+      const bool energy_ok = !step->energy_mJ || (p.energy_mJ && *p.energy_mJ >= share * *step->energy_mJ);
+      return time_ok && energy_ok;
+    };
     for (std::size_t i : todo) {
       if (!stopped.empty()) {
         notes.say("stopped measuring: " + stopped);
         break;
       }
+      const Prediction p = step ? predict(inv, costs, pin) : Prediction{};
+      if (step && !short_loops && o.short_loops_after < 1 && explains(p, o.short_loops_after)) {
+        short_loops = true;
+        MeasureConfig c = o.short_op_config();
+        c.progress = notes.progress;
+        runner().reconfigure(c);
+        notes.say(fmt::format("measured operators explain {:.0f}% of the step: the rest get short loops",
+                              100 * o.short_loops_after));
+      }
       if (o.target > 0 && step) {  // `model`: stop once the measured operators explain enough
-        Prediction p = predict(inv, costs, pin);
-        // The model's own host code is in every prediction: at least one operator must be.
-        const bool time_ok = p.measured_calls > 0 && p.time_us >= o.target * step->time_us;
-        const bool energy_ok = !step->energy_mJ || (p.energy_mJ && *p.energy_mJ >= o.target * *step->energy_mJ);
-        if (time_ok && energy_ok) {
+        if (explains(p, o.target)) {
           notes.say(fmt::format("measured operators explain {:.1f}% of the step's time (target {:.0f}%); stopping",
                                 100 * p.time_us / step->time_us, 100 * o.target));
           target_met = true;
@@ -295,6 +339,7 @@ PredictReport run_predict(const PredictOptions& o, RunnableModel& runnable, cons
   if (o.measure && o.target == 0 && !costs.empty()) {
     // The GPU's power between kernels moves with its temperature and clocks: measured again.
     if (on_gpu) {
+      if (op_runner) op_runner->reconfigure(op_config);  // the probe's loop is never a short one
       notes.say("measuring the GPU's power between kernels again, beside the step");
       if (auto doc = measure_one(gap_probe, "", "warm")) gap_doc = doc;
       use_gap_power();
@@ -321,6 +366,7 @@ PredictReport run_predict(const PredictOptions& o, RunnableModel& runnable, cons
 
   report.prediction = predict(inv, costs, pin);
   report.prediction.unmeasured_by_choice = target_met;
+  if (step && o.target == 0) pair_energy(report);
   // Last, after every timed loop: the profiler's tracing must not touch a measurement.
   report.kernels_why = on_gpu ? "" : "kernels are traced on a GPU only";
   if (on_gpu) {
@@ -373,9 +419,25 @@ nlohmann::json to_json(const PredictReport& r) {
         {"predicted_us", pr.predicted_us}, {"measured_us", pr.measured_us}};
     if (j.contains("error")) j["error"]["headline"] = r.paired_is_headline() ? "paired" : "unpaired";
   }
+  if (r.paired_energy) {
+    const PairedEnergy& pe = *r.paired_energy;
+    j["paired_energy"] = {{"step_us", pe.step_us},
+                          {"host_scale", pe.host_scale},
+                          {"predicted_mJ", pe.predicted_mJ},
+                          {"measured_mJ", pe.measured_mJ},
+                          {"energy_error", pe.error()}};
+  } else if (r.step) {
+    j["paired_energy"] = {{"why", r.paired_energy_why}};
+  }
   for (auto& row : j["ops"]) {
     const auto e = entry_of(inv, row["name"].get<std::string>());
     if (r.kernels && e && r.kernels->entries[*e]) row["kernels"] = to_json(*r.kernels->entries[*e]);
+    // The operator's own loop, for a reader who checks how its energy entered the prediction.
+    if (const auto c = e ? r.costs.find(*e) : r.costs.end(); c != r.costs.end() && c->second.energy_mJ)
+      row["loop"] = {{"db_id", c->second.db_id},
+                     {"gpu_us", c->second.gpu_us},
+                     {"energy_mJ", *c->second.energy_mJ},
+                     {"wall_us", c->second.loop_wall_us}};
   }
   j["sync_us"] = r.inputs.sync_us;
   j["gap_power_W"] = r.inputs.gap_power_W ? nlohmann::json(*r.inputs.gap_power_W) : nlohmann::json(nullptr);
@@ -414,6 +476,12 @@ std::string to_text(const PredictReport& r) {
         100 * pr.error_median(), pr.rounds(), 100 * low, 100 * high, 100 * pr.host_drift,
         r.paired_is_headline() ? ": the host drifted, so the paired error is the one to read" : "");
   }
+  if (r.paired_energy)
+    out += fmt::format(
+        "paired:    energy error {:+.2f}%: predicted {:.4g} mJ on a host as fast as in the step's energy loop ({:.0f} "
+        "µs a step, host times ×{:.2f})\n",
+        100 * r.paired_energy->error(), r.paired_energy->predicted_mJ, r.paired_energy->step_us,
+        r.paired_energy->host_scale);
   if (r.inputs.on_gpu && r.inputs.gap_power_W)
     out += fmt::format("GPU power between kernels: {:.0f} W; host sync {:.1f} µs\n", *r.inputs.gap_power_W,
                        r.inputs.sync_us);

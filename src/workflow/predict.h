@@ -27,13 +27,20 @@ struct PredictOptions {
   double target = 0;              // model: stop measuring operators once both shares reach this
   std::string cache = "warm";     // operator measurements to use and make: warm or cold inputs
   MeasureConfig op_config;        // for operators
-  MeasureConfig step_config;      // for the whole step
+  // Once the measured operators explain this share of the step's time and energy, the rest
+  // (each a small share of it) get the short loops of short_op_config(): their wider
+  // intervals hardly widen the step's. 1 or more: never.
+  double short_loops_after = 0.8;
+  MeasureConfig step_config;  // for the whole step
 
   // The three commands' defaults. `model` measures many operators to reach its target, so
   // its loops are shorter (the budgets that keep GPU-bound predictions within a few percent).
   static PredictOptions predict_only();
   static PredictOptions validate();
   static PredictOptions model_to(double target = 0.9);
+  // op_config with a fifth of its timing budget and the fewest energy windows that still give
+  // an interval (3 counter periods, 5% target).
+  MeasureConfig short_op_config() const;
   // Budgets in seconds, as the command line sets them (timing and energy loops per operator,
   // energy at the power cap, timing of the whole step); no_energy skips the energy loops.
   void set_budgets(double op_time_s, double op_energy_s, double op_energy_capped_s, double step_time_s, bool no_energy);
@@ -52,6 +59,16 @@ struct PairedRounds {
   double host_drift = 0;
 };
 
+// validate: the step's energy against the prediction on a host as fast as it was while that
+// energy was measured. The GPU idles between kernels for as long as the host takes to issue
+// them, so a step measured on a faster host spends less energy; this compares like with like.
+struct PairedEnergy {
+  double step_us = 0;     // the step's time per call in its energy loop
+  double host_scale = 1;  // the model's host times × this give that time (host_scale_matching)
+  double predicted_mJ = 0, measured_mJ = 0;
+  double error() const { return predicted_mJ / measured_mJ - 1; }
+};
+
 struct PredictReport {
   std::string cache;
   Environment env;
@@ -63,8 +80,10 @@ struct PredictReport {
   std::optional<KernelReport> kernels;  // on a GPU
   std::string kernels_why;              // why they were not checked
   std::optional<PairedRounds> paired;   // validate
-  std::size_t failures = 0;             // measurements that failed or could not be stored
-  bool target_met = false;              // model: stopped measuring at its target
+  std::optional<PairedEnergy> paired_energy;
+  std::string paired_energy_why;  // validate: why there is none
+  std::size_t failures = 0;       // measurements that failed or could not be stored
+  bool target_met = false;        // model: stopped measuring at its target
   // validate: the paired error is the headline when the host drifted (the step's time moved
   // by more than kStepDriftFlag between the rounds and its measurement, or within the rounds).
   bool paired_is_headline() const;

@@ -134,6 +134,33 @@ TEST(Prediction, TheModelsHostTimesLessTheObserversShareDelayLaunches) {
   EXPECT_DOUBLE_EQ(predict(inv, costs, in).timeline.cpu_us, 0.25 + 500 + 2 + 7 + 2.5 + 500 + 250.5 + 500 + 5);
 }
 
+TEST(Prediction, AHostScaleStretchesTheModelsHostTimesAndIsFoundFromAStepTime) {
+  Inventory inv = two_layer_inventory();  // host times 5, 10, 5, 3 µs in the calls
+  for (auto& c : inv.sequence) c.host_gap_us = 20;
+  PredictionInputs in;
+  in.gap_power_W = 100;
+  std::map<std::size_t, OpCost> costs = {{0, cost(5, 4, 1.2, 4)}, {1, cost(10, 4, 1.2, 10)}, {2, cost(3, 0, 0.3, 3)}};
+  // Host-bound: 4 × 20 µs between calls + 23 µs in them; the last kernel ends before the view.
+  const Prediction at_one = predict(inv, costs, in);
+  EXPECT_DOUBLE_EQ(at_one.time_us, 103);
+  in.host_scale = 2;
+  const Prediction at_two = predict(inv, costs, in);
+  EXPECT_DOUBLE_EQ(at_two.time_us, 206);
+  // A slower host: longer gaps on the GPU, the same kernels, so more energy (100 W × the gap).
+  EXPECT_NEAR(*at_two.energy_mJ - *at_one.energy_mJ, 0.1 * (at_two.timeline.gap_us - at_one.timeline.gap_us), 1e-9);
+  EXPECT_GT(at_two.timeline.gap_us, at_one.timeline.gap_us);
+  in.host_scale = 1;
+  const auto scale = host_scale_matching(inv, costs, in, 154.5);
+  ASSERT_TRUE(scale);
+  EXPECT_NEAR(*scale, 1.5, 1e-3);
+  // No host speed within [1/4, 4] gives a step of 10 µs or 1 ms.
+  EXPECT_FALSE(host_scale_matching(inv, costs, in, 10));
+  EXPECT_FALSE(host_scale_matching(inv, costs, in, 1000));
+  // GPU-bound: the host's speed barely moves the time, so a time it cannot reach is no match.
+  costs[0].gpu_us = costs[2].gpu_us = 400;
+  EXPECT_FALSE(host_scale_matching(inv, costs, in, 700));
+}
+
 TEST(Prediction, AMissingOperatorIsReportedNeverFree) {
   Inventory inv = two_layer_inventory();
   PredictionInputs in;

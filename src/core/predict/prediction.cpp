@@ -81,7 +81,12 @@ TimelineOp timeline_op(const ModelHostTimes& host, std::size_t i, const OpCost* 
 
 Prediction predict(const Inventory& inv, const std::map<std::size_t, OpCost>& costs, const PredictionInputs& in) {
   Prediction p;
-  const ModelHostTimes host = model_host_times(inv);
+  ModelHostTimes host = model_host_times(inv);
+  if (in.host_scale != 1) {
+    for (auto* v : {&host.before_us, &host.in_call_us})
+      for (double& t : *v) t *= in.host_scale;
+    host.after_last_us *= in.host_scale;
+  }
   std::vector<TimelineOp> ops;
   ops.reserve(inv.sequence.size() + 1);
   for (std::size_t i = 0; i < inv.sequence.size(); ++i) {
@@ -203,6 +208,25 @@ std::string error_pct(double predicted, double measured) {
 
 }  // namespace
 
+std::optional<double> host_scale_matching(const Inventory& inv, const std::map<std::size_t, OpCost>& costs,
+                                          PredictionInputs in, double time_us) {
+  auto time_at = [&](double scale) {
+    in.host_scale = scale;
+    return predict(inv, costs, in).time_us;
+  };
+  double low = 0.25, high = 4;
+  if (time_at(low) > time_us * 1.005 || time_at(high) < time_us * 0.995) return std::nullopt;
+  for (int i = 0; i < 40 && high / low > 1.0001; ++i) {
+    const double mid = std::sqrt(low * high);
+    (time_at(mid) < time_us ? low : high) = mid;
+  }
+  const double scale = std::sqrt(low * high);
+  // A GPU-bound step's time moves little with the host: a scale that barely reaches time_us
+  // is no measure of the host's speed.
+  if (std::abs(time_at(scale) / time_us - 1) > 0.005) return std::nullopt;
+  return scale;
+}
+
 nlohmann::json to_json(const Prediction& p, const Inventory& inv, const StepMeasurement* m) {
   nlohmann::json missing = nlohmann::json::array();
   for (auto e : p.missing)
@@ -239,6 +263,7 @@ nlohmann::json to_json(const Prediction& p, const Inventory& inv, const StepMeas
                      {"time_ci95_us", m->time_ci_us},
                      {"energy_mJ", opt(m->energy_mJ)},
                      {"energy_ci95_mJ", opt(m->energy_ci_mJ)},
+                     {"energy_loop_time_us", opt(m->energy_loop_time_us)},
                      {"flags", m->flags},
                      {"db_id", m->db_id}};
     if (m->before_ops_time_us) {

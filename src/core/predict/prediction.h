@@ -31,6 +31,8 @@ struct PredictionInputs {
   std::optional<double> gap_power_W;  // GPU power while it idles between kernels
   std::string gap_power_why;          // why it is missing
   double sync_us = 0;                 // host cost to observe the end of the step
+  // The model's host times × this: the same model on a host this much slower (> 1) or faster.
+  double host_scale = 1;
 };
 
 struct PredictedRow {
@@ -74,10 +76,20 @@ ModelHostTimes model_host_times(const Inventory& inv);
 // prediction then covers only the measured calls, and says so).
 Prediction predict(const Inventory& inv, const std::map<std::size_t, OpCost>& costs, const PredictionInputs& in);
 
+// The host scale (PredictionInputs::host_scale) at which the predicted time equals time_us:
+// the host's speed while a step was measured. Bisection over [1/4, 4] (the predicted time
+// grows with the scale); nullopt when no scale in that range reaches time_us within 0.5%, as
+// for a GPU-bound step, whose time hardly depends on the host.
+std::optional<double> host_scale_matching(const Inventory& inv, const std::map<std::size_t, OpCost>& costs,
+                                          PredictionInputs in, double time_us);
+
 // A whole-step measurement to compare against.
 struct StepMeasurement {
   double time_us = 0, time_ci_us = 0;
   std::optional<double> energy_mJ, energy_ci_mJ;
+  // The step's time per call while its energy was measured (the energy loop's wall time): the
+  // host's speed then, which sets the GPU's idle time between kernels and so its energy.
+  std::optional<double> energy_loop_time_us;
   std::string energy_why;
   std::vector<std::string> flags;
   int64_t db_id = -1;
