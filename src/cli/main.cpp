@@ -340,12 +340,12 @@ int main(int argc, char** argv) {
   PredictOptions po;
   bool predict_json = false;
   struct Budgets {
-    double op_time, op_energy, op_energy_capped, step_time;
+    double op_time, op_energy, op_energy_capped, step_time, short_loops_after;
     bool no_energy = false;
   };
   auto budgets_of = [](const PredictOptions& d) {
     return Budgets{d.op_config.time.max_seconds, d.op_config.energy_max_s, d.op_config.energy_max_capped_s,
-                   d.step_config.time.max_seconds};
+                   d.step_config.time.max_seconds, d.short_loops_after};
   };
   Budgets validate_budgets = budgets_of(PredictOptions::validate()),
           model_budgets = budgets_of(PredictOptions::model_to());
@@ -373,7 +373,7 @@ int main(int argc, char** argv) {
         ->check(CLI::PositiveNumber)
         ->capture_default_str();
     c->add_flag("--no-energy", b.no_energy, "skip the energy loops");
-    c->add_option("--short-loops-after", po.short_loops_after,
+    c->add_option("--short-loops-after", b.short_loops_after,
                   "once the measured operators explain this share of the step, measure the rest with short loops "
                   "(1: never)")
         ->check(CLI::Range(0.0, 1.0))
@@ -435,6 +435,7 @@ int main(int argc, char** argv) {
       if (!modelcmd->parsed()) po.target = 0;
       const Budgets& b = modelcmd->parsed() ? model_budgets : validate_budgets;
       po.set_budgets(b.op_time, b.op_energy, b.op_energy_capped, b.step_time, b.no_energy);
+      po.short_loops_after = b.short_loops_after;
       const PredictReport report = run_predict(po, Notes::to_stderr());
       fmt::print("{}", predict_json ? to_json(report).dump(2) + "\n" : to_text(report));
       std::fflush(stdout);

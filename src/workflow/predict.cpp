@@ -34,6 +34,8 @@ PredictOptions PredictOptions::model_to(double target) {
   o.measure = true;
   o.target = target;
   o.set_budgets(0.5, 1.0, 1.5, 3.0, false);
+  // Most models' operators each hold a few percent of the step: short loops from the start.
+  o.short_loops_after = 0;
   return o;
 }
 
@@ -48,9 +50,12 @@ void PredictOptions::set_budgets(double op_time_s, double op_energy_s, double op
 }
 
 MeasureConfig PredictOptions::short_op_config() const {
+  // Each operator's interval may be several times the step's: n operators' independent
+  // errors add in quadrature, so the step's interval is about theirs / √n.
   MeasureConfig c = op_config;
   c.time.max_seconds = op_config.time.max_seconds / 5;
-  c.energy_settle_s = std::min(op_config.energy_settle_s, 0.2);
+  c.time.target_rel_ci95 = std::max(op_config.time.target_rel_ci95, 0.02);
+  c.energy_settle_s = std::min(op_config.energy_settle_s, 0.15);
   c.energy_min_windows = 3;
   c.energy_target_rel_ci95 = std::max(op_config.energy_target_rel_ci95, 0.05);
   c.energy_max_s = op_config.energy_max_s / 2;

@@ -29,7 +29,7 @@ struct PredictOptions {
   MeasureConfig op_config;        // for operators
   // Once the measured operators explain this share of the step's time and energy, the rest
   // (each a small share of it) get the short loops of short_op_config(): their wider
-  // intervals hardly widen the step's. 1 or more: never.
+  // intervals hardly widen the step's. 1 or more: never; 0: from the start (`model`).
   double short_loops_after = 0.8;
   MeasureConfig step_config;  // for the whole step
 
@@ -38,8 +38,8 @@ struct PredictOptions {
   static PredictOptions predict_only();
   static PredictOptions validate();
   static PredictOptions model_to(double target = 0.9);
-  // op_config with a fifth of its timing budget and the fewest energy windows that still give
-  // an interval (3 counter periods, 5% target).
+  // op_config with a fifth of its timing budget (2% target), a 0.15 s settle and 3 to 5
+  // counter periods of energy (5% target).
   MeasureConfig short_op_config() const;
   // Budgets in seconds, as the command line sets them (timing and energy loops per operator,
   // energy at the power cap, timing of the whole step); no_energy skips the energy loops.
