@@ -6,7 +6,8 @@
 
 run: `opcost validate CASE --json` for every case of the grid, into one database
 (OUT_DIR/grid.db, so operators shared between cases are measured once), with `opcost model`'s
-operator budgets (0.5 s timing, 1 s energy, 1.5 s at the power cap) and a 1.5 s step budget.
+operator loops (0.5 s timing, 1 s energy, 1.5 s at the power cap, all short loops: a fifth of
+the timing budget, 3 to 5 counter periods of energy) and a 1.5 s step budget.
 Each case's report goes to OUT_DIR/cases/CASE.json with the command's wall time; a case whose
 report exists is skipped, so a run cut short by --deadline (stop starting cases after that
 many seconds) goes on where it stopped.
@@ -32,7 +33,8 @@ import time
 from pathlib import Path
 
 DTYPES = {"fp32": ["--dtype", "fp32"], "bf16": ["--dtype", "bf16"], "fp16ac": ["--dtype", "fp32", "--autocast", "fp16"]}
-BUDGETS = ["--max-time", "0.5", "--energy-max-time", "1", "--energy-max-time-capped", "1.5", "--step-max-time", "1.5"]
+BUDGETS = ["--max-time", "0.5", "--energy-max-time", "1", "--energy-max-time-capped", "1.5", "--step-max-time", "1.5",
+           "--short-loops-after", "0"]
 
 
 def grid():
