@@ -102,7 +102,7 @@ def summary_row(name: str, d: dict) -> dict:
             "energy_error_headline": energy_err, "host_scale": pe.get("host_scale"),
             "gap_power_W": d.get("gap_power_W"), "gap_us": d["predicted"]["timeline"]["gap_us"],
             "gpu_busy_us": d["predicted"]["timeline"]["gpu_busy_us"],
-            "mismatches": d.get("kernels", {}).get("mismatches"), "flags": d.get("measured", {}).get("flags", []),
+            "mismatches": len(d.get("kernels", {}).get("mismatches", [])), "flags": d.get("measured", {}).get("flags", []),
             "wall_s": bench.get("wall_s"), "new_measurements": bench.get("new_measurements")}
 
 
@@ -111,7 +111,8 @@ def python_rows(paths):
     for p in paths:
         doc = json.load(open(p))
         for case in doc["validate"]:
-            rows.append(summary_row("python:" + case["case"], case["report"]))
+            report = dict(case["report"], bench={"wall_s": case["seconds"]})
+            rows.append(summary_row("python:" + case["case"], report))
     return rows
 
 

@@ -178,6 +178,8 @@ def test_predict_and_validate_end_to_end(tmp_path):
     low, high = val.paired_time_error_range
     assert low <= val.paired_time_error <= high and val.host_drift >= 0
     assert val.headline in ("paired", "unpaired")
+    # Without energy there is no paired energy, and the report says why.
+    assert val.paired_energy_error is None and "no energy figure" in val.to_dict()["paired_energy"]["why"]
     after = opcost.predict(net, x, db=db)
     assert after.complete and after.time_us > 0
     doc = json.loads(val.to_json())
