@@ -145,7 +145,8 @@ void pair_energy(PredictReport& r) {
   const auto scale = host_scale_matching(r.inventory, r.costs, r.inputs, *step.energy_loop_time_us);
   if (!scale) {
     r.paired_energy_why = fmt::format(
-        "no host speed makes the predicted time {:.0f} µs, the step's in its energy loop (a GPU-bound step)",
+        "no host speed within 1/4 to 4 times this one makes the predicted time {:.0f} µs, the step's in its energy "
+        "loop (a GPU-bound step's time hardly depends on the host)",
         *step.energy_loop_time_us);
     return;
   }
@@ -317,8 +318,9 @@ PredictReport run_predict(const PredictOptions& o, RunnableModel& runnable, cons
         notes.say("stopped measuring: " + stopped);
         break;
       }
-      const Prediction p = step ? predict(inv, costs, pin) : Prediction{};
-      if (step && !short_loops && o.short_loops_after < 1 && explains(p, o.short_loops_after)) {
+      const bool may_switch = !short_loops && o.short_loops_after < 1;
+      const Prediction p = step && (may_switch || o.target > 0) ? predict(inv, costs, pin) : Prediction{};
+      if (step && may_switch && explains(p, o.short_loops_after)) {
         short_loops = true;
         MeasureConfig c = o.short_op_config();
         c.progress = notes.progress;
@@ -431,7 +433,7 @@ nlohmann::json to_json(const PredictReport& r) {
                           {"predicted_mJ", pe.predicted_mJ},
                           {"measured_mJ", pe.measured_mJ},
                           {"energy_error", pe.error()}};
-  } else if (r.step) {
+  } else if (!r.paired_energy_why.empty()) {
     j["paired_energy"] = {{"why", r.paired_energy_why}};
   }
   for (auto& row : j["ops"]) {
