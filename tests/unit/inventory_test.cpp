@@ -88,5 +88,30 @@ TEST(InventoryHostTimes, MedianOverRunsOfTheSameCallsOnly) {
   }
 }
 
+TEST(InventoryHostTimes, MediansAddUpToTheMedianStep) {
+  // Each run has one slow call, a different one each time: every call's median is its fast
+  // time, yet no step was that fast.
+  const std::size_t n = sample().sequence.size();
+  ASSERT_GE(n, 3u);
+  std::vector<Inventory> runs;
+  for (std::size_t slow = 0; slow < n; ++slow) {
+    Inventory r = sample();
+    for (std::size_t i = 0; i < n; ++i) r.sequence[i].host_us = i == slow ? 30 : 10, r.sequence[i].host_gap_us = 2;
+    r.host_after_last_call_us = 4;
+    runs.push_back(r);
+  }
+  Inventory inv = sample();
+  take_median_host_times(inv, runs, true);
+  const double step = 12.0 * double(n) + 20 + 4;  // every run: n calls of 10 + 2, one 20 slower
+  double sum = inv.host_after_last_call_us;
+  for (const auto& c : inv.sequence) sum += c.host_us + c.host_gap_us;
+  EXPECT_NEAR(sum, step, 1e-9);
+  // The shares stay the medians': calls 10 to gaps 2 to the tail 4.
+  const double scale = step / (12.0 * double(n) + 4);
+  EXPECT_NEAR(inv.sequence[0].host_us, 10 * scale, 1e-9);
+  EXPECT_NEAR(inv.sequence[1].host_gap_us, 2 * scale, 1e-9);
+  EXPECT_NEAR(inv.host_after_last_call_us, 4 * scale, 1e-9);
+}
+
 }  // namespace
 }  // namespace opcost

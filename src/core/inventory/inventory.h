@@ -60,6 +60,7 @@ std::string to_table(const Inventory& inv);
 // taken over several observed runs of the same step: each call's host times become the median
 // over those `runs` whose calls are the same (the same ops in the same order), and over `inv`
 // itself unless `timing_runs_only` (its observer recorded inputs, which costs the host more).
+// The medians are then scaled together so that they add up to the median run's host time.
 // Returns how many runs were used.
 std::size_t take_median_host_times(Inventory& inv, const std::vector<Inventory>& runs, bool timing_runs_only = false);
 // Whether two inventories made the same calls in the same order (their host times then
