@@ -246,6 +246,7 @@ PredictReport run_predict(const PredictOptions& o, RunnableModel& runnable, cons
   PredictionInputs& pin = report.inputs;
   pin.on_gpu = on_gpu;
   pin.sync_us = synchronize_latency_us(kind, index);
+  pin.gpu_uuid = env.device_uuid;
   // Always a warm loop: it measures the GPU between kernels, not the op.
   const std::string gap_probe = fmt::format("{}.{} {}", kGapProbeOp, kGapProbeOverload, kGapProbeArgs);
   auto gap_doc = on_gpu ? lookup(kGapProbeOp, kGapProbeOverload, kGapProbeArgs, "", "warm") : std::nullopt;
@@ -370,6 +371,9 @@ PredictReport run_predict(const PredictOptions& o, RunnableModel& runnable, cons
     step->before_ops_time_us = before_ops;
     flag_drift(*before_ops, "before the operator loops");
   }
+  // The step's energy loop runs just after its timing loop, and the host can change speed
+  // between them: its energy then belongs to another step time (see pair_energy).
+  if (step && step->energy_loop_time_us) flag_drift(*step->energy_loop_time_us, "in its energy loop");
 
   report.prediction = predict(inv, costs, pin);
   report.prediction.unmeasured_by_choice = target_met;
@@ -449,6 +453,7 @@ nlohmann::json to_json(const PredictReport& r) {
   j["sync_us"] = r.inputs.sync_us;
   j["gap_power_W"] = r.inputs.gap_power_W ? nlohmann::json(*r.inputs.gap_power_W) : nlohmann::json(nullptr);
   j["gpu"] = r.env.device_name;
+  j["gpu_uuid"] = r.env.device_uuid;
   j["cache"] = r.cache;
   j["target_met"] = r.target_met;
   j["failures"] = r.failures;

@@ -161,6 +161,19 @@ TEST(Prediction, AHostScaleStretchesTheModelsHostTimesAndIsFoundFromAStepTime) {
   EXPECT_FALSE(host_scale_matching(inv, costs, in, 700));
 }
 
+TEST(Prediction, CostsFromAnotherBoardAreCounted) {
+  Inventory inv = two_layer_inventory();
+  PredictionInputs in;
+  in.gap_power_W = 100;
+  std::map<std::size_t, OpCost> costs = {{0, cost(5, 4, 1.2, 4)}, {1, cost(10, 4, 1.2, 10)}, {2, cost(3, 0, 0.3, 3)}};
+  costs[0].gpu_uuid = "GPU-this";
+  costs[1].gpu_uuid = "GPU-other";
+  EXPECT_EQ(predict(inv, costs, in).from_other_board, 0u);  // this board unknown: nothing counted
+  in.gpu_uuid = "GPU-this";
+  // Per signature; one whose board is not recorded is not counted.
+  EXPECT_EQ(predict(inv, costs, in).from_other_board, 1u);
+}
+
 TEST(Prediction, AMissingOperatorIsReportedNeverFree) {
   Inventory inv = two_layer_inventory();
   PredictionInputs in;
@@ -200,7 +213,7 @@ TEST(Prediction, NoGapPowerMeansNoEnergyFigure) {
 TEST(Prediction, CostsComeFromStoredDocuments) {
   const auto doc = nlohmann::json::parse(R"({"db_id": 7, "time_us": {"mean": 20, "ci95_low": 19, "ci95_high": 21},
     "host_us_per_call": {"wall": 6, "cpu": 5}, "energy_mJ": {"per_call": 3, "ci95_low": 2.9, "ci95_high": 3.1,
-    "loop_wall_us_per_call": 21}, "flags": ["throttled:sw_power_cap"]})");
+    "loop_wall_us_per_call": 21}, "flags": ["throttled:sw_power_cap"], "environment": {"gpu_uuid": "GPU-1"}})");
   OpCost gpu = op_cost_from_document(doc, true);
   EXPECT_EQ(gpu.db_id, 7);
   EXPECT_DOUBLE_EQ(gpu.gpu_us, 20);
@@ -208,6 +221,7 @@ TEST(Prediction, CostsComeFromStoredDocuments) {
   EXPECT_DOUBLE_EQ(gpu.cpu_us, 6);
   EXPECT_NEAR(*gpu.energy_ci_mJ, 0.1, 1e-12);
   EXPECT_EQ(gpu.flags.size(), 1u);
+  EXPECT_EQ(gpu.gpu_uuid, "GPU-1");
   OpCost cpu = op_cost_from_document(doc, false);  // on the CPU the time is the host's
   EXPECT_DOUBLE_EQ(cpu.cpu_us, 20);
   EXPECT_DOUBLE_EQ(cpu.gpu_us, 0);

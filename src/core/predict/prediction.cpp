@@ -32,6 +32,7 @@ OpCost op_cost_from_document(const nlohmann::json& d, bool on_gpu) {
     c.energy_why = d.value("energy_unavailable", std::string("not measured"));
   c.waits_for_device = d.value("method", std::string()).find(kWaitsForDeviceNote) != std::string::npos;
   if (d.contains("flags")) c.flags = d["flags"].get<std::vector<std::string>>();
+  if (d.contains("environment")) c.gpu_uuid = d["environment"].value("gpu_uuid", std::string());
   return c;
 }
 
@@ -110,6 +111,8 @@ Prediction predict(const Inventory& inv, const std::map<std::size_t, OpCost>& co
       p.energy_why = fmt::format("{} has no energy figure: {}", inv.entries[e].signature(), it->second.energy_why);
     }
     if (!it->second.flags.empty()) p.flagged.push_back(inv.entries[e].signature());
+    if (!in.gpu_uuid.empty() && !it->second.gpu_uuid.empty() && it->second.gpu_uuid != in.gpu_uuid)
+      ++p.from_other_board;
   }
   if (in.on_gpu && !in.gap_power_W) {
     energy = false;
@@ -256,6 +259,7 @@ nlohmann::json to_json(const Prediction& p, const Inventory& inv, const StepMeas
                       {"measured_calls", p.measured_calls},
                       {"missing", missing},
                       {"flagged", p.flagged},
+                      {"from_other_board", p.from_other_board},
                       {"layers", rows_json(p.layers)},
                       {"ops", rows_json(p.ops)}};
   if (m) {
@@ -348,6 +352,11 @@ std::string to_table(const Prediction& p, const Inventory& inv, const StepMeasur
   if (!p.flagged.empty())
     out +=
         fmt::format("{} measured signatures were flagged (throttling, clocks or other processes)\n", p.flagged.size());
+  if (p.from_other_board)
+    out += fmt::format(
+        "{} measured signatures come from another board of this GPU model: energy sensors differ between boards "
+        "by about ±5%, so their energy carries that too\n",
+        p.from_other_board);
   return out;
 }
 

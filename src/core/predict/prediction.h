@@ -22,6 +22,7 @@ struct OpCost {
   std::string energy_why;                         // when energy_mJ is empty: the measurement's reason
   double loop_wall_us = 0;                        // the energy loop's wall time per call
   bool waits_for_device = false;                  // timed by wall clock: cpu_us is the call's whole time
+  std::string gpu_uuid;                           // the board it was measured on
   std::vector<std::string> flags;
 };
 OpCost op_cost_from_document(const nlohmann::json& doc, bool on_gpu);
@@ -33,6 +34,9 @@ struct PredictionInputs {
   double sync_us = 0;                 // host cost to observe the end of the step
   // The model's host times × this: the same model on a host this much slower (> 1) or faster.
   double host_scale = 1;
+  // This board: costs measured on another board of the same model are counted apart (boards'
+  // energy sensors differ by about ±5%). Empty: not known, nothing is counted.
+  std::string gpu_uuid;
 };
 
 struct PredictedRow {
@@ -55,6 +59,7 @@ struct Prediction {
   std::vector<std::size_t> missing;       // inventory entries without a measurement
   std::vector<PredictedRow> layers, ops;  // sorted by time, largest first
   std::vector<std::string> flagged;       // signatures whose measurement was flagged
+  std::size_t from_other_board = 0;       // signatures measured on another board (PredictionInputs::gpu_uuid)
   // `model`: the missing signatures were left unmeasured on purpose (the target was met).
   bool unmeasured_by_choice = false;
   bool complete() const { return missing.empty(); }
