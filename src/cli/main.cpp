@@ -13,6 +13,7 @@
 #include "core/report/report.h"
 #include "core/spec/spec_file.h"
 #include "core/store/database.h"
+#include "core/sweep/grid.h"
 #include "core/text/text.h"
 #include "core/version.h"
 #include "torch/models.h"
@@ -29,6 +30,8 @@ struct MeasureCliOptions {
   std::string op;
   std::vector<std::string> args;
   std::string spec;
+  std::string grid;      // a sweep grid: its expanded calls
+  bool dry_run = false;  // list the calls and the GPU time they may take; measure nothing
   bool json = false;
   std::string power_trace;
   MeasureOptions measure;  // the workflow's, with its defaults
@@ -66,16 +69,34 @@ void write_power_trace(const std::string& path, const std::vector<Measurement>& 
 int run_measure(const MeasureCliOptions& o) {
   std::vector<OpCall> calls;
   std::vector<std::string> bad;  // entries that did not parse: reported with the rest
+  if (int(!o.op.empty()) + int(!o.spec.empty()) + int(!o.grid.empty()) > 1)
+    throw std::invalid_argument("give one of: an operator, --spec FILE or --grid FILE");
   if (!o.spec.empty()) {
-    if (!o.op.empty()) throw std::invalid_argument("give either an operator or --spec FILE, not both");
     SpecEntries entries = load_spec_file(o.spec);
     calls = std::move(entries.calls);
     bad = std::move(entries.errors);
+  } else if (!o.grid.empty()) {
+    Grid grid = expand_grid_file(o.grid);
+    fmt::print(stderr, "opcost: grid {}: {} calls ({} combinations filtered out)\n", grid.name, grid.items.size(),
+               grid.filtered_out);
+    for (auto& item : grid.items) calls.push_back(std::move(item.call));
   } else {
     if (o.op.empty())
       throw std::invalid_argument("name an operator (e.g. aten::relu self=f32[1024]) or give --spec FILE");
     calls.push_back(parse_call(o.op, o.args));
     calls.back().origin = "command line";
+  }
+  if (o.dry_run) {
+    const MeasureConfig& c = o.measure.config;
+    // The most a call may take: warm-up, timing, the energy loop at its longest (at the power
+    // cap) and ~1 s of preparation and idle-power probing.
+    const double most_s =
+        c.warmup_s + c.time.max_seconds + (c.energy ? c.energy_settle_s + c.energy_max_capped_s : 0) + 1.0;
+    for (const auto& call : calls) fmt::print("{} {}\n", call.display_name(), format_args(call.args));
+    fmt::print(stderr,
+               "opcost: --dry-run: {} calls, nothing measured; at most about {:.0f} GPU-seconds at these budgets\n",
+               calls.size(), most_s * double(calls.size()));
+    return bad.empty() ? kExitSuccess : kExitBadInput;
   }
   MeasureOptions mo = o.measure;
   mo.config.keep_power_trace = !o.power_trace.empty();
@@ -275,6 +296,9 @@ int main(int argc, char** argv) {
   measure->add_option("op", mo.op, "operator, e.g. aten::conv2d or aten::add.Tensor");
   measure->add_option("args", mo.args, "arguments as name=value: input=f32[32,64,56,56] padding=[1,1]");
   measure->add_option("--spec", mo.spec, "YAML/JSON file listing many operators")->check(CLI::ExistingFile);
+  measure->add_option("--grid", mo.grid, "YAML sweep grid: an operator's arguments over axes (docs/sweeps.md)")
+      ->check(CLI::ExistingFile);
+  measure->add_flag("--dry-run", mo.dry_run, "list the calls and the GPU time they may take; measure nothing");
   measure->add_flag("--json", mo.json, "print JSON instead of text");
   measure->add_flag("--no-store", no_store, "do not write to the database");
   measure->add_flag("--resume", mo.measure.resume, "skip operators that already have an unflagged row");
