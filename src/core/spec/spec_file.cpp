@@ -3,8 +3,8 @@
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
-#include <fstream>
-#include <sstream>
+#include "core/io/input_file.h"
+
 #include <stdexcept>
 
 namespace opcost {
@@ -150,11 +150,7 @@ SpecEntries parse_spec_text(const std::string& text, const std::string& origin) 
 }
 
 SpecEntries load_spec_file(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw std::invalid_argument(fmt::format("{}: cannot open the spec file", path));
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return parse_spec_text(ss.str(), path);
+  return parse_spec_text(read_text_file(path, "the spec file"), path);
 }
 
 }  // namespace opcost

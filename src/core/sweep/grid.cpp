@@ -4,10 +4,9 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
-#include <fstream>
-#include <sstream>
 #include <stdexcept>
 
+#include "core/io/input_file.h"
 #include "core/spec/spec_file.h"
 
 namespace opcost {
@@ -211,12 +210,6 @@ Grid expand_grid_text(const std::string& yaml, const std::string& origin) {
   return grid;
 }
 
-Grid expand_grid_file(const std::string& path) {
-  std::ifstream f(path);
-  if (!f) throw std::invalid_argument(fmt::format("{}: cannot read the grid file (does it exist?)", path));
-  std::stringstream text;
-  text << f.rdbuf();
-  return expand_grid_text(text.str(), path);
-}
+Grid expand_grid_file(const std::string& path) { return expand_grid_text(read_text_file(path, "the grid file"), path); }
 
 }  // namespace opcost
