@@ -127,6 +127,7 @@ check "grid dry run counts the filtered" has "$dir/ge1" "6 calls (2 combinations
 check "grid dry run estimates GPU time" has "$dir/ge1" "nothing measured; at most about"
 "$bin" measure --grid "$dir/grid.yaml" --device cpu --db "$dir/grid.db" --max-time 0.02 --no-energy >/dev/null 2>"$dir/ge2"
 check "grid run goes on past the rejected shapes" has "$dir/ge2" "4 measured, 0 skipped, 2 failed"
+check "grid run shows its pace" grep -q "^\[6/6\] .*in, about .* left)" "$dir/ge2"
 "$bin" measure --grid "$dir/grid.yaml" --device cpu --db "$dir/grid.db" --max-time 0.02 --no-energy --resume >/dev/null 2>"$dir/ge3"
 check "grid resume measures nothing twice" has "$dir/ge3" "0 measured, 4 skipped, 2 failed"
 printf 'op: aten::relu\nargs: {self: "f32[{n // m}]"}\naxes: {n: [4], m: [0]}\n' >"$dir/bad-grid.yaml"

@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
@@ -104,8 +105,15 @@ int run_measure(const MeasureCliOptions& o) {
   const Notes notes = Notes::to_stderr();
   nlohmann::json json_out = nlohmann::json::array();
   MeasureEvents events;
+  const auto run_start = std::chrono::steady_clock::now();
   events.starting = [&](std::size_t i, std::size_t n, const OpCall& c) {
-    if (many) fmt::print(stderr, "[{}/{}] {} {}\n", i + 1, n, c.display_name(), format_args(c.args));
+    if (!many) return;
+    // After the first call, the time so far and what is left at the pace so far.
+    const double elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - run_start).count();
+    const std::string pace = i == 0 ? ""
+                                    : fmt::format("  ({} in, about {} left)", format_duration(elapsed_s),
+                                                  format_duration(elapsed_s / double(i) * double(n - i)));
+    fmt::print(stderr, "[{}/{}] {} {}{}\n", i + 1, n, c.display_name(), format_args(c.args), pace);
   };
   events.done = [&](const MeasureOutcome& r) {
     if (r.kind == MeasureOutcome::Kind::kSkipped) {

@@ -49,6 +49,13 @@ TEST(Text, BytesReadNaturally) {
   EXPECT_EQ(format_bytes(40e9), "37.3 GiB");
 }
 
+TEST(Text, DurationsReadNaturally) {
+  EXPECT_EQ(format_duration(12.4), "12s");
+  EXPECT_EQ(format_duration(185), "3m 05s");
+  EXPECT_EQ(format_duration(3720), "1h 02m");
+  EXPECT_EQ(format_duration(-1), "0s");
+}
+
 TEST(Watchdog, ReportsProgressLateAndAbandonsFarPastItsBudget) {
   double now = 0;
   std::vector<std::string> lines;

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <utility>
 
@@ -103,6 +104,13 @@ std::string user_message(std::string_view what) {
   }
   while (!what.empty() && (what.back() == '\n' || what.back() == ' ')) what.remove_suffix(1);
   return printable(what);
+}
+
+std::string format_duration(double seconds) {
+  const long long s = std::llround(std::max(0.0, seconds));
+  if (s < 60) return fmt::format("{}s", s);
+  if (s < 3600) return fmt::format("{}m {:02}s", s / 60, s % 60);
+  return fmt::format("{}h {:02}m", s / 3600, (s % 3600) / 60);
 }
 
 }  // namespace opcost

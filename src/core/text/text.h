@@ -23,6 +23,9 @@ std::string fit_label(const std::string& label, std::size_t width);
 // Bytes as a person reads them: "512 B", "3.2 MiB", "37.3 GiB".
 std::string format_bytes(double bytes);
 
+// Seconds as a person reads them: "12s", "3m 05s", "1h 02m".
+std::string format_duration(double seconds);
+
 // `text` with every byte that is not valid UTF-8, and every control character (but newline
 // and tab when `keep_newlines`), written as \xNN: user input echoed in an error never garbles
 // a terminal, and a one-line message stays one line.
