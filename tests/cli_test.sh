@@ -133,6 +133,11 @@ check "grid resume measures nothing twice" has "$dir/ge3" "0 measured, 4 skipped
 printf 'op: aten::relu\nargs: {self: "f32[{n // m}]"}\naxes: {n: [4], m: [0]}\n' >"$dir/bad-grid.yaml"
 "$bin" measure --grid "$dir/bad-grid.yaml" --device cpu --db "$dir/grid.db" >/dev/null 2>"$dir/ge4"
 check "bad grid exits 2" test $? -eq 2
+printf 'op: aten::relu\nargs: {self: "f32[{n}]"}\naxes: {n: [4]}\nwhere: "n > 10"\n' >"$dir/empty-grid.yaml"
+"$bin" measure --grid "$dir/empty-grid.yaml" --device cpu --db "$dir/grid.db" >/dev/null 2>"$dir/ge5"
+check "a grid filtered to nothing exits 2" test $? -eq 2
+check "a grid filtered to nothing says so" has "$dir/ge5" "filters out all 1 combinations"
+
 check "bad grid names the item and the cause" grep -q "(item n=4, m=0).*division by zero" "$dir/ge4"
 
 echo "$pass passed, $fail failed"

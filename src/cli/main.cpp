@@ -78,6 +78,10 @@ int run_measure(const MeasureCliOptions& o) {
     bad = std::move(entries.errors);
   } else if (!o.grid.empty()) {
     Grid grid = expand_grid_file(o.grid);
+    if (grid.items.empty())
+      throw std::invalid_argument(
+          fmt::format("{}: `where` filters out all {} combinations, so there is nothing to measure; loosen the filter",
+                      o.grid, grid.filtered_out));
     fmt::print(stderr, "opcost: grid {}: {} calls ({} combinations filtered out)\n", grid.name, grid.items.size(),
                grid.filtered_out);
     for (auto& item : grid.items) calls.push_back(std::move(item.call));
