@@ -24,6 +24,11 @@ inv = opcost.inventory(torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU(
 assert inv.calls == 2 and inv.layers == ["0", "1"], (inv.calls, inv.layers)
 m = opcost.measure("aten::relu", self="f32[64]", device="cpu", store=False, max_time=0.05, energy=False)
 assert m.time_us > 0 and m.op == "aten::relu", m
+# The workflow end to end from the installed package: measured, predicted, paired.
+p = opcost.validate(torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU()), torch.randn(2, 4), db="ops.db",
+                    max_time=0.02, step_max_time=0.2, energy=False)
+assert p.complete and p.measured_time_us > 0 and p.paired_time_error is not None, p
+assert p.paired_energy_error is None and p.headline in ("paired", "unpaired"), p
 print(f"installed opcost {opcost.__version__} in {lib}, against torch {torch.__version__}")
 PY
 rc=$?

@@ -143,8 +143,7 @@ class Prediction(_Document):
 
     def _of_measured_step(self, section: str, key: str) -> Any:
         """A figure that exists only when the step was measured (validate), else None."""
-        part = self._doc.get(section)
-        return part[key] if part else None
+        return (self._doc.get(section) or {}).get(key)
 
     @property
     def measured_time_us(self) -> Optional[float]:
@@ -172,8 +171,8 @@ class Prediction(_Document):
 
     @property
     def paired_time_error_range(self) -> Optional[Tuple[float, float]]:
-        paired = self._doc.get("paired")
-        return (paired["time_error_low"], paired["time_error_high"]) if paired else None
+        low, high = self._of_measured_step("paired", "time_error_low"), self._of_measured_step("paired", "time_error_high")
+        return None if low is None else (low, high)
 
     @property
     def paired_energy_error(self) -> Optional[float]:
@@ -181,8 +180,7 @@ class Prediction(_Document):
         that energy was measured (the GPU idles between kernels for as long as the host takes to
         issue them). None when no host speed reproduces that step time (a GPU-bound step:
         then the energy does not depend on the host, and ``energy_error`` is the one to read)."""
-        paired = self._doc.get("paired_energy")
-        return paired.get("energy_error") if paired else None
+        return self._of_measured_step("paired_energy", "energy_error")
 
     @property
     def host_drift(self) -> Optional[float]:
@@ -267,8 +265,8 @@ class Measurement(_Document):
 
     def __repr__(self) -> str:
         def with_ci(value: float, ci: Tuple[float, float], unit: str) -> str:
-            if self._doc["time_us"]["samples"] < 2 and unit == "µs":
-                return f"{value:.4g} {unit} (1 sample: no interval)"
             return f"{value:.4g} ± {(ci[1] - ci[0]) / 2:.2g} {unit}"
+        time = (f"{self.time_us:.4g} µs (1 sample: no interval)" if self._doc["time_us"]["samples"] < 2
+                else with_ci(self.time_us, self.time_ci95_us, "µs"))
         energy = f", {with_ci(self.energy_mJ, self.energy_ci95_mJ, 'mJ')}" if self.energy_mJ is not None else ""
-        return f"<opcost.Measurement {self.op} {self.args}: {with_ci(self.time_us, self.time_ci95_us, 'µs')}{energy} (95%)>"
+        return f"<opcost.Measurement {self.op} {self.args}: {time}{energy} (95%)>"

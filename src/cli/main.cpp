@@ -92,11 +92,7 @@ int run_measure(const MeasureCliOptions& o) {
     calls.back().origin = "command line";
   }
   if (o.dry_run) {
-    const MeasureConfig& c = o.measure.config;
-    // The most a call may take: warm-up, timing, the energy loop at its longest (at the power
-    // cap) and ~1 s of preparation and idle-power probing.
-    const double most_s =
-        c.warmup_s + c.time.max_seconds + (c.energy ? c.energy_settle_s + c.energy_max_capped_s : 0) + 1.0;
+    const double most_s = measurement_budget_s(o.measure.config, o.measure.config.energy);
     for (const auto& call : calls) fmt::print("{} {}\n", call.display_name(), format_args(call.args));
     fmt::print(stderr,
                "opcost: --dry-run: {} calls, nothing measured; at most about {:.0f} GPU-seconds at these budgets\n",

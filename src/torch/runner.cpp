@@ -353,12 +353,13 @@ void Runner::measure_energy(PreparedCall& call, Measurement& m) {
   e.loop_start_s = start;
 }
 
-double Runner::budget_s() const {
-  // What a measurement is expected to take: warm-up, timing, the idle-power probe and the
-  // energy loop at its longest, plus set-up.
-  const double energy = probe_ ? 2.0 + cfg_.energy_settle_s + std::max(cfg_.energy_max_s, cfg_.energy_max_capped_s) : 0;
-  return 2.0 + cfg_.warmup_s + cfg_.time.max_seconds + energy;
+double measurement_budget_s(const MeasureConfig& cfg, bool with_energy) {
+  const double energy =
+      with_energy ? 2.0 + cfg.energy_settle_s + std::max(cfg.energy_max_s, cfg.energy_max_capped_s) : 0;
+  return 2.0 + cfg.warmup_s + cfg.time.max_seconds + energy;
 }
+
+double Runner::budget_s() const { return measurement_budget_s(cfg_, probe_ != nullptr); }
 
 Measurement Runner::measure(PreparedCall& call) {
   c10::InferenceMode guard;

@@ -81,6 +81,11 @@ void synchronize_device(const std::string& device_kind, int device_index);
 // Median host time to observe an idle device finishing (a synchronise with nothing queued).
 double synchronize_latency_us(const std::string& device_kind, int device_index);
 
+// What one measurement may take at these settings, in seconds: set-up, warm-up, timing, and
+// with energy the idle-power probe and the energy loop at its longest (at the power cap). The
+// watchdog's budget, and the upper bound `measure --dry-run` gives.
+double measurement_budget_s(const MeasureConfig& cfg, bool with_energy);
+
 // Keeps the current CUDA stream busy for about `seconds` (a spin kernel, sized by the SM
 // clock rate measured once per device), so that calls issued behind it never wait on the GPU
 // and a full queue never blocks the host. Does nothing in a build without CUDA.

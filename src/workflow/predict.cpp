@@ -152,8 +152,10 @@ void pair_energy(PredictReport& r) {
   }
   PredictionInputs at = r.inputs;
   at.host_scale = *scale;
+  const Prediction p = predict(r.inventory, r.costs, at);
   r.paired_energy =
-      PairedEnergy{*step.energy_loop_time_us, *scale, *predict(r.inventory, r.costs, at).energy_mJ, *step.energy_mJ};
+      PairedEnergy{*step.energy_loop_time_us,    *scale, *p.energy_mJ, *step.energy_mJ, p.energy_ci_mJ.value_or(0),
+                   step.energy_ci_mJ.value_or(0)};
 }
 
 }  // namespace
@@ -360,10 +362,8 @@ PredictReport run_predict(const PredictOptions& o, RunnableModel& runnable, cons
   auto flag_drift = [&](double other_us, const char* when) {
     const double change = step->time_us / other_us - 1;
     if (std::abs(change) > kStepDriftFlag)
-      step->flags.push_back(
-          fmt::format("drift: the step took {:.0f} µs {} and {:.0f} µs in its "
-                      "measurement ({:+.1f}%)",
-                      other_us, when, step->time_us, 100 * change));
+      step->flags.push_back(fmt::format("drift: the step took {:.0f} µs {} and {:.0f} µs in its timing loop ({:+.1f}%)",
+                                        other_us, when, step->time_us, 100 * change));
   };
   if (step && report.paired && report.paired->rounds() > 0)
     flag_drift(median_of(report.paired->measured_us), "in the paired rounds");
@@ -432,10 +432,9 @@ nlohmann::json to_json(const PredictReport& r) {
   }
   if (r.paired_energy) {
     const PairedEnergy& pe = *r.paired_energy;
-    j["paired_energy"] = {{"step_us", pe.step_us},
-                          {"host_scale", pe.host_scale},
-                          {"predicted_mJ", pe.predicted_mJ},
-                          {"measured_mJ", pe.measured_mJ},
+    j["paired_energy"] = {{"step_us", pe.step_us},           {"host_scale", pe.host_scale},
+                          {"predicted_mJ", pe.predicted_mJ}, {"predicted_ci95_mJ", pe.predicted_ci_mJ},
+                          {"measured_mJ", pe.measured_mJ},   {"measured_ci95_mJ", pe.measured_ci_mJ},
                           {"energy_error", pe.error()}};
   } else if (!r.paired_energy_why.empty()) {
     j["paired_energy"] = {{"why", r.paired_energy_why}};
@@ -490,10 +489,11 @@ std::string to_text(const PredictReport& r) {
   }
   if (r.paired_energy)
     out += fmt::format(
-        "paired:    energy error {:+.2f}%: predicted {:.4g} mJ on a host as fast as in the step's energy loop ({:.0f} "
-        "µs a step, host times ×{:.2f})\n",
-        100 * r.paired_energy->error(), r.paired_energy->predicted_mJ, r.paired_energy->step_us,
-        r.paired_energy->host_scale);
+        "paired:    energy error {:+.2f}%: predicted {:.4g} mJ ± {:.2g} mJ (95%) on a host as fast as in the step's "
+        "energy loop ({:.0f} µs a step, host times ×{:.2f}), against the step's {:.4g} mJ ± {:.2g} mJ (95%)\n",
+        100 * r.paired_energy->error(), r.paired_energy->predicted_mJ, r.paired_energy->predicted_ci_mJ,
+        r.paired_energy->step_us, r.paired_energy->host_scale, r.paired_energy->measured_mJ,
+        r.paired_energy->measured_ci_mJ);
   if (r.inputs.on_gpu && r.inputs.gap_power_W)
     out += fmt::format("GPU power between kernels: {:.0f} W; host sync {:.1f} µs\n", *r.inputs.gap_power_W,
                        r.inputs.sync_us);

@@ -66,6 +66,7 @@ struct PairedEnergy {
   double step_us = 0;     // the step's time per call in its energy loop
   double host_scale = 1;  // the model's host times × this give that time (host_scale_matching)
   double predicted_mJ = 0, measured_mJ = 0;
+  double predicted_ci_mJ = 0, measured_ci_mJ = 0;  // 95% half-widths (the prediction's: operators' loops only)
   double error() const { return predicted_mJ / measured_mJ - 1; }
 };
 

@@ -55,24 +55,20 @@ class Evaluator {
     return std::holds_alternative<int64_t>(v) ? double(std::get<int64_t>(v)) : std::get<double>(v);
   }
 
-  ExprValue disjunction() {
-    ExprValue v = conjunction();
-    while (accept("or")) {
+  // `a or b or ...` over conjunctions, `a and b and ...` over negations. Both sides are
+  // evaluated (no short circuit), so an error anywhere in a filter always shows.
+  ExprValue logical(const char* word, ExprValue (Evaluator::*operand)()) {
+    ExprValue v = (this->*operand)();
+    const bool is_or = std::string(word) == "or";
+    while (accept(word)) {
       const bool left = truth(v, *this);
-      const bool right = truth(conjunction(), *this);
-      v = left || right;
+      const bool right = truth((this->*operand)(), *this);
+      v = is_or ? left || right : left && right;
     }
     return v;
   }
-  ExprValue conjunction() {
-    ExprValue v = negation();
-    while (accept("and")) {
-      const bool left = truth(v, *this);
-      const bool right = truth(negation(), *this);
-      v = left && right;
-    }
-    return v;
-  }
+  ExprValue disjunction() { return logical("or", &Evaluator::conjunction); }
+  ExprValue conjunction() { return logical("and", &Evaluator::negation); }
   ExprValue negation() {
     if (accept("not")) return !truth(negation(), *this);
     return comparison();
