@@ -184,7 +184,8 @@ class Prediction(_Document):
 
     @property
     def host_drift(self) -> Optional[float]:
-        """How much the host's speed moved across the paired rounds ((max − min) / median)."""
+        """How much the host's speed moved across the paired rounds: the plain step's host time,
+        (90th − 10th percentile) / median."""
         return self._of_measured_step("paired", "host_drift")
 
     @property
