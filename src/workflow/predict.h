@@ -84,7 +84,8 @@ struct PredictReport {
   std::optional<PairedEnergy> paired_energy;
   std::string paired_energy_why;  // validate: why there is none
   std::size_t failures = 0;       // measurements that failed or could not be stored
-  bool target_met = false;        // model: stopped measuring at its target
+  double target = 0;              // model: the share of the step its measured operators must explain
+  bool target_met = false;        // model: they do (it stopped measuring there, or after the last one)
   // validate: the paired error is the headline when the host drifted (the step's time moved
   // by more than kStepDriftFlag between the rounds and its measurement, or within the rounds).
   bool paired_is_headline() const;
