@@ -189,6 +189,8 @@ struct Binder {
       auto [lo, hi] = int_range(a, t, list_pos);
       flat = at::randint(int64_t(lo), int64_t(hi), {storage}, gen, cpu.dtype(at::kLong));
     }
+    if (t.zeros_fraction && *t.zeros_fraction > 0)
+      flat.masked_fill_(at::rand({storage}, gen, cpu.dtype(at::kFloat)) < *t.zeros_fraction, 0);
     at::Tensor x = flat.to(st).to(dev);
     return t.strides ? x.as_strided(t.shape, *t.strides) : x.view(t.shape);
   }
@@ -320,6 +322,7 @@ ArgValue canonical_value(const c10::Argument& a, const c10::IValue& iv, const Ar
     if (given_v)
       if (auto* g = std::get_if<TensorSpec>(&given_v->v)) {
         s.range = g->range;
+        s.zeros_fraction = g->zeros_fraction;
         if (g->device) s.device = g->device;
       }
     return ArgValue{s};
@@ -681,12 +684,29 @@ class PreparedCallImpl : public PreparedCall {
 
 }  // namespace
 
-std::string PreparedCall::check(const OpCall& call, const ReplayOptions& opt) {
+CallInfo PreparedCall::identify(const OpCall& call, const ReplayOptions& opt) {
   try {
-    return check_call(call, resolve_device(opt.device)).resolution_note;
+    const c10::Device device = resolve_device(opt.device);
+    const BoundCall b = check_call(call, device);
+    CallInfo info;
+    info.op = call.op;
+    info.overload = b.overload;
+    info.resolution_note = b.resolution_note;
+    info.canonical_args = format_args(b.canonical);
+    info.schema = c10::toString(b.handle->schema());
+    info.dtype = b.dtype;
+    info.device_kind = device.is_cuda() ? "cuda" : "cpu";
+    info.device_index = device.has_index() ? device.index() : 0;
+    if (const auto a = autocast_dtype(opt.autocast)) info.autocast = code_of(*a);
+    info.input_bytes = b.tensor_bytes;
+    return info;
   } catch (const c10::Error& e) {
     throw ReplayError(fmt::format("{}: {}", call.display_name(), first_line(e.what_without_backtrace())));
   }
+}
+
+std::string PreparedCall::check(const OpCall& call, const ReplayOptions& opt) {
+  return identify(call, opt).resolution_note;
 }
 
 std::unique_ptr<PreparedCall> PreparedCall::prepare(const OpCall& call, const ReplayOptions& opt) {

@@ -50,6 +50,9 @@ class PreparedCall {
   // making a tensor or running the op: cheap enough for every entry of a spec file up front.
   // Returns how the overload was chosen when the call named none (else ""); throws ReplayError.
   static std::string check(const OpCall& call, const ReplayOptions& opt);
+  // The same checks, and what the call is: its canonical arguments, overload, schema and
+  // autocast, as prepare() would record them (input_sets stays 1: no cold sets are made).
+  static CallInfo identify(const OpCall& call, const ReplayOptions& opt);
 
   const CallInfo& info() const { return info_; }
   const std::string& op() const { return info_.op; }

@@ -39,8 +39,8 @@ TEST(ArgValue, ParsesScalarsAndLists) {
 }
 
 TEST(ArgValue, FormatRoundTrips) {
-  for (const char* s : {"f32[32,64,56,56]", "f32[4,8]:stride[1,4]", "i64[8]:range[0.0,10.0]", "[1,1]", "None", "true",
-                        "1e-05", "0.5", "-2", "tanh", "[f32[2],bf16[3]:cpu]", "[]", "f32[]"}) {
+  for (const char* s : {"f32[32,64,56,56]", "f32[4,8]:stride[1,4]", "i64[8]:range[0.0,10.0]", "f32[4,4]:zeros[0.25]",
+                        "[1,1]", "None", "true", "1e-05", "0.5", "-2", "tanh", "[f32[2],bf16[3]:cpu]", "[]", "f32[]"}) {
     const std::string once = format_value(parse_value(s));
     EXPECT_EQ(format_value(parse_value(once)), once) << s;
   }
@@ -59,6 +59,7 @@ TEST(ArgValue, ErrorsNameThePlace) {
   EXPECT_THROW(parse_value("f32[2,3"), ParseError);
   EXPECT_THROW(parse_value("f32[2]:stride[1,1]"), ParseError);  // rank mismatch
   EXPECT_THROW(parse_value("f32[2]:range[5,1]"), ParseError);
+  EXPECT_THROW(parse_value("f32[2]:zeros[1.5]"), ParseError);
   EXPECT_THROW(parse_value("f32[2]:bogus"), ParseError);
   EXPECT_THROW(parse_value("[1,2"), ParseError);
   EXPECT_THROW(parse_value("12abc"), ParseError);

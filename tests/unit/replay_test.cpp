@@ -137,6 +137,17 @@ TEST(Bind, SeededDataIsReproducibleAndIndicesAreInRange) {
   EXPECT_EQ(format_args(r.canonical), "self=f32[1000]:range[2.0,3.0]");
 }
 
+TEST(Bind, AFractionOfZerosIsThatFractionAndStaysInTheSignature) {
+  auto half = bind_call(call_of("aten::relu self=bf16[20000]:zeros[0.5]"), c10::Device(at::kCPU), 3);
+  const double zero_share = (half.inputs[0].toTensor() == 0).to(at::kDouble).mean().item<double>();
+  EXPECT_NEAR(zero_share, 0.5, 0.02);
+  EXPECT_EQ(format_args(half.canonical), "self=bf16[20000]:zeros[0.5]");
+  auto none = bind_call(call_of("aten::relu self=f32[20000]:zeros[0]"), c10::Device(at::kCPU), 3);
+  EXPECT_EQ((none.inputs[0].toTensor() == 0).sum().item<int64_t>(), 0);
+  auto all = bind_call(call_of("aten::relu self=f32[100]:zeros[1]"), c10::Device(at::kCPU), 3);
+  EXPECT_EQ((all.inputs[0].toTensor() == 0).sum().item<int64_t>(), 100);
+}
+
 TEST(Bind, StridedTensorsKeepTheirStrides) {
   auto b = bind_call(call_of("aten::relu self=f32[4,8]:stride[1,4]"), c10::Device(at::kCPU), 0);
   EXPECT_EQ(b.inputs[0].toTensor().strides().vec(), (std::vector<int64_t>{1, 4}));

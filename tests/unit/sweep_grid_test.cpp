@@ -115,3 +115,40 @@ TEST(SweepGrid, BadGridsSayWhereAndHow) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(SweepGrid, DataIsTheFastestAxisAndFillsOnlyFloatingInputs) {
+  const Grid g = expand_grid_text(
+      "op: aten::embedding\n"
+      "args: {weight: 'f32[{n},4]', indices: 'i64[8]'}\n"
+      "axes: {n: [10, 20]}\n"
+      "data: [normal, uniform, {zeros: 0.5}, {uniform: [0, 2]}]\n"
+      "where: \"data != 'uniform' or n == 10\"\n",
+      "d.yaml");
+  EXPECT_EQ(lines(g), (std::vector<std::string>{
+                          "aten::embedding weight=f32[10,4] indices=i64[8]",
+                          "aten::embedding weight=f32[10,4]:range[-1.0,1.0] indices=i64[8]",
+                          "aten::embedding weight=f32[10,4]:zeros[0.5] indices=i64[8]",
+                          "aten::embedding weight=f32[10,4]:range[0.0,2.0] indices=i64[8]",
+                          "aten::embedding weight=f32[20,4] indices=i64[8]",
+                          "aten::embedding weight=f32[20,4]:zeros[0.5] indices=i64[8]",
+                          "aten::embedding weight=f32[20,4]:range[0.0,2.0] indices=i64[8]",
+                      }));
+  EXPECT_EQ(g.filtered_out, 1u);
+  EXPECT_EQ(to_text(g.items[2].values.back().second), "zeros=0.5");
+  EXPECT_EQ(g.items[2].values.back().first, "data");
+}
+
+TEST(SweepGrid, BadDataSaysWhatAnEntryMayBe) {
+  for (const char* bad : {"data: [{zeros: 2}]", "data: [gaussian]", "data: []", "data: [{uniform: [2, 1]}]"}) {
+    try {
+      expand_grid_text(std::string("op: aten::relu\nargs: {self: 'f32[4]'}\n") + bad + "\n", "d.yaml");
+      ADD_FAILURE() << bad;
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find("d.yaml: data"), std::string::npos) << e.what();
+    }
+  }
+}
+
+}  // namespace

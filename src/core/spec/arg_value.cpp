@@ -139,7 +139,7 @@ class Parser {
     t.shape = int_list("a tensor shape");
     for (long d : t.shape)
       if (d < 0) fail("a tensor dimension cannot be negative");
-    // Modifiers: ':stride[...]', ':range[lo,hi]', ':cpu', ':cuda', ':cuda:N'.
+    // Modifiers: ':stride[...]', ':range[lo,hi]', ':zeros[fraction]', ':cpu', ':cuda', ':cuda:N'.
     while (pos_ < s_.size() && s_[pos_] == ':') {
       ++pos_;
       const std::size_t start = pos_;
@@ -170,6 +170,13 @@ class Parser {
           fail(fmt::format("':range[{},{}]' is outside what {} holds ([{}, {}])", format_double(lo), format_double(hi),
                            t.dtype, bounds->first, bounds->second));
         t.range = {lo, hi};
+      } else if (name == "zeros") {
+        once(t.zeros_fraction.has_value());
+        expect('[', "after ':zeros'");
+        const double f = number<double>("the fraction of elements that are zero, in ':zeros[fraction]'");
+        expect(']', "to close ':zeros'");
+        if (!(f >= 0 && f <= 1)) fail("':zeros[fraction]' needs a fraction from 0 to 1");
+        t.zeros_fraction = f;
       } else if (name == "cpu" || name == "cuda") {
         once(t.device.has_value());
         std::string dev(name);
@@ -185,7 +192,7 @@ class Parser {
         pos_ = start;
         fail(
             fmt::format("unknown tensor modifier ':{}' (known: :stride[...], :range[lo,hi], "
-                        ":cpu, :cuda)",
+                        ":zeros[fraction], :cpu, :cuda)",
                         name));
       }
     }
@@ -274,6 +281,7 @@ std::string format_tensor(const TensorSpec& t) {
   std::string s = fmt::format("{}[{}]", t.dtype, join_ints(t.shape));
   if (t.strides) s += fmt::format(":stride[{}]", join_ints(*t.strides));
   if (t.range) s += fmt::format(":range[{},{}]", format_double(t.range->first), format_double(t.range->second));
+  if (t.zeros_fraction) s += fmt::format(":zeros[{}]", format_double(*t.zeros_fraction));
   if (t.device) s += ":" + *t.device;
   return s;
 }

@@ -4,6 +4,7 @@
 //   input=f32[32,64,56,56]          a tensor: dtype and shape, seeded random data
 //   x=f32[64,32]:stride[1,64]       ... with explicit strides (element units)
 //   idx=i64[8,128]:range[0,50257]   ... integer values drawn from [low, high)
+//   x=f32[64,64]:zeros[0.5]         ... half of the elements (at random places) zero
 //   x=f32[4]:cpu                    ... on an explicit device (default: the measured one)
 //   bias=None  padding=[1,1]  eps=1e-05  training=false  approximate=tanh
 //   tensors=[f32[2,3],f32[2,3]]     a tensor list (aten::cat)
@@ -36,6 +37,8 @@ struct TensorSpec {
   std::optional<std::vector<int64_t>> strides;
   std::optional<std::string> device;               // "cpu", "cuda", "cuda:1"
   std::optional<std::pair<double, double>> range;  // values drawn from [first, second)
+  // This fraction of the elements, at seeded random places, is zero: energy depends on data.
+  std::optional<double> zeros_fraction;
   bool operator==(const TensorSpec&) const = default;
 };
 

@@ -3,6 +3,7 @@
 // transaction, so a process killed mid-run loses at most the measurement in flight. Queryable
 // fields are columns; the full result document is kept beside them as JSON.
 #include <cstdint>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <stdexcept>
@@ -52,7 +53,9 @@ class Database {
   Database& operator=(const Database&) = delete;
 
   const std::string& path() const { return path_; }
-  int64_t insert(const Measurement& m);  // returns the row id; throws DatabaseError
+  // Returns the row id; throws DatabaseError. `also` runs with that id inside the same
+  // transaction (a sweep marks its item done there: both land or neither does).
+  int64_t insert(const Measurement& m, const std::function<void(int64_t)>& also = {});
 
   struct Key {
     std::string op, overload, args_hash, device_name, cache_mode;
@@ -79,6 +82,8 @@ class Database {
   // Every row, columns by name (a migrated file's physical column order differs).
   void export_csv(OutputFile& out) const;
   void export_json(OutputFile& out) const;
+
+  sqlite3* handle() const { return db_; }  // for the other tables of the file (sweep_state.h)
 
  private:
   void exec(const std::string& sql) const;

@@ -4,6 +4,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <optional>
 #include <stdexcept>
 
 #include "core/io/input_file.h"
@@ -124,6 +125,66 @@ std::vector<Axis> read_axes(const YAML::Node& root, const std::string& origin) {
   return axes;
 }
 
+// One setting of the `data` axis: how the floating-point inputs are filled.
+struct DataSetting {
+  std::string label;  // "normal", "uniform", "uniform[-2,2]", "zeros=0.5"
+  std::optional<std::pair<double, double>> range;
+  std::optional<double> zeros_fraction;
+};
+
+std::vector<DataSetting> read_data(const YAML::Node& d, const std::string& origin) {
+  const std::string form =
+      "each 'data' entry is normal, uniform, {uniform: [low, high]} or {zeros: fraction}, e.g. "
+      "data: [normal, {zeros: 0.5}]";
+  if (!d.IsSequence() || d.size() == 0) throw std::invalid_argument(fmt::format("{}: data: {}", origin, form));
+  std::vector<DataSetting> out;
+  for (std::size_t i = 0; i < d.size(); ++i) {
+    const YAML::Node e = d[i];
+    const std::string at = fmt::format("{}: data[{}]", origin, i);
+    DataSetting s;
+    if (e.IsScalar() && e.Scalar() == "normal") {
+      s.label = "normal";
+    } else if (e.IsScalar() && e.Scalar() == "uniform") {
+      s.label = "uniform";
+      s.range = std::pair(-1.0, 1.0);
+    } else if (e.IsMap() && e.size() == 1 && e["zeros"]) {
+      double f = -1;
+      try {
+        f = e["zeros"].as<double>();
+      } catch (const YAML::Exception&) {}
+      if (!(f >= 0 && f <= 1))
+        throw std::invalid_argument(fmt::format("{}: zeros is the fraction of zero elements, from 0 to 1", at));
+      s.zeros_fraction = f;
+      s.label = fmt::format("zeros={}", e["zeros"].Scalar());
+    } else if (e.IsMap() && e.size() == 1 && e["uniform"] && e["uniform"].IsSequence() && e["uniform"].size() == 2) {
+      const double lo = e["uniform"][0].as<double>(), hi = e["uniform"][1].as<double>();
+      if (!(hi > lo)) throw std::invalid_argument(fmt::format("{}: uniform: [low, high] needs high > low", at));
+      s.range = std::pair(lo, hi);
+      s.label = fmt::format("uniform[{},{}]", e["uniform"][0].Scalar(), e["uniform"][1].Scalar());
+    } else {
+      throw std::invalid_argument(fmt::format("{}: {}", at, form));
+    }
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+bool is_floating(const std::string& dtype) {
+  return dtype == "f32" || dtype == "f16" || dtype == "bf16" || dtype == "f64" || dtype.rfind("f8", 0) == 0;
+}
+
+// Every floating-point tensor of the call (in lists too) gets the setting's values; integer
+// tensors (indices) keep theirs.
+void apply_data(ArgValue& v, const DataSetting& d) {
+  if (auto* t = std::get_if<TensorSpec>(&v.v)) {
+    if (!is_floating(t->dtype)) return;
+    if (d.range) t->range = d.range;
+    if (d.zeros_fraction) t->zeros_fraction = d.zeros_fraction;
+  } else if (auto* list = std::get_if<ArgList>(&v.v)) {
+    for (auto& e : *list) apply_data(e, d);
+  }
+}
+
 }  // namespace
 
 Grid expand_grid_text(const std::string& yaml, const std::string& origin) {
@@ -134,12 +195,12 @@ Grid expand_grid_text(const std::string& yaml, const std::string& origin) {
     throw std::invalid_argument(fmt::format("{}:{}: not YAML: {}", origin, e.mark.line + 1, e.msg));
   }
   if (!root.IsMap()) throw std::invalid_argument(fmt::format("{}: a grid is a mapping with op, args and axes", origin));
-  static const char* const known[] = {"name", "op", "args", "axes", "zip", "derive", "where"};
+  static const char* const known[] = {"name", "op", "args", "axes", "zip", "derive", "where", "data"};
   for (const auto& kv : root) {
     const auto key = kv.first.as<std::string>();
     if (std::find(std::begin(known), std::end(known), key) == std::end(known))
-      throw std::invalid_argument(
-          fmt::format("{}: unknown key '{}' (a grid has name, op, args, axes, zip, derive and where)", origin, key));
+      throw std::invalid_argument(fmt::format(
+          "{}: unknown key '{}' (a grid has name, op, args, axes, zip, derive, where and data)", origin, key));
   }
   Grid grid;
   if (!root["op"] || !root["op"].IsScalar())
@@ -149,7 +210,19 @@ Grid expand_grid_text(const std::string& yaml, const std::string& origin) {
   const YAML::Node args = root["args"];
   if (args && !args.IsMap())
     throw std::invalid_argument(fmt::format("{}: 'args' maps argument names to values", origin));
-  const std::vector<Axis> axes = read_axes(root, origin);
+  std::vector<Axis> axes = read_axes(root, origin);
+  // `data` is the last axis (the fastest): one configuration's data settings sit together.
+  std::vector<DataSetting> data;
+  if (const YAML::Node d = root["data"]) {
+    data = read_data(d, origin);
+    for (const auto& a : axes)
+      if (std::find(a.names.begin(), a.names.end(), "data") != a.names.end())
+        throw std::invalid_argument(
+            fmt::format("{}: 'data' is both an axis and the data key; rename the axis", origin));
+    Axis axis{{"data"}, {}};
+    for (const auto& s : data) axis.settings.push_back({s.label});
+    axes.push_back(std::move(axis));
+  }
   std::vector<std::pair<std::string, std::string>> derive;
   if (const YAML::Node d = root["derive"]) {
     if (!d.IsMap()) throw std::invalid_argument(fmt::format("{}: 'derive' maps names to expressions", origin));
@@ -191,6 +264,11 @@ Grid expand_grid_text(const std::string& yaml, const std::string& origin) {
                 fmt::format(" {}={}", kv.first.as<std::string>(),
                             arg_text(kv.second, scope, where_item + " args." + kv.first.as<std::string>()));
         item.call = parse_call_line(item.call_line, where_item);
+        if (!data.empty()) {
+          const DataSetting& d = data[at.back()];
+          for (auto& a : item.call.args) apply_data(a.value, d);
+          item.call_line = item.call.display_name() + " " + format_args(item.call.args);
+        }
         grid.items.push_back(std::move(item));
       } else {
         ++grid.filtered_out;

@@ -11,9 +11,12 @@
 //     - {cin: [64, 128, 256], cout: [128, 256, 512]}
 //   derive: {pad: "k // 2"}    # values computed from the others, in order
 //   where: "hw >= 7 * stride"  # a filter, or a list of them (all must hold)
+//   data: [normal, {zeros: 0.5}]   # how floating-point inputs are filled: normal (the default),
+//                                  # uniform, {uniform: [lo, hi]}, {zeros: fraction}
 //
 // Items come in a fixed order: the cartesian product of `axes` (in file order, the first
-// slowest) and then each `zip` group as one axis. "{expression}" in an argument is replaced
+// slowest), then each `zip` group as one axis, then `data` (an axis named "data", its values
+// "normal", "uniform", "uniform[lo,hi]", "zeros=f"). "{expression}" in an argument is replaced
 // by its value (core/sweep/expression.h). Torch-free.
 #include <string>
 #include <utility>

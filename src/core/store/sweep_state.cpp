@@ -1,0 +1,260 @@
+#include "core/store/sweep_state.h"
+
+#include <fmt/format.h>
+
+#include <stdexcept>
+
+#include "core/measurement.h"
+#include "core/spec/op_call.h"
+#include "core/store/database.h"
+#include "core/store/sqlite_statement.h"
+
+namespace opcost {
+
+void create_sweep_tables(sqlite3* db, const std::string& path) {
+  // sweep_items: one row per key, shared by every sweep that has it; sweep_members: which
+  // sweeps have it, where, and with which axis values.
+  const char* sql =
+      "CREATE TABLE IF NOT EXISTS sweep_items (key TEXT PRIMARY KEY, call TEXT NOT NULL, "
+      "autocast TEXT NOT NULL DEFAULT '', status TEXT NOT NULL, reason TEXT, measurement_id INTEGER, "
+      "attempts INTEGER NOT NULL DEFAULT 0, worker TEXT, updated_at TEXT);"
+      "CREATE INDEX IF NOT EXISTS sweep_items_status ON sweep_items(status);"
+      "CREATE TABLE IF NOT EXISTS sweep_members (sweep TEXT NOT NULL, key TEXT NOT NULL, "
+      "position INTEGER NOT NULL, axes TEXT NOT NULL, PRIMARY KEY (sweep, key));"
+      "CREATE INDEX IF NOT EXISTS sweep_members_order ON sweep_members(sweep, position);";
+  if (sqlite3_exec(db, sql, nullptr, nullptr, nullptr) != SQLITE_OK) throw_sqlite(db, path, "cannot write");
+}
+
+const char* to_string(ItemStatus s) {
+  switch (s) {
+    case ItemStatus::kPending:
+      return "pending";
+    case ItemStatus::kRunning:
+      return "running";
+    case ItemStatus::kDone:
+      return "done";
+    case ItemStatus::kFailed:
+      return "failed";
+  }
+  return "?";
+}
+
+namespace {
+
+ItemStatus status_of(const std::string& text) {
+  for (auto s : {ItemStatus::kPending, ItemStatus::kRunning, ItemStatus::kDone, ItemStatus::kFailed})
+    if (text == to_string(s)) return s;
+  throw std::runtime_error(fmt::format("sweep_items: unknown status '{}' (a damaged file?)", text));
+}
+
+std::string text_or_empty(const nlohmann::json& v) { return v.is_string() ? v.get<std::string>() : ""; }
+
+}  // namespace
+
+std::string sweep_item_key(const std::string& signature_hash, const std::string& device_name,
+                           const std::string& cache_mode, const std::string& autocast, const std::string& settings) {
+  return stable_hash(fmt::format("{}\n{}\n{}\n{}\n{}", signature_hash, device_name, cache_mode, autocast, settings));
+}
+
+SweepState::SweepState(Database& db) : db_(db) {
+  Stmt s(db.handle(), db.path(), "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = 'sweep_items'");
+  s.step();
+  has_tables_ = s.column(0).get<int64_t>() > 0;
+}
+
+void SweepState::enroll(const std::string& sweep, const std::vector<SweepItem>& items, Reset reset,
+                        const std::vector<std::pair<SweepItem, std::string>>& failed_now) {
+  sqlite3* h = db_.handle();
+  const std::string& path = db_.path();
+  in_transaction(h, path, [&] {
+    Stmt add(h, path,
+             "INSERT INTO sweep_items (key, call, autocast, status, updated_at) VALUES (?1, ?2, ?3, 'pending', ?4) "
+             "ON CONFLICT(key) DO NOTHING");
+    Stmt member(h, path,
+                "INSERT INTO sweep_members (sweep, key, position, axes) VALUES (?1, ?2, ?3, ?4) "
+                "ON CONFLICT(sweep, key) DO UPDATE SET position = excluded.position, axes = excluded.axes");
+    // A reset never touches an item a live worker holds: running stays running.
+    Stmt back(h, path,
+              reset == Reset::kAll
+                  ? "UPDATE sweep_items SET status = 'pending', reason = NULL, updated_at = ?2 WHERE key = ?1 AND "
+                    "status != 'running'"
+                  : "UPDATE sweep_items SET status = 'pending', reason = NULL, updated_at = ?2 WHERE key = ?1 AND "
+                    "status = 'failed'");
+    Stmt fail(h, path,
+              "UPDATE sweep_items SET status = 'failed', reason = ?2, updated_at = ?3 WHERE key = ?1 AND "
+              "status = 'pending'");
+    const std::string now = utc_timestamp();
+    int64_t position = 0;
+    auto enroll_one = [&](const SweepItem& it) {
+      Stmt* stmts[] = {&add, &member, &back, &fail};
+      for (Stmt* s : stmts) sqlite3_reset(s->get());
+      add.bind(1, it.key);
+      add.bind(2, it.call);
+      add.bind(3, it.autocast);
+      add.bind(4, now);
+      add.step();
+      member.bind(1, sweep);
+      member.bind(2, it.key);
+      member.bind(3, position++);
+      member.bind(4, it.axes.dump());
+      member.step();
+      if (reset != Reset::kNone) {
+        back.bind(1, it.key);
+        back.bind(2, now);
+        back.step();
+      }
+    };
+    for (const auto& it : items) enroll_one(it);
+    for (const auto& [it, reason] : failed_now) {
+      enroll_one(it);
+      fail.bind(1, it.key);
+      fail.bind(2, reason);
+      fail.bind(3, now);
+      fail.step();
+    }
+    return 0;
+  });
+}
+
+std::size_t SweepState::requeue_abandoned(const std::function<bool(const std::string&)>& alive) {
+  sqlite3* h = db_.handle();
+  const std::string& path = db_.path();
+  return in_transaction(h, path, [&] {
+    std::vector<std::string> gone;
+    for (Stmt s(h, path, "SELECT key, worker FROM sweep_items WHERE status = 'running'"); s.step();)
+      if (!alive(text_or_empty(s.column(1)))) gone.push_back(s.column(0).get<std::string>());
+    Stmt back(h, path, "UPDATE sweep_items SET status = 'pending', updated_at = ?2 WHERE key = ?1");
+    for (const auto& key : gone) {
+      sqlite3_reset(back.get());
+      back.bind(1, key);
+      back.bind(2, utc_timestamp());
+      back.step();
+    }
+    return gone.size();
+  });
+}
+
+namespace {
+
+constexpr const char* kItemColumns =
+    "i.key, i.call, i.autocast, m.axes, m.position, i.status, i.reason, i.measurement_id, i.attempts, i.worker";
+
+ItemState item_from(Stmt& s) {
+  ItemState it;
+  it.key = s.column(0).get<std::string>();
+  it.call = s.column(1).get<std::string>();
+  it.autocast = text_or_empty(s.column(2));
+  it.axes = nlohmann::json::parse(s.column(3).get<std::string>());
+  it.position = s.column(4).get<int64_t>();
+  it.status = status_of(s.column(5).get<std::string>());
+  it.reason = text_or_empty(s.column(6));
+  if (s.column(7).is_number_integer()) it.measurement_id = s.column(7).get<int64_t>();
+  it.attempts = s.column(8).get<int64_t>();
+  it.worker = text_or_empty(s.column(9));
+  return it;
+}
+
+}  // namespace
+
+std::optional<ItemState> SweepState::claim(const std::string& sweep, const std::string& worker) {
+  sqlite3* h = db_.handle();
+  const std::string& path = db_.path();
+  // BEGIN IMMEDIATE takes the write lock first: two workers never claim the same item.
+  return in_transaction(h, path, [&]() -> std::optional<ItemState> {
+    Stmt next(h, path,
+              fmt::format("SELECT {} FROM sweep_members m JOIN sweep_items i ON i.key = m.key WHERE m.sweep = ?1 "
+                          "AND i.status = 'pending' ORDER BY m.position LIMIT 1",
+                          kItemColumns));
+    next.bind(1, sweep);
+    if (!next.step()) return std::nullopt;
+    ItemState it = item_from(next);
+    Stmt take(h, path,
+              "UPDATE sweep_items SET status = 'running', worker = ?2, attempts = attempts + 1, updated_at = ?3 "
+              "WHERE key = ?1");
+    take.bind(1, it.key);
+    take.bind(2, worker);
+    take.bind(3, utc_timestamp());
+    take.step();
+    it.status = ItemStatus::kRunning;
+    it.worker = worker;
+    ++it.attempts;
+    return it;
+  });
+}
+
+void SweepState::mark_done(const std::string& key, int64_t measurement_id) {
+  Stmt s(db_.handle(), db_.path(),
+         "UPDATE sweep_items SET status = 'done', reason = NULL, measurement_id = ?2, updated_at = ?3 WHERE key = ?1");
+  s.bind(1, key);
+  s.bind(2, measurement_id);
+  s.bind(3, utc_timestamp());
+  s.step();
+  if (sqlite3_changes(db_.handle()) != 1)
+    throw DatabaseError(DatabaseError::Kind::kOther,
+                        fmt::format("{}: sweep item {} is not in the database (was it removed?)", db_.path(), key));
+}
+
+void SweepState::mark_failed(const std::string& key, const std::string& reason) {
+  sqlite3* h = db_.handle();
+  const std::string& path = db_.path();
+  in_transaction(h, path, [&] {
+    Stmt s(h, path,
+           "UPDATE sweep_items SET status = 'failed', reason = ?2, updated_at = ?3 WHERE key = ?1 AND "
+           "status != 'done'");
+    s.bind(1, key);
+    s.bind(2, reason);
+    s.bind(3, utc_timestamp());
+    s.step();
+    return 0;
+  });
+}
+
+SweepCounts SweepState::counts(const std::string& sweep) const {
+  if (!has_tables_) return {};
+  Stmt s(db_.handle(), db_.path(),
+         "SELECT i.status, COUNT(*) FROM sweep_members m JOIN sweep_items i ON i.key = m.key WHERE m.sweep = ?1 "
+         "GROUP BY i.status");
+  s.bind(1, sweep);
+  SweepCounts c;
+  while (s.step()) {
+    const auto n = std::size_t(s.column(1).get<int64_t>());
+    switch (status_of(s.column(0).get<std::string>())) {
+      case ItemStatus::kPending:
+        c.pending = n;
+        break;
+      case ItemStatus::kRunning:
+        c.running = n;
+        break;
+      case ItemStatus::kDone:
+        c.done = n;
+        break;
+      case ItemStatus::kFailed:
+        c.failed = n;
+        break;
+    }
+  }
+  return c;
+}
+
+std::vector<ItemState> SweepState::items(const std::string& sweep, std::optional<ItemStatus> only) const {
+  if (!has_tables_) return {};
+  Stmt s(db_.handle(), db_.path(),
+         fmt::format("SELECT {} FROM sweep_members m JOIN sweep_items i ON i.key = m.key WHERE m.sweep = ?1 AND "
+                     "(?2 = '' OR i.status = ?2) ORDER BY m.position",
+                     kItemColumns));
+  s.bind(1, sweep);
+  s.bind(2, only ? to_string(*only) : "");
+  std::vector<ItemState> out;
+  while (s.step()) out.push_back(item_from(s));
+  return out;
+}
+
+std::vector<std::string> SweepState::sweeps() const {
+  std::vector<std::string> out;
+  if (!has_tables_) return out;
+  for (Stmt s(db_.handle(), db_.path(), "SELECT DISTINCT sweep FROM sweep_members ORDER BY sweep"); s.step();)
+    out.push_back(s.column(0).get<std::string>());
+  return out;
+}
+
+}  // namespace opcost

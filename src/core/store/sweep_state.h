@@ -1,0 +1,91 @@
+#pragma once
+// Sweep state, kept in the measurement database beside the measurements (never in the YAML):
+// each item is pending, running, done or failed (with the reason). An item is keyed by its
+// canonical signature, its measurement settings and the GPU model, so a sweep run again skips
+// what is done, and two sweeps (or two models of a model list) that share an item measure it
+// once. A worker claims an item (running, with its name), and its measurement lands in the
+// same transaction that marks the item done: a killed worker loses at most the item in hand,
+// which goes back to pending, and nothing is measured twice. Torch-free.
+#include <cstdint>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+struct sqlite3;
+
+namespace opcost {
+
+class Database;
+
+// The tables, made (if missing) when a database is opened for writing.
+void create_sweep_tables(sqlite3* db, const std::string& path);
+
+enum class ItemStatus { kPending, kRunning, kDone, kFailed };
+const char* to_string(ItemStatus s);
+
+// The key of an item: its signature hash (signature_hash), the GPU model (device name), the
+// cache mode, the autocast dtype and the settings that decide what was measured.
+std::string sweep_item_key(const std::string& signature_hash, const std::string& device_name,
+                           const std::string& cache_mode, const std::string& autocast, const std::string& settings);
+
+// An item as a sweep enrolls it.
+struct SweepItem {
+  std::string key;
+  std::string call;      // the call line `opcost measure` accepts
+  std::string autocast;  // "" or the dtype it replays under (an inventory's)
+  nlohmann::json axes;   // axis name → value (a grid's), or the models that call it (a model list's)
+};
+
+struct ItemState {
+  std::string key, call, autocast;
+  nlohmann::json axes;
+  int64_t position = 0;  // in its sweep
+  ItemStatus status = ItemStatus::kPending;
+  std::string reason;                     // failed: why
+  std::optional<int64_t> measurement_id;  // done: the row
+  int64_t attempts = 0;                   // claims so far
+  std::string worker;                     // running (or last run) by
+};
+
+struct SweepCounts {
+  std::size_t pending = 0, running = 0, done = 0, failed = 0;
+  std::size_t total() const { return pending + running + done + failed; }
+};
+
+class SweepState {
+ public:
+  // A database opened read-only from before sweeps has no sweep tables: every query then
+  // answers as for a sweep never run.
+  explicit SweepState(Database& db);
+
+  enum class Reset {
+    kNone,    // done and failed items stay as they are
+    kFailed,  // failed items go back to pending (--retry-failed)
+    kAll,     // every item of the sweep goes back to pending (--force)
+  };
+  // Adds the sweep's items in order; an item known already (from this sweep or another) keeps
+  // its state unless `reset` says otherwise. `failed_now`: items that are known to fail before
+  // anything runs (a shape the op's schema rejects), with the reason; they are marked failed.
+  void enroll(const std::string& sweep, const std::vector<SweepItem>& items, Reset reset,
+              const std::vector<std::pair<SweepItem, std::string>>& failed_now = {});
+  // Running items whose worker is gone (`alive` says no) go back to pending; returns how many.
+  std::size_t requeue_abandoned(const std::function<bool(const std::string& worker)>& alive);
+  // The sweep's next pending item, now running for `worker`; none when nothing is pending.
+  std::optional<ItemState> claim(const std::string& sweep, const std::string& worker);
+  // Inside Database::insert's transaction (its `also`), with the new row's id.
+  void mark_done(const std::string& key, int64_t measurement_id);
+  // An item that is not done (a worker that died may have finished it just before).
+  void mark_failed(const std::string& key, const std::string& reason);
+
+  SweepCounts counts(const std::string& sweep) const;
+  std::vector<ItemState> items(const std::string& sweep, std::optional<ItemStatus> only = std::nullopt) const;
+  std::vector<std::string> sweeps() const;  // names of every enrolled sweep
+
+ private:
+  Database& db_;
+  bool has_tables_ = false;
+};
+
+}  // namespace opcost
