@@ -9,6 +9,7 @@
 
 #include "cli/commands.h"
 #include "cli/exit_codes.h"
+#include "cli/sweep_command.h"
 #include "core/io/output_file.h"
 #include "core/report/progress.h"
 #include "core/report/report.h"
@@ -298,8 +299,40 @@ int main(int argc, char** argv) {
 
   MeasureCliOptions mo;
   MeasureConfig& mc = mo.measure.config;  // options bind to the workflow's, whose defaults show
-  ReplayOptions& mr = mo.measure.replay;
   bool no_store = false, no_energy = false;
+  // The loops' options, shared by measure and sweep (they bind to the same workflow options).
+  auto add_loop_options = [&](CLI::App* c, MeasureOptions& m, bool& skip_energy) {
+    MeasureConfig& cfg = m.config;
+    ReplayOptions& mr = m.replay;
+    c->add_option("--device", mr.device, "auto (CUDA when present), cpu, cuda, cuda:N")->capture_default_str();
+    c->add_option("--cache", mr.cache_mode, "warm: reuse inputs; cold: rotate inputs over 256 MiB")
+        ->check(CLI::IsMember({"warm", "cold"}))
+        ->capture_default_str();
+    c->add_option("--seed", mr.seed, "seed of the random input data")->capture_default_str();
+    c->add_option("--max-time", cfg.time.max_seconds, "timing budget per operator, seconds")
+        ->check(CLI::PositiveNumber)
+        ->capture_default_str();
+    c->add_option("--target-ci", cfg.time.target_rel_ci95,
+                  "stop timing when the 95% CI half-width is this fraction of the mean")
+        ->check(CLI::PositiveNumber)
+        ->capture_default_str();
+    c->add_option("--energy-max-time", cfg.energy_max_s, "energy loop budget per operator, seconds")
+        ->check(CLI::PositiveNumber)
+        ->capture_default_str();
+    c->add_option("--energy-max-time-capped", cfg.energy_max_capped_s,
+                  "energy loop budget when the GPU sits at its power cap, seconds")
+        ->check(CLI::PositiveNumber)
+        ->capture_default_str();
+    c->add_option("--energy-settle", cfg.energy_settle_s, "seconds of looping discarded before energy windows")
+        ->check(CLI::NonNegativeNumber)
+        ->capture_default_str();
+    c->add_option("--energy-target-ci", cfg.energy_target_rel_ci95, "stop the energy loop at this relative 95% CI")
+        ->check(CLI::PositiveNumber)
+        ->capture_default_str();
+    c->add_flag("--no-energy", skip_energy, "skip the energy loop");
+    c->add_option("--autocast", mr.autocast,
+                  "replay under autocast to this dtype (bf16, fp16), as an autocast model runs");
+  };
   auto* measure = app.add_subcommand("measure", "Replay one ATen operator in a loop and measure its time and energy");
   measure->add_option("op", mo.op, "operator, e.g. aten::conv2d or aten::add.Tensor");
   measure->add_option("args", mo.args, "arguments as name=value: input=f32[32,64,56,56] padding=[1,1]");
@@ -310,37 +343,29 @@ int main(int argc, char** argv) {
   measure->add_flag("--json", mo.json, "print JSON instead of text");
   measure->add_flag("--no-store", no_store, "do not write to the database");
   measure->add_flag("--resume", mo.measure.resume, "skip operators that already have an unflagged row");
-  measure->add_option("--device", mr.device, "auto (CUDA when present), cpu, cuda, cuda:N")->capture_default_str();
-  measure->add_option("--cache", mr.cache_mode, "warm: reuse inputs; cold: rotate inputs over 256 MiB")
-      ->check(CLI::IsMember({"warm", "cold"}))
-      ->capture_default_str();
-  measure->add_option("--seed", mr.seed, "seed of the random input data")->capture_default_str();
-  measure->add_option("--max-time", mc.time.max_seconds, "timing budget per operator, seconds")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
-  measure
-      ->add_option("--target-ci", mc.time.target_rel_ci95,
-                   "stop timing when the 95% CI half-width is this fraction of the mean")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
-  measure->add_option("--energy-max-time", mc.energy_max_s, "energy loop budget per operator, seconds")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
-  measure
-      ->add_option("--energy-max-time-capped", mc.energy_max_capped_s,
-                   "energy loop budget when the GPU sits at its power cap, seconds")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
-  measure->add_option("--energy-settle", mc.energy_settle_s, "seconds of looping discarded before energy windows")
+  add_loop_options(measure, mo.measure, no_energy);
+  measure->add_option("--power-trace", mo.power_trace, "write the sampled power trace (JSON) to this file");
+
+  SweepCliOptions so;
+  auto* sweep = app.add_subcommand("sweep",
+                                   "Measure every item of a grid file, resumably, with its state in the "
+                                   "database (docs/sweeps.md)");
+  sweep->fallthrough();
+  sweep->add_option("file", so.file, "YAML sweep grid")->check(CLI::ExistingFile);
+  sweep->add_flag("--dry-run", so.dry_run, "list the items and the GPU time they may take; measure nothing");
+  auto* force = sweep->add_flag("--force", so.force, "measure every item again, done or failed");
+  sweep->add_flag("--retry-failed", so.retry_failed, "measure the failed items again")->excludes(force);
+  sweep
+      ->add_option("--progress-every", so.plain_every_s,
+                   "seconds between progress lines when standard error is not a terminal")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
-  measure->add_option("--energy-target-ci", mc.energy_target_rel_ci95, "stop the energy loop at this relative 95% CI")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
-  measure->add_flag("--no-energy", no_energy, "skip the energy loop");
-  measure->add_option("--power-trace", mo.power_trace, "write the sampled power trace (JSON) to this file");
-  measure->add_option("--autocast", mr.autocast,
-                      "replay under autocast to this dtype (bf16, fp16), as an autocast model runs");
+  add_loop_options(sweep, so.measure, so.no_energy);
+  sweep->add_flag("--worker", so.worker)->group("");  // internal: run_sweep starts its workers so
+  sweep->add_option("--sweep-name", so.sweep_name)->group("");
+  auto* sweep_status_cmd = sweep->add_subcommand("status", "Done, pending and failed items of a sweep (with reasons)");
+  std::string status_file;
+  sweep_status_cmd->add_option("file", status_file, "YAML sweep grid")->required()->check(CLI::ExistingFile);
 
   auto* dbcmd = app.add_subcommand("db", "Inspect and export the measurement database");
   dbcmd->require_subcommand(1);
@@ -456,7 +481,18 @@ int main(int argc, char** argv) {
   if (no_energy) mc.energy = false;
   int rc = kExitSuccess;
   try {
-    if (measure->parsed()) {
+    if (sweep->parsed()) {
+      so.measure.db = path;
+      so.measure.db_create_parent = create_parent;
+      if (sweep_status_cmd->parsed()) {
+        so.file = status_file;
+        rc = run_sweep_status(so);
+      } else if (so.file.empty()) {
+        throw std::invalid_argument("sweep: name a grid file (opcost sweep grid.yaml), or `opcost sweep status FILE`");
+      } else {
+        rc = run_sweep_command(so, std::vector<std::string>(argv, argv + argc));
+      }
+    } else if (measure->parsed()) {
       rc = run_measure(mo);
     } else if (inventory->parsed()) {
       rc = run_inventory(io);

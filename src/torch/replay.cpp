@@ -358,6 +358,13 @@ ArgValue canonical_value(const c10::Argument& a, const c10::IValue& iv, const Ar
 
 namespace {
 
+bool holds_tensor_spec(const ArgValue& v) {
+  if (std::holds_alternative<TensorSpec>(v.v)) return true;
+  if (const auto* list = std::get_if<ArgList>(&v.v))
+    return std::any_of(list->begin(), list->end(), [](const ArgValue& e) { return holds_tensor_spec(e); });
+  return false;
+}
+
 // The canonical text of an argument's default. Registered schemas live as long as the
 // process, so their arguments' addresses are stable keys.
 const std::string& default_text(const c10::Argument& a) {
@@ -469,11 +476,15 @@ BoundCall bind_to(const c10::OperatorHandle& handle, const OpCall& call, c10::De
     } else {
       b.fail(a, "missing: this argument has no default");
     }
-    if (!dry) {
+    // A dry bind makes no tensor: a tensor argument's canonical form is then its spec as given.
+    const bool given_tensors = it != b.given.end() && holds_tensor_spec(*it->second);
+    if (!dry || !given_tensors) {
       ArgValue canon = canonical_value(a, iv, it != b.given.end() ? it->second : nullptr);
       const bool is_default = a.default_value() && format_value(canon) == default_text(a);
       if (!is_default && !(canon.is_none() && !a.default_value() && it == b.given.end()))
         b.out.canonical.push_back({a.name(), canon});
+    } else {
+      b.out.canonical.push_back({a.name(), *it->second});
     }
     b.out.inputs.push_back(std::move(iv));
   }

@@ -249,6 +249,16 @@ std::vector<ItemState> SweepState::items(const std::string& sweep, std::optional
   return out;
 }
 
+double SweepState::mean_seconds_done(const std::string& sweep) const {
+  if (!has_tables_) return 0;
+  Stmt s(db_.handle(), db_.path(),
+         "SELECT AVG(me.seconds) FROM sweep_members m JOIN sweep_items i ON i.key = m.key JOIN measurements me ON "
+         "me.id = i.measurement_id WHERE m.sweep = ?1 AND i.status = 'done'");
+  s.bind(1, sweep);
+  s.step();
+  return s.column(0).is_number() ? s.column(0).get<double>() : 0;
+}
+
 std::vector<std::string> SweepState::sweeps() const {
   std::vector<std::string> out;
   if (!has_tables_) return out;

@@ -82,6 +82,8 @@ class SweepState {
   SweepCounts counts(const std::string& sweep) const;
   std::vector<ItemState> items(const std::string& sweep, std::optional<ItemStatus> only = std::nullopt) const;
   std::vector<std::string> sweeps() const;  // names of every enrolled sweep
+  // The mean time its done items took to measure (their rows' `seconds`); 0 when none is done.
+  double mean_seconds_done(const std::string& sweep) const;
 
  private:
   Database& db_;

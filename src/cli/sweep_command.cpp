@@ -1,0 +1,117 @@
+#include "cli/sweep_command.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "cli/exit_codes.h"
+#include "core/report/progress.h"
+#include "core/store/database.h"
+#include "core/text/text.h"
+#include "torch/runner.h"
+
+namespace opcost {
+
+namespace {
+
+std::string self_executable(const std::string& fallback) {
+  std::error_code ec;
+  const auto p = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? fallback : p.string();
+}
+
+int dry_run(const SweepCliOptions& o) {
+  const SweepStatus s = sweep_status(o.measure, o.file);
+  for (const auto& item : s.plan.items) fmt::print("{}\n", item.call);
+  for (const auto& [item, why] : s.plan.rejected) fmt::print(stderr, "opcost: cannot run: {}: {}\n", item.call, why);
+  const std::size_t left = s.counts.pending + s.counts.running + s.not_enrolled;
+  const double most_s = measurement_budget_s(o.measure.config, o.measure.config.energy);
+  fmt::print(stderr,
+             "opcost: --dry-run: sweep {}: {} items ({} combinations filtered out, {} the op refuses); {} done and {} "
+             "failed in {}; {} to measure, at most about {} of GPU time at these budgets{}\n",
+             s.plan.name, s.plan.total(), s.plan.filtered_out, s.plan.rejected.size(), s.counts.done, s.counts.failed,
+             o.measure.db, left, format_duration(most_s * double(left)),
+             s.mean_seconds_per_item > 0 ? fmt::format(" (about {} at this database's pace)",
+                                                       format_duration(s.mean_seconds_per_item * double(left)))
+                                         : "");
+  return s.plan.rejected.empty() ? kExitSuccess : kExitBadInput;
+}
+
+}  // namespace
+
+int run_sweep_command(SweepCliOptions o, const std::vector<std::string>& argv) {
+  if (o.no_energy) o.measure.config.energy = false;
+  if (o.worker) return run_sweep_worker(o.measure, o.sweep_name, stdout);
+  if (o.dry_run) return dry_run(o);
+  SweepOptions so;
+  so.measure = o.measure;
+  so.reset = o.force ? SweepState::Reset::kAll : o.retry_failed ? SweepState::Reset::kFailed : SweepState::Reset::kNone;
+  so.worker_command = argv;
+  so.worker_command[0] = self_executable(argv[0]);
+  so.worker_command.push_back("--worker");
+  ProgressLine line(stderr, o.plain_every_s);
+  Notes notes;
+  notes.note = [&](const std::string& t) {
+    line.clear();
+    fmt::print(stderr, "opcost: {}\n", t);
+  };
+  notes.error = [&](const std::string& t) {
+    line.clear();
+    fmt::print(stderr, "opcost: failed: {}\n", user_message(t));
+  };
+  std::string label = std::filesystem::path(o.file).stem().string();
+  SweepEvents events;
+  events.planned = [&](const SweepPlan& plan) { label = plan.name; };
+  std::size_t last_done = 0, last_before = 0, last_total = 0;
+  double last_elapsed = 0;
+  events.progress = [&](std::size_t done, std::size_t before, std::size_t total, double elapsed_s,
+                        const std::string& current) {
+    last_done = done, last_before = before, last_total = total, last_elapsed = elapsed_s;
+    std::string text = progress_text(label, done, total, elapsed_s, line.terminal(), before);
+    if (line.terminal() && !current.empty()) text += " " + fit_label(current, 50);
+    line.update(text);
+  };
+  const SweepRun run = run_sweep(so, o.file, notes, events);
+  line.clear();
+  if (last_total && !line.terminal())  // the final plain line, whatever the period
+    fmt::print(stderr, "{}\n", progress_text(label, last_done, last_total, last_elapsed, false, last_before));
+  const SweepCounts& c = run.after;
+  if (run.before.pending == 0)
+    fmt::print(stderr,
+               "opcost: sweep {}: nothing to measure: {} items done and {} failed in {} (--retry-failed retries the "
+               "failed, --force measures everything again)\n",
+               run.plan.name, c.done, c.failed, o.measure.db);
+  else
+    fmt::print(stderr,
+               "opcost: sweep {}: {} measured and {} failed in this run ({}, {} worker crashes); {} of {} items done, "
+               "{} failed, {} pending in {}\n",
+               run.plan.name, run.measured, run.failed, format_duration(run.seconds), run.crashes, c.done, c.total(),
+               c.failed, c.pending + c.running, o.measure.db);
+  if (c.failed) fmt::print(stderr, "opcost: `opcost sweep status {}` lists the failures with their reasons\n", o.file);
+  if (!run.stopped.empty()) {
+    fmt::print(stderr, "opcost: error: stopped: {}\n", user_message(run.stopped));
+    return kExitMeasurementFailed;
+  }
+  return run.failed || !run.plan.rejected.empty() ? kExitMeasurementFailed : kExitSuccess;
+}
+
+int run_sweep_status(const SweepCliOptions& o) {
+  const SweepStatus s = sweep_status(o.measure, o.file);
+  const SweepCounts& c = s.counts;
+  const std::size_t pending = c.pending + s.not_enrolled;
+  fmt::print("sweep {} ({}): {} items\n", s.plan.name, o.file, s.plan.total());
+  fmt::print("  done     {}\n  failed   {}\n  pending  {}{}\n  running  {}\n", c.done, c.failed, pending,
+             s.not_enrolled ? fmt::format(" ({} not yet in the database)", s.not_enrolled) : "", c.running);
+  if (pending + c.running > 0)
+    fmt::print("  left     {}\n",
+               s.mean_seconds_per_item > 0
+                   ? fmt::format("about {} at {:.2f} s an item so far",
+                                 format_duration(s.mean_seconds_per_item * double(pending + c.running)),
+                                 s.mean_seconds_per_item)
+                   : std::string("no item done yet, so no pace to go by (`opcost sweep --dry-run` bounds it)"));
+  for (const auto& f : s.failed) fmt::print("failed: {}\n  {}\n", f.call, f.reason);
+  return kExitSuccess;
+}
+
+}  // namespace opcost

@@ -1,0 +1,251 @@
+#include "workflow/sweep.h"
+
+#include <fmt/format.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <csignal>
+#include <filesystem>
+#include <optional>
+
+#include "core/io/input_file.h"
+#include "core/report/report.h"
+#include "core/spec/spec_file.h"
+#include "core/store/database.h"
+#include "core/sweep/grid.h"
+#include "core/sys/child_process.h"
+#include "core/text/text.h"
+
+namespace opcost {
+
+namespace {
+
+// What, beyond the signature, the GPU model, the cache mode and autocast, decides what an item
+// measured: the same call at another target or without energy is another item.
+std::string settings_of(const MeasureConfig& c, uint64_t seed) {
+  return fmt::format("time_target={} time_max_s={} energy={} energy_target={} energy_max_s={} seed={}",
+                     c.time.target_rel_ci95, c.time.max_seconds, c.energy, c.energy_target_rel_ci95, c.energy_max_s,
+                     seed);
+}
+
+nlohmann::json axes_of(const GridItem& item) {
+  nlohmann::json axes = nlohmann::json::object();
+  for (const auto& [name, value] : item.values) std::visit([&, name = name](const auto& v) { axes[name] = v; }, value);
+  return axes;
+}
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+std::string worker_name() { return fmt::format("{}:{}", host_name(), getpid()); }
+
+// A worker of this host that is no longer running ("host:pid"); another host's are left to
+// their own sweep (or, with a shared database, to a lease).
+bool worker_alive(const std::string& worker) {
+  const auto colon = worker.rfind(':');
+  if (colon == std::string::npos || worker.substr(0, colon) != host_name()) return true;
+  try {
+    return process_alive(pid_t(std::stol(worker.substr(colon + 1))));
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
+}  // namespace
+
+SweepPlan plan_sweep(const std::string& file, const MeasureOptions& o) {
+  Grid grid = expand_grid_file(file);
+  SweepPlan plan;
+  plan.name = grid.name;
+  plan.file = file;
+  plan.filtered_out = grid.filtered_out;
+  plan.settings = settings_of(o.config, o.replay.seed);
+  if (grid.items.empty())
+    throw std::invalid_argument(
+        fmt::format("{}: `where` filters out all {} combinations, so there is nothing to measure; loosen the filter",
+                    file, grid.filtered_out));
+  for (const GridItem& g : grid.items) {
+    SweepItem item;
+    item.call = g.call_line;
+    item.axes = axes_of(g);
+    try {
+      const CallInfo info = PreparedCall::identify(g.call, o.replay);
+      if (plan.device_name.empty())
+        plan.device_name = describe_environment(info.device_kind, info.device_index).device_name;
+      item.autocast = info.autocast;
+      item.key = sweep_item_key(signature_hash(info.op, info.overload, info.canonical_args), plan.device_name,
+                                o.replay.cache_mode, info.autocast, plan.settings);
+      plan.items.push_back(std::move(item));
+    } catch (const ReplayError& e) {
+      // Keyed by its text: it never ran, so it has no canonical form.
+      item.key = sweep_item_key(stable_hash(g.call_line), "", o.replay.cache_mode, "", plan.settings);
+      plan.rejected.emplace_back(std::move(item), user_message(e.what()));
+    }
+  }
+  return plan;
+}
+
+SweepRun run_sweep(const SweepOptions& o, const std::string& file, const Notes& notes, const SweepEvents& events) {
+  SweepRun run;
+  const auto t0 = std::chrono::steady_clock::now();
+  run.plan = plan_sweep(file, o.measure);
+  const SweepPlan& plan = run.plan;
+  if (events.planned) events.planned(plan);
+  Database db(o.measure.db, Database::Access::kReadWrite, o.measure.db_create_parent);
+  SweepState state(db);
+  run.requeued = state.requeue_abandoned(worker_alive);
+  if (run.requeued)
+    notes.say(fmt::format("{} items left running by a worker that is gone go back to pending", run.requeued));
+  state.enroll(plan.name, plan.items, o.reset, plan.rejected);
+  run.before = state.counts(plan.name);
+  for (const auto& [item, why] : plan.rejected) notes.failed(fmt::format("{}: {}", item.call, why));
+  if (run.before.pending == 0) {
+    run.after = run.before;
+    return run;
+  }
+  const std::size_t total = run.before.total();
+  const std::size_t done_before = run.before.done + run.before.failed;
+  std::size_t done = done_before;
+  std::size_t crashes_in_a_row = 0;
+  while (true) {
+    std::vector<std::string> argv = o.worker_command;
+    argv.push_back("--sweep-name");
+    argv.push_back(plan.name);
+    ChildProcess worker(argv);
+    std::optional<std::string> current_key, current_call;
+    bool progressed = false;
+    while (auto line = worker.read_line()) {
+      nlohmann::json e;
+      try {
+        e = nlohmann::json::parse(*line);
+      } catch (const nlohmann::json::exception&) {
+        notes.say(*line);  // not an event: pass it on
+        continue;
+      }
+      const std::string kind = e.value("event", "");
+      if (kind == "start") {
+        current_key = e.value("key", "");
+        current_call = e.value("call", "");
+        if (events.progress) events.progress(done, done_before, total, seconds_since(t0), *current_call);
+      } else if (kind == "done" || kind == "failed") {
+        ++done;
+        progressed = true;
+        ++(kind == "done" ? run.measured : run.failed);
+        if (kind == "failed") notes.failed(fmt::format("{}: {}", e.value("call", ""), e.value("reason", "")));
+        current_key.reset();
+        if (events.progress) events.progress(done, done_before, total, seconds_since(t0), "");
+      } else if (kind == "note") {
+        notes.say(e.value("text", ""));
+      } else if (kind == "stop") {
+        run.stopped = e.value("reason", "");
+      }
+    }
+    const std::string ended = worker.wait();
+    if (ended.empty() || !run.stopped.empty()) break;  // no item left, or the database stopped taking rows
+    ++run.crashes;
+    crashes_in_a_row = progressed ? 1 : crashes_in_a_row + 1;
+    if (current_key) {
+      const std::string why = fmt::format("the worker process {} while measuring it", ended);
+      state.mark_failed(*current_key, why);
+      notes.failed(fmt::format("{}: {}; the sweep goes on in a fresh worker", *current_call, why));
+      ++done;
+      ++run.failed;
+      if (events.progress) events.progress(done, done_before, total, seconds_since(t0), "");
+    }
+    if (crashes_in_a_row >= o.max_crashes_in_a_row) {
+      run.stopped =
+          fmt::format("{} worker processes in a row ended ({}) without finishing an item", crashes_in_a_row, ended);
+      break;
+    }
+  }
+  run.after = state.counts(plan.name);
+  run.seconds = seconds_since(t0);
+  return run;
+}
+
+namespace {
+
+// One JSON object per line on the supervisor's pipe.
+class EventWriter {
+ public:
+  explicit EventWriter(std::FILE* out) : out_(out) {}
+  void write(nlohmann::json e) {
+    fmt::print(out_, "{}\n", e.dump());
+    std::fflush(out_);
+  }
+
+ private:
+  std::FILE* out_;
+};
+
+}  // namespace
+
+int run_sweep_worker(const MeasureOptions& o, const std::string& sweep_name, std::FILE* events_out) {
+  // Dies with its supervisor: a killed sweep leaves no measurement running on the GPU. Its
+  // item stays running in the database and goes back to pending on the next run.
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (getppid() == 1) return 1;  // the supervisor died before this line
+  EventWriter events(events_out);
+  Notes notes;
+  notes.note = [&](const std::string& t) { events.write({{"event", "note"}, {"text", t}}); };
+  Database db(o.db, Database::Access::kReadWrite, o.db_create_parent);
+  SweepState state(db);
+  const std::string me = worker_name();
+  std::optional<Runner> runner;
+  bool said_energy = false;
+  while (auto item = state.claim(sweep_name, me)) {
+    events.write({{"event", "start"}, {"key", item->key}, {"call", item->call}});
+    auto fail = [&](const std::string& reason) {
+      state.mark_failed(item->key, reason);
+      events.write({{"event", "failed"}, {"key", item->key}, {"call", item->call}, {"reason", reason}});
+    };
+    std::optional<Measurement> m;
+    try {
+      OpCall call = parse_call_line(item->call, fmt::format("sweep {}", sweep_name));
+      ReplayOptions replay = o.replay;
+      replay.autocast = item->autocast;
+      auto prepared = PreparedCall::prepare(call, replay);
+      if (!runner) runner.emplace(prepared->device_kind(), prepared->device_index(), o.config);
+      if (!said_energy && !runner->energy_unavailable_reason().empty())
+        notes.say("energy unavailable: " + runner->energy_unavailable_reason());
+      said_energy = true;
+      m = runner->measure(*prepared);
+    } catch (const std::exception& e) {  // the op refused its inputs, out of memory, an error in the op
+      fail(user_message(e.what()));
+      continue;
+    }
+    try {
+      db.insert(*m, [&](int64_t id) { state.mark_done(item->key, id); });
+    } catch (const DatabaseError& e) {
+      if (e.stops_writing()) {
+        events.write({{"event", "stop"}, {"reason", e.what()}});
+        return 1;
+      }
+      fail(e.what());
+      continue;
+    }
+    events.write({{"event", "done"}, {"key", item->key}, {"call", item->call}});
+  }
+  return 0;
+}
+
+SweepStatus sweep_status(const MeasureOptions& o, const std::string& file) {
+  SweepStatus s;
+  s.plan = plan_sweep(file, o);
+  if (!std::filesystem::exists(o.db)) {
+    s.not_enrolled = s.plan.total();
+    return s;
+  }
+  Database db(o.db, Database::Access::kReadOnly);
+  SweepState state(db);
+  s.counts = state.counts(s.plan.name);
+  s.failed = state.items(s.plan.name, ItemStatus::kFailed);
+  const std::size_t known = s.counts.total();
+  s.not_enrolled = s.plan.total() > known ? s.plan.total() - known : 0;
+  s.mean_seconds_per_item = state.mean_seconds_done(s.plan.name);
+  return s;
+}
+
+}  // namespace opcost

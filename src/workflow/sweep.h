@@ -1,0 +1,82 @@
+#pragma once
+// sweep as a workflow: a grid file expands to calls, each call is identified (its canonical
+// signature, settings and GPU make its key), enrolled in the database's sweep state, and
+// measured by a worker process that claims pending items one at a time. The worker is this
+// program again (`worker_command`): an item that kills it (a crash, a CUDA error that breaks
+// the context, kill -9) is marked failed with what happened, and the sweep goes on in a fresh
+// worker. A failure inside an item (shapes the op rejects, out of memory, an error in the op)
+// is recorded by the worker itself, which goes on. Torch-free header.
+#include <cstddef>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "core/store/sweep_state.h"
+#include "workflow/measure.h"
+#include "workflow/notes.h"
+
+namespace opcost {
+
+// What a sweep file is: its items, identified, in order.
+struct SweepPlan {
+  std::string name, file;
+  std::vector<SweepItem> items;                             // measurable
+  std::vector<std::pair<SweepItem, std::string>> rejected;  // the op's schema refuses them: why
+  std::size_t filtered_out = 0;                             // combinations a `where` dropped
+  std::string device_name;                                  // the GPU model (or CPU) of the key
+  std::string settings;                                     // the measurement settings of the key
+  std::size_t total() const { return items.size() + rejected.size(); }
+};
+
+// Throws std::invalid_argument for a file that cannot be read or expanded (naming the file,
+// the item and the fix).
+SweepPlan plan_sweep(const std::string& file, const MeasureOptions& o);
+
+struct SweepOptions {
+  MeasureOptions measure;  // replay, budgets, database (store is always on)
+  SweepState::Reset reset = SweepState::Reset::kNone;
+  // argv of a worker for this sweep (`opcost sweep FILE … --worker`, the same measurement
+  // options); the sweep's name is appended as `--sweep-name NAME`.
+  std::vector<std::string> worker_command;
+  std::size_t max_crashes_in_a_row = 3;  // workers that die with no item done between: stop
+};
+
+// How far a sweep got, as the supervisor saw it.
+struct SweepRun {
+  SweepPlan plan;
+  SweepCounts before, after;  // the sweep's items in the database, at start and end
+  std::size_t measured = 0;   // items done by this run
+  std::size_t failed = 0;     // items that failed in this run
+  std::size_t crashes = 0;    // workers that died
+  std::size_t requeued = 0;   // running items of dead workers put back to pending at start
+  double seconds = 0;
+  std::string stopped;  // why it stopped before every item was tried ("" if it did not)
+};
+
+// Progress of the supervisor: called as each item starts or ends.
+struct SweepEvents {
+  std::function<void(const SweepPlan&)> planned;  // the file is expanded, nothing measured yet
+  // `done` counts the items done or failed before this run too (`done_before` of them).
+  std::function<void(std::size_t done, std::size_t done_before, std::size_t total, double elapsed_s,
+                     const std::string& current)>
+      progress;
+};
+
+SweepRun run_sweep(const SweepOptions& o, const std::string& file, const Notes& notes, const SweepEvents& events = {});
+
+// The worker: claims the sweep's pending items one at a time until none is left, writing one
+// JSON line per event to `events_out` (start, done, failed, note). Returns 0, or 1 when the
+// database stopped taking rows.
+int run_sweep_worker(const MeasureOptions& o, const std::string& sweep_name, std::FILE* events_out);
+
+// `sweep status`: the sweep's items in the database (the file is expanded to know its name).
+struct SweepStatus {
+  SweepPlan plan;
+  SweepCounts counts;
+  std::size_t not_enrolled = 0;      // items of the file the database has not seen yet
+  std::vector<ItemState> failed;     // with their reasons
+  double mean_seconds_per_item = 0;  // over done items measured in a sweep (0: none yet)
+};
+SweepStatus sweep_status(const MeasureOptions& o, const std::string& file);
+
+}  // namespace opcost
