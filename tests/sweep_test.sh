@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# `opcost sweep` end to end on the CPU: state in the database, a failing item recorded while
+# the sweep goes on, a crashing worker isolated, kill -9 of the whole sweep then resume
+# (nothing lost, nothing measured twice), the progress lines when not on a terminal.
+set -uo pipefail
+bin=$1; dir=$2
+rm -rf "$dir"; mkdir -p "$dir"
+pass=0; fail=0
+check() {  # check NAME CONDITION-COMMAND...
+  local name=$1; shift
+  if "$@"; then pass=$((pass+1)); else fail=$((fail+1)); echo "FAILED: $name"; fi
+}
+has() { grep -q -- "$2" "$1"; }
+rows() { "$bin" db export --csv --db "$1" 2>/dev/null | tail -n +2 | wc -l; }
+distinct_args() { "$bin" db export --json --db "$1" 2>/dev/null | grep -o '"args_hash":"[0-9a-f]*"' | sort -u | wc -l; }
+# Waits until `sweep status` shows the pattern (at most 60 s).
+wait_for() {
+  for _ in $(seq 600); do
+    "$bin" sweep status "$1" --db "$2" 2>/dev/null | grep -qE "$3" && return 0
+    sleep 0.1
+  done
+  return 1
+}
+fast=(--device cpu --no-energy --max-time 0.05)
+# Each item's timing loop runs its whole budget: slow enough to be killed mid-item.
+slow=(--device cpu --no-energy --max-time 0.5 --target-ci 0.000001)
+
+# 1. A grid with one item the op refuses at run time: recorded as failed, the others measured.
+cat >"$dir/mm.yaml" <<'YAML'
+name: mm-check
+op: aten::mm
+args: {self: "f32[8,{k}]", mat2: "f32[16,{n}]"}
+axes: {k: [16, 8], n: [4, 8]}
+data: [normal, {zeros: 0.5}]
+YAML
+"$bin" sweep "$dir/mm.yaml" --db "$dir/a.db" "${fast[@]}" --progress-every 0 >"$dir/o1" 2>"$dir/e1"
+check "a sweep with a failing item exits 1" test $? -eq 1
+check "the failure is reported with its item" has "$dir/e1" "failed: aten::mm self=f32\[8,8\] mat2=f32\[16,4\]"
+check "... and the op's reason" has "$dir/e1" "mat1 and mat2 shapes cannot be multiplied (8x8 and 16x4)"
+check "the progress lines (not a terminal) count the items" has "$dir/e1" "mm-check: 8 of 8 items (100%)"
+check "the summary counts done and failed" has "$dir/e1" "4 measured and 4 failed in this run"
+"$bin" sweep status "$dir/mm.yaml" --db "$dir/a.db" >"$dir/s1"
+check "status: 4 done" has "$dir/s1" "done     4"
+check "status: 4 failed, with reasons" test "$(grep -c 'cannot be multiplied' "$dir/s1")" -eq 4
+check "the data axis reached the database" test "$(rows "$dir/a.db")" -eq 4 -a "$(distinct_args "$dir/a.db")" -eq 4
+check "zeros are in the stored signature" test "$("$bin" db list --db "$dir/a.db" 2>/dev/null | grep -c ':zeros\[0.5\]')" -eq 2
+
+# 2. Run again: nothing to do; --retry-failed tries the failed again; --force measures all.
+"$bin" sweep "$dir/mm.yaml" --db "$dir/a.db" "${fast[@]}" 2>"$dir/e2"
+check "a finished sweep exits 0" test $? -eq 0
+check "a finished sweep measures nothing" has "$dir/e2" "nothing to measure: 4 items done and 4 failed"
+check "... and still 4 rows" test "$(rows "$dir/a.db")" -eq 4
+"$bin" sweep "$dir/mm.yaml" --db "$dir/a.db" "${fast[@]}" --retry-failed 2>"$dir/e3"
+check "--retry-failed tries only the failed" has "$dir/e3" "0 measured and 4 failed in this run"
+"$bin" sweep "$dir/mm.yaml" --db "$dir/a.db" "${fast[@]}" --force 2>"$dir/e4"
+check "--force measures everything again" has "$dir/e4" "4 measured and 4 failed in this run"
+check "... adding 4 rows" test "$(rows "$dir/a.db")" -eq 8
+"$bin" sweep "$dir/mm.yaml" --db "$dir/a.db" "${fast[@]}" --dry-run >"$dir/o5" 2>"$dir/e5"
+check "--dry-run lists every item" test "$(wc -l <"$dir/o5")" -eq 8
+check "--dry-run says what is left and bounds the time" has "$dir/e5" "8 items .*4 done and 4 failed in .*0 to measure"
+
+# 3. A worker killed mid-item (a crash): that item is failed with what happened, the rest go on.
+cat >"$dir/slow.yaml" <<'YAML'
+name: slow
+op: aten::mm
+args: {self: "f32[{n},64]", mat2: "f32[64,64]"}
+axes: {n: [60, 61, 62, 63, 64, 65]}
+YAML
+"$bin" sweep "$dir/slow.yaml" --db "$dir/c.db" "${slow[@]}" 2>"$dir/e6" &
+sweep=$!
+wait_for "$dir/slow.yaml" "$dir/c.db" "done +2"
+pkill -9 -f -- "--db $dir/c.db .*--worker"
+wait $sweep
+check "a crashed item makes the sweep exit 1" test $? -eq 1
+check "the crash is reported" has "$dir/e6" "the worker process was killed by signal 9 (Killed) while measuring it; the sweep goes on"
+"$bin" sweep status "$dir/slow.yaml" --db "$dir/c.db" >"$dir/s6"
+check "status: 5 done after the crash" has "$dir/s6" "done     5"
+check "status: the crashed item failed, with why" has "$dir/s6" "was killed by signal 9"
+
+# 4. kill -9 of the whole sweep (supervisor and worker), then resume: every item measured once.
+setsid "$bin" sweep "$dir/slow.yaml" --db "$dir/k.db" "${slow[@]}" >/dev/null 2>&1 &
+group=$!
+wait_for "$dir/slow.yaml" "$dir/k.db" "done +2"
+kill -9 -- -"$group"
+wait $group 2>/dev/null
+"$bin" sweep status "$dir/slow.yaml" --db "$dir/k.db" >"$dir/s7"
+check "the killed sweep left done items" grep -qE "done +[2-5]$" "$dir/s7"
+before=$(rows "$dir/k.db")
+"$bin" sweep "$dir/slow.yaml" --db "$dir/k.db" "${fast[@]/0.05/0.5}" --target-ci 0.000001 2>"$dir/e8"
+check "the resumed sweep exits 0" test $? -eq 0
+check "it measured only what was left" has "$dir/e8" "$((6 - before)) measured and 0 failed in this run"
+"$bin" sweep status "$dir/slow.yaml" --db "$dir/k.db" >"$dir/s8"
+check "every item done" has "$dir/s8" "done     6"
+check "nothing measured twice" test "$(rows "$dir/k.db")" -eq 6 -a "$(distinct_args "$dir/k.db")" -eq 6
+
+# 5. Bad input: a file that is no grid, and status of a sweep never run.
+printf 'op: aten::mm\nargs: {self: "f32[4,4]"}\naxes: {n: []}\n' >"$dir/bad.yaml"
+"$bin" sweep "$dir/bad.yaml" --db "$dir/b.db" "${fast[@]}" 2>"$dir/e9"
+check "a bad grid exits 2" test $? -eq 2
+check "a bad grid names the file and the key" has "$dir/e9" "bad.yaml: axes.n must be a non-empty list"
+check "a bad grid creates no database" test ! -e "$dir/b.db"
+"$bin" sweep status "$dir/mm.yaml" --db "$dir/none.db" >"$dir/s10"
+check "status of a sweep never run: all pending" has "$dir/s10" "pending  8 (8 not yet in the database)"
+
+echo "$pass passed, $fail failed"
+test "$fail" -eq 0

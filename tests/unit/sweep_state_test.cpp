@@ -1,0 +1,135 @@
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "core/report/progress.h"
+#include "core/spec/op_call.h"
+#include "core/store/database.h"
+#include "core/store/sweep_state.h"
+
+using namespace opcost;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct TempDb {
+  fs::path dir = fs::temp_directory_path() / fs::path("opcost-sweep-" + std::to_string(::getpid()) + "-" +
+                                                      ::testing::UnitTest::GetInstance()->current_test_info()->name());
+  fs::path path = dir / "s.db";
+  TempDb() { fs::create_directories(dir); }
+  ~TempDb() { fs::remove_all(dir); }
+};
+
+SweepItem item(int n) {
+  SweepItem it;
+  it.call = "aten::relu self=f32[" + std::to_string(n) + "]";
+  it.key = sweep_item_key(signature_hash("aten::relu", "", "self=f32[" + std::to_string(n) + "]"), "cpu", "warm", "",
+                          "settings");
+  it.axes = {{"n", n}};
+  return it;
+}
+
+Measurement measurement_of(const SweepItem& it) {
+  Measurement m;
+  m.created_at = "2026-11-22T08:00:00Z";
+  m.op = "aten::relu";
+  m.args = it.call.substr(std::string("aten::relu ").size());
+  m.args_hash = signature_hash(m.op, "", m.args);
+  m.time.per_call_us.mean = 1;
+  m.total_seconds = 0.5;
+  return m;
+}
+
+TEST(SweepState, ItemsAreClaimedInOrderAndDoneLandsWithItsMeasurement) {
+  TempDb t;
+  Database db(t.path.string());
+  SweepState s(db);
+  s.enroll("grid", {item(1), item(2), item(3)}, SweepState::Reset::kNone);
+  EXPECT_EQ(s.counts("grid").pending, 3u);
+  auto first = s.claim("grid", "host:1");
+  ASSERT_TRUE(first);
+  EXPECT_EQ(first->call, "aten::relu self=f32[1]");
+  EXPECT_EQ(first->axes["n"], 1);
+  EXPECT_EQ(first->attempts, 1);
+  auto second = s.claim("grid", "host:1");
+  ASSERT_TRUE(second);
+  EXPECT_EQ(second->call, "aten::relu self=f32[2]");  // the first is running: never claimed twice
+  const int64_t id = db.insert(measurement_of(item(1)), [&](int64_t row) { s.mark_done(first->key, row); });
+  s.mark_failed(second->key, "out of memory");
+  const auto c = s.counts("grid");
+  EXPECT_EQ(c.done, 1u);
+  EXPECT_EQ(c.failed, 1u);
+  EXPECT_EQ(c.pending, 1u);
+  const auto done = s.items("grid", ItemStatus::kDone);
+  ASSERT_EQ(done.size(), 1u);
+  EXPECT_EQ(done[0].measurement_id, id);
+  EXPECT_DOUBLE_EQ(s.mean_seconds_done("grid"), 0.5);
+  EXPECT_EQ(s.items("grid", ItemStatus::kFailed)[0].reason, "out of memory");
+  // A late failure report never undoes a done item.
+  s.mark_failed(first->key, "the worker died");
+  EXPECT_EQ(s.counts("grid").done, 1u);
+}
+
+TEST(SweepState, AMeasurementAndItsDoneMarkLandTogetherOrNotAtAll) {
+  TempDb t;
+  Database db(t.path.string());
+  SweepState s(db);
+  s.enroll("grid", {item(1)}, SweepState::Reset::kNone);
+  auto it = s.claim("grid", "host:1");
+  // The item's state and its measurement land together: a failure inside leaves neither.
+  EXPECT_THROW(
+      db.insert(measurement_of(item(1)), [&](int64_t) { throw DatabaseError(DatabaseError::Kind::kOther, "x"); }),
+      DatabaseError);
+  EXPECT_EQ(db.count(), 0u);
+  EXPECT_EQ(s.counts("grid").running, 1u);
+}
+
+TEST(SweepState, ResetsAndSharedItemsAndAbandonedWorkers) {
+  TempDb t;
+  Database db(t.path.string());
+  SweepState s(db);
+  s.enroll("a", {item(1), item(2)}, SweepState::Reset::kNone);
+  auto one = s.claim("a", "host:1");
+  db.insert(measurement_of(item(1)), [&](int64_t row) { s.mark_done(one->key, row); });
+  auto two = s.claim("a", "host:2");
+  s.mark_failed(two->key, "bad shape");
+  // Another sweep with item 1: already done there, so nothing to claim for it.
+  s.enroll("b", {item(1), item(3)}, SweepState::Reset::kNone);
+  EXPECT_EQ(s.counts("b").done, 1u);
+  EXPECT_EQ(s.claim("b", "host:3")->call, "aten::relu self=f32[3]");
+  EXPECT_EQ(s.sweeps(), (std::vector<std::string>{"a", "b"}));
+  // Run again: failed stays failed, unless retried.
+  s.enroll("a", {item(1), item(2)}, SweepState::Reset::kNone);
+  EXPECT_EQ(s.counts("a").failed, 1u);
+  s.enroll("a", {item(1), item(2)}, SweepState::Reset::kFailed);
+  EXPECT_EQ(s.counts("a").pending, 1u);
+  EXPECT_EQ(s.counts("a").done, 1u);
+  s.enroll("a", {item(1), item(2)}, SweepState::Reset::kAll);
+  EXPECT_EQ(s.counts("a").pending, 2u);
+  // Item 3 is running for host:3; a dead worker's item goes back to pending.
+  EXPECT_EQ(s.requeue_abandoned([](const std::string& w) { return w != "host:3"; }), 1u);
+  EXPECT_EQ(s.counts("b").pending, 2u);
+  EXPECT_EQ(s.requeue_abandoned([](const std::string&) { return false; }), 0u);
+}
+
+TEST(SweepState, ItemsTheSchemaRefusesAreFailedAtOnceWithTheirReason) {
+  TempDb t;
+  Database db(t.path.string());
+  SweepState s(db);
+  s.enroll("a", {item(1)}, SweepState::Reset::kNone, {{item(9), "no argument named 'alpha'"}});
+  const auto c = s.counts("a");
+  EXPECT_EQ(c.pending, 1u);
+  EXPECT_EQ(c.failed, 1u);
+  EXPECT_EQ(s.items("a", ItemStatus::kFailed)[0].reason, "no argument named 'alpha'");
+}
+
+TEST(Progress, PlainLinesAndTheBarSayDoneTotalRateAndWhatIsLeft) {
+  EXPECT_EQ(progress_text("g", 0, 10, 0, false), "g: 0 of 10 items (0%)");
+  EXPECT_EQ(progress_text("g", 5, 10, 10, false), "g: 5 of 10 items (50%), 0.50 items/s, 10s in, about 10s left");
+  // Resumed: 4 were done before, 1 in this run's 10 s: 0.1 items/s, 50 s left.
+  EXPECT_EQ(progress_text("g", 5, 10, 10, false, 4), "g: 5 of 10 items (50%), 0.10 items/s, 10s in, about 50s left");
+  EXPECT_EQ(progress_text("g", 5, 10, 10, true), "g  50%|██████████          | 5/10 [00:10<00:10, 0.50 it/s]");
+  EXPECT_EQ(progress_text("g", 0, 10, 3, true), "g   0%|                    | 0/10 [00:03<?, ? it/s]");
+}
+
+}  // namespace
