@@ -93,7 +93,32 @@ check "it measured only what was left" has "$dir/e8" "$((6 - before)) measured a
 check "every item done" has "$dir/s8" "done     6"
 check "nothing measured twice" test "$(rows "$dir/k.db")" -eq 6 -a "$(distinct_args "$dir/k.db")" -eq 6
 
-# 5. Bad input: a file that is no grid, and status of a sweep never run.
+# 5. Export: one row per measurement, the sweep and one column per axis; Parquet read back.
+"$bin" db export --csv --db "$dir/a.db" --sweep mm-check -o "$dir/a.csv" 2>/dev/null
+check "the CSV has the sweep and its axes as columns" grep -q ",sweep,axis_data,axis_k,axis_n$" "$dir/a.csv"
+check "... one row per measurement (8 after --force)" test "$(tail -n +2 "$dir/a.csv" | wc -l)" -eq 8
+check "... with the axis values" grep -q ",mm-check,zeros=0.5,16,8$" "$dir/a.csv"
+"$bin" db export --json --db "$dir/a.db" --sweep nope >/dev/null 2>"$dir/e11"
+check "an unknown sweep exits 2" test $? -eq 2
+check "an unknown sweep lists the known ones" has "$dir/e11" "no such sweep in .*(its sweeps: mm-check)"
+if [ -n "${OPCOST_PYTHON:-}" ] && "$OPCOST_PYTHON" -c "import pyarrow, pandas" 2>/dev/null; then
+  "$bin" db export --db "$dir/a.db" --sweep mm-check --parquet "$dir/a.parquet" 2>"$dir/e12"
+  check "Parquet export exits 0" test $? -eq 0
+  "$OPCOST_PYTHON" - "$dir/a.parquet" >"$dir/o12" <<'PY'
+import sys, pandas as pd
+d = pd.read_parquet(sys.argv[1])
+print(len(d), sorted(d["axis_data"].unique()), d["axis_k"].dtype, d["time_mean_us"].dtype,
+      int((d["args"].str.contains(":zeros") == (d["axis_data"] == "zeros=0.5")).all()))
+PY
+  check "Parquet reads back in pandas: rows, axes, types" grep -qx "8 \['normal', 'zeros=0.5'\] int64 float64 1" "$dir/o12"
+else
+  echo "SKIPPED: Parquet round trip (no Python with pyarrow and pandas in \$OPCOST_PYTHON)"
+fi
+OPCOST_PYTHON=/nonexistent/python "$bin" db export --db "$dir/a.db" --parquet "$dir/b.parquet" 2>"$dir/e13"
+check "Parquet without Python exits 2 and says the fix" test $? -eq 2
+check "... naming OPCOST_PYTHON" has "$dir/e13" "set OPCOST_PYTHON"
+
+# 6. Bad input: a file that is no grid, and status of a sweep never run.
 printf 'op: aten::mm\nargs: {self: "f32[4,4]"}\naxes: {n: []}\n' >"$dir/bad.yaml"
 "$bin" sweep "$dir/bad.yaml" --db "$dir/b.db" "${fast[@]}" 2>"$dir/e9"
 check "a bad grid exits 2" test $? -eq 2

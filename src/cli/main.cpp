@@ -9,12 +9,14 @@
 
 #include "cli/commands.h"
 #include "cli/exit_codes.h"
+#include "cli/parquet_export.h"
 #include "cli/sweep_command.h"
 #include "core/io/output_file.h"
 #include "core/report/progress.h"
 #include "core/report/report.h"
 #include "core/spec/spec_file.h"
 #include "core/store/database.h"
+#include "core/store/dataset_export.h"
 #include "core/sweep/grid.h"
 #include "core/text/text.h"
 #include "core/version.h"
@@ -379,12 +381,17 @@ int main(int argc, char** argv) {
   auto* dbshow = dbcmd->add_subcommand("show", "Show one measurement in full (JSON)");
   dbshow->add_option("id", show_id, "row id")->required();
   bool as_csv = false, as_json = false;
-  std::string export_out;
-  auto* dbexport = dbcmd->add_subcommand("export", "Export every row as CSV or JSON");
+  std::string export_out, export_parquet_path, export_sweep;
+  auto* dbexport = dbcmd->add_subcommand(
+      "export", "Export every row as CSV, JSON or Parquet, with a sweep's axes as columns (docs/sweeps.md)");
   auto* csv_flag = dbexport->add_flag("--csv", as_csv, "CSV, one row per measurement");
   auto* json_flag = dbexport->add_flag("--json", as_json, "JSON array of full result documents");
+  auto* parquet_option =
+      dbexport->add_option("--parquet", export_parquet_path, "Parquet file to write (through pyarrow)");
   csv_flag->excludes(json_flag);
+  parquet_option->excludes(csv_flag)->excludes(json_flag);
   dbexport->add_option("-o,--output", export_out, "file to write (default: standard output)");
+  dbexport->add_option("--sweep", export_sweep, "only the rows this sweep measured");
 
   InventoryOptions io;
   auto* inventory = app.add_subcommand("inventory", "Run a model once and list every ATen operator it calls, by layer");
@@ -524,15 +531,19 @@ int main(int argc, char** argv) {
       }
       fmt::print("{}\n", row->dump(2));
     } else if (dbexport->parsed()) {
-      if (!as_csv && !as_json) throw std::invalid_argument("db export needs --csv or --json");
+      if (!as_csv && !as_json && export_parquet_path.empty())
+        throw std::invalid_argument("db export needs --csv, --json or --parquet FILE");
       Database db(path, Database::Access::kReadOnly);
-      OutputFile out(export_out);
-      if (as_csv)
-        db.export_csv(out);
-      else
-        db.export_json(out);
-      out.close();
-      if (!export_out.empty()) fmt::print(stderr, "opcost: {} rows written to {}\n", db.count(), export_out);
+      if (!export_parquet_path.empty()) {
+        export_parquet(export_parquet_path,
+                       [&](OutputFile& csv) { export_dataset(db, ExportFormat::kCsv, csv, export_sweep); });
+        fmt::print(stderr, "opcost: written to {}\n", export_parquet_path);
+      } else {
+        OutputFile out(export_out);
+        export_dataset(db, as_csv ? ExportFormat::kCsv : ExportFormat::kJson, out, export_sweep);
+        out.close();
+        if (!export_out.empty()) fmt::print(stderr, "opcost: written to {}\n", export_out);
+      }
     }
     check_stdout();
   } catch (const std::invalid_argument& e) {  // also a spec, model or argument that cannot run

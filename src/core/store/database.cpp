@@ -371,7 +371,7 @@ static std::string csv_field(const nlohmann::json& v) {
   return q + "\"";
 }
 
-void Database::export_csv(OutputFile& out) const {
+void Database::export_csv(OutputFile& out, const ExtraColumns& extra) const {
   // By name, in columns() order: ALTER TABLE appends a migrated file's newer columns at the
   // end, so SELECT * would put values under the wrong header. A column an unmigrated
   // (read-only) file lacks is written empty.
@@ -383,25 +383,35 @@ void Database::export_csv(OutputFile& out) const {
     const bool has = std::find(present.begin(), present.end(), name) != present.end();
     select += has ? fmt::format(", {}", name) : ", NULL";
   }
+  for (const auto& name : extra.names) header += "," + csv_field(name);
   out.write(header + "\n");
   Stmt s(db_, path_, fmt::format("SELECT {} FROM measurements ORDER BY id", select));
   const int n = sqlite3_column_count(s.get());
   std::string line;
   while (s.step()) {
+    std::optional<std::vector<nlohmann::json>> more;
+    if (extra.values && !(more = extra.values(s.column(0).get<int64_t>()))) continue;
     line.clear();
     for (int i = 0; i < n; ++i) line += (i ? "," : "") + csv_field(s.column(i));
+    if (more)
+      for (const auto& v : *more) line += "," + csv_field(v);
     out.write(line + "\n");
   }
 }
 
-void Database::export_json(OutputFile& out) const {
+void Database::export_json(OutputFile& out, const ExtraColumns& extra) const {
   // Streamed a document at a time: a large database never has to fit in memory twice.
   Stmt s(db_, path_, "SELECT id, result_json FROM measurements ORDER BY id");
   bool first = true;
   out.write("[");
   while (s.step()) {
+    std::optional<std::vector<nlohmann::json>> more;
+    if (extra.values && !(more = extra.values(s.column(0).get<int64_t>()))) continue;
+    nlohmann::json doc = document_of(s, 0, 1);
+    if (more)
+      for (std::size_t i = 0; i < extra.names.size() && i < more->size(); ++i) doc[extra.names[i]] = (*more)[i];
     out.write(first ? "\n" : ",\n");
-    out.write(document_of(s, 0, 1).dump());
+    out.write(doc.dump());
     first = false;
   }
   out.write(first ? "]\n" : "\n]\n");

@@ -79,9 +79,16 @@ class Database {
   std::vector<Summary> list(const std::string& op_filter = "", int limit = 50) const;
   std::size_t count() const;
 
+  // Columns added to an export after the stored ones: `values` gives a row's (by its id), or
+  // none to leave the row out (core/store/dataset_export.h adds a sweep's axes so).
+  struct ExtraColumns {
+    std::vector<std::string> names;
+    std::function<std::optional<std::vector<nlohmann::json>>(int64_t id)> values;
+  };
   // Every row, columns by name (a migrated file's physical column order differs).
-  void export_csv(OutputFile& out) const;
-  void export_json(OutputFile& out) const;
+  void export_csv(OutputFile& out, const ExtraColumns& extra = {}) const;
+  // A JSON array of the result documents; extra columns become keys of each.
+  void export_json(OutputFile& out, const ExtraColumns& extra = {}) const;
 
   sqlite3* handle() const { return db_; }  // for the other tables of the file (sweep_state.h)
 

@@ -21,7 +21,9 @@ void create_sweep_tables(sqlite3* db, const std::string& path) {
       "CREATE INDEX IF NOT EXISTS sweep_items_status ON sweep_items(status);"
       "CREATE TABLE IF NOT EXISTS sweep_members (sweep TEXT NOT NULL, key TEXT NOT NULL, "
       "position INTEGER NOT NULL, axes TEXT NOT NULL, PRIMARY KEY (sweep, key));"
-      "CREATE INDEX IF NOT EXISTS sweep_members_order ON sweep_members(sweep, position);";
+      "CREATE INDEX IF NOT EXISTS sweep_members_order ON sweep_members(sweep, position);"
+      // Every measurement an item got (--force adds more): the export gives each its axes.
+      "CREATE TABLE IF NOT EXISTS sweep_results (measurement_id INTEGER PRIMARY KEY, key TEXT NOT NULL);";
   if (sqlite3_exec(db, sql, nullptr, nullptr, nullptr) != SQLITE_OK) throw_sqlite(db, path, "cannot write");
 }
 
@@ -57,9 +59,11 @@ std::string sweep_item_key(const std::string& signature_hash, const std::string&
 }
 
 SweepState::SweepState(Database& db) : db_(db) {
-  Stmt s(db.handle(), db.path(), "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = 'sweep_items'");
+  Stmt s(db.handle(), db.path(),
+         "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name IN ('sweep_items', 'sweep_members', "
+         "'sweep_results')");
   s.step();
-  has_tables_ = s.column(0).get<int64_t>() > 0;
+  has_tables_ = s.column(0).get<int64_t>() == 3;
 }
 
 void SweepState::enroll(const std::string& sweep, const std::vector<SweepItem>& items, Reset reset,
@@ -192,6 +196,10 @@ void SweepState::mark_done(const std::string& key, int64_t measurement_id) {
   if (sqlite3_changes(db_.handle()) != 1)
     throw DatabaseError(DatabaseError::Kind::kOther,
                         fmt::format("{}: sweep item {} is not in the database (was it removed?)", db_.path(), key));
+  Stmt r(db_.handle(), db_.path(), "INSERT INTO sweep_results (measurement_id, key) VALUES (?1, ?2)");
+  r.bind(1, measurement_id);
+  r.bind(2, key);
+  r.step();
 }
 
 void SweepState::mark_failed(const std::string& key, const std::string& reason) {
@@ -257,6 +265,23 @@ double SweepState::mean_seconds_done(const std::string& sweep) const {
   s.bind(1, sweep);
   s.step();
   return s.column(0).is_number() ? s.column(0).get<double>() : 0;
+}
+
+std::map<int64_t, SweepState::Origin> SweepState::origins(const std::string& sweep) const {
+  std::map<int64_t, Origin> out;
+  if (!has_tables_) return out;
+  // Every measurement of an item, not only its newest (--force adds rows): each row of the
+  // export carries the axes it was measured for.
+  Stmt s(db_.handle(), db_.path(),
+         "SELECT r.measurement_id, m.sweep, m.axes FROM sweep_results r JOIN sweep_members m ON m.key = r.key "
+         "WHERE ?1 = '' OR m.sweep = ?1 ORDER BY m.rowid");
+  s.bind(1, sweep);
+  while (s.step()) {
+    const int64_t id = s.column(0).get<int64_t>();
+    if (!out.count(id))
+      out[id] = {s.column(1).get<std::string>(), nlohmann::json::parse(s.column(2).get<std::string>())};
+  }
+  return out;
 }
 
 std::vector<std::string> SweepState::sweeps() const {

@@ -8,6 +8,7 @@
 // which goes back to pending, and nothing is measured twice. Torch-free.
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -82,6 +83,13 @@ class SweepState {
   SweepCounts counts(const std::string& sweep) const;
   std::vector<ItemState> items(const std::string& sweep, std::optional<ItemStatus> only = std::nullopt) const;
   std::vector<std::string> sweeps() const;  // names of every enrolled sweep
+  // For each measurement that a sweep made: that sweep and the item's axis values (the first
+  // sweep that has the item, or `sweep` only when given).
+  struct Origin {
+    std::string sweep;
+    nlohmann::json axes;
+  };
+  std::map<int64_t, Origin> origins(const std::string& sweep = "") const;
   // The mean time its done items took to measure (their rows' `seconds`); 0 when none is done.
   double mean_seconds_done(const std::string& sweep) const;
 

@@ -12,7 +12,7 @@ namespace opcost {
 
 class ChildProcess {
  public:
-  // Starts argv[0] (a path) with argv; its standard error is this process's. Throws
+  // Starts argv[0] (a path, or a name looked up in $PATH) with argv; its standard error is this process's. Throws
   // std::runtime_error naming the program when it cannot be started.
   explicit ChildProcess(const std::vector<std::string>& argv);
   ~ChildProcess();  // kills a child still running, and reaps it
