@@ -118,13 +118,37 @@ OPCOST_PYTHON=/nonexistent/python "$bin" db export --db "$dir/a.db" --parquet "$
 check "Parquet without Python exits 2 and says the fix" test $? -eq 2
 check "... naming OPCOST_PYTHON" has "$dir/e13" "set OPCOST_PYTHON"
 
-# 6. Bad input: a file that is no grid, and status of a sweep never run.
+# 6. A model list: every configuration's unique signatures, each measured once across them.
+cat >"$dir/models.yaml" <<'YAML'
+name: small-models
+models:
+  - {model: mnist-cnn, batch: [2, 4]}
+  - {model: mnist-cnn, batch: 2, train: true}
+YAML
+"$bin" inventory mnist-cnn --batch 2 --device cpu --json >"$dir/inv1.json" 2>/dev/null
+"$bin" inventory mnist-cnn --batch 4 --device cpu --json >"$dir/inv2.json" 2>/dev/null
+"$bin" inventory mnist-cnn --batch 2 --train --device cpu --json >"$dir/inv3.json" 2>/dev/null
+unique=$(python3 -c '
+import json, sys
+print(len({(o["op"], o.get("overload", ""), o["args"]) for f in sys.argv[1:] for o in json.load(open(f))["ops"]}))
+' "$dir"/inv[123].json)
+"$bin" sweep "$dir/models.yaml" --db "$dir/m.db" "${fast[@]}" 2>"$dir/e14"
+check "a model list sweep exits 0" test $? -eq 0
+"$bin" db export --csv --db "$dir/m.db" --sweep small-models -o "$dir/m.csv" 2>/dev/null
+check "one row per unique signature over the models" test "$(tail -n +2 "$dir/m.csv" | wc -l)" -eq "$unique"
+check "signatures shared by two models are measured once, and say so" grep -q ",small-models,.*,mnist-cnn batch=2,2$" "$dir/m.csv"
+"$bin" sweep "$dir/models.yaml" --db "$dir/m.db" "${fast[@]}" 2>"$dir/e15"
+check "a model list run again measures nothing" has "$dir/e15" "nothing to measure"
+
+# 7. Bad input: a file that is no grid, and status of a sweep never run.
 printf 'op: aten::mm\nargs: {self: "f32[4,4]"}\naxes: {n: []}\n' >"$dir/bad.yaml"
 "$bin" sweep "$dir/bad.yaml" --db "$dir/b.db" "${fast[@]}" 2>"$dir/e9"
 check "a bad grid exits 2" test $? -eq 2
 check "a bad grid names the file and the key" has "$dir/e9" "bad.yaml: axes.n must be a non-empty list"
 check "a bad grid creates no database" test ! -e "$dir/b.db"
 "$bin" sweep status "$dir/mm.yaml" --db "$dir/none.db" >"$dir/s10"
+"$bin" sweep "$dir/mm.yaml" --db "$dir/none.db" --max-time 1 --max-time 2 2>"$dir/e16"
+check "a repeated option is named as such, not as an unknown command" has "$dir/e16" "--max-time: At Most 1 required"
 check "status of a sweep never run: all pending" has "$dir/s10" "pending  8 (8 not yet in the database)"
 
 echo "$pass passed, $fail failed"

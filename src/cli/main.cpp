@@ -268,14 +268,18 @@ std::string parse_error_hint(CLI::App& app, int argc, char** argv) {
                          near.empty() ? "" : fmt::format(" (did you mean {}?)", near.front()));
     }
   }
-  // A first word that is no command: the likeliest typo.
-  if (chain.size() == 1 || (chain.size() > 1 && !chain.back()->get_subcommands({}).empty())) {
+  // A first word that is no command, where a command is required: the likeliest typo. (Where
+  // a command may take a word of its own, `sweep FILE`, a word is no typo.)
+  if (chain.back()->get_require_subcommand_min() > 0) {
     CLI::App* level = chain.back();
-    std::vector<std::string> names;
+    std::vector<std::string> names, on_chain;
     for (CLI::App* s : level->get_subcommands({})) names.push_back(s->get_name());
+    for (CLI::App* c : chain) on_chain.push_back(c->get_name());
     for (int i = 1; i < argc; ++i) {
       const std::string tok = argv[i];
-      if (tok.empty() || tok[0] == '-' || std::find(names.begin(), names.end(), tok) != names.end()) continue;
+      if (tok.empty() || tok[0] == '-' || std::find(names.begin(), names.end(), tok) != names.end() ||
+          std::find(on_chain.begin(), on_chain.end(), tok) != on_chain.end())
+        continue;
       if (i > 1 && std::string(argv[i - 1]) == "--db") continue;  // the value of an option
       const auto near = closest(tok, names, 1);
       return fmt::format("unknown command '{}'{}; the commands are: {}", printable(tok),

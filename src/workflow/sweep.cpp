@@ -7,6 +7,8 @@
 #include <chrono>
 #include <csignal>
 #include <filesystem>
+#include <map>
+#include <memory>
 #include <optional>
 
 #include "core/io/input_file.h"
@@ -14,8 +16,10 @@
 #include "core/spec/spec_file.h"
 #include "core/store/database.h"
 #include "core/sweep/grid.h"
+#include "core/sweep/model_list.h"
 #include "core/sys/child_process.h"
 #include "core/text/text.h"
+#include "workflow/model_inventory.h"
 
 namespace opcost {
 
@@ -55,8 +59,77 @@ bool worker_alive(const std::string& worker) {
 
 }  // namespace
 
-SweepPlan plan_sweep(const std::string& file, const MeasureOptions& o) {
-  Grid grid = expand_grid_file(file);
+namespace {
+
+// A model list: each configuration's inventory, its unique signatures deduplicated across the
+// configurations (the first that calls one names it; `models` counts those that do).
+SweepPlan plan_model_list(const std::string& text, const std::string& file, const MeasureOptions& o,
+                          const Notes* notes) {
+  const ModelList list = read_model_list_text(text, file, std::filesystem::path(file).parent_path().string());
+  SweepPlan plan;
+  plan.name = list.name;
+  plan.file = file;
+  plan.settings = settings_of(o.config, o.replay.seed);
+  std::map<std::string, std::size_t> index;  // key -> item
+  for (std::size_t i = 0; i < list.configs.size(); ++i) {
+    const ModelConfig& c = list.configs[i];
+    ModelOptions mo;
+    mo.model = c.model;
+    mo.inputs = c.inputs;
+    mo.in.batch = c.batch;
+    mo.in.seq = c.seq;
+    mo.in.dtype = c.dtype;
+    mo.in.autocast = c.autocast;
+    mo.in.train = c.train;
+    mo.in.device = o.replay.device;
+    if (notes) notes->say(fmt::format("[{}/{}] inventory of {}", i + 1, list.configs.size(), c.label));
+    std::unique_ptr<RunnableModel> model;
+    Inventory inv;
+    try {
+      model = make_model(mo.model, mo.inputs, mo.in);
+      inv = take_inventory(*model, mo, 0);  // signatures only: no host timing rounds
+    } catch (const std::exception& e) {
+      throw std::invalid_argument(fmt::format("{}: {}: {}", file, c.label, user_message(e.what())));
+    }
+    model.reset();
+    for (const auto& e : inv.entries) {
+      SweepItem item;
+      item.call = e.signature();
+      item.autocast = inv.autocast;
+      OpCall call = parse_call_line(item.call, fmt::format("{}: {}", file, c.label));
+      ReplayOptions replay = o.replay;
+      replay.autocast = inv.autocast;
+      try {
+        const CallInfo info = PreparedCall::identify(call, replay);
+        if (plan.device_name.empty())
+          plan.device_name = describe_environment(info.device_kind, info.device_index).device_name;
+        item.key = sweep_item_key(signature_hash(info.op, info.overload, info.canonical_args), plan.device_name,
+                                  o.replay.cache_mode, info.autocast, plan.settings);
+      } catch (const ReplayError& err) {
+        item.key = sweep_item_key(stable_hash(item.call), "", o.replay.cache_mode, inv.autocast, plan.settings);
+        item.axes = {{"model", c.label}, {"calls", e.count}, {"models", 1}};
+        plan.rejected.emplace_back(std::move(item), user_message(err.what()));
+        continue;
+      }
+      if (const auto it = index.find(item.key); it != index.end()) {
+        auto& axes = plan.items[it->second].axes;
+        axes["models"] = axes["models"].get<int64_t>() + 1;
+        continue;
+      }
+      item.axes = {{"model", c.label}, {"calls", e.count}, {"models", 1}};
+      index[item.key] = plan.items.size();
+      plan.items.push_back(std::move(item));
+    }
+  }
+  return plan;
+}
+
+}  // namespace
+
+SweepPlan plan_sweep(const std::string& file, const MeasureOptions& o, const Notes* notes) {
+  const std::string text = read_text_file(file, "the sweep file");
+  if (is_model_list_text(text)) return plan_model_list(text, file, o, notes);
+  Grid grid = expand_grid_text(text, file);
   SweepPlan plan;
   plan.name = grid.name;
   plan.file = file;
@@ -90,7 +163,7 @@ SweepPlan plan_sweep(const std::string& file, const MeasureOptions& o) {
 SweepRun run_sweep(const SweepOptions& o, const std::string& file, const Notes& notes, const SweepEvents& events) {
   SweepRun run;
   const auto t0 = std::chrono::steady_clock::now();
-  run.plan = plan_sweep(file, o.measure);
+  run.plan = plan_sweep(file, o.measure, &notes);
   const SweepPlan& plan = run.plan;
   if (events.planned) events.planned(plan);
   Database db(o.measure.db, Database::Access::kReadWrite, o.measure.db_create_parent);

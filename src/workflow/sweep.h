@@ -1,5 +1,5 @@
 #pragma once
-// sweep as a workflow: a grid file expands to calls, each call is identified (its canonical
+// sweep as a workflow: a grid file (or a model list) expands to calls, each call is identified (its canonical
 // signature, settings and GPU make its key), enrolled in the database's sweep state, and
 // measured by a worker process that claims pending items one at a time. The worker is this
 // program again (`worker_command`): an item that kills it (a crash, a CUDA error that breaks
@@ -28,9 +28,11 @@ struct SweepPlan {
   std::size_t total() const { return items.size() + rejected.size(); }
 };
 
-// Throws std::invalid_argument for a file that cannot be read or expanded (naming the file,
-// the item and the fix).
-SweepPlan plan_sweep(const std::string& file, const MeasureOptions& o);
+// A grid (core/sweep/grid.h) or a model list (core/sweep/model_list.h: each model's inventory,
+// its unique signatures, deduplicated across the models). Throws std::invalid_argument for a
+// file that cannot be read or expanded, or a model that cannot run (naming the file, the item
+// and the fix). `notes` hears of each model's inventory.
+SweepPlan plan_sweep(const std::string& file, const MeasureOptions& o, const Notes* notes = nullptr);
 
 struct SweepOptions {
   MeasureOptions measure;  // replay, budgets, database (store is always on)

@@ -2,6 +2,7 @@
 
 #include "core/sweep/expression.h"
 #include "core/sweep/grid.h"
+#include "core/sweep/model_list.h"
 
 using namespace opcost;
 
@@ -149,6 +150,53 @@ TEST(SweepGrid, BadDataSaysWhatAnEntryMayBe) {
       EXPECT_NE(std::string(e.what()).find("d.yaml: data"), std::string::npos) << e.what();
     }
   }
+}
+
+}  // namespace
+
+namespace {
+
+TEST(SweepModelList, ListsAreAxesAndEveryConfigurationIsLabelled) {
+  const ModelList l = read_model_list_text(
+      "name: zoo\n"
+      "models:\n"
+      "  - {model: resnet50, batch: [1, 8], dtype: [fp32, bf16]}\n"
+      "  - {model: net.pt, input: ['f32[1,3,8,8]'], train: true}\n"
+      "  - {model: distilgpt2, seq: 256, autocast: fp16}\n",
+      "dir/zoo.yaml", "dir");
+  EXPECT_EQ(l.name, "zoo");
+  std::vector<std::string> labels;
+  for (const auto& c : l.configs) labels.push_back(c.label);
+  EXPECT_EQ(labels, (std::vector<std::string>{"resnet50 batch=1 dtype=fp32", "resnet50 batch=1 dtype=bf16",
+                                              "resnet50 batch=8 dtype=fp32", "resnet50 batch=8 dtype=bf16",
+                                              "net.pt train=true", "distilgpt2 seq=256 autocast=fp16"}));
+  EXPECT_EQ(l.configs[3].batch, 8);
+  EXPECT_EQ(l.configs[3].dtype, "bf16");
+  EXPECT_EQ(l.configs[4].model, "dir/net.pt");  // relative to the list's folder
+  EXPECT_EQ(l.configs[4].inputs, (std::vector<std::string>{"f32[1,3,8,8]"}));
+  EXPECT_TRUE(l.configs[4].train);
+  EXPECT_EQ(l.configs[5].seq, 256);
+  EXPECT_EQ(l.configs[5].autocast, "fp16");
+  EXPECT_TRUE(is_model_list_text("models: [{model: resnet50}]"));
+  EXPECT_FALSE(is_model_list_text("op: aten::relu"));
+}
+
+TEST(SweepModelList, ErrorsNameTheEntryAndTheFix) {
+  auto error = [](const std::string& yaml) {
+    try {
+      read_model_list_text(yaml, "m.yaml");
+    } catch (const std::invalid_argument& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(error("models: [{model: resnet50, batch: 0}]").find("m.yaml: models[0]: batch is a positive integer"),
+            std::string::npos);
+  EXPECT_NE(error("models: [{model: resnet50, dtyp: bf16}]").find("unknown key 'dtyp'"), std::string::npos);
+  EXPECT_NE(error("models: [{model: resnet50, autocast: f64}]").find("autocast is bf16 or fp16"), std::string::npos);
+  EXPECT_NE(error("models: [{model: torchvision.models:resnet18}]").find("python -m opcost sweep m.yaml"),
+            std::string::npos);
+  EXPECT_NE(error("models: []").find("a model list has `models:`"), std::string::npos);
 }
 
 }  // namespace
