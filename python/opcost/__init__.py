@@ -8,6 +8,7 @@
     pred = opcost.predict(model, x, db="ops.db")
     val = opcost.validate(model, x, db="ops.db")
     m = opcost.measure("aten::addmm", self="bf16[3072]", mat1="bf16[1024,768]", mat2="bf16[768,3072]")
+    opcost.sweep("conv2d-grid.yaml", db="ops.db")  # a grid or a model list, resumable
 
 Progress and notes go to the ``opcost`` logger.
 """
@@ -18,6 +19,7 @@ from . import _core
 from ._api import ModelError, inventory, measure, predict, validate
 from ._core import DatabaseError, InputError, MeasurementAbandoned
 from ._results import Inventory, Measurement, OpEntry, Prediction
+from ._sweep import SweepResult, SweepStatus, sweep, sweep_status
 
 __version__ = _core.__version__
 
@@ -27,5 +29,6 @@ def default_db() -> str:
     return _core.default_db_path()
 
 
-__all__ = ["inventory", "predict", "validate", "measure", "default_db", "Inventory", "Prediction", "Measurement",
+__all__ = ["inventory", "predict", "validate", "measure", "sweep", "sweep_status", "default_db", "SweepResult",
+           "SweepStatus", "Inventory", "Prediction", "Measurement",
            "OpEntry", "ModelError", "InputError", "DatabaseError", "MeasurementAbandoned", "__version__"]

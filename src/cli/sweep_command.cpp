@@ -28,10 +28,11 @@ int dry_run(const SweepCliOptions& o) {
   const std::size_t left = s.counts.pending + s.counts.running + s.not_enrolled;
   const double most_s = measurement_budget_s(o.measure.config, o.measure.config.energy);
   fmt::print(stderr,
-             "opcost: --dry-run: sweep {}: {} items ({} combinations filtered out, {} the op refuses); {} done and {} "
-             "failed in {}; {} to measure, at most about {} of GPU time at these budgets{}\n",
-             s.plan.name, s.plan.total(), s.plan.filtered_out, s.plan.rejected.size(), s.counts.done, s.counts.failed,
-             o.measure.db, left, format_duration(most_s * double(left)),
+             "opcost: --dry-run: sweep {}: {} items ({} combinations filtered out, {} the same call as another, {} the "
+             "op refuses); {} done and {} failed in {}; {} to measure, at most about {} of GPU time at these "
+             "budgets{}\n",
+             s.plan.name, s.plan.total(), s.plan.filtered_out, s.plan.duplicates, s.plan.rejected.size(), s.counts.done,
+             s.counts.failed, o.measure.db, left, format_duration(most_s * double(left)),
              s.mean_seconds_per_item > 0 ? fmt::format(" (about {} at this database's pace)",
                                                        format_duration(s.mean_seconds_per_item * double(left)))
                                          : "");

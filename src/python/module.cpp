@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/report/progress.h"
 #include "core/report/report.h"
 #include "core/spec/arg_value.h"
 #include "core/spec/op_call.h"
@@ -22,6 +23,7 @@
 #include "workflow/measure.h"
 #include "workflow/model_inventory.h"
 #include "workflow/predict.h"
+#include "workflow/sweep.h"
 
 namespace py = pybind11;
 using namespace opcost;
@@ -124,9 +126,7 @@ py::dict predict_step(py::function step, const py::dict& description, const py::
   return out;
 }
 
-py::dict measure_call(const std::string& op, const std::vector<std::string>& args, const py::dict& o) {
-  std::vector<OpCall> calls = {parse_call(op, args)};
-  calls.back().origin = "opcost.measure";
+MeasureOptions measure_options(const py::dict& o) {
   MeasureOptions mo;
   mo.replay.device = o["device"].cast<std::string>();
   mo.replay.cache_mode = o["cache"].cast<std::string>();
@@ -136,6 +136,13 @@ py::dict measure_call(const std::string& op, const std::vector<std::string>& arg
   mo.store = o["store"].cast<bool>();
   mo.db = o["db"].cast<std::string>();
   mo.db_create_parent = o["db_is_default"].cast<bool>();
+  return mo;
+}
+
+py::dict measure_call(const std::string& op, const std::vector<std::string>& args, const py::dict& o) {
+  std::vector<OpCall> calls = {parse_call(op, args)};
+  calls.back().origin = "opcost.measure";
+  const MeasureOptions mo = measure_options(o);
   Notes notes;  // the outcome says all: nothing to log on the way
   const MeasureRun run = measure_calls(calls, {}, mo, notes);
   const MeasureOutcome& r = run.outcomes.back();
@@ -148,6 +155,65 @@ py::dict measure_call(const std::string& op, const std::vector<std::string>& arg
   out["text"] = to_console(*r.measurement);
   out["not_stored"] = r.not_stored;  // the measurement is still returned, never lost
   out["resolution_note"] = r.resolution_note;
+  return out;
+}
+
+py::dict counts_of(const SweepCounts& c) {
+  py::dict d;
+  d["done"] = c.done;
+  d["failed"] = c.failed;
+  d["pending"] = c.pending;
+  d["running"] = c.running;
+  return d;
+}
+
+// A sweep, as `opcost sweep` runs it: workers are `worker_command` (Python's own
+// `-m opcost._sweep_worker`), progress and notes go to the Python callables.
+py::dict run_sweep_py(const std::string& file, const py::dict& o, const std::string& reset,
+                      const std::vector<std::string>& worker_command, py::function note, py::function progress) {
+  SweepOptions so;
+  so.measure = measure_options(o);
+  so.reset = reset == "all"      ? SweepState::Reset::kAll
+             : reset == "failed" ? SweepState::Reset::kFailed
+                                 : SweepState::Reset::kNone;
+  so.worker_command = worker_command;
+  Notes notes;
+  notes.note = [&](const std::string& t) { note(t, false); };
+  notes.error = [&](const std::string& t) { note(user_message(t), true); };
+  SweepEvents events;
+  std::string label;
+  events.planned = [&](const SweepPlan& p) { label = p.name; };
+  events.progress = [&](std::size_t done, std::size_t before, std::size_t total, double elapsed_s, const std::string&) {
+    progress(label, done, before, total, elapsed_s);
+  };
+  const SweepRun run = run_sweep(so, file, notes, events);
+  if (PyErr_CheckSignals() != 0) throw py::error_already_set();  // Ctrl-C: KeyboardInterrupt, after the state is safe
+  py::dict out;
+  out["name"] = run.plan.name;
+  out["items"] = run.plan.total();
+  out["before"] = counts_of(run.before);
+  out["after"] = counts_of(run.after);
+  out["measured"] = run.measured;
+  out["failed"] = run.failed;
+  out["crashes"] = run.crashes;
+  out["seconds"] = run.seconds;
+  out["stopped"] = run.stopped;
+  std::vector<std::pair<std::string, std::string>> rejected;
+  for (const auto& [item, why] : run.plan.rejected) rejected.emplace_back(item.call, why);
+  out["rejected"] = rejected;
+  return out;
+}
+
+py::dict sweep_status_py(const std::string& file, const py::dict& o) {
+  const SweepStatus s = sweep_status(measure_options(o), file);
+  py::dict out = counts_of(s.counts);
+  out["name"] = s.plan.name;
+  out["items"] = s.plan.total();
+  out["not_enrolled"] = s.not_enrolled;
+  out["mean_seconds_per_item"] = s.mean_seconds_per_item;
+  std::vector<std::pair<std::string, std::string>> failed;
+  for (const auto& f : s.failed) failed.emplace_back(f.call, f.reason);
+  out["failures"] = failed;
   return out;
 }
 
@@ -207,6 +273,19 @@ PYBIND11_MODULE(_core, m) {
       },
       py::arg("fn"), py::arg("inputs") = true, py::arg("host_times_only") = false,
       "Run fn with the observer installed (to time what observing adds), recording nothing");
+  m.def("sweep", &run_sweep_py, py::arg("file"), py::arg("options"), py::arg("reset"), py::arg("worker_command"),
+        py::arg("note"), py::arg("progress"), "Run a sweep file through worker processes: how far it got");
+  m.def(
+      "sweep_worker",
+      [](const py::dict& o, const std::string& name) {
+        const MeasureOptions mo = measure_options(o);
+        py::gil_scoped_release release;  // the worker never calls back into Python
+        return run_sweep_worker(mo, name, stdout);
+      },
+      py::arg("options"), py::arg("sweep_name"), "A sweep's worker: JSON events on standard output");
+  m.def("sweep_status", &sweep_status_py, py::arg("file"), py::arg("options"));
+  m.def("progress_text", &progress_text, py::arg("label"), py::arg("done"), py::arg("total"), py::arg("elapsed_s"),
+        py::arg("terminal"), py::arg("done_before") = 0);
   m.def("open_layer_scope", &open_layer_scope, py::arg("name"));
   m.def("close_layer_scope", &close_layer_scope);
   m.def("default_db_path", &Database::default_path);

@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 
 #include "core/io/input_file.h"
 #include "core/report/report.h"
@@ -139,6 +140,7 @@ SweepPlan plan_sweep(const std::string& file, const MeasureOptions& o, const Not
     throw std::invalid_argument(
         fmt::format("{}: `where` filters out all {} combinations, so there is nothing to measure; loosen the filter",
                     file, grid.filtered_out));
+  std::set<std::string> seen;
   for (const GridItem& g : grid.items) {
     SweepItem item;
     item.call = g.call_line;
@@ -150,12 +152,18 @@ SweepPlan plan_sweep(const std::string& file, const MeasureOptions& o, const Not
       item.autocast = info.autocast;
       item.key = sweep_item_key(signature_hash(info.op, info.overload, info.canonical_args), plan.device_name,
                                 o.replay.cache_mode, info.autocast, plan.settings);
-      plan.items.push_back(std::move(item));
     } catch (const ReplayError& e) {
       // Keyed by its text: it never ran, so it has no canonical form.
       item.key = sweep_item_key(stable_hash(g.call_line), "", o.replay.cache_mode, "", plan.settings);
-      plan.rejected.emplace_back(std::move(item), user_message(e.what()));
+      if (seen.insert(item.key).second) plan.rejected.emplace_back(std::move(item), user_message(e.what()));
+      continue;
     }
+    // Two combinations that make the same call (a value that the call does not use) are one
+    // item: the first one's axes name it.
+    if (seen.insert(item.key).second)
+      plan.items.push_back(std::move(item));
+    else
+      ++plan.duplicates;
   }
   return plan;
 }
@@ -188,6 +196,7 @@ SweepRun run_sweep(const SweepOptions& o, const std::string& file, const Notes& 
     argv.push_back(plan.name);
     ChildProcess worker(argv);
     std::optional<std::string> current_key, current_call;
+    std::string current_worker;
     bool progressed = false;
     while (auto line = worker.read_line()) {
       nlohmann::json e;
@@ -200,6 +209,7 @@ SweepRun run_sweep(const SweepOptions& o, const std::string& file, const Notes& 
       const std::string kind = e.value("event", "");
       if (kind == "start") {
         current_key = e.value("key", "");
+        current_worker = e.value("worker", "");
         current_call = e.value("call", "");
         if (events.progress) events.progress(done, done_before, total, seconds_since(t0), *current_call);
       } else if (kind == "done" || kind == "failed") {
@@ -217,6 +227,13 @@ SweepRun run_sweep(const SweepOptions& o, const std::string& file, const Notes& 
     }
     const std::string ended = worker.wait();
     if (ended.empty() || !run.stopped.empty()) break;  // no item left, or the database stopped taking rows
+    // Interrupted (Ctrl-C reaches the whole process group, a job scheduler's TERM): not the
+    // item's fault. It goes back to pending when the sweep runs again.
+    if (worker.signal() == SIGINT || worker.signal() == SIGTERM || worker.signal() == SIGHUP) {
+      run.stopped = fmt::format("interrupted: the worker {}; run the sweep again to go on", ended);
+      if (current_key) state.requeue_abandoned([&](const std::string& w) { return w != current_worker; });
+      break;
+    }
     ++run.crashes;
     crashes_in_a_row = progressed ? 1 : crashes_in_a_row + 1;
     if (current_key) {
@@ -269,7 +286,7 @@ int run_sweep_worker(const MeasureOptions& o, const std::string& sweep_name, std
   std::optional<Runner> runner;
   bool said_energy = false;
   while (auto item = state.claim(sweep_name, me)) {
-    events.write({{"event", "start"}, {"key", item->key}, {"call", item->call}});
+    events.write({{"event", "start"}, {"key", item->key}, {"call", item->call}, {"worker", me}});
     auto fail = [&](const std::string& reason) {
       state.mark_failed(item->key, reason);
       events.write({{"event", "failed"}, {"key", item->key}, {"call", item->call}, {"reason", reason}});

@@ -23,8 +23,9 @@ struct SweepPlan {
   std::vector<SweepItem> items;                             // measurable
   std::vector<std::pair<SweepItem, std::string>> rejected;  // the op's schema refuses them: why
   std::size_t filtered_out = 0;                             // combinations a `where` dropped
-  std::string device_name;                                  // the GPU model (or CPU) of the key
-  std::string settings;                                     // the measurement settings of the key
+  std::size_t duplicates = 0;  // combinations that make a call an earlier one makes (one item)
+  std::string device_name;     // the GPU model (or CPU) of the key
+  std::string settings;        // the measurement settings of the key
   std::size_t total() const { return items.size() + rejected.size(); }
 };
 

@@ -74,7 +74,7 @@ std::string ChildProcess::wait() {
     ended_ = fmt::format("could not be waited for: {}", std::strerror(errno));
   else if (WIFEXITED(status))
     ended_ = WEXITSTATUS(status) == 0 ? "" : fmt::format("exited with status {}", WEXITSTATUS(status));
-  else if (WIFSIGNALED(status))
+  else if (WIFSIGNALED(status) && (signal_ = WTERMSIG(status)))
     ended_ = fmt::format("was killed by signal {} ({})", WTERMSIG(status), strsignal(WTERMSIG(status)));
   else
     ended_ = "ended in an unknown way";

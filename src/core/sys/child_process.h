@@ -25,12 +25,14 @@ class ChildProcess {
   // Waits for it to end; "" when it exited with status 0, else how it ended ("exited with
   // status 3", "was killed by signal 9 (Killed)").
   std::string wait();
+  int signal() const { return signal_; }  // after wait(): the signal that ended it, else 0
 
  private:
   pid_t pid_ = -1;
   std::FILE* out_ = nullptr;
   bool reaped_ = false;
   std::string ended_;
+  int signal_ = 0;
 };
 
 // Whether a process of this host with this pid still runs.

@@ -1,0 +1,150 @@
+"""Sweeps from Python: ``opcost.sweep`` runs a grid or a model list as ``opcost sweep`` does (its
+state in the database, worker processes, a crashed item isolated), with a progress bar."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional, TextIO, Tuple
+
+from . import _core
+from ._api import _db_path
+
+log = logging.getLogger("opcost")
+
+
+@dataclass
+class SweepResult:
+    """How far a sweep got: this run's figures and the sweep's items in the database after it."""
+
+    name: str
+    items: int
+    measured: int  # in this run
+    failed: int  # in this run
+    crashes: int  # worker processes that died (their items are failed)
+    seconds: float
+    done: int  # in the database, after this run
+    pending: int
+    failed_total: int
+    stopped: str = ""  # why it stopped before every item was tried
+    rejected: List[Tuple[str, str]] = field(default_factory=list)  # items the op's schema refuses: (call, why)
+
+    def __repr__(self) -> str:
+        return (f"<SweepResult {self.name}: {self.done} of {self.items} items done, {self.failed_total} failed, "
+                f"{self.pending} pending; this run measured {self.measured} and failed {self.failed} "
+                f"in {self.seconds:.1f} s>")
+
+
+@dataclass
+class SweepStatus:
+    """A sweep's items in the database: done, failed (with reasons), pending, and the pace so far."""
+
+    name: str
+    items: int
+    done: int
+    failed: int
+    pending: int
+    running: int
+    mean_seconds_per_item: float  # 0 when nothing is done yet
+    failures: List[Tuple[str, str]]  # (call, reason)
+
+    @property
+    def seconds_left(self) -> Optional[float]:
+        """About how long the pending items take at the pace so far (None before any is done)."""
+        if not self.mean_seconds_per_item:
+            return None
+        return self.mean_seconds_per_item * (self.pending + self.running)
+
+
+class _Progress:
+    """In tqdm's manner on a terminal (one line rewritten); plain lines every ``every_s`` otherwise."""
+
+    def __init__(self, stream: TextIO, every_s: float):
+        self.stream, self.every_s, self.last, self.shown = stream, every_s, -1e9, 0
+        self.terminal = hasattr(stream, "isatty") and stream.isatty()
+        self.final: Optional[str] = None
+
+    def __call__(self, label: str, done: int, before: int, total: int, elapsed_s: float) -> None:
+        text = _core.progress_text(label, done, total, elapsed_s, self.terminal, before)
+        if self.terminal:
+            self.stream.write("\r" + text + " " * max(0, self.shown - len(text)))
+            self.shown = len(text)
+        else:
+            self.final = text
+            if time.monotonic() - self.last < self.every_s:
+                return
+            self.last = time.monotonic()
+            self.stream.write(text + "\n")
+            self.final = None
+        self.stream.flush()
+
+    def close(self) -> None:
+        if self.terminal and self.shown:
+            self.stream.write("\n")
+        elif self.final:
+            self.stream.write(self.final + "\n")
+        self.stream.flush()
+
+
+def _options(db, device, cache, seed, max_time, target_ci, energy, energy_max_time) -> Dict[str, Any]:
+    if max_time <= 0 or energy_max_time <= 0 or target_ci <= 0:
+        raise ValueError("max_time, energy_max_time and target_ci must be positive")
+    path, is_default = _db_path(db)
+    return {"device": device, "cache": cache, "seed": int(seed), "autocast": "", "max_time": float(max_time),
+            "target_ci": float(target_ci), "energy": bool(energy), "energy_max_time": float(energy_max_time),
+            "store": True, "db": path, "db_is_default": is_default}
+
+
+def sweep(path: str | os.PathLike, *, db: Optional[str] = None, device: str = "auto", cache: str = "warm",
+          seed: int = 0, max_time: float = 1.0, target_ci: float = 0.01, energy: bool = True,
+          energy_max_time: float = 2.0, force: bool = False, retry_failed: bool = False, progress: bool = True,
+          progress_every: float = 10.0, stream: Optional[TextIO] = None) -> SweepResult:
+    """Measures every item of a sweep file (a grid or a model list, docs/sweeps.md) that the
+    database does not have yet, as ``opcost sweep`` does. Run it again to go on after a stop.
+
+    ``force`` measures every item again; ``retry_failed`` the failed ones. Progress goes to
+    ``stream`` (standard error): a bar on a terminal, a line every ``progress_every`` seconds
+    otherwise; notes and failures go to the ``opcost`` logger::
+
+        result = opcost.sweep("conv2d-grid.yaml", db="ops.db")
+        print(result, opcost.sweep_status("conv2d-grid.yaml", db="ops.db").failures)
+    """
+    if force and retry_failed:
+        raise ValueError("force and retry_failed: choose one (force measures everything again)")
+    options = _options(db, device, cache, seed, max_time, target_ci, energy, energy_max_time)
+    worker = [sys.executable, "-m", "opcost._sweep_worker", json.dumps(options)]
+    bar = _Progress(stream or sys.stderr, progress_every) if progress else None
+
+    def note(text: str, is_error: bool) -> None:
+        if bar and bar.terminal and bar.shown:
+            bar.stream.write("\r" + " " * bar.shown + "\r")
+            bar.shown = 0
+        (log.error if is_error else log.info)(text)
+
+    try:
+        out = _core.sweep(os.fspath(path), options, "all" if force else "failed" if retry_failed else "none", worker,
+                          note, bar or (lambda *a: None))
+    finally:
+        if bar:
+            bar.close()
+    after = out["after"]
+    return SweepResult(name=out["name"], items=out["items"], measured=out["measured"], failed=out["failed"],
+                       crashes=out["crashes"], seconds=out["seconds"], done=after["done"],
+                       pending=after["pending"] + after["running"], failed_total=after["failed"],
+                       stopped=out["stopped"], rejected=[tuple(r) for r in out["rejected"]])
+
+
+def sweep_status(path: str | os.PathLike, *, db: Optional[str] = None, device: str = "auto", cache: str = "warm",
+                 seed: int = 0, max_time: float = 1.0, target_ci: float = 0.01, energy: bool = True,
+                 energy_max_time: float = 2.0) -> SweepStatus:
+    """A sweep's items in the database (``opcost sweep status``). The measurement settings are part
+    of an item's key: give the ones the sweep ran with."""
+    s = _core.sweep_status(os.fspath(path),
+                           _options(db, device, cache, seed, max_time, target_ci, energy, energy_max_time))
+    return SweepStatus(name=s["name"], items=s["items"], done=s["done"], failed=s["failed"],
+                       pending=s["pending"] + s["not_enrolled"], running=s["running"],
+                       mean_seconds_per_item=s["mean_seconds_per_item"], failures=[tuple(f) for f in s["failures"]])

@@ -1,0 +1,55 @@
+"""opcost.sweep on CPU tensors: a grid's items measured through worker processes with their
+state in the database, a failing item recorded while the sweep goes on, the progress lines when
+the stream is not a terminal, and the status with its reasons."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+
+import opcost
+
+GRID = """
+name: py-grid
+op: aten::mm
+args: {self: "f32[8,{k}]", mat2: "f32[16,4]"}
+axes: {k: [16, 8, 16]}
+data: [normal, {zeros: 0.25}]
+"""
+FAST = dict(device="cpu", energy=False, max_time=0.05)
+
+
+def test_a_sweep_measures_each_item_once_and_records_the_failures(tmp_path):
+    grid = tmp_path / "grid.yaml"
+    grid.write_text(GRID)
+    db = tmp_path / "ops.db"
+    out = io.StringIO()
+    r = opcost.sweep(grid, db=db, stream=out, progress_every=0, **FAST)
+    # k=16 twice is one item: 2 distinct shapes × 2 data settings = 4 items, k=8 fails.
+    assert (r.name, r.items, r.measured, r.failed, r.crashes) == ("py-grid", 4, 2, 2, 0)
+    assert (r.done, r.failed_total, r.pending) == (2, 2, 0)
+    lines = out.getvalue().splitlines()
+    assert lines[0] == "py-grid: 0 of 4 items (0%)"
+    assert lines[-1].startswith("py-grid: 4 of 4 items (100%), ")
+    assert "\r" not in out.getvalue()  # not a terminal: plain lines
+    s = opcost.sweep_status(grid, db=db, **FAST)
+    assert (s.done, s.failed, s.pending) == (2, 2, 0)
+    assert all("cannot be multiplied" in why for _, why in s.failures)
+    assert {call for call, _ in s.failures} == {"aten::mm self=f32[8,8] mat2=f32[16,4]",
+                                                "aten::mm self=f32[8,8]:zeros[0.25] mat2=f32[16,4]:zeros[0.25]"}
+    assert s.seconds_left is None or s.seconds_left == 0
+    again = opcost.sweep(grid, db=db, progress=False, **FAST)
+    assert (again.measured, again.failed) == (0, 0)
+    retried = opcost.sweep(grid, db=db, progress=False, retry_failed=True, **FAST)
+    assert (retried.measured, retried.failed) == (0, 2)
+
+
+def test_sweep_errors_name_the_file_and_the_fix(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("op: aten::mm\naxes: {k: []}\n")
+    with pytest.raises(ValueError, match="bad.yaml: axes.k must be a non-empty list"):
+        opcost.sweep(bad, db=tmp_path / "x.db", **FAST)
+    with pytest.raises(ValueError, match="force and retry_failed"):
+        opcost.sweep(bad, db=tmp_path / "x.db", force=True, retry_failed=True, **FAST)
+    assert not (tmp_path / "x.db").exists()
