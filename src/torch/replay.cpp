@@ -601,6 +601,22 @@ std::string out_of_memory(const std::string& label, c10::Device device, std::siz
                      device.is_cuda() ? ", or free the GPU's memory" : "");
 }
 
+// What a bound call is, as the measurement and the database record it (autocast and the cold
+// input sets are the caller's).
+CallInfo info_of(const OpCall& call, const BoundCall& b, c10::Device device) {
+  CallInfo info;
+  info.op = call.op;
+  info.overload = b.overload;
+  info.resolution_note = b.resolution_note;
+  info.canonical_args = format_args(b.canonical);
+  info.schema = c10::toString(b.handle->schema());
+  info.dtype = b.dtype;
+  info.device_kind = device.is_cuda() ? "cuda" : "cpu";
+  info.device_index = device.has_index() ? device.index() : 0;
+  info.input_bytes = b.tensor_bytes;
+  return info;
+}
+
 class PreparedCallImpl : public PreparedCall {
  public:
   PreparedCallImpl(const OpCall& call, const ReplayOptions& opt) {
@@ -620,13 +636,8 @@ class PreparedCallImpl : public PreparedCall {
                         format_bytes(double(sizes.host_bytes_peak)), format_bytes(double(*free))));
       BoundCall b = bind_call(call, device, opt.seed);
       handle_ = b.handle;
-      info_.op = call.op;
-      info_.overload = b.overload;
-      info_.resolution_note = b.resolution_note;
-      info_.canonical_args = format_args(b.canonical);
-      info_.schema = c10::toString(b.handle->schema());
-      info_.dtype = b.dtype;
-      const std::size_t bytes = info_.input_bytes = b.tensor_bytes;
+      info_ = info_of(call, b, device);
+      const std::size_t bytes = info_.input_bytes;
       sets_.push_back(std::move(b.inputs));
       if (opt.cache_mode == "cold") {
         // Rotate over enough input copies that each call finds its inputs out of cache.
@@ -641,8 +652,6 @@ class PreparedCallImpl : public PreparedCall {
         throw ReplayError(fmt::format("unknown cache mode '{}' (use warm or cold)", opt.cache_mode));
       }
       info_.input_sets = sets_.size();
-      info_.device_kind = device.is_cuda() ? "cuda" : "cpu";
-      info_.device_index = device.has_index() ? device.index() : 0;
       device_type_ = device.type();
       autocast_ = autocast_dtype(opt.autocast);  // resolved once: call() stays lean
       if (autocast_) info_.autocast = code_of(*autocast_);
@@ -698,18 +707,8 @@ class PreparedCallImpl : public PreparedCall {
 CallInfo PreparedCall::identify(const OpCall& call, const ReplayOptions& opt) {
   try {
     const c10::Device device = resolve_device(opt.device);
-    const BoundCall b = check_call(call, device);
-    CallInfo info;
-    info.op = call.op;
-    info.overload = b.overload;
-    info.resolution_note = b.resolution_note;
-    info.canonical_args = format_args(b.canonical);
-    info.schema = c10::toString(b.handle->schema());
-    info.dtype = b.dtype;
-    info.device_kind = device.is_cuda() ? "cuda" : "cpu";
-    info.device_index = device.has_index() ? device.index() : 0;
+    CallInfo info = info_of(call, check_call(call, device), device);
     if (const auto a = autocast_dtype(opt.autocast)) info.autocast = code_of(*a);
-    info.input_bytes = b.tensor_bytes;
     return info;
   } catch (const c10::Error& e) {
     throw ReplayError(fmt::format("{}: {}", call.display_name(), first_line(e.what_without_backtrace())));

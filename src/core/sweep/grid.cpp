@@ -9,6 +9,7 @@
 
 #include "core/io/input_file.h"
 #include "core/spec/spec_file.h"
+#include "core/sweep/odometer.h"
 
 namespace opcost {
 
@@ -239,7 +240,8 @@ Grid expand_grid_text(const std::string& yaml, const std::string& origin) {
   }
 
   // Odometer over the axes: the last axis moves fastest.
-  std::vector<std::size_t> at(axes.size(), 0);
+  std::vector<std::size_t> at(axes.size(), 0), sizes;
+  for (const auto& a : axes) sizes.push_back(a.settings.size());
   for (bool more = true; more;) {
     GridItem item;
     ExprScope scope;
@@ -276,14 +278,7 @@ Grid expand_grid_text(const std::string& yaml, const std::string& origin) {
     } catch (const ExpressionError& e) {
       throw ExpressionError(fmt::format("{}: {}", where_item, e.what()));
     }
-    more = false;
-    for (std::size_t a = axes.size(); a-- > 0;) {
-      if (++at[a] < axes[a].settings.size()) {
-        more = true;
-        break;
-      }
-      at[a] = 0;
-    }
+    more = next_combination(at, sizes);
   }
   return grid;
 }

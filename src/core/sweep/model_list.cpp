@@ -7,6 +7,8 @@
 #include <filesystem>
 #include <stdexcept>
 
+#include "core/sweep/odometer.h"
+
 namespace opcost {
 
 namespace {
@@ -114,7 +116,8 @@ ModelList read_model_list_text(const std::string& yaml, const std::string& origi
       }
       axes.emplace_back(key, std::move(values));
     }
-    std::vector<std::size_t> pos(axes.size(), 0);
+    std::vector<std::size_t> pos(axes.size(), 0), sizes;
+    for (const auto& a : axes) sizes.push_back(a.second.size());
     for (bool more = true; more;) {
       ModelConfig c = base;
       c.label = e["model"].Scalar();
@@ -123,14 +126,7 @@ ModelList read_model_list_text(const std::string& yaml, const std::string& origi
         c.label += fmt::format(" {}={}", axes[a].first, axes[a].second[pos[a]].Scalar());
       }
       list.configs.push_back(std::move(c));
-      more = false;
-      for (std::size_t a = axes.size(); a-- > 0;) {
-        if (++pos[a] < axes[a].second.size()) {
-          more = true;
-          break;
-        }
-        pos[a] = 0;
-      }
+      more = next_combination(pos, sizes);
     }
   }
   return list;
