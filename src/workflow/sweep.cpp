@@ -189,7 +189,7 @@ SweepRun run_sweep(const SweepOptions& o, const std::string& file, const Notes& 
   const std::size_t total = run.before.total();
   const std::size_t done_before = run.before.done + run.before.failed;
   std::size_t done = done_before;
-  std::size_t crashes_in_a_row = 0;
+  std::size_t failed_starts_in_a_row = 0;
   while (true) {
     std::vector<std::string> argv = o.worker_command;
     argv.push_back("--sweep-name");
@@ -235,7 +235,9 @@ SweepRun run_sweep(const SweepOptions& o, const std::string& file, const Notes& 
       break;
     }
     ++run.crashes;
-    crashes_in_a_row = progressed ? 1 : crashes_in_a_row + 1;
+    // A worker that dies in an item is that item's failure; one that dies before any item
+    // (it cannot start, open the database, import) is the environment's: a few of those stop.
+    failed_starts_in_a_row = progressed || current_key ? 0 : failed_starts_in_a_row + 1;
     if (current_key) {
       const std::string why = fmt::format("the worker process {} while measuring it", ended);
       state.mark_failed(*current_key, why);
@@ -244,9 +246,9 @@ SweepRun run_sweep(const SweepOptions& o, const std::string& file, const Notes& 
       ++run.failed;
       if (events.progress) events.progress(done, done_before, total, seconds_since(t0), "");
     }
-    if (crashes_in_a_row >= o.max_crashes_in_a_row) {
+    if (failed_starts_in_a_row >= o.max_failed_starts) {
       run.stopped =
-          fmt::format("{} worker processes in a row ended ({}) without finishing an item", crashes_in_a_row, ended);
+          fmt::format("{} worker processes in a row ended ({}) before taking an item", failed_starts_in_a_row, ended);
       break;
     }
   }

@@ -41,7 +41,7 @@ struct SweepOptions {
   // argv of a worker for this sweep (`opcost sweep FILE … --worker`, the same measurement
   // options); the sweep's name is appended as `--sweep-name NAME`.
   std::vector<std::string> worker_command;
-  std::size_t max_crashes_in_a_row = 3;  // workers that die with no item done between: stop
+  std::size_t max_failed_starts = 3;  // workers in a row that die before taking an item: stop
 };
 
 // How far a sweep got, as the supervisor saw it.

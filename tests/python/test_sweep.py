@@ -53,3 +53,15 @@ def test_sweep_errors_name_the_file_and_the_fix(tmp_path):
     with pytest.raises(ValueError, match="force and retry_failed"):
         opcost.sweep(bad, db=tmp_path / "x.db", force=True, retry_failed=True, **FAST)
     assert not (tmp_path / "x.db").exists()
+
+
+def test_workers_that_cannot_start_stop_the_sweep_and_lose_nothing(tmp_path):
+    grid = tmp_path / "grid.yaml"
+    grid.write_text(GRID)
+    options = opcost._sweep._options(tmp_path / "ops.db", "cpu", "warm", 0, 0.05, 0.01, False, 2.0)
+    out = opcost._core.sweep(str(grid), options, "none", ["/bin/false"], lambda text, error: None,
+                             lambda *a: None)
+    assert out["crashes"] == 3
+    assert "3 worker processes in a row ended (exited with status 1) before taking an item" in out["stopped"]
+    assert out["after"]["pending"] == 4  # every item is still there for the next run
+    assert out["after"]["failed"] == 0
