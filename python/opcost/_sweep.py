@@ -105,6 +105,7 @@ def sweep(path: str | os.PathLike, *, db: Optional[str] = None, device: str = "a
           progress_every: float = 10.0, stream: Optional[TextIO] = None) -> SweepResult:
     """Measures every item of a sweep file (a grid or a model list, docs/sweeps.md) that the
     database does not have yet, as ``opcost sweep`` does. Run it again to go on after a stop.
+    A model list may name Python models (``package.module:callable``, ``file.py:callable``).
 
     ``force`` measures every item again; ``retry_failed`` the failed ones. Progress goes to
     ``stream`` (standard error): a bar on a terminal, a line every ``progress_every`` seconds
@@ -127,7 +128,7 @@ def sweep(path: str | os.PathLike, *, db: Optional[str] = None, device: str = "a
 
     try:
         out = _core.sweep(os.fspath(path), options, "all" if force else "failed" if retry_failed else "none", worker,
-                          note, bar or (lambda *a: None))
+                          note, bar or (lambda *a: None), _python_signatures)
     finally:
         if bar:
             bar.close()
@@ -144,7 +145,21 @@ def sweep_status(path: str | os.PathLike, *, db: Optional[str] = None, device: s
     """A sweep's items in the database (``opcost sweep status``). The measurement settings are part
     of an item's key: give the ones the sweep ran with."""
     s = _core.sweep_status(os.fspath(path),
-                           _options(db, device, cache, seed, max_time, target_ci, energy, energy_max_time))
+                           _options(db, device, cache, seed, max_time, target_ci, energy, energy_max_time),
+                           _python_signatures)
     return SweepStatus(name=s["name"], items=s["items"], done=s["done"], failed=s["failed"],
                        pending=s["pending"] + s["not_enrolled"], running=s["running"],
                        mean_seconds_per_item=s["mean_seconds_per_item"], failures=[tuple(f) for f in s["failures"]])
+
+
+def _python_signatures(config: Dict[str, Any]) -> Dict[str, Any]:
+    """A model list's Python model (``package.module:callable``): built, run once observed, and its
+    inventory's signatures returned to the sweep's plan."""
+    from ._api import inventory
+    from ._loading import prepare_model
+
+    model, inputs = prepare_model(config["model"], config["inputs"], config["dtype"], config["device"],
+                                  config["train"])
+    inv = inventory(model, *inputs, train=config["train"], autocast=config["autocast"] or None,
+                    name=config["label"])
+    return {"calls": [(e.signature, e.count) for e in inv.ops], "autocast": inv.to_dict().get("autocast") or ""}

@@ -167,12 +167,34 @@ py::dict counts_of(const SweepCounts& c) {
   return d;
 }
 
+// A model list's Python models: `signatures` (opcost._sweep._python_signatures) runs one.
+PythonModelSignatures python_models_of(py::object signatures) {
+  if (signatures.is_none()) return {};
+  return [signatures](const ModelConfig& c, const std::string& device) {
+    py::dict config;
+    config["model"] = c.model;
+    config["inputs"] = c.inputs;
+    config["dtype"] = c.dtype;
+    config["autocast"] = c.autocast;
+    config["train"] = c.train;
+    config["device"] = device;
+    config["label"] = c.label;
+    const py::dict out = signatures(config);
+    ModelSignatures sigs;
+    sigs.calls = out["calls"].cast<std::vector<std::pair<std::string, std::size_t>>>();
+    sigs.autocast = out["autocast"].cast<std::string>();
+    return sigs;
+  };
+}
+
 // A sweep, as `opcost sweep` runs it: workers are `worker_command` (Python's own
 // `-m opcost._sweep_worker`), progress and notes go to the Python callables.
 py::dict run_sweep_py(const std::string& file, const py::dict& o, const std::string& reset,
-                      const std::vector<std::string>& worker_command, py::function note, py::function progress) {
+                      const std::vector<std::string>& worker_command, py::function note, py::function progress,
+                      py::object python_models) {
   SweepOptions so;
   so.measure = measure_options(o);
+  so.python_models = python_models_of(python_models);
   so.reset = reset == "all"      ? SweepState::Reset::kAll
              : reset == "failed" ? SweepState::Reset::kFailed
                                  : SweepState::Reset::kNone;
@@ -204,8 +226,8 @@ py::dict run_sweep_py(const std::string& file, const py::dict& o, const std::str
   return out;
 }
 
-py::dict sweep_status_py(const std::string& file, const py::dict& o) {
-  const SweepStatus s = sweep_status(measure_options(o), file);
+py::dict sweep_status_py(const std::string& file, const py::dict& o, py::object python_models) {
+  const SweepStatus s = sweep_status(measure_options(o), file, python_models_of(python_models));
   py::dict out = counts_of(s.counts);
   out["name"] = s.plan.name;
   out["items"] = s.plan.total();
@@ -274,7 +296,8 @@ PYBIND11_MODULE(_core, m) {
       py::arg("fn"), py::arg("inputs") = true, py::arg("host_times_only") = false,
       "Run fn with the observer installed (to time what observing adds), recording nothing");
   m.def("sweep", &run_sweep_py, py::arg("file"), py::arg("options"), py::arg("reset"), py::arg("worker_command"),
-        py::arg("note"), py::arg("progress"), "Run a sweep file through worker processes: how far it got");
+        py::arg("note"), py::arg("progress"), py::arg("python_models") = py::none(),
+        "Run a sweep file through worker processes: how far it got");
   m.def(
       "sweep_worker",
       [](const py::dict& o, const std::string& name) {
@@ -283,7 +306,7 @@ PYBIND11_MODULE(_core, m) {
         return run_sweep_worker(mo, name, stdout);
       },
       py::arg("options"), py::arg("sweep_name"), "A sweep's worker: JSON events on standard output");
-  m.def("sweep_status", &sweep_status_py, py::arg("file"), py::arg("options"));
+  m.def("sweep_status", &sweep_status_py, py::arg("file"), py::arg("options"), py::arg("python_models") = py::none());
   m.def("progress_text", &progress_text, py::arg("label"), py::arg("done"), py::arg("total"), py::arg("elapsed_s"),
         py::arg("terminal"), py::arg("done_before") = 0);
   m.def("open_layer_scope", &open_layer_scope, py::arg("name"));

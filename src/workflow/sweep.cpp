@@ -62,10 +62,29 @@ bool worker_alive(const std::string& worker) {
 
 namespace {
 
+// A built-in or TorchScript model's signatures, from one observed step (no host timing).
+ModelSignatures builtin_signatures(const ModelConfig& c, const std::string& device) {
+  ModelOptions mo;
+  mo.model = c.model;
+  mo.inputs = c.inputs;
+  mo.in.batch = c.batch;
+  mo.in.seq = c.seq;
+  mo.in.dtype = c.dtype;
+  mo.in.autocast = c.autocast;
+  mo.in.train = c.train;
+  mo.in.device = device;
+  auto model = make_model(mo.model, mo.inputs, mo.in);
+  const Inventory inv = take_inventory(*model, mo, 0);
+  ModelSignatures out;
+  out.autocast = inv.autocast;
+  for (const auto& e : inv.entries) out.calls.emplace_back(e.signature(), e.count);
+  return out;
+}
+
 // A model list: each configuration's inventory, its unique signatures deduplicated across the
 // configurations (the first that calls one names it; `models` counts those that do).
-SweepPlan plan_model_list(const std::string& text, const std::string& file, const MeasureOptions& o,
-                          const Notes* notes) {
+SweepPlan plan_model_list(const std::string& text, const std::string& file, const MeasureOptions& o, const Notes* notes,
+                          const PythonModelSignatures& python_models) {
   const ModelList list = read_model_list_text(text, file, std::filesystem::path(file).parent_path().string());
   SweepPlan plan;
   plan.name = list.name;
@@ -74,32 +93,28 @@ SweepPlan plan_model_list(const std::string& text, const std::string& file, cons
   std::map<std::string, std::size_t> index;  // key -> item
   for (std::size_t i = 0; i < list.configs.size(); ++i) {
     const ModelConfig& c = list.configs[i];
-    ModelOptions mo;
-    mo.model = c.model;
-    mo.inputs = c.inputs;
-    mo.in.batch = c.batch;
-    mo.in.seq = c.seq;
-    mo.in.dtype = c.dtype;
-    mo.in.autocast = c.autocast;
-    mo.in.train = c.train;
-    mo.in.device = o.replay.device;
     if (notes) notes->say(fmt::format("[{}/{}] inventory of {}", i + 1, list.configs.size(), c.label));
-    std::unique_ptr<RunnableModel> model;
-    Inventory inv;
+    ModelSignatures sigs;
     try {
-      model = make_model(mo.model, mo.inputs, mo.in);
-      inv = take_inventory(*model, mo, 0);  // signatures only: no host timing rounds
+      if (c.python) {
+        if (!python_models)
+          throw std::invalid_argument(
+              fmt::format("{} is a Python model; sweep this list from Python (opcost.sweep(\"{}\")), which can run it",
+                          c.model, file));
+        sigs = python_models(c, o.replay.device);
+      } else {
+        sigs = builtin_signatures(c, o.replay.device);
+      }
     } catch (const std::exception& e) {
       throw std::invalid_argument(fmt::format("{}: {}: {}", file, c.label, user_message(e.what())));
     }
-    model.reset();
-    for (const auto& e : inv.entries) {
+    for (const auto& [signature, count] : sigs.calls) {
       SweepItem item;
-      item.call = e.signature();
-      item.autocast = inv.autocast;
+      item.call = signature;
+      item.autocast = sigs.autocast;
       OpCall call = parse_call_line(item.call, fmt::format("{}: {}", file, c.label));
       ReplayOptions replay = o.replay;
-      replay.autocast = inv.autocast;
+      replay.autocast = sigs.autocast;
       try {
         const CallInfo info = PreparedCall::identify(call, replay);
         if (plan.device_name.empty())
@@ -107,8 +122,8 @@ SweepPlan plan_model_list(const std::string& text, const std::string& file, cons
         item.key = sweep_item_key(signature_hash(info.op, info.overload, info.canonical_args), plan.device_name,
                                   o.replay.cache_mode, info.autocast, plan.settings);
       } catch (const ReplayError& err) {
-        item.key = sweep_item_key(stable_hash(item.call), "", o.replay.cache_mode, inv.autocast, plan.settings);
-        item.axes = {{"model", c.label}, {"calls", e.count}, {"models", 1}};
+        item.key = sweep_item_key(stable_hash(item.call), "", o.replay.cache_mode, sigs.autocast, plan.settings);
+        item.axes = {{"model", c.label}, {"calls", count}, {"models", 1}};
         plan.rejected.emplace_back(std::move(item), user_message(err.what()));
         continue;
       }
@@ -117,7 +132,7 @@ SweepPlan plan_model_list(const std::string& text, const std::string& file, cons
         axes["models"] = axes["models"].get<int64_t>() + 1;
         continue;
       }
-      item.axes = {{"model", c.label}, {"calls", e.count}, {"models", 1}};
+      item.axes = {{"model", c.label}, {"calls", count}, {"models", 1}};
       index[item.key] = plan.items.size();
       plan.items.push_back(std::move(item));
     }
@@ -127,9 +142,10 @@ SweepPlan plan_model_list(const std::string& text, const std::string& file, cons
 
 }  // namespace
 
-SweepPlan plan_sweep(const std::string& file, const MeasureOptions& o, const Notes* notes) {
+SweepPlan plan_sweep(const std::string& file, const MeasureOptions& o, const Notes* notes,
+                     const PythonModelSignatures& python_models) {
   const std::string text = read_text_file(file, "the sweep file");
-  if (is_model_list_text(text)) return plan_model_list(text, file, o, notes);
+  if (is_model_list_text(text)) return plan_model_list(text, file, o, notes, python_models);
   Grid grid = expand_grid_text(text, file);
   SweepPlan plan;
   plan.name = grid.name;
@@ -171,7 +187,7 @@ SweepPlan plan_sweep(const std::string& file, const MeasureOptions& o, const Not
 SweepRun run_sweep(const SweepOptions& o, const std::string& file, const Notes& notes, const SweepEvents& events) {
   SweepRun run;
   const auto t0 = std::chrono::steady_clock::now();
-  run.plan = plan_sweep(file, o.measure, &notes);
+  run.plan = plan_sweep(file, o.measure, &notes, o.python_models);
   const SweepPlan& plan = run.plan;
   if (events.planned) events.planned(plan);
   Database db(o.measure.db, Database::Access::kReadWrite, o.measure.db_create_parent);
@@ -323,9 +339,9 @@ int run_sweep_worker(const MeasureOptions& o, const std::string& sweep_name, std
   return 0;
 }
 
-SweepStatus sweep_status(const MeasureOptions& o, const std::string& file) {
+SweepStatus sweep_status(const MeasureOptions& o, const std::string& file, const PythonModelSignatures& python_models) {
   SweepStatus s;
-  s.plan = plan_sweep(file, o);
+  s.plan = plan_sweep(file, o, nullptr, python_models);
   if (!std::filesystem::exists(o.db)) {
     s.not_enrolled = s.plan.total();
     return s;

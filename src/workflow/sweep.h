@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/store/sweep_state.h"
+#include "core/sweep/model_list.h"
 #include "workflow/measure.h"
 #include "workflow/notes.h"
 
@@ -33,7 +34,17 @@ struct SweepPlan {
 // its unique signatures, deduplicated across the models). Throws std::invalid_argument for a
 // file that cannot be read or expanded, or a model that cannot run (naming the file, the item
 // and the fix). `notes` hears of each model's inventory.
-SweepPlan plan_sweep(const std::string& file, const MeasureOptions& o, const Notes* notes = nullptr);
+//
+// Python models (core/sweep/model_list.h) need `python_models`: the Python package passes one
+// that runs the model and returns its inventory's signatures; without it they are refused with
+// that fix.
+struct ModelSignatures {
+  std::vector<std::pair<std::string, std::size_t>> calls;  // signature, calls per step
+  std::string autocast;                                    // "" or the dtype the step ran under
+};
+using PythonModelSignatures = std::function<ModelSignatures(const ModelConfig&, const std::string& device)>;
+SweepPlan plan_sweep(const std::string& file, const MeasureOptions& o, const Notes* notes = nullptr,
+                     const PythonModelSignatures& python_models = {});
 
 struct SweepOptions {
   MeasureOptions measure;  // replay, budgets, database (store is always on)
@@ -41,7 +52,8 @@ struct SweepOptions {
   // argv of a worker for this sweep (`opcost sweep FILE … --worker`, the same measurement
   // options); the sweep's name is appended as `--sweep-name NAME`.
   std::vector<std::string> worker_command;
-  std::size_t max_failed_starts = 3;  // workers in a row that die before taking an item: stop
+  std::size_t max_failed_starts = 3;    // workers in a row that die before taking an item: stop
+  PythonModelSignatures python_models;  // a model list's Python models (plan_sweep)
 };
 
 // How far a sweep got, as the supervisor saw it.
@@ -80,6 +92,7 @@ struct SweepStatus {
   std::vector<ItemState> failed;     // with their reasons
   double mean_seconds_per_item = 0;  // over done items measured in a sweep (0: none yet)
 };
-SweepStatus sweep_status(const MeasureOptions& o, const std::string& file);
+SweepStatus sweep_status(const MeasureOptions& o, const std::string& file,
+                         const PythonModelSignatures& python_models = {});
 
 }  // namespace opcost

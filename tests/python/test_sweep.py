@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 
 import pytest
+import torch
 
 import opcost
 
@@ -65,3 +66,25 @@ def test_workers_that_cannot_start_stop_the_sweep_and_lose_nothing(tmp_path):
     assert "3 worker processes in a row ended (exited with status 1) before taking an item" in out["stopped"]
     assert out["after"]["pending"] == 4  # every item is still there for the next run
     assert out["after"]["failed"] == 0
+
+
+def test_a_model_list_takes_python_models_and_measures_shared_signatures_once(tmp_path):
+    (tmp_path / "nets.py").write_text(
+        "import torch\n"
+        "def build():\n"
+        "    return torch.nn.Sequential(torch.nn.Linear(16, 8), torch.nn.ReLU())\n")
+    models = tmp_path / "models.yaml"
+    models.write_text("name: py-models\n"
+                      "models:\n"
+                      "  - {model: 'nets.py:build', input: 'f32[4,16]', batch: [1, 2]}\n"
+                      "  - {model: 'nets.py:build', input: 'f32[4,16]', train: true}\n")
+    r = opcost.sweep(models, db=tmp_path / "ops.db", progress=False, **FAST)
+    inference = opcost.inventory(torch.nn.Sequential(torch.nn.Linear(16, 8), torch.nn.ReLU()),
+                                 torch.randn(4, 16))
+    train = opcost.inventory(torch.nn.Sequential(torch.nn.Linear(16, 8), torch.nn.ReLU()),
+                             torch.randn(4, 16), train=True)
+    unique = {o.signature for o in inference.ops} | {o.signature for o in train.ops}
+    # batch is a built-in model's key: both Python configurations run the same inputs, so
+    # their signatures are one set; the training step adds its backward calls.
+    assert (r.items, r.measured, r.failed) == (len(unique), len(unique), 0)
+    assert opcost.sweep_status(models, db=tmp_path / "ops.db", **FAST).done == len(unique)

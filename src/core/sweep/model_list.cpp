@@ -84,10 +84,10 @@ ModelList read_model_list_text(const std::string& yaml, const std::string& origi
     ModelConfig base;
     base.model = e["model"].Scalar();
     // Python models are inventoried by the Python package, which runs them.
-    if (base.model.find(':') != std::string::npos && !std::filesystem::exists(base.model))
-      throw std::invalid_argument(fmt::format(
-          "{}: {} is a Python model; sweep this list from Python (python -m opcost sweep {}), which can run it", at,
-          base.model, origin));
+    base.python = base.model.find(':') != std::string::npos && !std::filesystem::exists(base.model);
+    if (base.python && base.model.find(".py:") != std::string::npos && !base_dir.empty() &&
+        std::filesystem::path(base.model).is_relative())
+      base.model = (std::filesystem::path(base_dir) / base.model).string();
     if (base.model.size() > 3 && base.model.substr(base.model.size() - 3) == ".pt" && !base_dir.empty() &&
         std::filesystem::path(base.model).is_relative())
       base.model = (std::filesystem::path(base_dir) / base.model).string();

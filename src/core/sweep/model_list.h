@@ -12,6 +12,8 @@
 //       seq: 256
 //       autocast: fp16
 //       train: [false, true]
+//     - model: torchvision.models:resnet18   # a Python model: package.module:callable or
+//       input: f32[8,3,224,224]               # file.py:callable (swept from Python only)
 //
 // Keys: model (required), input, batch, seq, dtype, autocast, train. Configurations come in
 // file order, each entry's lists as a cartesian product (the first key slowest). Torch-free.
@@ -27,7 +29,8 @@ struct ModelConfig {
   int64_t batch = 1, seq = 128;
   std::string dtype = "fp32", autocast;
   bool train = false;
-  std::string label;  // "resnet50 batch=8 dtype=bf16": the keys the entry gave
+  std::string label;    // "resnet50 batch=8 dtype=bf16": the keys the entry gave
+  bool python = false;  // package.module:callable or file.py:callable: the Python package runs it
 };
 
 struct ModelList {
