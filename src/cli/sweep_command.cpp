@@ -85,9 +85,10 @@ int run_sweep_command(SweepCliOptions o, const std::vector<std::string>& argv) {
                run.plan.name, c.done, c.failed, o.measure.db);
   else
     fmt::print(stderr,
-               "opcost: sweep {}: {} measured and {} failed in this run ({}, {} worker crashes); {} of {} items done, "
+               "opcost: sweep {}: {} measured and {} failed in this run ({}, {} worker {}); {} of {} items done, "
                "{} failed, {} pending in {}\n",
-               run.plan.name, run.measured, run.failed, format_duration(run.seconds), run.crashes, c.done, c.total(),
+               run.plan.name, run.measured, run.failed, format_duration(run.seconds), run.crashes,
+               run.crashes == 1 ? "crash" : "crashes", c.done, c.total(),
                c.failed, c.pending + c.running, o.measure.db);
   if (c.failed) fmt::print(stderr, "opcost: `opcost sweep status {}` lists the failures with their reasons\n", o.file);
   if (!run.stopped.empty()) {
