@@ -67,13 +67,23 @@ op: aten::mm
 args: {self: "f32[{n},64]", mat2: "f32[64,64]"}
 axes: {n: [60, 61, 62, 63, 64, 65, 66, 67, 68, 69]}
 YAML
-"$bin" sweep "$dir/slow.yaml" --db "$dir/c.db" "${slow[@]}" 2>"$dir/e6" &
+# 3a. Killed once (from outside, a lost node): the item goes back and a fresh worker does it.
+"$bin" sweep "$dir/slow.yaml" --db "$dir/r.db" "${slow[@]}" 2>"$dir/e6" &
+sweep=$!
+check "the sweep reached a few items (to kill a worker mid-run)" wait_for "$dir/slow.yaml" "$dir/r.db" "done +[2-7]$"
+pkill -9 -f -- "--db $dir/r.db .*--worker --sweep-name"
+wait $sweep
+check "a worker killed once: the sweep still exits 0" test $? -eq 0
+check "... says the item goes back" has "$dir/e6" "the worker process was killed by signal 9 (Killed) while measuring it; it goes back for another try"
+check "... and does it" has "$dir/e6" "10 measured and 0 failed in this run (.*, 1 worker crash)"
+# 3b. An item that kills its worker every time is isolated: with --max-attempts 1, at once.
+"$bin" sweep "$dir/slow.yaml" --db "$dir/c.db" "${slow[@]}" --max-attempts 1 2>"$dir/e6b" &
 sweep=$!
 check "the sweep reached a few items (to crash one mid-run)" wait_for "$dir/slow.yaml" "$dir/c.db" "done +[2-7]$"
-pkill -9 -f -- "--db $dir/c.db .*--worker"
+pkill -9 -f -- "--db $dir/c.db .*--worker --sweep-name"
 wait $sweep
 check "a crashed item makes the sweep exit 1" test $? -eq 1
-check "the crash is reported" has "$dir/e6" "the worker process was killed by signal 9 (Killed) while measuring it; the sweep goes on"
+check "the crash is reported" has "$dir/e6b" "the worker process was killed by signal 9 (Killed) while measuring it (again); the sweep goes on"
 "$bin" sweep status "$dir/slow.yaml" --db "$dir/c.db" >"$dir/s6"
 check "status: 9 done after the crash" has "$dir/s6" "done     9"
 check "status: the crashed item failed, with why" has "$dir/s6" "was killed by signal 9"
@@ -93,6 +103,33 @@ check "it measured only what was left" has "$dir/e8" "$((10 - before)) measured 
 "$bin" sweep status "$dir/slow.yaml" --db "$dir/k.db" >"$dir/s8"
 check "every item done" has "$dir/s8" "done     10"
 check "nothing measured twice" test "$(rows "$dir/k.db")" -eq 10 -a "$(distinct_args "$dir/k.db")" -eq 10
+
+# 4b. Eight workers at once on the CPU: every item once; one of them killed mid-item, its item
+# done by another.
+cat >"$dir/many.yaml" <<'YAML'
+name: many
+op: aten::mm
+args: {self: "f32[{n},64]", mat2: "f32[64,64]"}
+axes: {n: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24]}
+YAML
+"$bin" sweep "$dir/many.yaml" --db "$dir/w.db" --device cpu --no-energy --max-time 1 --target-ci 0.000001 --workers 8 2>"$dir/e20" &
+sweep=$!
+# Each item loops for its whole second, so 24 items on 8 workers take 3 s or more: a worker
+# killed 1.5 s after they started is mid-item.
+for _ in $(seq 100); do pgrep -f -- "--db $dir/w.db .*--worker --sweep-name" >/dev/null && break; sleep 0.1; done
+sleep 1.5
+victim=$(pgrep -f -- "--db $dir/w.db .*--worker --sweep-name" | head -1)
+check "a worker to kill" test -n "$victim"
+kill -9 "$victim"
+wait $sweep
+check "eight workers, one killed: exit 0" test $? -eq 0
+check "... its item went back" has "$dir/e20" "it goes back for another try"
+"$bin" sweep status "$dir/many.yaml" --db "$dir/w.db" >"$dir/s20"
+check "eight workers: all 24 done" has "$dir/s20" "done     24"
+check "... by more than one worker" grep -qE "workers  ([2-9]) " "$dir/s20"
+check "eight workers: each item measured exactly once" test "$(rows "$dir/w.db")" -eq 24 -a "$(distinct_args "$dir/w.db")" -eq 24
+"$bin" sweep "$dir/many.yaml" --db "$dir/x.db" --device cuda:1 --workers 2 2>"$dir/e21"
+check "--workers with one named GPU is refused" has "$dir/e21" "names one GPU, and --workers 2 spreads"
 
 # 5. Export: one row per measurement, the sweep and one column per axis; Parquet read back.
 "$bin" db export --csv --db "$dir/a.db" --sweep mm-check -o "$dir/a.csv" 2>/dev/null

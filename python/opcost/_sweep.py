@@ -101,13 +101,16 @@ def _options(db, device, cache, seed, max_time, target_ci, energy, energy_max_ti
 
 def sweep(path: str | os.PathLike, *, db: Optional[str] = None, device: str = "auto", cache: str = "warm",
           seed: int = 0, max_time: float = 1.0, target_ci: float = 0.01, energy: bool = True,
-          energy_max_time: float = 2.0, force: bool = False, retry_failed: bool = False, progress: bool = True,
-          progress_every: float = 10.0, stream: Optional[TextIO] = None) -> SweepResult:
+          energy_max_time: float = 2.0, force: bool = False, retry_failed: bool = False, workers: int = 1,
+          max_attempts: int = 2, progress: bool = True, progress_every: float = 10.0,
+          stream: Optional[TextIO] = None) -> SweepResult:
     """Measures every item of a sweep file (a grid or a model list, docs/sweeps.md) that the
     database does not have yet, as ``opcost sweep`` does. Run it again to go on after a stop.
     A model list may name Python models (``package.module:callable``, ``file.py:callable``).
 
-    ``force`` measures every item again; ``retry_failed`` the failed ones. Progress goes to
+    ``force`` measures every item again; ``retry_failed`` the failed ones. ``workers`` processes
+    measure at once, one per GPU (on the CPU they share it); an item whose worker dies
+    ``max_attempts`` times is failed, earlier deaths retry it. Progress goes to
     ``stream`` (standard error): a bar on a terminal, a line every ``progress_every`` seconds
     otherwise; notes and failures go to the ``opcost`` logger::
 
@@ -116,6 +119,8 @@ def sweep(path: str | os.PathLike, *, db: Optional[str] = None, device: str = "a
     """
     if force and retry_failed:
         raise ValueError("force and retry_failed: choose one (force measures everything again)")
+    if workers < 1 or max_attempts < 1:
+        raise ValueError("workers and max_attempts are 1 or more")
     options = _options(db, device, cache, seed, max_time, target_ci, energy, energy_max_time)
     worker = [sys.executable, "-m", "opcost._sweep_worker", json.dumps(options)]
     bar = _Progress(stream or sys.stderr, progress_every) if progress else None
@@ -128,7 +133,7 @@ def sweep(path: str | os.PathLike, *, db: Optional[str] = None, device: str = "a
 
     try:
         out = _core.sweep(os.fspath(path), options, "all" if force else "failed" if retry_failed else "none", worker,
-                          note, bar or (lambda *a: None), _python_signatures)
+                          note, bar or (lambda *a: None), _python_signatures, int(workers), int(max_attempts))
     finally:
         if bar:
             bar.close()

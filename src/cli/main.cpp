@@ -366,6 +366,14 @@ int main(int argc, char** argv) {
                    "seconds between progress lines when standard error is not a terminal")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
+  sweep->add_option("--workers", so.workers, "worker processes at once: one per GPU (on the CPU they share it)")
+      ->check(CLI::Range(1, 1024))
+      ->capture_default_str();
+  sweep
+      ->add_option("--max-attempts", so.max_attempts,
+                   "workers that may die on one item (a crash, kill -9) before it is failed")
+      ->check(CLI::Range(1, 100))
+      ->capture_default_str();
   add_loop_options(sweep, so.measure, so.no_energy);
   sweep->add_flag("--worker", so.worker)->group("");  // internal: run_sweep starts its workers so
   sweep->add_option("--sweep-name", so.sweep_name)->group("");

@@ -48,6 +48,8 @@ int run_sweep_command(SweepCliOptions o, const std::vector<std::string>& argv) {
   SweepOptions so;
   so.measure = o.measure;
   so.reset = o.force ? SweepState::Reset::kAll : o.retry_failed ? SweepState::Reset::kFailed : SweepState::Reset::kNone;
+  so.workers = o.workers;
+  so.max_attempts = o.max_attempts;
   so.worker_command = argv;
   so.worker_command[0] = self_executable(argv[0]);
   so.worker_command.push_back("--worker");
@@ -88,8 +90,8 @@ int run_sweep_command(SweepCliOptions o, const std::vector<std::string>& argv) {
                "opcost: sweep {}: {} measured and {} failed in this run ({}, {} worker {}); {} of {} items done, "
                "{} failed, {} pending in {}\n",
                run.plan.name, run.measured, run.failed, format_duration(run.seconds), run.crashes,
-               run.crashes == 1 ? "crash" : "crashes", c.done, c.total(),
-               c.failed, c.pending + c.running, o.measure.db);
+               run.crashes == 1 ? "crash" : "crashes", c.done, c.total(), c.failed, c.pending + c.running,
+               o.measure.db);
   if (c.failed) fmt::print(stderr, "opcost: `opcost sweep status {}` lists the failures with their reasons\n", o.file);
   if (!run.stopped.empty()) {
     fmt::print(stderr, "opcost: error: stopped: {}\n", user_message(run.stopped));
@@ -105,6 +107,7 @@ int run_sweep_status(const SweepCliOptions& o) {
   fmt::print("sweep {} ({}): {} items\n", s.plan.name, o.file, s.plan.total());
   fmt::print("  done     {}\n  failed   {}\n  pending  {}{}\n  running  {}\n", c.done, c.failed, pending,
              s.not_enrolled ? fmt::format(" ({} not yet in the database)", s.not_enrolled) : "", c.running);
+  if (s.workers_seen > 1) fmt::print("  workers  {} (measured the done items)\n", s.workers_seen);
   if (pending + c.running > 0)
     fmt::print("  left     {}\n",
                s.mean_seconds_per_item > 0

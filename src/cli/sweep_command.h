@@ -16,6 +16,8 @@ struct SweepCliOptions {
   std::string sweep_name;  // internal: the worker's sweep
   bool no_energy = false;
   double plain_every_s = 10;  // progress lines when standard error is not a terminal
+  std::size_t workers = 1;    // worker processes at once (one per GPU)
+  int64_t max_attempts = 2;   // workers that may die on one item before it is failed
   MeasureOptions measure;
 };
 

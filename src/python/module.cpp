@@ -191,9 +191,11 @@ PythonModelSignatures python_models_of(py::object signatures) {
 // `-m opcost._sweep_worker`), progress and notes go to the Python callables.
 py::dict run_sweep_py(const std::string& file, const py::dict& o, const std::string& reset,
                       const std::vector<std::string>& worker_command, py::function note, py::function progress,
-                      py::object python_models) {
+                      py::object python_models, std::size_t workers, int64_t max_attempts) {
   SweepOptions so;
   so.measure = measure_options(o);
+  so.workers = workers;
+  so.max_attempts = max_attempts;
   so.python_models = python_models_of(python_models);
   so.reset = reset == "all"      ? SweepState::Reset::kAll
              : reset == "failed" ? SweepState::Reset::kFailed
@@ -296,8 +298,8 @@ PYBIND11_MODULE(_core, m) {
       py::arg("fn"), py::arg("inputs") = true, py::arg("host_times_only") = false,
       "Run fn with the observer installed (to time what observing adds), recording nothing");
   m.def("sweep", &run_sweep_py, py::arg("file"), py::arg("options"), py::arg("reset"), py::arg("worker_command"),
-        py::arg("note"), py::arg("progress"), py::arg("python_models") = py::none(),
-        "Run a sweep file through worker processes: how far it got");
+        py::arg("note"), py::arg("progress"), py::arg("python_models") = py::none(), py::arg("workers") = 1,
+        py::arg("max_attempts") = 2, "Run a sweep file through worker processes: how far it got");
   m.def(
       "sweep_worker",
       [](const py::dict& o, const std::string& name) {

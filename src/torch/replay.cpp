@@ -410,6 +410,11 @@ c10::Device resolve_device(const std::string& spec) {
   }
 }
 
+int cuda_device_count() {
+  auto acc = at::accelerator::getAccelerator(false);
+  return acc && *acc == at::kCUDA ? int(at::accelerator::deviceCount()) : 0;
+}
+
 TensorSpec tensor_spec_of(const at::Tensor& t) {
   TensorSpec s;
   s.dtype = code_of(t.scalar_type());

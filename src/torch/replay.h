@@ -72,6 +72,9 @@ class PreparedCall {
   CallInfo info_;
 };
 
+// CUDA GPUs this process sees (0 without CUDA).
+int cuda_device_count();
+
 // Names of registered operators close to `name` (for "did you mean").
 std::vector<std::string> similar_op_names(const std::string& name, std::size_t max = 3);
 

@@ -1,16 +1,22 @@
 #include "workflow/sweep.h"
 
 #include <fmt/format.h>
+#include <poll.h>
 #include <sys/prctl.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
+#include <condition_variable>
 #include <csignal>
+#include <cstring>
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <set>
+#include <thread>
 
 #include "core/io/input_file.h"
 #include "core/report/report.h"
@@ -184,12 +190,59 @@ SweepPlan plan_sweep(const std::string& file, const MeasureOptions& o, const Not
   return plan;
 }
 
+namespace {
+
+// The environment of each worker: on GPUs, worker i sees only the i-th GPU this process sees.
+std::vector<std::vector<std::pair<std::string, std::string>>> worker_environments(const SweepOptions& o) {
+  std::vector<std::vector<std::pair<std::string, std::string>>> env(o.workers);
+  if (o.workers <= 1 || o.measure.replay.device == "cpu") return env;
+  if (o.measure.replay.device != "auto" && o.measure.replay.device != "cuda")
+    throw std::invalid_argument(fmt::format(
+        "--device {} names one GPU, and --workers {} spreads the sweep over one GPU each: give --device cuda (or "
+        "auto)",
+        o.measure.replay.device, o.workers));
+  const int gpus = cuda_device_count();
+  if (gpus == 0) {
+    if (o.measure.replay.device == "cuda")
+      throw std::invalid_argument("--device cuda: this machine has no CUDA GPU (use --device cpu)");
+    return env;  // auto on a machine without GPUs: every worker on the CPU
+  }
+  if (int(o.workers) > gpus)
+    throw std::invalid_argument(fmt::format(
+        "--workers {}: this machine has {} GPU{} and each worker takes one; use --workers {} (or --device cpu)",
+        o.workers, gpus, gpus == 1 ? "" : "s", gpus));
+  // The GPUs this process may use, as CUDA_VISIBLE_DEVICES names them (or their indices).
+  std::vector<std::string> visible;
+  if (const char* v = std::getenv("CUDA_VISIBLE_DEVICES"); v && *v) {
+    std::string list = v;
+    for (std::size_t at = 0; at <= list.size();) {
+      const std::size_t comma = std::min(list.find(',', at), list.size());
+      visible.push_back(list.substr(at, comma - at));
+      at = comma + 1;
+    }
+  }
+  for (std::size_t i = 0; i < o.workers; ++i)
+    env[i] = {{"CUDA_VISIBLE_DEVICES", i < visible.size() ? visible[i] : std::to_string(i)}};
+  return env;
+}
+
+// One worker process as the supervisor follows it.
+struct WorkerSlot {
+  std::unique_ptr<ChildProcess> process;
+  std::optional<std::string> key, call;  // the item in hand
+  std::string name;                      // host:pid, as it claims items
+  bool progressed = false;               // it finished an item
+};
+
+}  // namespace
+
 SweepRun run_sweep(const SweepOptions& o, const std::string& file, const Notes& notes, const SweepEvents& events) {
   SweepRun run;
   const auto t0 = std::chrono::steady_clock::now();
   run.plan = plan_sweep(file, o.measure, &notes, o.python_models);
   const SweepPlan& plan = run.plan;
   if (events.planned) events.planned(plan);
+  const auto environments = worker_environments(o);
   Database db(o.measure.db, Database::Access::kReadWrite, o.measure.db_create_parent);
   SweepState state(db);
   run.requeued = state.requeue_abandoned(worker_alive);
@@ -206,66 +259,105 @@ SweepRun run_sweep(const SweepOptions& o, const std::string& file, const Notes& 
   const std::size_t done_before = run.before.done + run.before.failed;
   std::size_t done = done_before;
   std::size_t failed_starts_in_a_row = 0;
-  while (true) {
+  std::set<std::string> said;  // the workers' notes
+  auto progress = [&](const std::string& current) {
+    if (events.progress) events.progress(done, done_before, total, seconds_since(t0), current);
+  };
+  // No more workers than items: the others would find nothing to claim.
+  std::vector<WorkerSlot> slots(std::min(o.workers, run.before.pending));
+  auto start = [&](std::size_t i) {
     std::vector<std::string> argv = o.worker_command;
     argv.push_back("--sweep-name");
     argv.push_back(plan.name);
-    ChildProcess worker(argv);
-    std::optional<std::string> current_key, current_call;
-    std::string current_worker;
-    bool progressed = false;
-    while (auto line = worker.read_line()) {
-      nlohmann::json e;
-      try {
-        e = nlohmann::json::parse(*line);
-      } catch (const nlohmann::json::exception&) {
-        notes.say(*line);  // not an event: pass it on
-        continue;
-      }
-      const std::string kind = e.value("event", "");
-      if (kind == "start") {
-        current_key = e.value("key", "");
-        current_worker = e.value("worker", "");
-        current_call = e.value("call", "");
-        if (events.progress) events.progress(done, done_before, total, seconds_since(t0), *current_call);
-      } else if (kind == "done" || kind == "failed") {
-        ++done;
-        progressed = true;
-        ++(kind == "done" ? run.measured : run.failed);
-        if (kind == "failed") notes.failed(fmt::format("{}: {}", e.value("call", ""), e.value("reason", "")));
-        current_key.reset();
-        if (events.progress) events.progress(done, done_before, total, seconds_since(t0), "");
-      } else if (kind == "note") {
-        notes.say(e.value("text", ""));
-      } else if (kind == "stop") {
-        run.stopped = e.value("reason", "");
-      }
+    slots[i] = WorkerSlot{};
+    slots[i].process = std::make_unique<ChildProcess>(argv, environments[i]);
+  };
+  for (std::size_t i = 0; i < slots.size(); ++i) start(i);
+  auto on_event = [&](WorkerSlot& w, const std::string& line) {
+    nlohmann::json e;
+    try {
+      e = nlohmann::json::parse(line);
+    } catch (const nlohmann::json::exception&) {
+      notes.say(line);  // not an event: pass it on
+      return;
     }
-    const std::string ended = worker.wait();
-    if (ended.empty() || !run.stopped.empty()) break;  // no item left, or the database stopped taking rows
+    const std::string kind = e.value("event", "");
+    if (kind == "start") {
+      w.key = e.value("key", "");
+      w.name = e.value("worker", "");
+      w.call = e.value("call", "");
+      progress(*w.call);
+    } else if (kind == "done" || kind == "failed") {
+      ++done;
+      w.progressed = true;
+      failed_starts_in_a_row = 0;
+      ++(kind == "done" ? run.measured : run.failed);
+      if (kind == "failed") notes.failed(fmt::format("{}: {}", e.value("call", ""), e.value("reason", "")));
+      w.key.reset();
+      progress("");
+    } else if (kind == "note") {
+      if (said.insert(e.value("text", "")).second) notes.say(e.value("text", ""));  // once, not once a worker
+    } else if (kind == "stop") {
+      run.stopped = e.value("reason", "");
+    }
+  };
+  // A worker ended: another one takes its place unless the sweep is over or stopping.
+  auto on_end = [&](std::size_t i) {
+    WorkerSlot& w = slots[i];
+    const std::string ended = w.process->wait();
+    const int signal = w.process->signal();
+    w.process.reset();
+    if (ended.empty()) return;  // nothing left to claim
     // Interrupted (Ctrl-C reaches the whole process group, a job scheduler's TERM): not the
-    // item's fault. It goes back to pending when the sweep runs again.
-    if (worker.signal() == SIGINT || worker.signal() == SIGTERM || worker.signal() == SIGHUP) {
-      run.stopped = fmt::format("interrupted: the worker {}; run the sweep again to go on", ended);
-      if (current_key) state.requeue_abandoned([&](const std::string& w) { return w != current_worker; });
-      break;
+    // item's fault. It goes back to pending for the next run.
+    if (signal == SIGINT || signal == SIGTERM || signal == SIGHUP) {
+      if (run.stopped.empty())
+        run.stopped = fmt::format("interrupted: a worker {}; run the sweep again to go on", ended);
+      if (w.key) state.requeue_abandoned([&](const std::string& name) { return name != w.name; });
+      return;
     }
     ++run.crashes;
-    // A worker that dies in an item is that item's failure; one that dies before any item
-    // (it cannot start, open the database, import) is the environment's: a few of those stop.
-    failed_starts_in_a_row = progressed || current_key ? 0 : failed_starts_in_a_row + 1;
-    if (current_key) {
+    if (w.key) {
       const std::string why = fmt::format("the worker process {} while measuring it", ended);
-      state.mark_failed(*current_key, why);
-      notes.failed(fmt::format("{}: {}; the sweep goes on in a fresh worker", *current_call, why));
-      ++done;
-      ++run.failed;
-      if (events.progress) events.progress(done, done_before, total, seconds_since(t0), "");
+      if (state.worker_died(*w.key, why, o.max_attempts)) {
+        notes.failed(fmt::format("{}: {} (again); the sweep goes on in a fresh worker", *w.call, why));
+        ++done;
+        ++run.failed;
+        progress("");
+      } else {
+        notes.say(fmt::format("{}: {}; it goes back for another try", *w.call, why));
+      }
+    } else if (!w.progressed) {
+      // One that dies before any item (it cannot start, open the database, import) is the
+      // environment's fault: a few of those in a row stop the sweep.
+      ++failed_starts_in_a_row;
     }
     if (failed_starts_in_a_row >= o.max_failed_starts) {
-      run.stopped =
-          fmt::format("{} worker processes in a row ended ({}) before taking an item", failed_starts_in_a_row, ended);
-      break;
+      if (run.stopped.empty())
+        run.stopped =
+            fmt::format("{} worker processes in a row ended ({}) before taking an item", failed_starts_in_a_row, ended);
+      return;
+    }
+    if (run.stopped.empty()) start(i);
+  };
+  while (true) {
+    std::vector<pollfd> fds;
+    std::vector<std::size_t> owner;
+    for (std::size_t i = 0; i < slots.size(); ++i)
+      if (slots[i].process) {
+        fds.push_back({slots[i].process->output_fd(), POLLIN, 0});
+        owner.push_back(i);
+      }
+    if (fds.empty()) break;
+    if (poll(fds.data(), fds.size(), -1) < 0) {
+      if (errno == EINTR) continue;
+      throw std::runtime_error(fmt::format("sweep: poll: {}", std::strerror(errno)));
+    }
+    for (std::size_t k = 0; k < fds.size(); ++k) {
+      if (!(fds[k].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+      WorkerSlot& w = slots[owner[k]];
+      for (const auto& line : w.process->read_available_lines()) on_event(w, line);
+      if (w.process->output_fd() < 0) on_end(owner[k]);
     }
   }
   run.after = state.counts(plan.name);
@@ -288,6 +380,40 @@ class EventWriter {
   std::FILE* out_;
 };
 
+// Renews a worker's lease on its item while it measures, from a thread with a connection of
+// its own: a worker that hangs or dies stops renewing, and the item goes back to pending.
+class LeaseKeeper {
+ public:
+  LeaseKeeper(const std::string& db_path, std::string key, std::string worker)
+      : thread_([this, db_path, key = std::move(key), worker = std::move(worker)] {
+          try {
+            Database db(db_path);
+            SweepState state(db);
+            std::unique_lock lock(mutex_);
+            while (!cv_.wait_for(lock, std::chrono::duration<double>(SweepState::kLeaseSeconds / 4),
+                                 [this] { return stop_; }))
+              state.heartbeat(key, worker);
+          } catch (const std::exception&) {
+            // The measurement goes on; without renewals another run may take the item back
+            // after the lease, which costs a measurement, never a result.
+          }
+        }) {}
+  ~LeaseKeeper() {
+    {
+      std::lock_guard lock(mutex_);
+      stop_ = true;
+    }
+    cv_.notify_one();
+    thread_.join();
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  bool stop_ = false;
+  std::thread thread_;
+};
+
 }  // namespace
 
 int run_sweep_worker(const MeasureOptions& o, const std::string& sweep_name, std::FILE* events_out) {
@@ -305,6 +431,7 @@ int run_sweep_worker(const MeasureOptions& o, const std::string& sweep_name, std
   bool said_energy = false;
   while (auto item = state.claim(sweep_name, me)) {
     events.write({{"event", "start"}, {"key", item->key}, {"call", item->call}, {"worker", me}});
+    const LeaseKeeper lease(o.db, item->key, me);
     auto fail = [&](const std::string& reason) {
       state.mark_failed(item->key, reason);
       events.write({{"event", "failed"}, {"key", item->key}, {"call", item->call}, {"reason", reason}});
@@ -353,6 +480,7 @@ SweepStatus sweep_status(const MeasureOptions& o, const std::string& file, const
   const std::size_t known = s.counts.total();
   s.not_enrolled = s.plan.total() > known ? s.plan.total() - known : 0;
   s.mean_seconds_per_item = state.mean_seconds_done(s.plan.name);
+  s.workers_seen = state.workers_of_done(s.plan.name);
   return s;
 }
 

@@ -1,11 +1,13 @@
 #pragma once
-// sweep as a workflow: a grid file (or a model list) expands to calls, each call is identified (its canonical
-// signature, settings and GPU make its key), enrolled in the database's sweep state, and
-// measured by a worker process that claims pending items one at a time. The worker is this
-// program again (`worker_command`): an item that kills it (a crash, a CUDA error that breaks
-// the context, kill -9) is marked failed with what happened, and the sweep goes on in a fresh
-// worker. A failure inside an item (shapes the op rejects, out of memory, an error in the op)
-// is recorded by the worker itself, which goes on. Torch-free header.
+// sweep as a workflow: a grid file (or a model list) expands to calls, each call is
+// identified (its canonical signature, settings and GPU make its key), enrolled in the
+// database's sweep state, and measured by worker processes that claim pending items one at a
+// time, each holding a lease on its item that a heartbeat renews. A worker is this program
+// again (`worker_command`). One that dies in an item (a crash, a CUDA error that breaks the
+// context, kill -9) gets the item retried by a fresh worker; an item that kills its worker
+// again is failed with what happened, and the sweep goes on. A failure inside an item (shapes
+// the op rejects, out of memory, an error in the op) is recorded by the worker itself, which
+// goes on. Torch-free header.
 #include <cstddef>
 #include <functional>
 #include <string>
@@ -52,7 +54,13 @@ struct SweepOptions {
   // argv of a worker for this sweep (`opcost sweep FILE … --worker`, the same measurement
   // options); the sweep's name is appended as `--sweep-name NAME`.
   std::vector<std::string> worker_command;
-  std::size_t max_failed_starts = 3;    // workers in a row that die before taking an item: stop
+  std::size_t max_failed_starts = 3;  // workers in a row that die before taking an item: stop
+  // Worker processes at once. On GPUs, one per GPU: worker i sees only the i-th GPU
+  // (CUDA_VISIBLE_DEVICES); on the CPU they share it.
+  std::size_t workers = 1;
+  // Workers that may die on one item before it is failed: a worker killed from outside (or on a
+  // lost node) gets its item retried; an item that crashes the process each time is isolated.
+  int64_t max_attempts = 2;
   PythonModelSignatures python_models;  // a model list's Python models (plan_sweep)
 };
 
@@ -91,6 +99,7 @@ struct SweepStatus {
   std::size_t not_enrolled = 0;      // items of the file the database has not seen yet
   std::vector<ItemState> failed;     // with their reasons
   double mean_seconds_per_item = 0;  // over done items measured in a sweep (0: none yet)
+  std::size_t workers_seen = 0;      // distinct workers that measured its done items
 };
 SweepStatus sweep_status(const MeasureOptions& o, const std::string& file,
                          const PythonModelSignatures& python_models = {});

@@ -42,8 +42,10 @@ def test_a_sweep_measures_each_item_once_and_records_the_failures(tmp_path):
     assert s.seconds_left is None or s.seconds_left == 0
     again = opcost.sweep(grid, db=db, progress=False, **FAST)
     assert (again.measured, again.failed) == (0, 0)
-    retried = opcost.sweep(grid, db=db, progress=False, retry_failed=True, **FAST)
+    retried = opcost.sweep(grid, db=db, progress=False, retry_failed=True, workers=2, **FAST)
     assert (retried.measured, retried.failed) == (0, 2)
+    forced = opcost.sweep(grid, db=db, progress=False, force=True, workers=3, **FAST)
+    assert (forced.measured, forced.failed, forced.crashes) == (2, 2, 0)
 
 
 def test_sweep_errors_name_the_file_and_the_fix(tmp_path):

@@ -1,6 +1,8 @@
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <filesystem>
+#include <thread>
 
 #include "core/report/progress.h"
 #include "core/spec/op_call.h"
@@ -130,6 +132,44 @@ TEST(Progress, PlainLinesAndTheBarSayDoneTotalRateAndWhatIsLeft) {
   EXPECT_EQ(progress_text("g", 5, 10, 10, false, 4), "g: 5 of 10 items (50%), 0.10 items/s, 10s in, about 50s left");
   EXPECT_EQ(progress_text("g", 5, 10, 10, true), "g  50%|██████████          | 5/10 [00:10<00:10, 0.50 it/s]");
   EXPECT_EQ(progress_text("g", 0, 10, 3, true), "g   0%|                    | 0/10 [00:03<?, ? it/s]");
+}
+
+}  // namespace
+
+namespace {
+
+TEST(SweepState, AnExpiredLeaseGoesBackAndAHeartbeatKeepsIt) {
+  TempDb t;
+  Database db(t.path.string());
+  SweepState s(db);
+  s.enroll("a", {item(1), item(2)}, SweepState::Reset::kNone);
+  auto lost = s.claim("a", "node-1:7", 0.05);  // a worker on a node that goes away
+  auto kept = s.claim("a", "node-2:8", 0.05);  // one that keeps renewing
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  EXPECT_TRUE(s.heartbeat(kept->key, "node-2:8", 60));
+  EXPECT_FALSE(s.heartbeat(kept->key, "node-3:9", 60));  // only its own worker renews it
+  std::this_thread::sleep_for(std::chrono::milliseconds(40));
+  // Both workers look alive to this host (other hosts): only the lease decides.
+  EXPECT_EQ(s.requeue_abandoned([](const std::string&) { return true; }), 1u);
+  EXPECT_EQ(s.claim("a", "node-3:9")->key, lost->key);
+  EXPECT_EQ(s.counts("a").running, 2u);
+}
+
+TEST(SweepState, AWorkerThatDiesInAnItemGetsItRetriedThenFailed) {
+  TempDb t;
+  Database db(t.path.string());
+  SweepState s(db);
+  s.enroll("a", {item(1)}, SweepState::Reset::kNone);
+  auto first = s.claim("a", "host:1");
+  EXPECT_FALSE(s.worker_died(first->key, "killed by signal 9", 2));  // attempt 1 of 2: back
+  EXPECT_EQ(s.counts("a").pending, 1u);
+  auto second = s.claim("a", "host:2");
+  EXPECT_EQ(second->attempts, 2);
+  EXPECT_TRUE(s.worker_died(second->key, "killed by signal 11", 2));  // again: isolated
+  const auto failed = s.items("a", ItemStatus::kFailed);
+  ASSERT_EQ(failed.size(), 1u);
+  EXPECT_EQ(failed[0].reason, "killed by signal 11");
+  EXPECT_FALSE(s.claim("a", "host:3"));
 }
 
 }  // namespace

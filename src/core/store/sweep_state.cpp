@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <chrono>
 #include <stdexcept>
 
 #include "core/measurement.h"
@@ -19,12 +20,20 @@ void create_sweep_tables(sqlite3* db, const std::string& path) {
       "autocast TEXT NOT NULL DEFAULT '', status TEXT NOT NULL, reason TEXT, measurement_id INTEGER, "
       "attempts INTEGER NOT NULL DEFAULT 0, worker TEXT, updated_at TEXT);"
       "CREATE INDEX IF NOT EXISTS sweep_items_status ON sweep_items(status);"
+      // lease_until: seconds since the epoch; a running item past it has lost its worker.
       "CREATE TABLE IF NOT EXISTS sweep_members (sweep TEXT NOT NULL, key TEXT NOT NULL, "
       "position INTEGER NOT NULL, axes TEXT NOT NULL, PRIMARY KEY (sweep, key));"
       "CREATE INDEX IF NOT EXISTS sweep_members_order ON sweep_members(sweep, position);"
       // Every measurement an item got (--force adds more): the export gives each its axes.
       "CREATE TABLE IF NOT EXISTS sweep_results (measurement_id INTEGER PRIMARY KEY, key TEXT NOT NULL);";
   if (sqlite3_exec(db, sql, nullptr, nullptr, nullptr) != SQLITE_OK) throw_sqlite(db, path, "cannot write");
+  // Tables made before leases get the column (NULL: no lease, judged by the worker's process).
+  bool has_lease = false;
+  for (Stmt info(db, path, "PRAGMA table_info(sweep_items)"); info.step();)
+    has_lease = has_lease || info.column(1).get<std::string>() == "lease_until";
+  if (!has_lease &&
+      sqlite3_exec(db, "ALTER TABLE sweep_items ADD COLUMN lease_until REAL;", nullptr, nullptr, nullptr) != SQLITE_OK)
+    throw_sqlite(db, path, "cannot write");
 }
 
 const char* to_string(ItemStatus s) {
@@ -50,6 +59,10 @@ ItemStatus status_of(const std::string& text) {
 }
 
 std::string text_or_empty(const nlohmann::json& v) { return v.is_string() ? v.get<std::string>() : ""; }
+
+double epoch_seconds() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
 
 }  // namespace
 
@@ -125,8 +138,11 @@ std::size_t SweepState::requeue_abandoned(const std::function<bool(const std::st
   const std::string& path = db_.path();
   return in_transaction(h, path, [&] {
     std::vector<std::string> gone;
-    for (Stmt s(h, path, "SELECT key, worker FROM sweep_items WHERE status = 'running'"); s.step();)
-      if (!alive(text_or_empty(s.column(1)))) gone.push_back(s.column(0).get<std::string>());
+    const double now = epoch_seconds();
+    for (Stmt s(h, path, "SELECT key, worker, lease_until FROM sweep_items WHERE status = 'running'"); s.step();) {
+      const bool expired = s.column(2).is_number() && s.column(2).get<double>() < now;
+      if (expired || !alive(text_or_empty(s.column(1)))) gone.push_back(s.column(0).get<std::string>());
+    }
     Stmt back(h, path, "UPDATE sweep_items SET status = 'pending', updated_at = ?2 WHERE key = ?1");
     for (const auto& key : gone) {
       sqlite3_reset(back.get());
@@ -160,7 +176,7 @@ ItemState item_from(Stmt& s) {
 
 }  // namespace
 
-std::optional<ItemState> SweepState::claim(const std::string& sweep, const std::string& worker) {
+std::optional<ItemState> SweepState::claim(const std::string& sweep, const std::string& worker, double lease_s) {
   sqlite3* h = db_.handle();
   const std::string& path = db_.path();
   // BEGIN IMMEDIATE takes the write lock first: two workers never claim the same item.
@@ -173,16 +189,45 @@ std::optional<ItemState> SweepState::claim(const std::string& sweep, const std::
     if (!next.step()) return std::nullopt;
     ItemState it = item_from(next);
     Stmt take(h, path,
-              "UPDATE sweep_items SET status = 'running', worker = ?2, attempts = attempts + 1, updated_at = ?3 "
-              "WHERE key = ?1");
+              "UPDATE sweep_items SET status = 'running', worker = ?2, attempts = attempts + 1, updated_at = ?3, "
+              "lease_until = ?4 WHERE key = ?1");
     take.bind(1, it.key);
     take.bind(2, worker);
     take.bind(3, utc_timestamp());
+    take.bind(4, epoch_seconds() + lease_s);
     take.step();
     it.status = ItemStatus::kRunning;
     it.worker = worker;
     ++it.attempts;
     return it;
+  });
+}
+
+bool SweepState::heartbeat(const std::string& key, const std::string& worker, double lease_s) {
+  Stmt s(db_.handle(), db_.path(),
+         "UPDATE sweep_items SET lease_until = ?3 WHERE key = ?1 AND worker = ?2 AND status = 'running'");
+  s.bind(1, key);
+  s.bind(2, worker);
+  s.bind(3, epoch_seconds() + lease_s);
+  s.step();
+  return sqlite3_changes(db_.handle()) == 1;
+}
+
+bool SweepState::worker_died(const std::string& key, const std::string& reason, int64_t max_attempts) {
+  sqlite3* h = db_.handle();
+  const std::string& path = db_.path();
+  return in_transaction(h, path, [&] {
+    Stmt s(h, path,
+           "UPDATE sweep_items SET status = CASE WHEN attempts >= ?3 THEN 'failed' ELSE 'pending' END, "
+           "reason = ?2, updated_at = ?4 WHERE key = ?1 AND status = 'running'");
+    s.bind(1, key);
+    s.bind(2, reason);
+    s.bind(3, max_attempts);
+    s.bind(4, utc_timestamp());
+    s.step();
+    Stmt now(h, path, "SELECT status FROM sweep_items WHERE key = ?1");
+    now.bind(1, key);
+    return now.step() && now.column(0).get<std::string>() == "failed";
   });
 }
 
@@ -282,6 +327,16 @@ std::map<int64_t, SweepState::Origin> SweepState::origins(const std::string& swe
       out[id] = {s.column(1).get<std::string>(), nlohmann::json::parse(s.column(2).get<std::string>())};
   }
   return out;
+}
+
+std::size_t SweepState::workers_of_done(const std::string& sweep) const {
+  if (!has_tables_) return 0;
+  Stmt s(db_.handle(), db_.path(),
+         "SELECT COUNT(DISTINCT i.worker) FROM sweep_members m JOIN sweep_items i ON i.key = m.key WHERE m.sweep = ?1 "
+         "AND i.status = 'done'");
+  s.bind(1, sweep);
+  s.step();
+  return std::size_t(s.column(0).get<int64_t>());
 }
 
 std::vector<std::string> SweepState::sweeps() const {

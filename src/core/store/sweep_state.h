@@ -71,10 +71,20 @@ class SweepState {
   // anything runs (a shape the op's schema rejects), with the reason; they are marked failed.
   void enroll(const std::string& sweep, const std::vector<SweepItem>& items, Reset reset,
               const std::vector<std::pair<SweepItem, std::string>>& failed_now = {});
-  // Running items whose worker is gone (`alive` says no) go back to pending; returns how many.
+  // Running items whose worker is gone go back to pending: those whose lease ran out (a lost
+  // node, a worker that stopped renewing it) and those `alive` says are dead (a process of
+  // this host that no longer runs). Returns how many.
   std::size_t requeue_abandoned(const std::function<bool(const std::string& worker)>& alive);
-  // The sweep's next pending item, now running for `worker`; none when nothing is pending.
-  std::optional<ItemState> claim(const std::string& sweep, const std::string& worker);
+  // The sweep's next pending item, now running for `worker` with a lease of `lease_s` seconds
+  // (renewed by heartbeat()); none when nothing is pending.
+  std::optional<ItemState> claim(const std::string& sweep, const std::string& worker, double lease_s = kLeaseSeconds);
+  // Renews `worker`'s lease on its running item; false when the item is no longer its own.
+  bool heartbeat(const std::string& key, const std::string& worker, double lease_s = kLeaseSeconds);
+  // A worker died while measuring the item: it goes back to pending for another try, or, once
+  // `max_attempts` workers died on it, it is failed with `reason` (an item that crashes the
+  // process every time). Returns true when it was failed.
+  bool worker_died(const std::string& key, const std::string& reason, int64_t max_attempts);
+  static constexpr double kLeaseSeconds = 60;  // a heartbeat every lease / 4
   // Inside Database::insert's transaction (its `also`), with the new row's id.
   void mark_done(const std::string& key, int64_t measurement_id);
   // An item that is not done (a worker that died may have finished it just before).
@@ -92,6 +102,7 @@ class SweepState {
   std::map<int64_t, Origin> origins(const std::string& sweep = "") const;
   // The mean time its done items took to measure (their rows' `seconds`); 0 when none is done.
   double mean_seconds_done(const std::string& sweep) const;
+  std::size_t workers_of_done(const std::string& sweep) const;  // distinct workers of its done items
 
  private:
   Database& db_;

@@ -17,7 +17,8 @@ extern char** environ;
 
 namespace opcost {
 
-ChildProcess::ChildProcess(const std::vector<std::string>& argv) {
+ChildProcess::ChildProcess(const std::vector<std::string>& argv,
+                           const std::vector<std::pair<std::string, std::string>>& env) {
   if (argv.empty()) throw std::invalid_argument("ChildProcess: no program given");
   int fds[2];
   if (pipe2(fds, O_CLOEXEC) != 0)
@@ -28,20 +29,27 @@ ChildProcess::ChildProcess(const std::vector<std::string>& argv) {
   std::vector<char*> args;
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
-  const int rc = posix_spawnp(&pid_, argv[0].c_str(), &actions, nullptr, args.data(), environ);
+  // This environment, with `env` replacing or adding its names.
+  std::vector<std::string> entries;
+  for (char** e = environ; *e; ++e) {
+    const std::string entry = *e;
+    const std::string name = entry.substr(0, entry.find('='));
+    bool replaced = false;
+    for (const auto& [n, v] : env) replaced = replaced || n == name;
+    if (!replaced) entries.push_back(entry);
+  }
+  for (const auto& [n, v] : env) entries.push_back(n + "=" + v);
+  std::vector<char*> envp;
+  for (auto& e : entries) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  const int rc = posix_spawnp(&pid_, argv[0].c_str(), &actions, nullptr, args.data(), envp.data());
   posix_spawn_file_actions_destroy(&actions);
   close(fds[1]);
   if (rc != 0) {
     close(fds[0]);
     throw std::runtime_error(fmt::format("cannot start {}: {}", argv[0], std::strerror(rc)));
   }
-  out_ = fdopen(fds[0], "r");
-  if (!out_) {
-    close(fds[0]);
-    kill(pid_, SIGKILL);
-    wait();
-    throw std::runtime_error(fmt::format("cannot read from {}: {}", argv[0], std::strerror(errno)));
-  }
+  fd_ = fds[0];
 }
 
 ChildProcess::~ChildProcess() {
@@ -49,18 +57,51 @@ ChildProcess::~ChildProcess() {
     kill(pid_, SIGKILL);
     wait();
   }
-  if (out_) std::fclose(out_);
+  if (fd_ >= 0) close(fd_);
+}
+
+bool ChildProcess::fill() {
+  if (fd_ < 0) return false;
+  char chunk[4096];
+  ssize_t n;
+  do n = read(fd_, chunk, sizeof chunk);
+  while (n < 0 && errno == EINTR);
+  if (n <= 0) {
+    close(fd_);
+    fd_ = -1;
+    return false;
+  }
+  buffer_.append(chunk, std::size_t(n));
+  return true;
 }
 
 std::optional<std::string> ChildProcess::read_line() {
-  if (!out_) return std::nullopt;
-  std::string line;
-  for (int c; (c = std::fgetc(out_)) != EOF;) {
-    if (c == '\n') return line;
-    line += char(c);
+  while (true) {
+    if (const auto nl = buffer_.find('\n'); nl != std::string::npos) {
+      std::string line = buffer_.substr(0, nl);
+      buffer_.erase(0, nl + 1);
+      return line;
+    }
+    if (!fill()) break;
   }
-  if (line.empty()) return std::nullopt;
-  return line;  // the last line, without its newline
+  if (buffer_.empty()) return std::nullopt;
+  std::string last;
+  last.swap(buffer_);
+  return last;  // the last line, without its newline
+}
+
+std::vector<std::string> ChildProcess::read_available_lines() {
+  const bool more = fill();
+  std::vector<std::string> lines;
+  for (std::size_t nl; (nl = buffer_.find('\n')) != std::string::npos;) {
+    lines.push_back(buffer_.substr(0, nl));
+    buffer_.erase(0, nl + 1);
+  }
+  if (!more && !buffer_.empty()) {
+    lines.push_back(buffer_);
+    buffer_.clear();
+  }
+  return lines;
 }
 
 std::string ChildProcess::wait() {
