@@ -5,12 +5,7 @@ set -uo pipefail
 bin=$1; dir=$2
 rm -rf "$dir"; mkdir -p "$dir"
 db=$dir/cli.db
-pass=0; fail=0
-check() {  # check NAME CONDITION-COMMAND...
-  local name=$1; shift
-  if "$@"; then pass=$((pass+1)); else fail=$((fail+1)); echo "FAILED: $name"; fi
-}
-has() { grep -q -- "$2" "$1"; }
+source "$(dirname "$0")/check.sh"
 
 "$bin" measure aten::relu self=f32[256] --device cpu --db "$db" --max-time 0.1 >"$dir/o1" 2>"$dir/e1"
 check "measure exits 0" test $? -eq 0
@@ -140,5 +135,4 @@ check "a grid filtered to nothing says so" has "$dir/ge5" "filters out all 1 com
 
 check "bad grid names the item and the cause" grep -q "(item n=4, m=0).*division by zero" "$dir/ge4"
 
-echo "$pass passed, $fail failed"
-test "$fail" -eq 0
+finish

@@ -5,12 +5,7 @@
 set -uo pipefail
 bin=$1; dir=$2
 rm -rf "$dir"; mkdir -p "$dir"
-pass=0; fail=0
-check() {  # check NAME CONDITION-COMMAND...
-  local name=$1; shift
-  if "$@"; then pass=$((pass+1)); else fail=$((fail+1)); echo "FAILED: $name"; fi
-}
-has() { grep -q -- "$2" "$1"; }
+source "$(dirname "$0")/check.sh"
 rows() { "$bin" db export --csv --db "$1" 2>/dev/null | tail -n +2 | wc -l; }
 distinct_args() { "$bin" db export --json --db "$1" 2>/dev/null | grep -o '"args_hash":"[0-9a-f]*"' | sort -u | wc -l; }
 # Waits until `sweep status` shows the pattern (at most about 60 s). The windows it waits for
@@ -67,22 +62,25 @@ op: aten::mm
 args: {self: "f32[{n},64]", mat2: "f32[64,64]"}
 axes: {n: [60, 61, 62, 63, 64, 65, 66, 67, 68, 69]}
 YAML
+# Starts a sweep of slow.yaml into DB with the extra options, kills its worker mid-item once a
+# few items are done, and leaves the sweep's exit status in $status.
+kill_a_worker_mid_run() {
+  local db=$1 err=$2; shift 2
+  "$bin" sweep "$dir/slow.yaml" --db "$db" "${slow[@]}" "$@" 2>"$err" &
+  local sweep=$!
+  check "the sweep of $db reached a few items" wait_for "$dir/slow.yaml" "$db" "done +[2-7]$"
+  pkill -9 -f -- "--db $db .*--worker --sweep-name"
+  wait $sweep
+  status=$?
+}
 # 3a. Killed once (from outside, a lost node): the item goes back and a fresh worker does it.
-"$bin" sweep "$dir/slow.yaml" --db "$dir/r.db" "${slow[@]}" 2>"$dir/e6" &
-sweep=$!
-check "the sweep reached a few items (to kill a worker mid-run)" wait_for "$dir/slow.yaml" "$dir/r.db" "done +[2-7]$"
-pkill -9 -f -- "--db $dir/r.db .*--worker --sweep-name"
-wait $sweep
-check "a worker killed once: the sweep still exits 0" test $? -eq 0
+kill_a_worker_mid_run "$dir/r.db" "$dir/e6"
+check "a worker killed once: the sweep still exits 0" test $status -eq 0
 check "... says the item goes back" has "$dir/e6" "the worker process was killed by signal 9 (Killed) while measuring it; it goes back for another try"
 check "... and does it" has "$dir/e6" "10 measured and 0 failed in this run (.*, 1 worker crash)"
 # 3b. An item that kills its worker every time is isolated: with --max-attempts 1, at once.
-"$bin" sweep "$dir/slow.yaml" --db "$dir/c.db" "${slow[@]}" --max-attempts 1 2>"$dir/e6b" &
-sweep=$!
-check "the sweep reached a few items (to crash one mid-run)" wait_for "$dir/slow.yaml" "$dir/c.db" "done +[2-7]$"
-pkill -9 -f -- "--db $dir/c.db .*--worker --sweep-name"
-wait $sweep
-check "a crashed item makes the sweep exit 1" test $? -eq 1
+kill_a_worker_mid_run "$dir/c.db" "$dir/e6b" --max-attempts 1
+check "a crashed item makes the sweep exit 1" test $status -eq 1
 check "the crash is reported" has "$dir/e6b" "the worker process was killed by signal 9 (Killed) while measuring it (again); the sweep goes on"
 "$bin" sweep status "$dir/slow.yaml" --db "$dir/c.db" >"$dir/s6"
 check "status: 9 done after the crash" has "$dir/s6" "done     9"
@@ -194,5 +192,4 @@ check "a bad grid creates no database" test ! -e "$dir/b.db"
 check "a repeated option is named as such, not as an unknown command" has "$dir/e16" "--max-time: At Most 1 required"
 check "status of a sweep never run: all pending" has "$dir/s10" "pending  8 (8 not yet in the database)"
 
-echo "$pass passed, $fail failed"
-test "$fail" -eq 0
+finish
