@@ -50,6 +50,9 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
+// A worker checks that its parent is still this supervisor (see run_sweep_worker).
+constexpr const char* kSupervisorEnv = "OPCOST_SWEEP_SUPERVISOR";
+
 std::string worker_name() { return fmt::format("{}:{}", host_name(), getpid()); }
 
 // A worker of this host that is no longer running ("host:pid"); another host's are left to
@@ -194,7 +197,8 @@ namespace {
 
 // The environment of each worker: on GPUs, worker i sees only the i-th GPU this process sees.
 std::vector<std::vector<std::pair<std::string, std::string>>> worker_environments(const SweepOptions& o) {
-  std::vector<std::vector<std::pair<std::string, std::string>>> env(o.workers);
+  std::vector<std::vector<std::pair<std::string, std::string>>> env(o.workers,
+                                                                    {{kSupervisorEnv, std::to_string(getpid())}});
   if (o.workers <= 1 || o.measure.replay.device == "cpu") return env;
   if (o.measure.replay.device != "auto" && o.measure.replay.device != "cuda")
     throw std::invalid_argument(fmt::format(
@@ -222,7 +226,7 @@ std::vector<std::vector<std::pair<std::string, std::string>>> worker_environment
     }
   }
   for (std::size_t i = 0; i < o.workers; ++i)
-    env[i] = {{"CUDA_VISIBLE_DEVICES", i < visible.size() ? visible[i] : std::to_string(i)}};
+    env[i].emplace_back("CUDA_VISIBLE_DEVICES", i < visible.size() ? visible[i] : std::to_string(i));
   return env;
 }
 
@@ -420,7 +424,9 @@ int run_sweep_worker(const MeasureOptions& o, const std::string& sweep_name, std
   // Dies with its supervisor: a killed sweep leaves no measurement running on the GPU. Its
   // item stays running in the database and goes back to pending on the next run.
   prctl(PR_SET_PDEATHSIG, SIGKILL);
-  if (getppid() == 1) return 1;  // the supervisor died before this line
+  // The supervisor died before the line above took effect (its pid, not 1: a supervisor may
+  // itself be a container's first process).
+  if (const char* sup = std::getenv(kSupervisorEnv); sup && std::to_string(getppid()) != sup) return 1;
   EventWriter events(events_out);
   Notes notes;
   notes.note = [&](const std::string& t) { events.write({{"event", "note"}, {"text", t}}); };
