@@ -179,7 +179,7 @@ check "a model list run again measures nothing" has "$dir/e15" "nothing to measu
 printf 'models: [{model: "torchvision.models:resnet18", input: "f32[1,3,32,32]"}]\n' >"$dir/pymodels.yaml"
 "$bin" sweep "$dir/pymodels.yaml" --db "$dir/p.db" "${fast[@]}" 2>"$dir/e17"
 check "a Python model in the CLI's model list exits 2" test $? -eq 2
-check "... and says to sweep it from Python" has "$dir/e17" "is a Python model; sweep this list from Python (opcost.sweep("
+check "... and says to sweep it from Python" has "$dir/e17" "is a Python model; sweep this list from Python, which can run it: python -m opcost sweep .*pymodels.yaml"
 
 # 7. Bad input: a file that is no grid, and status of a sweep never run.
 printf 'op: aten::mm\nargs: {self: "f32[4,4]"}\naxes: {n: []}\n' >"$dir/bad.yaml"

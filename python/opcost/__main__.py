@@ -2,6 +2,7 @@
 
     python -m opcost inventory torchvision.models:resnet50 --input f32[8,3,224,224]
     python -m opcost validate my_model.py:build --input i64[1,128]:range[0,50257] --dtype bf16
+    python -m opcost sweep models.yaml             # a model list with Python models (docs/sweeps.md)
 
 MODEL is ``package.module:callable`` or ``path/to/file.py:callable``; the callable, called with
 no arguments, returns the model (an nn.Module) with random weights.
@@ -27,6 +28,30 @@ def prepare(args):
     return prepare_model(args.model, args.input, args.dtype, args.device, args.train)
 
 
+def sweep(args) -> int:
+    loops = dict(db=args.db, device=args.device, max_time=args.max_time, energy=not args.no_energy)
+    try:
+        if args.status:
+            s = opcost.sweep_status(args.file, **loops)
+            left = f", about {s.seconds_left:.0f} s left" if s.seconds_left else ""
+            print(f"sweep {s.name}: {s.items} items: {s.done} done, {s.failed} failed, {s.pending} pending, "
+                  f"{s.running} running{left}")
+            for call, why in s.failures:
+                print(f"failed: {call}\n  {why}")
+            return EXIT_OK
+        r = opcost.sweep(args.file, workers=args.workers, force=args.force, retry_failed=args.retry_failed, **loops)
+    except (UsageError, ValueError, TypeError) as e:
+        print(f"opcost: error: {e}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except (OSError, RuntimeError) as e:
+        print(f"opcost: error: {e}", file=sys.stderr)
+        return EXIT_FAILED
+    print(f"opcost: {r!r}", file=sys.stderr)
+    if r.stopped:
+        print(f"opcost: error: stopped: {r.stopped}", file=sys.stderr)
+    return EXIT_FAILED if r.stopped or r.failed or r.rejected else EXIT_OK
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m opcost", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -48,8 +73,21 @@ def main(argv=None) -> int:
         if name == "validate":
             p.add_argument("--max-time", type=float, help="timing budget per operator, seconds")
             p.add_argument("--no-energy", action="store_true", help="skip the energy loops")
+    p = sub.add_parser("sweep", help="measure a grid or a model list (Python models too), resumably")
+    p.add_argument("file", help="the sweep file (docs/sweeps.md)")
+    p.add_argument("--status", action="store_true", help="done / pending / failed items, with reasons")
+    p.add_argument("--db", help="the database (default: $OPCOST_DB or ~/.local/share/opcost/opcost.db)")
+    p.add_argument("--device", default="auto", help="auto (CUDA when present), cpu, cuda")
+    p.add_argument("--workers", type=int, default=1, help="worker processes at once, one per GPU")
+    p.add_argument("--max-time", type=float, default=1.0, help="timing budget per item, seconds")
+    p.add_argument("--no-energy", action="store_true", help="skip the energy loops")
+    again = p.add_mutually_exclusive_group()
+    again.add_argument("--force", action="store_true", help="measure every item again")
+    again.add_argument("--retry-failed", action="store_true", help="measure the failed items again")
     args = parser.parse_args(argv)
     logging.basicConfig(format="opcost: %(message)s", level=logging.INFO, stream=sys.stderr)
+    if args.command == "sweep":
+        return sweep(args)
     try:
         model, inputs = prepare(args)
         common = dict(train=args.train, autocast=args.autocast, name=args.model)

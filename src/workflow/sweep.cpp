@@ -107,9 +107,9 @@ SweepPlan plan_model_list(const std::string& text, const std::string& file, cons
     try {
       if (c.python) {
         if (!python_models)
-          throw std::invalid_argument(
-              fmt::format("{} is a Python model; sweep this list from Python (opcost.sweep(\"{}\")), which can run it",
-                          c.model, file));
+          throw std::invalid_argument(fmt::format(
+              "{} is a Python model; sweep this list from Python, which can run it: python -m opcost sweep {}", c.model,
+              file));
         sigs = python_models(c, o.replay.device);
       } else {
         sigs = builtin_signatures(c, o.replay.device);

@@ -5,6 +5,9 @@ the stream is not a terminal, and the status with its reasons."""
 from __future__ import annotations
 
 import io
+import re
+import subprocess
+import sys
 
 import pytest
 import torch
@@ -90,3 +93,19 @@ def test_a_model_list_takes_python_models_and_measures_shared_signatures_once(tm
     # their signatures are one set; the training step adds its backward calls.
     assert (r.items, r.measured, r.failed) == (len(unique), len(unique), 0)
     assert opcost.sweep_status(models, db=tmp_path / "ops.db", **FAST).done == len(unique)
+
+
+def test_python_m_opcost_sweep_runs_a_list_with_python_models(tmp_path):
+    (tmp_path / "nets.py").write_text("import torch\ndef build():\n    return torch.nn.Linear(8, 4)\n")
+    models = tmp_path / "models.yaml"
+    models.write_text("models: [{model: 'nets.py:build', input: 'f32[2,8]'}]\n")
+    base = [sys.executable, "-m", "opcost", "sweep", str(models), "--db", str(tmp_path / "ops.db"), "--device",
+            "cpu", "--no-energy", "--max-time", "0.05"]
+    run = subprocess.run(base, capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    assert "this run measured" in run.stderr
+    status = subprocess.run(base + ["--status"], capture_output=True, text=True)
+    assert status.returncode == 0, status.stderr
+    assert re.search(r"sweep models: (\d+) items: \1 done, 0 failed, 0 pending", status.stdout), status.stdout
+    bad = subprocess.run(base[:4] + [str(tmp_path / "none.yaml")], capture_output=True, text=True)
+    assert bad.returncode == 2 and "none.yaml" in bad.stderr
