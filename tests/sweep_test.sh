@@ -175,6 +175,9 @@ check "one row per unique signature over the models" test "$(tail -n +2 "$dir/m.
 check "signatures shared by two models are measured once, and say so" grep -q ",small-models,.*,mnist-cnn batch=2,2$" "$dir/m.csv"
 "$bin" sweep "$dir/models.yaml" --db "$dir/m.db" "${fast[@]}" 2>"$dir/e15"
 check "a model list run again measures nothing" has "$dir/e15" "nothing to measure"
+"$bin" sweep status "$dir/models.yaml" --db "$dir/m.db" >"$dir/s15"
+check "a model list's status reads the database, not the models" has "$dir/s15" "items (as the database has them"
+check "... with every item done" grep -qE "done +$unique$" "$dir/s15"
 
 printf 'models: [{model: "torchvision.models:resnet18", input: "f32[1,3,32,32]"}]\n' >"$dir/pymodels.yaml"
 "$bin" sweep "$dir/pymodels.yaml" --db "$dir/p.db" "${fast[@]}" 2>"$dir/e17"

@@ -22,7 +22,7 @@ std::string self_executable(const std::string& fallback) {
 }
 
 int dry_run(const SweepCliOptions& o) {
-  const SweepStatus s = sweep_status(o.measure, o.file);
+  const SweepStatus s = sweep_status(o.measure, o.file, {}, true);
   for (const auto& item : s.plan.items) fmt::print("{}\n", item.call);
   for (const auto& [item, why] : s.plan.rejected) fmt::print(stderr, "opcost: cannot run: {}: {}\n", item.call, why);
   const std::size_t left = s.counts.pending + s.counts.running + s.not_enrolled;
@@ -104,7 +104,8 @@ int run_sweep_status(const SweepCliOptions& o) {
   const SweepStatus s = sweep_status(o.measure, o.file);
   const SweepCounts& c = s.counts;
   const std::size_t pending = c.pending + s.not_enrolled;
-  fmt::print("sweep {} ({}): {} items\n", s.plan.name, o.file, s.plan.total());
+  fmt::print("sweep {} ({}): {} items{}\n", s.plan.name, o.file, s.items,
+             s.planned ? "" : " (as the database has them: the model list's inventories are not run again)");
   fmt::print("  done     {}\n  failed   {}\n  pending  {}{}\n  running  {}\n", c.done, c.failed, pending,
              s.not_enrolled ? fmt::format(" ({} not yet in the database)", s.not_enrolled) : "", c.running);
   if (s.workers_seen > 1) fmt::print("  workers  {} (measured the done items)\n", s.workers_seen);

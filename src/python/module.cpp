@@ -232,7 +232,7 @@ py::dict sweep_status_py(const std::string& file, const py::dict& o, py::object 
   const SweepStatus s = sweep_status(measure_options(o), file, python_models_of(python_models));
   py::dict out = counts_of(s.counts);
   out["name"] = s.plan.name;
-  out["items"] = s.plan.total();
+  out["items"] = s.items;
   out["not_enrolled"] = s.not_enrolled;
   out["mean_seconds_per_item"] = s.mean_seconds_per_item;
   std::vector<std::pair<std::string, std::string>> failed;

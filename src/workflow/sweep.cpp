@@ -472,21 +472,35 @@ int run_sweep_worker(const MeasureOptions& o, const std::string& sweep_name, std
   return 0;
 }
 
-SweepStatus sweep_status(const MeasureOptions& o, const std::string& file, const PythonModelSignatures& python_models) {
+SweepStatus sweep_status(const MeasureOptions& o, const std::string& file, const PythonModelSignatures& python_models,
+                         bool need_items) {
   SweepStatus s;
-  s.plan = plan_sweep(file, o, nullptr, python_models);
-  if (!std::filesystem::exists(o.db)) {
-    s.not_enrolled = s.plan.total();
+  const bool exists = std::filesystem::exists(o.db);
+  std::optional<Database> db;
+  if (exists) db.emplace(o.db, Database::Access::kReadOnly);
+  std::optional<SweepState> state;
+  if (db) state.emplace(*db);
+  const std::string text = read_text_file(file, "the sweep file");
+  if (!need_items && state && is_model_list_text(text)) {
+    const ModelList list = read_model_list_text(text, file);
+    if (state->counts(list.name).total() > 0) {
+      s.planned = false;
+      s.plan.name = list.name;
+      s.plan.file = file;
+    }
+  }
+  if (s.planned) s.plan = plan_sweep(file, o, nullptr, python_models);
+  s.items = s.plan.total();
+  if (!state) {
+    s.not_enrolled = s.items;
     return s;
   }
-  Database db(o.db, Database::Access::kReadOnly);
-  SweepState state(db);
-  s.counts = state.counts(s.plan.name);
-  s.failed = state.items(s.plan.name, ItemStatus::kFailed);
-  const std::size_t known = s.counts.total();
-  s.not_enrolled = s.plan.total() > known ? s.plan.total() - known : 0;
-  s.mean_seconds_per_item = state.mean_seconds_done(s.plan.name);
-  s.workers_seen = state.workers_of_done(s.plan.name);
+  s.counts = state->counts(s.plan.name);
+  if (!s.planned) s.items = s.counts.total();
+  s.failed = state->items(s.plan.name, ItemStatus::kFailed);
+  s.not_enrolled = s.items > s.counts.total() ? s.items - s.counts.total() : 0;
+  s.mean_seconds_per_item = state->mean_seconds_done(s.plan.name);
+  s.workers_seen = state->workers_of_done(s.plan.name);
   return s;
 }
 

@@ -94,14 +94,18 @@ int run_sweep_worker(const MeasureOptions& o, const std::string& sweep_name, std
 
 // `sweep status`: the sweep's items in the database (the file is expanded to know its name).
 struct SweepStatus {
-  SweepPlan plan;
+  SweepPlan plan;  // without items when `planned` is false
+  bool planned = true;
+  std::size_t items = 0;  // the sweep's items: the plan's, or those the database has
   SweepCounts counts;
   std::size_t not_enrolled = 0;      // items of the file the database has not seen yet
   std::vector<ItemState> failed;     // with their reasons
   double mean_seconds_per_item = 0;  // over done items measured in a sweep (0: none yet)
   std::size_t workers_seen = 0;      // distinct workers that measured its done items
 };
+// A model list that the database has run before is not planned again (each of its models would
+// run for its inventory): its items are those the database has, unless `need_items` (dry-run).
 SweepStatus sweep_status(const MeasureOptions& o, const std::string& file,
-                         const PythonModelSignatures& python_models = {});
+                         const PythonModelSignatures& python_models = {}, bool need_items = false);
 
 }  // namespace opcost
