@@ -104,35 +104,4 @@ assert d['kernels']['checked'] is False, d['kernels']"
 "$bin" predict mnist-cnn --device cpu --batch 2 --db "$pdb" >"$dir/o19" 2>/dev/null
 check "predict from the database alone is complete" test $? -eq 0
 
-# Sweep grids: expanded to calls, listed by --dry-run, measured and resumed like a spec; a
-# combination the op rejects is recorded and the rest go on.
-cat >"$dir/grid.yaml" <<'GRID'
-name: add-grid
-op: aten::add.Tensor
-args: {self: "f32[{n},{m}]", other: "f32[{k}]", alpha: "{alpha}"}
-axes: {n: [4, 64], alpha: [1, 2]}
-zip: [{m: [8, 16], k: [8, 3]}]
-where: "n * m <= 512"
-GRID
-"$bin" measure --grid "$dir/grid.yaml" --dry-run >"$dir/g1" 2>"$dir/ge1"
-check "grid dry run exits 0" test $? -eq 0
-check "grid dry run lists the 6 calls" test "$(wc -l <"$dir/g1")" -eq 6
-check "grid dry run first call" test "$(head -1 "$dir/g1")" = "aten::add.Tensor self=f32[4,8] other=f32[8] alpha=1"
-check "grid dry run counts the filtered" has "$dir/ge1" "6 calls (2 combinations filtered out)"
-check "grid dry run estimates GPU time" has "$dir/ge1" "nothing measured; at most about"
-"$bin" measure --grid "$dir/grid.yaml" --device cpu --db "$dir/grid.db" --max-time 0.02 --no-energy >/dev/null 2>"$dir/ge2"
-check "grid run goes on past the rejected shapes" has "$dir/ge2" "4 measured, 0 skipped, 2 failed"
-check "grid run shows its pace" grep -q "^\[6/6\] .*in, about .* left)" "$dir/ge2"
-"$bin" measure --grid "$dir/grid.yaml" --device cpu --db "$dir/grid.db" --max-time 0.02 --no-energy --resume >/dev/null 2>"$dir/ge3"
-check "grid resume measures nothing twice" has "$dir/ge3" "0 measured, 4 skipped, 2 failed"
-printf 'op: aten::relu\nargs: {self: "f32[{n // m}]"}\naxes: {n: [4], m: [0]}\n' >"$dir/bad-grid.yaml"
-"$bin" measure --grid "$dir/bad-grid.yaml" --device cpu --db "$dir/grid.db" >/dev/null 2>"$dir/ge4"
-check "bad grid exits 2" test $? -eq 2
-printf 'op: aten::relu\nargs: {self: "f32[{n}]"}\naxes: {n: [4]}\nwhere: "n > 10"\n' >"$dir/empty-grid.yaml"
-"$bin" measure --grid "$dir/empty-grid.yaml" --device cpu --db "$dir/grid.db" >/dev/null 2>"$dir/ge5"
-check "a grid filtered to nothing exits 2" test $? -eq 2
-check "a grid filtered to nothing says so" has "$dir/ge5" "filters out all 1 combinations"
-
-check "bad grid names the item and the cause" grep -q "(item n=4, m=0).*division by zero" "$dir/ge4"
-
 finish

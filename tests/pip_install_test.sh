@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `pip install .` into a fresh virtual environment that has only torch in it (the version the
 # project is built against, from pip's cache when bootstrap has fetched it): the package builds
-# against that torch, imports from site-packages, inventories a model and measures an op.
+# against that torch, imports from site-packages, inventories a model, measures an op, validates
+# and sweeps (through worker processes of the installed package).
 set -uo pipefail
 src=$1; torch_python=$2; dir=$3
 rm -rf "$dir"; mkdir -p "$dir"
@@ -29,6 +30,11 @@ p = opcost.validate(torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU()),
                     max_time=0.02, step_max_time=0.2, energy=False)
 assert p.complete and p.measured_time_us > 0 and p.paired_time_error is not None, p
 assert p.paired_energy_error is None and p.headline in ("paired", "unpaired"), p
+# A sweep: its workers are `python -m opcost._sweep_worker` from the installed package.
+import pathlib
+pathlib.Path("grid.yaml").write_text('op: aten::relu\nargs: {self: "f32[{n}]"}\naxes: {n: [4, 8]}\n')
+r = opcost.sweep("grid.yaml", db="ops.db", device="cpu", energy=False, max_time=0.02, progress=False)
+assert (r.items, r.measured, r.failed, r.crashes) == (2, 2, 0, 0), r
 print(f"installed opcost {opcost.__version__} in {lib}, against torch {torch.__version__}")
 PY
 rc=$?

@@ -17,7 +17,6 @@
 #include "core/spec/spec_file.h"
 #include "core/store/database.h"
 #include "core/store/dataset_export.h"
-#include "core/sweep/grid.h"
 #include "core/text/text.h"
 #include "core/version.h"
 #include "torch/models.h"
@@ -34,7 +33,6 @@ struct MeasureCliOptions {
   std::string op;
   std::vector<std::string> args;
   std::string spec;
-  std::string grid;      // a sweep grid: its expanded calls
   bool dry_run = false;  // list the calls and the GPU time they may take; measure nothing
   bool json = false;
   std::string power_trace;
@@ -73,21 +71,11 @@ void write_power_trace(const std::string& path, const std::vector<Measurement>& 
 int run_measure(const MeasureCliOptions& o) {
   std::vector<OpCall> calls;
   std::vector<std::string> bad;  // entries that did not parse: reported with the rest
-  if (int(!o.op.empty()) + int(!o.spec.empty()) + int(!o.grid.empty()) > 1)
-    throw std::invalid_argument("give one of: an operator, --spec FILE or --grid FILE");
+  if (!o.op.empty() && !o.spec.empty()) throw std::invalid_argument("give one of: an operator or --spec FILE");
   if (!o.spec.empty()) {
     SpecEntries entries = load_spec_file(o.spec);
     calls = std::move(entries.calls);
     bad = std::move(entries.errors);
-  } else if (!o.grid.empty()) {
-    Grid grid = expand_grid_file(o.grid);
-    if (grid.items.empty())
-      throw std::invalid_argument(
-          fmt::format("{}: `where` filters out all {} combinations, so there is nothing to measure; loosen the filter",
-                      o.grid, grid.filtered_out));
-    fmt::print(stderr, "opcost: grid {}: {} calls ({} combinations filtered out)\n", grid.name, grid.items.size(),
-               grid.filtered_out);
-    for (auto& item : grid.items) calls.push_back(std::move(item.call));
   } else {
     if (o.op.empty())
       throw std::invalid_argument("name an operator (e.g. aten::relu self=f32[1024]) or give --spec FILE");
@@ -343,8 +331,6 @@ int main(int argc, char** argv) {
   measure->add_option("op", mo.op, "operator, e.g. aten::conv2d or aten::add.Tensor");
   measure->add_option("args", mo.args, "arguments as name=value: input=f32[32,64,56,56] padding=[1,1]");
   measure->add_option("--spec", mo.spec, "YAML/JSON file listing many operators")->check(CLI::ExistingFile);
-  measure->add_option("--grid", mo.grid, "YAML sweep grid: an operator's arguments over axes (docs/sweeps.md)")
-      ->check(CLI::ExistingFile);
   measure->add_flag("--dry-run", mo.dry_run, "list the calls and the GPU time they may take; measure nothing");
   measure->add_flag("--json", mo.json, "print JSON instead of text");
   measure->add_flag("--no-store", no_store, "do not write to the database");
@@ -354,10 +340,10 @@ int main(int argc, char** argv) {
 
   SweepCliOptions so;
   auto* sweep = app.add_subcommand("sweep",
-                                   "Measure every item of a grid file, resumably, with its state in the "
+                                   "Measure every item of a grid or a model list, resumably, with its state in the "
                                    "database (docs/sweeps.md)");
   sweep->fallthrough();
-  sweep->add_option("file", so.file, "YAML sweep grid")->check(CLI::ExistingFile);
+  sweep->add_option("file", so.file, "YAML sweep file: a grid or a model list")->check(CLI::ExistingFile);
   sweep->add_flag("--dry-run", so.dry_run, "list the items and the GPU time they may take; measure nothing");
   auto* force = sweep->add_flag("--force", so.force, "measure every item again, done or failed");
   sweep->add_flag("--retry-failed", so.retry_failed, "measure the failed items again")->excludes(force);
@@ -379,7 +365,7 @@ int main(int argc, char** argv) {
   sweep->add_option("--sweep-name", so.sweep_name)->group("");
   auto* sweep_status_cmd = sweep->add_subcommand("status", "Done, pending and failed items of a sweep (with reasons)");
   std::string status_file;
-  sweep_status_cmd->add_option("file", status_file, "YAML sweep grid")->required()->check(CLI::ExistingFile);
+  sweep_status_cmd->add_option("file", status_file, "YAML sweep file")->required()->check(CLI::ExistingFile);
 
   auto* dbcmd = app.add_subcommand("db", "Inspect and export the measurement database");
   dbcmd->require_subcommand(1);

@@ -66,20 +66,19 @@ int run_sweep_command(SweepCliOptions o, const std::vector<std::string>& argv) {
   std::string label = std::filesystem::path(o.file).stem().string();
   SweepEvents events;
   events.planned = [&](const SweepPlan& plan) { label = plan.name; };
-  std::size_t last_done = 0, last_before = 0, last_total = 0;
-  double last_elapsed = 0;
   events.progress = [&](std::size_t done, std::size_t before, std::size_t total, double elapsed_s,
                         const std::string& current) {
-    last_done = done, last_before = before, last_total = total, last_elapsed = elapsed_s;
     std::string text = progress_text(label, done, total, elapsed_s, line.terminal(), before);
     if (line.terminal() && !current.empty()) text += " " + fit_label(current, 50);
     line.update(text);
   };
   const SweepRun run = run_sweep(so, o.file, notes, events);
   line.clear();
-  if (last_total && !line.terminal())  // the final plain line, whatever the period
-    fmt::print(stderr, "{}\n", progress_text(label, last_done, last_total, last_elapsed, false, last_before));
   const SweepCounts& c = run.after;
+  if (run.before.pending > 0 && !line.terminal())  // the final plain line, whatever the period
+    fmt::print(
+        stderr, "{}\n",
+        progress_text(label, c.done + c.failed, c.total(), run.seconds, false, run.before.done + run.before.failed));
   if (run.before.pending == 0)
     fmt::print(stderr,
                "opcost: sweep {}: nothing to measure: {} items done and {} failed in {} (--retry-failed retries the "
@@ -116,6 +115,7 @@ int run_sweep_status(const SweepCliOptions& o) {
                                  format_duration(s.mean_seconds_per_item * double(pending + c.running)),
                                  s.mean_seconds_per_item)
                    : std::string("no item done yet, so no pace to go by (`opcost sweep --dry-run` bounds it)"));
+  for (const auto& r : s.running) fmt::print("running: {} (worker {})\n", r.call, r.worker);
   for (const auto& f : s.failed) fmt::print("failed: {}\n  {}\n", f.call, f.reason);
   return kExitSuccess;
 }

@@ -71,6 +71,25 @@ bool worker_alive(const std::string& worker) {
 
 namespace {
 
+// The key of what `call` is (its canonical signature on the plan's GPU, with the plan's
+// settings); or, when the op's schema refuses the call, the key of its text and why.
+struct ItemKey {
+  std::string key, refused;
+};
+ItemKey key_of(SweepPlan& plan, const OpCall& call, const std::string& call_line, const ReplayOptions& replay) {
+  try {
+    const CallInfo info = PreparedCall::identify(call, replay);
+    if (plan.device_name.empty())
+      plan.device_name = describe_environment(info.device_kind, info.device_index).device_name;
+    return {sweep_item_key(signature_hash(info.op, info.overload, info.canonical_args), plan.device_name,
+                           replay.cache_mode, info.autocast, plan.settings),
+            ""};
+  } catch (const ReplayError& e) {  // it never ran, so it has no canonical form
+    return {sweep_item_key(stable_hash(call_line), "", replay.cache_mode, replay.autocast, plan.settings),
+            user_message(e.what())};
+  }
+}
+
 // A built-in or TorchScript model's signatures, from one observed step (no host timing).
 ModelSignatures builtin_signatures(const ModelConfig& c, const std::string& device) {
   ModelOptions mo;
@@ -121,19 +140,14 @@ SweepPlan plan_model_list(const std::string& text, const std::string& file, cons
       SweepItem item;
       item.call = signature;
       item.autocast = sigs.autocast;
-      OpCall call = parse_call_line(item.call, fmt::format("{}: {}", file, c.label));
+      item.axes = {{"model", c.label}, {"calls", count}, {"models", 1}};
       ReplayOptions replay = o.replay;
       replay.autocast = sigs.autocast;
-      try {
-        const CallInfo info = PreparedCall::identify(call, replay);
-        if (plan.device_name.empty())
-          plan.device_name = describe_environment(info.device_kind, info.device_index).device_name;
-        item.key = sweep_item_key(signature_hash(info.op, info.overload, info.canonical_args), plan.device_name,
-                                  o.replay.cache_mode, info.autocast, plan.settings);
-      } catch (const ReplayError& err) {
-        item.key = sweep_item_key(stable_hash(item.call), "", o.replay.cache_mode, sigs.autocast, plan.settings);
-        item.axes = {{"model", c.label}, {"calls", count}, {"models", 1}};
-        plan.rejected.emplace_back(std::move(item), user_message(err.what()));
+      const auto [key, refused] =
+          key_of(plan, parse_call_line(item.call, fmt::format("{}: {}", file, c.label)), item.call, replay);
+      item.key = key;
+      if (!refused.empty()) {
+        if (index.emplace(item.key, 0).second) plan.rejected.emplace_back(std::move(item), refused);
         continue;
       }
       if (const auto it = index.find(item.key); it != index.end()) {
@@ -141,7 +155,6 @@ SweepPlan plan_model_list(const std::string& text, const std::string& file, cons
         axes["models"] = axes["models"].get<int64_t>() + 1;
         continue;
       }
-      item.axes = {{"model", c.label}, {"calls", count}, {"models", 1}};
       index[item.key] = plan.items.size();
       plan.items.push_back(std::move(item));
     }
@@ -170,17 +183,10 @@ SweepPlan plan_sweep(const std::string& file, const MeasureOptions& o, const Not
     SweepItem item;
     item.call = g.call_line;
     item.axes = axes_of(g);
-    try {
-      const CallInfo info = PreparedCall::identify(g.call, o.replay);
-      if (plan.device_name.empty())
-        plan.device_name = describe_environment(info.device_kind, info.device_index).device_name;
-      item.autocast = info.autocast;
-      item.key = sweep_item_key(signature_hash(info.op, info.overload, info.canonical_args), plan.device_name,
-                                o.replay.cache_mode, info.autocast, plan.settings);
-    } catch (const ReplayError& e) {
-      // Keyed by its text: it never ran, so it has no canonical form.
-      item.key = sweep_item_key(stable_hash(g.call_line), "", o.replay.cache_mode, "", plan.settings);
-      if (seen.insert(item.key).second) plan.rejected.emplace_back(std::move(item), user_message(e.what()));
+    const auto [key, refused] = key_of(plan, g.call, g.call_line, o.replay);
+    item.key = key;
+    if (!refused.empty()) {
+      if (seen.insert(item.key).second) plan.rejected.emplace_back(std::move(item), refused);
       continue;
     }
     // Two combinations that make the same call (a value that the call does not use) are one
@@ -498,6 +504,7 @@ SweepStatus sweep_status(const MeasureOptions& o, const std::string& file, const
   s.counts = state->counts(s.plan.name);
   if (!s.planned) s.items = s.counts.total();
   s.failed = state->items(s.plan.name, ItemStatus::kFailed);
+  s.running = state->items(s.plan.name, ItemStatus::kRunning);
   s.not_enrolled = s.items > s.counts.total() ? s.items - s.counts.total() : 0;
   s.mean_seconds_per_item = state->mean_seconds_done(s.plan.name);
   s.workers_seen = state->workers_of_done(s.plan.name);

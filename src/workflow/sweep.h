@@ -100,6 +100,7 @@ struct SweepStatus {
   SweepCounts counts;
   std::size_t not_enrolled = 0;      // items of the file the database has not seen yet
   std::vector<ItemState> failed;     // with their reasons
+  std::vector<ItemState> running;    // with their workers
   double mean_seconds_per_item = 0;  // over done items measured in a sweep (0: none yet)
   std::size_t workers_seen = 0;      // distinct workers that measured its done items
 };

@@ -4,8 +4,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <initializer_list>
 #include <vector>
 
 namespace opcost {
@@ -128,32 +130,19 @@ class Evaluator {
     if (op == "%") return x - y * std::floor(x / y);
     return std::pow(x, y);
   }
-  ExprValue sum() {
-    ExprValue v = product();
+  // One level of left-associative operators, tried in order ("//" before "/"); `next` parses
+  // the operands.
+  ExprValue left_associative(std::initializer_list<const char*> ops, ExprValue (Evaluator::*next)()) {
+    ExprValue v = (this->*next)();
     while (true) {
-      if (accept("+"))
-        v = arithmetic(v, product(), "+");
-      else if (accept("-"))
-        v = arithmetic(v, product(), "-");
-      else
-        return v;
+      const char* const* op = std::find_if(ops.begin(), ops.end(), [&](const char* o) { return accept(o); });
+      if (op == ops.end()) return v;
+      v = arithmetic(v, (this->*next)(), *op);
     }
   }
-  ExprValue product() {
-    ExprValue v = unary();
-    while (true) {
-      if (accept("//"))
-        v = arithmetic(v, unary(), "//");
-      else if (accept("*"))  // "**" never reaches here: unary() takes it
-        v = arithmetic(v, unary(), "*");
-      else if (accept("/"))
-        v = arithmetic(v, unary(), "/");
-      else if (accept("%"))
-        v = arithmetic(v, unary(), "%");
-      else
-        return v;
-    }
-  }
+  ExprValue sum() { return left_associative({"+", "-"}, &Evaluator::product); }
+  // "**" never reaches "*" here: unary() takes it.
+  ExprValue product() { return left_associative({"//", "*", "/", "%"}, &Evaluator::unary); }
   ExprValue unary() {
     if (accept("-")) return arithmetic(int64_t(0), unary(), "-");
     if (accept("+")) return unary();
