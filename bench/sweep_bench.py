@@ -34,10 +34,14 @@ def run(args) -> int:
             print(f"deadline reached before {grid}", file=sys.stderr)
             return 1
         t0 = time.monotonic()
-        try:  # killed at the deadline: its worker dies with it, and the next run resumes
-            rc = subprocess.run([OPCOST, "sweep", grid, "--db", args.db, "--progress-every", "30"],
-                                timeout=args.deadline - (t0 - start)).returncode
+        # At the deadline the sweep gets SIGTERM: its item goes back to pending, and the next run
+        # resumes there.
+        sweep = subprocess.Popen([OPCOST, "sweep", grid, "--db", args.db, "--progress-every", "30"])
+        try:
+            rc = sweep.wait(timeout=max(1.0, args.deadline - (t0 - start)))
         except subprocess.TimeoutExpired:
+            sweep.terminate()
+            sweep.wait()
             rc = "deadline"
         wall = time.monotonic() - t0
         print(f"{grid}: exit {rc} after {wall:.0f} s", file=sys.stderr)
@@ -73,6 +77,19 @@ def summarize(args) -> int:
         within_time = (d["time_rel_ci"] <= TIME_TARGET * 1.0001).mean()
         within_energy = (d["energy_rel_ci"] <= ENERGY_TARGET * 1.0001).mean()
         flagged = (d["flags"].fillna("") != "").sum()
+        # Where the GPU-seconds go: at the power cap the energy loop may run 3.5 s instead of 2 s,
+        # and a host-bound call (the loop's wall time per call well above its GPU time) has an
+        # energy per call that moves with the host's pace, window to window.
+        capped = d["flags"].fillna("").str.contains("sw_power_cap")
+        host_bound = d["loop_wall_us_per_call"] > 1.5 * d["time_mean_us"]
+        energy_met = d["energy_rel_ci"] <= ENERGY_TARGET * 1.0001
+
+        def part(mask):
+            return {"items": int(mask.sum()), "gpu_seconds_mean": float(d.loc[mask, "seconds"].mean()) if mask.any()
+                    else None, "share_energy_within_target": float(energy_met[mask].mean()) if mask.any() else None}
+
+        parts = {"power_capped": part(capped), "host_bound": part(host_bound & ~capped),
+                 "other": part(~capped & ~host_bound)}
         wall_s = sum(r["wall_s"] for r in runs if r["grid"] == name)
         g = {
             "items_measured": int(len(d)),
@@ -87,6 +104,7 @@ def summarize(args) -> int:
             "flagged": int(flagged),
             "sweep_wall_seconds": wall_s,  # every `opcost sweep` run of the grid: workers, inputs, loops
             "status": status.strip(),
+            "by_kind": parts,
         }
         out["grids"][name] = g
         md += [f"## {name} ({grid})", "", "```", status.strip(), "```", "",
@@ -101,7 +119,15 @@ def summarize(args) -> int:
                f"| time within ±{TIME_TARGET:.0%} (95% CI) | {within_time:.1%} |",
                f"| energy within ±{ENERGY_TARGET:.0%} (95% CI) | {within_energy:.1%} |",
                f"| both | {g['share_both_within_target']:.1%} |",
-               f"| flagged (throttling, clocks, other processes) | {flagged} |", ""]
+               f"| flagged (throttling, clocks, other processes) | {flagged} |", "",
+               "| items | count | GPU-s per item | energy within target |", "|---|---|---|---|"]
+        for kind, label in (("power_capped", "at the power cap"), ("host_bound", "host-bound (loop wall > 1.5 × GPU time)"),
+                            ("other", "the rest")):
+            p = parts[kind]
+            if p["items"]:
+                md.append(f"| {label} | {p['items']} | {p['gpu_seconds_mean']:.2f} s | "
+                          f"{p['share_energy_within_target']:.0%} |")
+        md.append("")
         if "axis_data" in d.columns and d["axis_data"].nunique() > 1:
             keys = [c for c in d.columns if c.startswith("axis_") and c != "axis_data" and d[c].notna().any()]
             md += [f"### {name}: energy per call by input data (relative to normal)", "",

@@ -8,12 +8,13 @@ rm -rf "$dir"; mkdir -p "$dir"
 source "$(dirname "$0")/check.sh"
 rows() { "$bin" db export --csv --db "$1" 2>/dev/null | tail -n +2 | wc -l; }
 distinct_args() { "$bin" db export --json --db "$1" 2>/dev/null | grep -o '"args_hash":"[0-9a-f]*"' | sort -u | wc -l; }
-# Waits until `sweep status` shows the pattern (at most about 60 s). The tests wait for an item
+# Waits until `sweep status` (with the sweep's options, after the pattern) shows the pattern (at
+# most about 60 s). The tests wait for an item
 # in hand ("running: "), which a sweep of slow items shows nearly all the time, so the polls of
 # a loaded machine still land on one.
 wait_for() {
   for _ in $(seq 120); do
-    "$bin" sweep status "$1" --db "$2" 2>/dev/null | grep -qE "$3" && return 0
+    "$bin" sweep status "$1" --db "$2" "${@:4}" 2>/dev/null | grep -qE "$3" && return 0
     sleep 0.1
   done
   return 1
@@ -36,10 +37,13 @@ check "the failure is reported with its item" has "$dir/e1" "failed: aten::mm se
 check "... and the op's reason" has "$dir/e1" "mat1 and mat2 shapes cannot be multiplied (8x8 and 16x4)"
 check "the progress lines (not a terminal) count the items" has "$dir/e1" "mm-check: 8 of 8 items (100%)"
 check "the summary counts done and failed" has "$dir/e1" "4 measured and 4 failed in this run"
-"$bin" sweep status "$dir/mm.yaml" --db "$dir/a.db" >"$dir/s1"
+"$bin" sweep status "$dir/mm.yaml" --db "$dir/a.db" "${fast[@]}" >"$dir/s1"
 check "status: 4 done" has "$dir/s1" "done     4"
 check "status: 4 failed, with reasons" test "$(grep -c 'cannot be multiplied' "$dir/s1")" -eq 4
 check "the data axis reached the database" test "$(rows "$dir/a.db")" -eq 4 -a "$(distinct_args "$dir/a.db")" -eq 4
+"$bin" sweep status "$dir/mm.yaml" --db "$dir/a.db" --device cpu --no-energy >"$dir/s1b"
+check "status at other settings counts none of them" has "$dir/s1b" "done     0"
+check "... and says the sweep has items at other settings" has "$dir/s1b" "elsewhere 8 items of this sweep at other settings"
 check "zeros are in the stored signature" test "$("$bin" db list --db "$dir/a.db" 2>/dev/null | grep -c ':zeros\[0.5\]')" -eq 2
 
 # 2. Run again: nothing to do; --retry-failed tries the failed again; --force measures all.
@@ -69,7 +73,7 @@ kill_a_worker_mid_run() {
   local db=$1 err=$2; shift 2
   "$bin" sweep "$dir/slow.yaml" --db "$db" "${slow[@]}" "$@" 2>"$err" &
   local sweep=$!
-  check "the sweep of $db has an item in hand" wait_for "$dir/slow.yaml" "$db" "^running: "
+  check "the sweep of $db has an item in hand" wait_for "$dir/slow.yaml" "$db" "^running: " "${slow[@]}" "$@"
   pkill -9 -f -- "--db $db .*--worker --sweep-name"
   wait $sweep
   status=$?
@@ -83,23 +87,23 @@ check "... and does it" has "$dir/e6" "10 measured and 0 failed in this run (.*,
 kill_a_worker_mid_run "$dir/c.db" "$dir/e6b" --max-attempts 1
 check "a crashed item makes the sweep exit 1" test $status -eq 1
 check "the crash is reported" has "$dir/e6b" "the worker process was killed by signal 9 (Killed) while measuring it (again); the sweep goes on"
-"$bin" sweep status "$dir/slow.yaml" --db "$dir/c.db" >"$dir/s6"
+"$bin" sweep status "$dir/slow.yaml" --db "$dir/c.db" "${slow[@]}" >"$dir/s6"
 check "status: 9 done after the crash" has "$dir/s6" "done     9"
 check "status: the crashed item failed, with why" has "$dir/s6" "was killed by signal 9"
 
 # 4. kill -9 of the whole sweep (supervisor and worker), then resume: every item measured once.
 setsid "$bin" sweep "$dir/slow.yaml" --db "$dir/k.db" "${slow[@]}" >/dev/null 2>&1 &
 group=$!
-check "the sweep has an item in hand (to kill it mid-run)" wait_for "$dir/slow.yaml" "$dir/k.db" "^running: "
+check "the sweep has an item in hand (to kill it mid-run)" wait_for "$dir/slow.yaml" "$dir/k.db" "^running: " "${slow[@]}"
 kill -9 -- -"$group"
 wait $group 2>/dev/null
-"$bin" sweep status "$dir/slow.yaml" --db "$dir/k.db" >"$dir/s7"
+"$bin" sweep status "$dir/slow.yaml" --db "$dir/k.db" "${slow[@]}" >"$dir/s7"
 check "the killed sweep left items to do" grep -qE "done +[0-9]$" "$dir/s7"
 before=$(rows "$dir/k.db")
-"$bin" sweep "$dir/slow.yaml" --db "$dir/k.db" "${fast[@]/0.05/0.5}" --target-ci 0.000001 2>"$dir/e8"
+"$bin" sweep "$dir/slow.yaml" --db "$dir/k.db" "${slow[@]}" 2>"$dir/e8"
 check "the resumed sweep exits 0" test $? -eq 0
 check "it measured only what was left" has "$dir/e8" "$((10 - before)) measured and 0 failed in this run"
-"$bin" sweep status "$dir/slow.yaml" --db "$dir/k.db" >"$dir/s8"
+"$bin" sweep status "$dir/slow.yaml" --db "$dir/k.db" "${slow[@]}" >"$dir/s8"
 check "every item done" has "$dir/s8" "done     10"
 check "nothing measured twice" test "$(rows "$dir/k.db")" -eq 10 -a "$(distinct_args "$dir/k.db")" -eq 10
 
@@ -111,18 +115,19 @@ op: aten::mm
 args: {self: "f32[{n},64]", mat2: "f32[64,64]"}
 axes: {n: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24]}
 YAML
-"$bin" sweep "$dir/many.yaml" --db "$dir/w.db" --device cpu --no-energy --max-time 2 --target-ci 0.000001 --workers 8 2>"$dir/e20" &
+many=(--device cpu --no-energy --max-time 2 --target-ci 0.000001)
+"$bin" sweep "$dir/many.yaml" --db "$dir/w.db" "${many[@]}" --workers 8 2>"$dir/e20" &
 sweep=$!
 # Each item loops for its whole 2 s, so 24 items on 8 workers take 6 s or more: a worker that
 # status shows with an item is killed while it measures it.
-check "eight workers have items in hand" wait_for "$dir/many.yaml" "$dir/w.db" "^running: "
-victim=$("$bin" sweep status "$dir/many.yaml" --db "$dir/w.db" | sed -n 's/^running: .*(worker .*:\([0-9]*\))$/\1/p' | head -1)
+check "eight workers have items in hand" wait_for "$dir/many.yaml" "$dir/w.db" "^running: " "${many[@]}"
+victim=$("$bin" sweep status "$dir/many.yaml" --db "$dir/w.db" "${many[@]}" | sed -n 's/^running: .*(worker .*:\([0-9]*\))$/\1/p' | head -1)
 check "a worker to kill" test -n "$victim"
 kill -9 "$victim"
 wait $sweep
 check "eight workers, one killed: exit 0" test $? -eq 0
 check "... its item went back" has "$dir/e20" "it goes back for another try"
-"$bin" sweep status "$dir/many.yaml" --db "$dir/w.db" >"$dir/s20"
+"$bin" sweep status "$dir/many.yaml" --db "$dir/w.db" "${many[@]}" >"$dir/s20"
 check "eight workers: all 24 done" has "$dir/s20" "done     24"
 check "... by more than one worker" grep -qE "workers  ([2-9]) " "$dir/s20"
 check "eight workers: each item measured exactly once" test "$(rows "$dir/w.db")" -eq 24 -a "$(distinct_args "$dir/w.db")" -eq 24
@@ -175,7 +180,7 @@ check "one row per unique signature over the models" test "$(tail -n +2 "$dir/m.
 check "signatures shared by two models are measured once, and say so" grep -q ",small-models,.*,mnist-cnn batch=2,2$" "$dir/m.csv"
 "$bin" sweep "$dir/models.yaml" --db "$dir/m.db" "${fast[@]}" 2>"$dir/e15"
 check "a model list run again measures nothing" has "$dir/e15" "nothing to measure"
-"$bin" sweep status "$dir/models.yaml" --db "$dir/m.db" >"$dir/s15"
+"$bin" sweep status "$dir/models.yaml" --db "$dir/m.db" "${fast[@]}" >"$dir/s15"
 check "a model list's status reads the database, not the models" has "$dir/s15" "items (as the database has them"
 check "... with every item done" grep -qE "done +$unique$" "$dir/s15"
 

@@ -29,17 +29,23 @@ def prepare(args):
 
 
 def sweep(args) -> int:
-    loops = dict(db=args.db, device=args.device, max_time=args.max_time, energy=not args.no_energy)
+    # The item key's settings, the same for a run and its --status (docs/sweeps.md)
+    loops = dict(db=args.db, device=args.device, cache=args.cache, seed=args.seed, max_time=args.max_time,
+                 target_ci=args.target_ci, energy=not args.no_energy, energy_max_time=args.energy_max_time)
     try:
         if args.status:
             s = opcost.sweep_status(args.file, **loops)
             left = f", about {s.seconds_left:.0f} s left" if s.seconds_left else ""
             print(f"sweep {s.name}: {s.items} items: {s.done} done, {s.failed} failed, {s.pending} pending, "
                   f"{s.running} running{left}")
+            if s.elsewhere:
+                print(f"{s.elsewhere} items of this sweep at other settings or on another device are not counted: "
+                      "pass the options the sweep ran with")
             for call, why in s.failures:
                 print(f"failed: {call}\n  {why}")
             return EXIT_OK
-        r = opcost.sweep(args.file, workers=args.workers, force=args.force, retry_failed=args.retry_failed, **loops)
+        r = opcost.sweep(args.file, workers=args.workers, max_attempts=args.max_attempts, force=args.force,
+                         retry_failed=args.retry_failed, progress_every=args.progress_every, **loops)
     except (UsageError, ValueError, TypeError) as e:
         print(f"opcost: error: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -79,8 +85,15 @@ def main(argv=None) -> int:
     p.add_argument("--db", help="the database (default: $OPCOST_DB or ~/.local/share/opcost/opcost.db)")
     p.add_argument("--device", default="auto", help="auto (CUDA when present), cpu, cuda")
     p.add_argument("--workers", type=int, default=1, help="worker processes at once, one per GPU")
+    p.add_argument("--max-attempts", type=int, default=2, help="an item whose worker dies this often is failed")
+    p.add_argument("--progress-every", type=float, default=10.0, metavar="S",
+                   help="a progress line every S seconds when standard error is not a terminal")
+    p.add_argument("--cache", default="warm", choices=["warm", "cold"])
+    p.add_argument("--seed", type=int, default=0, help="the inputs' random seed")
     p.add_argument("--max-time", type=float, default=1.0, help="timing budget per item, seconds")
+    p.add_argument("--target-ci", type=float, default=0.01, help="stop timing at this relative 95%% CI half-width")
     p.add_argument("--no-energy", action="store_true", help="skip the energy loops")
+    p.add_argument("--energy-max-time", type=float, default=2.0, help="energy budget per item, seconds")
     again = p.add_mutually_exclusive_group()
     again.add_argument("--force", action="store_true", help="measure every item again")
     again.add_argument("--retry-failed", action="store_true", help="measure the failed items again")

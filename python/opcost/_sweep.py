@@ -51,6 +51,7 @@ class SweepStatus:
     running: int
     mean_seconds_per_item: float  # 0 when nothing is done yet
     failures: List[Tuple[str, str]]  # (call, reason)
+    elsewhere: int = 0  # the sweep's items at other settings or on another device (not counted above)
 
     @property
     def seconds_left(self) -> Optional[float]:
@@ -154,7 +155,8 @@ def sweep_status(path: str | os.PathLike, *, db: Optional[str] = None, device: s
                            _python_signatures)
     return SweepStatus(name=s["name"], items=s["items"], done=s["done"], failed=s["failed"],
                        pending=s["pending"] + s["not_enrolled"], running=s["running"],
-                       mean_seconds_per_item=s["mean_seconds_per_item"], failures=[tuple(f) for f in s["failures"]])
+                       mean_seconds_per_item=s["mean_seconds_per_item"], failures=[tuple(f) for f in s["failures"]],
+                       elsewhere=s["elsewhere"])
 
 
 def _python_signatures(config: Dict[str, Any]) -> Dict[str, Any]:

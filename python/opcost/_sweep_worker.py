@@ -1,7 +1,7 @@
 """A sweep's worker process (``opcost.sweep`` starts it): claims the sweep's pending items from
 the database and measures them, one JSON event per line on standard output. Not for direct use.
 
-    python -m opcost._sweep_worker OPTIONS_JSON --sweep-name NAME
+    python -m opcost._sweep_worker OPTIONS_JSON --sweep-name NAME --sweep-scope SCOPE
 """
 
 import json
@@ -14,12 +14,13 @@ from . import _core
 
 
 def main(argv) -> int:
-    if len(argv) != 3 or argv[1] != "--sweep-name":
-        print("usage: python -m opcost._sweep_worker OPTIONS_JSON --sweep-name NAME", file=sys.stderr)
+    if len(argv) != 5 or argv[1] != "--sweep-name" or argv[3] != "--sweep-scope":
+        print("usage: python -m opcost._sweep_worker OPTIONS_JSON --sweep-name NAME --sweep-scope SCOPE",
+              file=sys.stderr)
         return 2
     # Ctrl-C ends the worker at once, as it ends the supervisor: the item in hand stays pending.
     signal.signal(signal.SIGINT, signal.SIG_DFL)
-    return _core.sweep_worker(json.loads(argv[0]), argv[2])
+    return _core.sweep_worker(json.loads(argv[0]), argv[2], argv[4])
 
 
 if __name__ == "__main__":

@@ -363,6 +363,7 @@ int main(int argc, char** argv) {
   add_loop_options(sweep, so.measure, so.no_energy);
   sweep->add_flag("--worker", so.worker)->group("");  // internal: run_sweep starts its workers so
   sweep->add_option("--sweep-name", so.sweep_name)->group("");
+  sweep->add_option("--sweep-scope", so.sweep_scope)->group("");
   auto* sweep_status_cmd = sweep->add_subcommand("status", "Done, pending and failed items of a sweep (with reasons)");
   std::string status_file;
   sweep_status_cmd->add_option("file", status_file, "YAML sweep file")->required()->check(CLI::ExistingFile);
@@ -489,6 +490,7 @@ int main(int argc, char** argv) {
     if (sweep->parsed()) {
       so.measure.db = path;
       so.measure.db_create_parent = create_parent;
+      if (so.no_energy) so.measure.config.energy = false;  // part of an item's key: runs and status alike
       if (sweep_status_cmd->parsed()) {
         so.file = status_file;
         rc = run_sweep_status(so);

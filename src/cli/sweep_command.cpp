@@ -41,9 +41,8 @@ int dry_run(const SweepCliOptions& o) {
 
 }  // namespace
 
-int run_sweep_command(SweepCliOptions o, const std::vector<std::string>& argv) {
-  if (o.no_energy) o.measure.config.energy = false;
-  if (o.worker) return run_sweep_worker(o.measure, o.sweep_name, stdout);
+int run_sweep_command(const SweepCliOptions& o, const std::vector<std::string>& argv) {
+  if (o.worker) return run_sweep_worker(o.measure, {o.sweep_name, o.sweep_scope}, stdout);
   if (o.dry_run) return dry_run(o);
   SweepOptions so;
   so.measure = o.measure;
@@ -115,6 +114,11 @@ int run_sweep_status(const SweepCliOptions& o) {
                                  format_duration(s.mean_seconds_per_item * double(pending + c.running)),
                                  s.mean_seconds_per_item)
                    : std::string("no item done yet, so no pace to go by (`opcost sweep --dry-run` bounds it)"));
+  if (s.elsewhere)
+    fmt::print(
+        "  elsewhere {} items of this sweep at other settings or on another device (status counts the items of the "
+        "options given: pass those the sweep ran with)\n",
+        s.elsewhere);
   for (const auto& r : s.running) fmt::print("running: {} (worker {})\n", r.call, r.worker);
   for (const auto& f : s.failed) fmt::print("failed: {}\n  {}\n", f.call, f.reason);
   return kExitSuccess;

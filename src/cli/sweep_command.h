@@ -12,8 +12,8 @@ struct SweepCliOptions {
   std::string file;
   bool dry_run = false;
   bool force = false, retry_failed = false;
-  bool worker = false;     // internal: this process is a sweep's worker
-  std::string sweep_name;  // internal: the worker's sweep
+  bool worker = false;                  // internal: this process is a sweep's worker
+  std::string sweep_name, sweep_scope;  // internal: the worker's sweep (SweepId)
   bool no_energy = false;
   double plain_every_s = 10;  // progress lines when standard error is not a terminal
   std::size_t workers = 1;    // worker processes at once (one per GPU)
@@ -22,7 +22,7 @@ struct SweepCliOptions {
 };
 
 // `argv`: this process's own command line; a worker is started with it and `--worker`.
-int run_sweep_command(SweepCliOptions o, const std::vector<std::string>& argv);
+int run_sweep_command(const SweepCliOptions& o, const std::vector<std::string>& argv);
 int run_sweep_status(const SweepCliOptions& o);
 
 }  // namespace opcost

@@ -235,6 +235,7 @@ py::dict sweep_status_py(const std::string& file, const py::dict& o, py::object 
   out["items"] = s.items;
   out["not_enrolled"] = s.not_enrolled;
   out["mean_seconds_per_item"] = s.mean_seconds_per_item;
+  out["elsewhere"] = s.elsewhere;
   std::vector<std::pair<std::string, std::string>> failed;
   for (const auto& f : s.failed) failed.emplace_back(f.call, f.reason);
   out["failures"] = failed;
@@ -302,12 +303,13 @@ PYBIND11_MODULE(_core, m) {
         py::arg("max_attempts") = 2, "Run a sweep file through worker processes: how far it got");
   m.def(
       "sweep_worker",
-      [](const py::dict& o, const std::string& name) {
+      [](const py::dict& o, const std::string& name, const std::string& scope) {
         const MeasureOptions mo = measure_options(o);
         py::gil_scoped_release release;  // the worker never calls back into Python
-        return run_sweep_worker(mo, name, stdout);
+        return run_sweep_worker(mo, {name, scope}, stdout);
       },
-      py::arg("options"), py::arg("sweep_name"), "A sweep's worker: JSON events on standard output");
+      py::arg("options"), py::arg("sweep_name"), py::arg("sweep_scope"),
+      "A sweep's worker: JSON events on standard output");
   m.def("sweep_status", &sweep_status_py, py::arg("file"), py::arg("options"), py::arg("python_models") = py::none());
   m.def("progress_text", &progress_text, py::arg("label"), py::arg("done"), py::arg("total"), py::arg("elapsed_s"),
         py::arg("terminal"), py::arg("done_before") = 0);

@@ -28,6 +28,7 @@
 #include "core/measure/watchdog.h"
 #include "core/spec/op_call.h"
 #include "core/version.h"
+#include "torch/bind.h"
 
 namespace opcost {
 
@@ -81,6 +82,11 @@ Environment describe_environment(const std::string& kind, int index) {
     e.driver_version = "";
   }
   return e;
+}
+
+std::string device_model_name(const std::string& device_spec) {
+  const c10::Device device = resolve_device(device_spec);
+  return describe_environment(device.is_cuda() ? "cuda" : "cpu", std::max<int>(0, device.index())).device_name;
 }
 
 Runner::Runner(const std::string& kind, int index, MeasureConfig cfg)

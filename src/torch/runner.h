@@ -74,6 +74,8 @@ class Runner {
 };
 
 Environment describe_environment(const std::string& device_kind, int device_index);
+// The model name of the device a spec ("auto", "cpu", "cuda", "cuda:N") resolves to.
+std::string device_model_name(const std::string& device_spec);
 
 // Waits until the device has finished all work queued on it (nothing on the CPU).
 void synchronize_device(const std::string& device_kind, int device_index);

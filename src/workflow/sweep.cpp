@@ -40,6 +40,14 @@ std::string settings_of(const MeasureConfig& c, uint64_t seed) {
                      seed);
 }
 
+// The scope of a run (SweepId): the device model the options measure on, the cache mode and the
+// settings. The device is resolved once, before any call is identified.
+void set_scope(SweepPlan& plan, const MeasureOptions& o) {
+  plan.settings = settings_of(o.config, o.replay.seed);
+  plan.device_name = device_model_name(o.replay.device);
+  plan.scope = stable_hash(fmt::format("{}\n{}\n{}", plan.device_name, o.replay.cache_mode, plan.settings));
+}
+
 nlohmann::json axes_of(const GridItem& item) {
   nlohmann::json axes = nlohmann::json::object();
   for (const auto& [name, value] : item.values) std::visit([&, name = name](const auto& v) { axes[name] = v; }, value);
@@ -79,8 +87,6 @@ struct ItemKey {
 ItemKey key_of(SweepPlan& plan, const OpCall& call, const std::string& call_line, const ReplayOptions& replay) {
   try {
     const CallInfo info = PreparedCall::identify(call, replay);
-    if (plan.device_name.empty())
-      plan.device_name = describe_environment(info.device_kind, info.device_index).device_name;
     return {sweep_item_key(signature_hash(info.op, info.overload, info.canonical_args), plan.device_name,
                            replay.cache_mode, info.autocast, plan.settings),
             ""};
@@ -117,7 +123,7 @@ SweepPlan plan_model_list(const std::string& text, const std::string& file, cons
   SweepPlan plan;
   plan.name = list.name;
   plan.file = file;
-  plan.settings = settings_of(o.config, o.replay.seed);
+  set_scope(plan, o);
   std::map<std::string, std::size_t> index;  // key -> item
   for (std::size_t i = 0; i < list.configs.size(); ++i) {
     const ModelConfig& c = list.configs[i];
@@ -173,7 +179,7 @@ SweepPlan plan_sweep(const std::string& file, const MeasureOptions& o, const Not
   plan.name = grid.name;
   plan.file = file;
   plan.filtered_out = grid.filtered_out;
-  plan.settings = settings_of(o.config, o.replay.seed);
+  set_scope(plan, o);
   if (grid.items.empty())
     throw std::invalid_argument(
         fmt::format("{}: `where` filters out all {} combinations, so there is nothing to measure; loosen the filter",
@@ -249,17 +255,17 @@ struct WorkerSlot {
 SweepRun run_sweep(const SweepOptions& o, const std::string& file, const Notes& notes, const SweepEvents& events) {
   SweepRun run;
   const auto t0 = std::chrono::steady_clock::now();
+  const auto environments = worker_environments(o);  // before planning: a model list's inventories take a while
   run.plan = plan_sweep(file, o.measure, &notes, o.python_models);
   const SweepPlan& plan = run.plan;
   if (events.planned) events.planned(plan);
-  const auto environments = worker_environments(o);
   Database db(o.measure.db, Database::Access::kReadWrite, o.measure.db_create_parent);
   SweepState state(db);
   run.requeued = state.requeue_abandoned(worker_alive);
   if (run.requeued)
     notes.say(fmt::format("{} items left running by a worker that is gone go back to pending", run.requeued));
-  state.enroll(plan.name, plan.items, o.reset, plan.rejected);
-  run.before = state.counts(plan.name);
+  state.enroll(plan.id(), plan.items, o.reset, plan.rejected);
+  run.before = state.counts(plan.id());
   for (const auto& [item, why] : plan.rejected) notes.failed(fmt::format("{}: {}", item.call, why));
   if (run.before.pending == 0) {
     run.after = run.before;
@@ -279,6 +285,8 @@ SweepRun run_sweep(const SweepOptions& o, const std::string& file, const Notes& 
     std::vector<std::string> argv = o.worker_command;
     argv.push_back("--sweep-name");
     argv.push_back(plan.name);
+    argv.push_back("--sweep-scope");
+    argv.push_back(plan.scope);
     slots[i] = WorkerSlot{};
     slots[i].process = std::make_unique<ChildProcess>(argv, environments[i]);
   };
@@ -370,7 +378,7 @@ SweepRun run_sweep(const SweepOptions& o, const std::string& file, const Notes& 
       if (w.process->output_fd() < 0) on_end(owner[k]);
     }
   }
-  run.after = state.counts(plan.name);
+  run.after = state.counts(plan.id());
   run.seconds = seconds_since(t0);
   return run;
 }
@@ -426,7 +434,7 @@ class LeaseKeeper {
 
 }  // namespace
 
-int run_sweep_worker(const MeasureOptions& o, const std::string& sweep_name, std::FILE* events_out) {
+int run_sweep_worker(const MeasureOptions& o, const SweepId& sweep, std::FILE* events_out) {
   // Dies with its supervisor: a killed sweep leaves no measurement running on the GPU. Its
   // item stays running in the database and goes back to pending on the next run.
   prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -441,7 +449,7 @@ int run_sweep_worker(const MeasureOptions& o, const std::string& sweep_name, std
   const std::string me = worker_name();
   std::optional<Runner> runner;
   bool said_energy = false;
-  while (auto item = state.claim(sweep_name, me)) {
+  while (auto item = state.claim(sweep, me)) {
     events.write({{"event", "start"}, {"key", item->key}, {"call", item->call}, {"worker", me}});
     const LeaseKeeper lease(o.db, item->key, me);
     auto fail = [&](const std::string& reason) {
@@ -450,7 +458,7 @@ int run_sweep_worker(const MeasureOptions& o, const std::string& sweep_name, std
     };
     std::optional<Measurement> m;
     try {
-      OpCall call = parse_call_line(item->call, fmt::format("sweep {}", sweep_name));
+      OpCall call = parse_call_line(item->call, fmt::format("sweep {}", sweep.name));
       ReplayOptions replay = o.replay;
       replay.autocast = item->autocast;
       auto prepared = PreparedCall::prepare(call, replay);
@@ -488,11 +496,13 @@ SweepStatus sweep_status(const MeasureOptions& o, const std::string& file, const
   if (db) state.emplace(*db);
   const std::string text = read_text_file(file, "the sweep file");
   if (!need_items && state && is_model_list_text(text)) {
-    const ModelList list = read_model_list_text(text, file);
-    if (state->counts(list.name).total() > 0) {
+    SweepPlan known;
+    known.name = read_model_list_text(text, file).name;
+    known.file = file;
+    set_scope(known, o);
+    if (state->counts(known.id()).total() > 0) {
       s.planned = false;
-      s.plan.name = list.name;
-      s.plan.file = file;
+      s.plan = known;
     }
   }
   if (s.planned) s.plan = plan_sweep(file, o, nullptr, python_models);
@@ -501,13 +511,14 @@ SweepStatus sweep_status(const MeasureOptions& o, const std::string& file, const
     s.not_enrolled = s.items;
     return s;
   }
-  s.counts = state->counts(s.plan.name);
+  s.counts = state->counts(s.plan.id());
   if (!s.planned) s.items = s.counts.total();
-  s.failed = state->items(s.plan.name, ItemStatus::kFailed);
-  s.running = state->items(s.plan.name, ItemStatus::kRunning);
+  s.failed = state->items(s.plan.id(), ItemStatus::kFailed);
+  s.running = state->items(s.plan.id(), ItemStatus::kRunning);
   s.not_enrolled = s.items > s.counts.total() ? s.items - s.counts.total() : 0;
-  s.mean_seconds_per_item = state->mean_seconds_done(s.plan.name);
-  s.workers_seen = state->workers_of_done(s.plan.name);
+  s.mean_seconds_per_item = state->mean_seconds_done(s.plan.id());
+  s.workers_seen = state->workers_of_done(s.plan.id());
+  s.elsewhere = state->items_elsewhere(s.plan.id());
   return s;
 }
 

@@ -29,7 +29,9 @@ struct SweepPlan {
   std::size_t duplicates = 0;  // combinations that make a call an earlier one makes (one item)
   std::string device_name;     // the GPU model (or CPU) of the key
   std::string settings;        // the measurement settings of the key
+  std::string scope;           // the device model, cache mode and settings, hashed (SweepId)
   std::size_t total() const { return items.size() + rejected.size(); }
+  SweepId id() const { return {name, scope}; }
 };
 
 // A grid (core/sweep/grid.h) or a model list (core/sweep/model_list.h: each model's inventory,
@@ -52,7 +54,7 @@ struct SweepOptions {
   MeasureOptions measure;  // replay, budgets, database (store is always on)
   SweepState::Reset reset = SweepState::Reset::kNone;
   // argv of a worker for this sweep (`opcost sweep FILE … --worker`, the same measurement
-  // options); the sweep's name is appended as `--sweep-name NAME`.
+  // options); the sweep is appended as `--sweep-name NAME --sweep-scope SCOPE` (SweepId).
   std::vector<std::string> worker_command;
   std::size_t max_failed_starts = 3;  // workers in a row that die before taking an item: stop
   // Worker processes at once. On GPUs, one per GPU: worker i sees only the i-th GPU
@@ -90,7 +92,7 @@ SweepRun run_sweep(const SweepOptions& o, const std::string& file, const Notes& 
 // The worker: claims the sweep's pending items one at a time until none is left, writing one
 // JSON line per event to `events_out` (start, done, failed, note). Returns 0, or 1 when the
 // database stopped taking rows.
-int run_sweep_worker(const MeasureOptions& o, const std::string& sweep_name, std::FILE* events_out);
+int run_sweep_worker(const MeasureOptions& o, const SweepId& sweep, std::FILE* events_out);
 
 // `sweep status`: the sweep's items in the database (the file is expanded to know its name).
 struct SweepStatus {
@@ -103,6 +105,7 @@ struct SweepStatus {
   std::vector<ItemState> running;    // with their workers
   double mean_seconds_per_item = 0;  // over done items measured in a sweep (0: none yet)
   std::size_t workers_seen = 0;      // distinct workers that measured its done items
+  std::size_t elsewhere = 0;         // its items at other settings or on another device
 };
 // A model list that the database has run before is not planned again (each of its models would
 // run for its inventory): its items are those the database has, unless `need_items` (dry-run).

@@ -100,12 +100,17 @@ def test_python_m_opcost_sweep_runs_a_list_with_python_models(tmp_path):
     models = tmp_path / "models.yaml"
     models.write_text("models: [{model: 'nets.py:build', input: 'f32[2,8]'}]\n")
     base = [sys.executable, "-m", "opcost", "sweep", str(models), "--db", str(tmp_path / "ops.db"), "--device",
-            "cpu", "--no-energy", "--max-time", "0.05"]
-    run = subprocess.run(base, capture_output=True, text=True)
+            "cpu", "--no-energy", "--max-time", "0.05", "--target-ci", "0.05", "--seed", "3"]
+    run = subprocess.run(base + ["--progress-every", "0", "--max-attempts", "1"], capture_output=True, text=True)
     assert run.returncode == 0, run.stderr
     assert "this run measured" in run.stderr
+    assert re.search(r"models: \d+ of \d+ items", run.stderr), run.stderr  # progress lines, not a terminal
     status = subprocess.run(base + ["--status"], capture_output=True, text=True)
     assert status.returncode == 0, status.stderr
     assert re.search(r"sweep models: (\d+) items: \1 done, 0 failed, 0 pending", status.stdout), status.stdout
+    # The settings are part of each item's key: at another target the items are not measured.
+    other = subprocess.run(base[:-4] + ["--status"], capture_output=True, text=True)
+    assert re.search(r"items: 0 done, 0 failed, \d+ pending", other.stdout), other.stdout
+    assert re.search(r"\d+ items of this sweep at other settings", other.stdout), other.stdout
     bad = subprocess.run(base[:4] + [str(tmp_path / "none.yaml")], capture_output=True, text=True)
     assert bad.returncode == 2 and "none.yaml" in bad.stderr

@@ -46,83 +46,107 @@ TEST(SweepState, ItemsAreClaimedInOrderAndDoneLandsWithItsMeasurement) {
   TempDb t;
   Database db(t.path.string());
   SweepState s(db);
-  s.enroll("grid", {item(1), item(2), item(3)}, SweepState::Reset::kNone);
-  EXPECT_EQ(s.counts("grid").pending, 3u);
-  auto first = s.claim("grid", "host:1");
+  s.enroll({"grid", "scope-1"}, {item(1), item(2), item(3)}, SweepState::Reset::kNone);
+  EXPECT_EQ(s.counts({"grid", "scope-1"}).pending, 3u);
+  auto first = s.claim({"grid", "scope-1"}, "host:1");
   ASSERT_TRUE(first);
   EXPECT_EQ(first->call, "aten::relu self=f32[1]");
   EXPECT_EQ(first->axes["n"], 1);
   EXPECT_EQ(first->attempts, 1);
-  auto second = s.claim("grid", "host:1");
+  auto second = s.claim({"grid", "scope-1"}, "host:1");
   ASSERT_TRUE(second);
   EXPECT_EQ(second->call, "aten::relu self=f32[2]");  // the first is running: never claimed twice
   const int64_t id = db.insert(measurement_of(item(1)), [&](int64_t row) { s.mark_done(first->key, row); });
   s.mark_failed(second->key, "out of memory");
-  const auto c = s.counts("grid");
+  const auto c = s.counts({"grid", "scope-1"});
   EXPECT_EQ(c.done, 1u);
   EXPECT_EQ(c.failed, 1u);
   EXPECT_EQ(c.pending, 1u);
-  const auto done = s.items("grid", ItemStatus::kDone);
+  const auto done = s.items({"grid", "scope-1"}, ItemStatus::kDone);
   ASSERT_EQ(done.size(), 1u);
   EXPECT_EQ(done[0].measurement_id, id);
-  EXPECT_DOUBLE_EQ(s.mean_seconds_done("grid"), 0.5);
-  EXPECT_EQ(s.items("grid", ItemStatus::kFailed)[0].reason, "out of memory");
+  EXPECT_DOUBLE_EQ(s.mean_seconds_done({"grid", "scope-1"}), 0.5);
+  EXPECT_EQ(s.items({"grid", "scope-1"}, ItemStatus::kFailed)[0].reason, "out of memory");
   // A late failure report never undoes a done item.
   s.mark_failed(first->key, "the worker died");
-  EXPECT_EQ(s.counts("grid").done, 1u);
+  EXPECT_EQ(s.counts({"grid", "scope-1"}).done, 1u);
 }
 
 TEST(SweepState, AMeasurementAndItsDoneMarkLandTogetherOrNotAtAll) {
   TempDb t;
   Database db(t.path.string());
   SweepState s(db);
-  s.enroll("grid", {item(1)}, SweepState::Reset::kNone);
-  auto it = s.claim("grid", "host:1");
+  s.enroll({"grid", "scope-1"}, {item(1)}, SweepState::Reset::kNone);
+  auto it = s.claim({"grid", "scope-1"}, "host:1");
   // The item's state and its measurement land together: a failure inside leaves neither.
   EXPECT_THROW(
       db.insert(measurement_of(item(1)), [&](int64_t) { throw DatabaseError(DatabaseError::Kind::kOther, "x"); }),
       DatabaseError);
   EXPECT_EQ(db.count(), 0u);
-  EXPECT_EQ(s.counts("grid").running, 1u);
+  EXPECT_EQ(s.counts({"grid", "scope-1"}).running, 1u);
 }
 
 TEST(SweepState, ResetsAndSharedItemsAndAbandonedWorkers) {
   TempDb t;
   Database db(t.path.string());
   SweepState s(db);
-  s.enroll("a", {item(1), item(2)}, SweepState::Reset::kNone);
-  auto one = s.claim("a", "host:1");
+  s.enroll({"a", "scope-1"}, {item(1), item(2)}, SweepState::Reset::kNone);
+  auto one = s.claim({"a", "scope-1"}, "host:1");
   db.insert(measurement_of(item(1)), [&](int64_t row) { s.mark_done(one->key, row); });
-  auto two = s.claim("a", "host:2");
+  auto two = s.claim({"a", "scope-1"}, "host:2");
   s.mark_failed(two->key, "bad shape");
   // Another sweep with item 1: already done there, so nothing to claim for it.
-  s.enroll("b", {item(1), item(3)}, SweepState::Reset::kNone);
-  EXPECT_EQ(s.counts("b").done, 1u);
-  EXPECT_EQ(s.claim("b", "host:3")->call, "aten::relu self=f32[3]");
+  s.enroll({"b", "scope-1"}, {item(1), item(3)}, SweepState::Reset::kNone);
+  EXPECT_EQ(s.counts({"b", "scope-1"}).done, 1u);
+  EXPECT_EQ(s.claim({"b", "scope-1"}, "host:3")->call, "aten::relu self=f32[3]");
   EXPECT_EQ(s.sweeps(), (std::vector<std::string>{"a", "b"}));
   // Run again: failed stays failed, unless retried.
-  s.enroll("a", {item(1), item(2)}, SweepState::Reset::kNone);
-  EXPECT_EQ(s.counts("a").failed, 1u);
-  s.enroll("a", {item(1), item(2)}, SweepState::Reset::kFailed);
-  EXPECT_EQ(s.counts("a").pending, 1u);
-  EXPECT_EQ(s.counts("a").done, 1u);
-  s.enroll("a", {item(1), item(2)}, SweepState::Reset::kAll);
-  EXPECT_EQ(s.counts("a").pending, 2u);
+  s.enroll({"a", "scope-1"}, {item(1), item(2)}, SweepState::Reset::kNone);
+  EXPECT_EQ(s.counts({"a", "scope-1"}).failed, 1u);
+  s.enroll({"a", "scope-1"}, {item(1), item(2)}, SweepState::Reset::kFailed);
+  EXPECT_EQ(s.counts({"a", "scope-1"}).pending, 1u);
+  EXPECT_EQ(s.counts({"a", "scope-1"}).done, 1u);
+  s.enroll({"a", "scope-1"}, {item(1), item(2)}, SweepState::Reset::kAll);
+  EXPECT_EQ(s.counts({"a", "scope-1"}).pending, 2u);
   // Item 3 is running for host:3; a dead worker's item goes back to pending.
   EXPECT_EQ(s.requeue_abandoned([](const std::string& w) { return w != "host:3"; }), 1u);
-  EXPECT_EQ(s.counts("b").pending, 2u);
+  EXPECT_EQ(s.counts({"b", "scope-1"}).pending, 2u);
   EXPECT_EQ(s.requeue_abandoned([](const std::string&) { return false; }), 0u);
+}
+
+TEST(SweepState, ARunSeesOnlyTheItemsOfItsScope) {
+  // The same grid at another target: its keys differ, and so does the run's scope. Neither run
+  // claims or counts the other's items.
+  TempDb t;
+  Database db(t.path.string());
+  SweepState s(db);
+  auto at = [](int n, const std::string& settings) {
+    SweepItem it = item(n);
+    it.key = sweep_item_key(signature_hash("aten::relu", "", it.call), "cpu", "warm", "", settings);
+    return it;
+  };
+  s.enroll({"g", "tight"}, {at(1, "tight"), at(2, "tight")}, SweepState::Reset::kNone);
+  auto first = s.claim({"g", "tight"}, "host:1");
+  db.insert(measurement_of(item(1)), [&](int64_t row) { s.mark_done(first->key, row); });
+  s.enroll({"g", "loose"}, {at(1, "loose")}, SweepState::Reset::kNone);
+  EXPECT_EQ(s.counts({"g", "loose"}).pending, 1u);
+  EXPECT_EQ(s.counts({"g", "loose"}).done, 0u);
+  EXPECT_EQ(s.counts({"g", "tight"}).total(), 2u);
+  EXPECT_EQ(s.claim({"g", "loose"}, "host:2")->key, at(1, "loose").key);
+  EXPECT_FALSE(s.claim({"g", "loose"}, "host:2"));  // the tight run's item 2 is not this run's
+  EXPECT_EQ(s.claim({"g", "tight"}, "host:3")->key, at(2, "tight").key);
+  EXPECT_EQ(s.items({"g", "tight"}).size(), 2u);
 }
 
 TEST(SweepState, ItemsTheSchemaRefusesAreFailedAtOnceWithTheirReason) {
   TempDb t;
   Database db(t.path.string());
   SweepState s(db);
-  s.enroll("a", {item(1)}, SweepState::Reset::kNone, {{item(9), "no argument named 'alpha'"}});
-  const auto c = s.counts("a");
+  s.enroll({"a", "scope-1"}, {item(1)}, SweepState::Reset::kNone, {{item(9), "no argument named 'alpha'"}});
+  const auto c = s.counts({"a", "scope-1"});
   EXPECT_EQ(c.pending, 1u);
   EXPECT_EQ(c.failed, 1u);
-  EXPECT_EQ(s.items("a", ItemStatus::kFailed)[0].reason, "no argument named 'alpha'");
+  EXPECT_EQ(s.items({"a", "scope-1"}, ItemStatus::kFailed)[0].reason, "no argument named 'alpha'");
 }
 
 TEST(Progress, PlainLinesAndTheBarSayDoneTotalRateAndWhatIsLeft) {
@@ -142,34 +166,34 @@ TEST(SweepState, AnExpiredLeaseGoesBackAndAHeartbeatKeepsIt) {
   TempDb t;
   Database db(t.path.string());
   SweepState s(db);
-  s.enroll("a", {item(1), item(2)}, SweepState::Reset::kNone);
-  auto lost = s.claim("a", "node-1:7", 0.05);  // a worker on a node that goes away
-  auto kept = s.claim("a", "node-2:8", 0.05);  // one that keeps renewing
+  s.enroll({"a", "scope-1"}, {item(1), item(2)}, SweepState::Reset::kNone);
+  auto lost = s.claim({"a", "scope-1"}, "node-1:7", 0.05);  // a worker on a node that goes away
+  auto kept = s.claim({"a", "scope-1"}, "node-2:8", 0.05);  // one that keeps renewing
   std::this_thread::sleep_for(std::chrono::milliseconds(30));
   EXPECT_TRUE(s.heartbeat(kept->key, "node-2:8", 60));
   EXPECT_FALSE(s.heartbeat(kept->key, "node-3:9", 60));  // only its own worker renews it
   std::this_thread::sleep_for(std::chrono::milliseconds(40));
   // Both workers look alive to this host (other hosts): only the lease decides.
   EXPECT_EQ(s.requeue_abandoned([](const std::string&) { return true; }), 1u);
-  EXPECT_EQ(s.claim("a", "node-3:9")->key, lost->key);
-  EXPECT_EQ(s.counts("a").running, 2u);
+  EXPECT_EQ(s.claim({"a", "scope-1"}, "node-3:9")->key, lost->key);
+  EXPECT_EQ(s.counts({"a", "scope-1"}).running, 2u);
 }
 
 TEST(SweepState, AWorkerThatDiesInAnItemGetsItRetriedThenFailed) {
   TempDb t;
   Database db(t.path.string());
   SweepState s(db);
-  s.enroll("a", {item(1)}, SweepState::Reset::kNone);
-  auto first = s.claim("a", "host:1");
+  s.enroll({"a", "scope-1"}, {item(1)}, SweepState::Reset::kNone);
+  auto first = s.claim({"a", "scope-1"}, "host:1");
   EXPECT_FALSE(s.worker_died(first->key, "killed by signal 9", 2));  // attempt 1 of 2: back
-  EXPECT_EQ(s.counts("a").pending, 1u);
-  auto second = s.claim("a", "host:2");
+  EXPECT_EQ(s.counts({"a", "scope-1"}).pending, 1u);
+  auto second = s.claim({"a", "scope-1"}, "host:2");
   EXPECT_EQ(second->attempts, 2);
   EXPECT_TRUE(s.worker_died(second->key, "killed by signal 11", 2));  // again: isolated
-  const auto failed = s.items("a", ItemStatus::kFailed);
+  const auto failed = s.items({"a", "scope-1"}, ItemStatus::kFailed);
   ASSERT_EQ(failed.size(), 1u);
   EXPECT_EQ(failed[0].reason, "killed by signal 11");
-  EXPECT_FALSE(s.claim("a", "host:3"));
+  EXPECT_FALSE(s.claim({"a", "scope-1"}, "host:3"));
 }
 
 }  // namespace

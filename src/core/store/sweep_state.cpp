@@ -34,6 +34,17 @@ void create_sweep_tables(sqlite3* db, const std::string& path) {
   if (!has_lease &&
       sqlite3_exec(db, "ALTER TABLE sweep_items ADD COLUMN lease_until REAL;", nullptr, nullptr, nullptr) != SQLITE_OK)
     throw_sqlite(db, path, "cannot write");
+  // Members made before scopes get '' (a scope no run has): a run enrolls its keys again under
+  // its own, and the items keep their states.
+  bool has_scope = false;
+  for (Stmt info(db, path, "PRAGMA table_info(sweep_members)"); info.step();)
+    has_scope = has_scope || info.column(1).get<std::string>() == "scope";
+  if (!has_scope && sqlite3_exec(db, "ALTER TABLE sweep_members ADD COLUMN scope TEXT NOT NULL DEFAULT '';", nullptr,
+                                 nullptr, nullptr) != SQLITE_OK)
+    throw_sqlite(db, path, "cannot write");
+  if (sqlite3_exec(db, "CREATE INDEX IF NOT EXISTS sweep_members_scope ON sweep_members(sweep, scope, position);",
+                   nullptr, nullptr, nullptr) != SQLITE_OK)
+    throw_sqlite(db, path, "cannot write");
 }
 
 const char* to_string(ItemStatus s) {
@@ -79,7 +90,7 @@ SweepState::SweepState(Database& db) : db_(db) {
   has_tables_ = s.column(0).get<int64_t>() == 3;
 }
 
-void SweepState::enroll(const std::string& sweep, const std::vector<SweepItem>& items, Reset reset,
+void SweepState::enroll(const SweepId& sweep, const std::vector<SweepItem>& items, Reset reset,
                         const std::vector<std::pair<SweepItem, std::string>>& failed_now) {
   sqlite3* h = db_.handle();
   const std::string& path = db_.path();
@@ -88,8 +99,9 @@ void SweepState::enroll(const std::string& sweep, const std::vector<SweepItem>& 
              "INSERT INTO sweep_items (key, call, autocast, status, updated_at) VALUES (?1, ?2, ?3, 'pending', ?4) "
              "ON CONFLICT(key) DO NOTHING");
     Stmt member(h, path,
-                "INSERT INTO sweep_members (sweep, key, position, axes) VALUES (?1, ?2, ?3, ?4) "
-                "ON CONFLICT(sweep, key) DO UPDATE SET position = excluded.position, axes = excluded.axes");
+                "INSERT INTO sweep_members (sweep, key, position, axes, scope) VALUES (?1, ?2, ?3, ?4, ?5) "
+                "ON CONFLICT(sweep, key) DO UPDATE SET position = excluded.position, axes = excluded.axes, "
+                "scope = excluded.scope");
     // A reset never touches an item a live worker holds: running stays running.
     Stmt back(h, path,
               reset == Reset::kAll
@@ -110,10 +122,11 @@ void SweepState::enroll(const std::string& sweep, const std::vector<SweepItem>& 
       add.bind(3, it.autocast);
       add.bind(4, now);
       add.step();
-      member.bind(1, sweep);
+      member.bind(1, sweep.name);
       member.bind(2, it.key);
       member.bind(3, position++);
       member.bind(4, it.axes.dump());
+      member.bind(5, sweep.scope);
       member.step();
       if (reset != Reset::kNone) {
         back.bind(1, it.key);
@@ -176,16 +189,17 @@ ItemState item_from(Stmt& s) {
 
 }  // namespace
 
-std::optional<ItemState> SweepState::claim(const std::string& sweep, const std::string& worker, double lease_s) {
+std::optional<ItemState> SweepState::claim(const SweepId& sweep, const std::string& worker, double lease_s) {
   sqlite3* h = db_.handle();
   const std::string& path = db_.path();
   // BEGIN IMMEDIATE takes the write lock first: two workers never claim the same item.
   return in_transaction(h, path, [&]() -> std::optional<ItemState> {
     Stmt next(h, path,
               fmt::format("SELECT {} FROM sweep_members m JOIN sweep_items i ON i.key = m.key WHERE m.sweep = ?1 "
-                          "AND i.status = 'pending' ORDER BY m.position LIMIT 1",
+                          "AND m.scope = ?2 AND i.status = 'pending' ORDER BY m.position LIMIT 1",
                           kItemColumns));
-    next.bind(1, sweep);
+    next.bind(1, sweep.name);
+    next.bind(2, sweep.scope);
     if (!next.step()) return std::nullopt;
     ItemState it = item_from(next);
     Stmt take(h, path,
@@ -262,12 +276,13 @@ void SweepState::mark_failed(const std::string& key, const std::string& reason) 
   });
 }
 
-SweepCounts SweepState::counts(const std::string& sweep) const {
+SweepCounts SweepState::counts(const SweepId& sweep) const {
   if (!has_tables_) return {};
   Stmt s(db_.handle(), db_.path(),
          "SELECT i.status, COUNT(*) FROM sweep_members m JOIN sweep_items i ON i.key = m.key WHERE m.sweep = ?1 "
-         "GROUP BY i.status");
-  s.bind(1, sweep);
+         "AND m.scope = ?2 GROUP BY i.status");
+  s.bind(1, sweep.name);
+  s.bind(2, sweep.scope);
   SweepCounts c;
   while (s.step()) {
     const auto n = std::size_t(s.column(1).get<int64_t>());
@@ -289,25 +304,36 @@ SweepCounts SweepState::counts(const std::string& sweep) const {
   return c;
 }
 
-std::vector<ItemState> SweepState::items(const std::string& sweep, std::optional<ItemStatus> only) const {
+std::size_t SweepState::items_elsewhere(const SweepId& sweep) const {
+  if (!has_tables_) return 0;
+  Stmt s(db_.handle(), db_.path(), "SELECT COUNT(*) FROM sweep_members WHERE sweep = ?1 AND scope != ?2");
+  s.bind(1, sweep.name);
+  s.bind(2, sweep.scope);
+  s.step();
+  return std::size_t(s.column(0).get<int64_t>());
+}
+
+std::vector<ItemState> SweepState::items(const SweepId& sweep, std::optional<ItemStatus> only) const {
   if (!has_tables_) return {};
   Stmt s(db_.handle(), db_.path(),
          fmt::format("SELECT {} FROM sweep_members m JOIN sweep_items i ON i.key = m.key WHERE m.sweep = ?1 AND "
-                     "(?2 = '' OR i.status = ?2) ORDER BY m.position",
+                     "m.scope = ?3 AND (?2 = '' OR i.status = ?2) ORDER BY m.position",
                      kItemColumns));
-  s.bind(1, sweep);
+  s.bind(1, sweep.name);
   s.bind(2, only ? to_string(*only) : "");
+  s.bind(3, sweep.scope);
   std::vector<ItemState> out;
   while (s.step()) out.push_back(item_from(s));
   return out;
 }
 
-double SweepState::mean_seconds_done(const std::string& sweep) const {
+double SweepState::mean_seconds_done(const SweepId& sweep) const {
   if (!has_tables_) return 0;
   Stmt s(db_.handle(), db_.path(),
          "SELECT AVG(me.seconds) FROM sweep_members m JOIN sweep_items i ON i.key = m.key JOIN measurements me ON "
-         "me.id = i.measurement_id WHERE m.sweep = ?1 AND i.status = 'done'");
-  s.bind(1, sweep);
+         "me.id = i.measurement_id WHERE m.sweep = ?1 AND m.scope = ?2 AND i.status = 'done'");
+  s.bind(1, sweep.name);
+  s.bind(2, sweep.scope);
   s.step();
   return s.column(0).is_number() ? s.column(0).get<double>() : 0;
 }
@@ -329,12 +355,13 @@ std::map<int64_t, SweepState::Origin> SweepState::origins(const std::string& swe
   return out;
 }
 
-std::size_t SweepState::workers_of_done(const std::string& sweep) const {
+std::size_t SweepState::workers_of_done(const SweepId& sweep) const {
   if (!has_tables_) return 0;
   Stmt s(db_.handle(), db_.path(),
          "SELECT COUNT(DISTINCT i.worker) FROM sweep_members m JOIN sweep_items i ON i.key = m.key WHERE m.sweep = ?1 "
-         "AND i.status = 'done'");
-  s.bind(1, sweep);
+         "AND m.scope = ?2 AND i.status = 'done'");
+  s.bind(1, sweep.name);
+  s.bind(2, sweep.scope);
   s.step();
   return std::size_t(s.column(0).get<int64_t>());
 }

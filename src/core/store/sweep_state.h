@@ -50,6 +50,15 @@ struct ItemState {
   std::string worker;                     // running (or last run) by
 };
 
+// A sweep as one run of it sees it: its name and its scope, the GPU model, cache mode and
+// measurement settings that every key it enrolls carries. The same grid run at another target
+// enrolls other keys under another scope: claims and counts see one scope, so a run never
+// measures (or counts) an item made for other settings.
+struct SweepId {
+  std::string name;
+  std::string scope;
+};
+
 struct SweepCounts {
   std::size_t pending = 0, running = 0, done = 0, failed = 0;
   std::size_t total() const { return pending + running + done + failed; }
@@ -69,7 +78,7 @@ class SweepState {
   // Adds the sweep's items in order; an item known already (from this sweep or another) keeps
   // its state unless `reset` says otherwise. `failed_now`: items that are known to fail before
   // anything runs (a shape the op's schema rejects), with the reason; they are marked failed.
-  void enroll(const std::string& sweep, const std::vector<SweepItem>& items, Reset reset,
+  void enroll(const SweepId& sweep, const std::vector<SweepItem>& items, Reset reset,
               const std::vector<std::pair<SweepItem, std::string>>& failed_now = {});
   // Running items whose worker is gone go back to pending: those whose lease ran out (a lost
   // node, a worker that stopped renewing it) and those `alive` says are dead (a process of
@@ -77,7 +86,7 @@ class SweepState {
   std::size_t requeue_abandoned(const std::function<bool(const std::string& worker)>& alive);
   // The sweep's next pending item, now running for `worker` with a lease of `lease_s` seconds
   // (renewed by heartbeat()); none when nothing is pending.
-  std::optional<ItemState> claim(const std::string& sweep, const std::string& worker, double lease_s = kLeaseSeconds);
+  std::optional<ItemState> claim(const SweepId& sweep, const std::string& worker, double lease_s = kLeaseSeconds);
   // Renews `worker`'s lease on its running item; false when the item is no longer its own.
   bool heartbeat(const std::string& key, const std::string& worker, double lease_s = kLeaseSeconds);
   // A worker died while measuring the item: it goes back to pending for another try, or, once
@@ -90,8 +99,10 @@ class SweepState {
   // An item that is not done (a worker that died may have finished it just before).
   void mark_failed(const std::string& key, const std::string& reason);
 
-  SweepCounts counts(const std::string& sweep) const;
-  std::vector<ItemState> items(const std::string& sweep, std::optional<ItemStatus> only = std::nullopt) const;
+  SweepCounts counts(const SweepId& sweep) const;
+  // Items the sweep (by name) has in other scopes: runs at other settings or on another device.
+  std::size_t items_elsewhere(const SweepId& sweep) const;
+  std::vector<ItemState> items(const SweepId& sweep, std::optional<ItemStatus> only = std::nullopt) const;
   std::vector<std::string> sweeps() const;  // names of every enrolled sweep
   // For each measurement that a sweep made: that sweep and the item's axis values (the first
   // sweep that has the item, or `sweep` only when given).
@@ -101,8 +112,8 @@ class SweepState {
   };
   std::map<int64_t, Origin> origins(const std::string& sweep = "") const;
   // The mean time its done items took to measure (their rows' `seconds`); 0 when none is done.
-  double mean_seconds_done(const std::string& sweep) const;
-  std::size_t workers_of_done(const std::string& sweep) const;  // distinct workers of its done items
+  double mean_seconds_done(const SweepId& sweep) const;
+  std::size_t workers_of_done(const SweepId& sweep) const;  // distinct workers of its done items
 
  private:
   Database& db_;
