@@ -11,6 +11,7 @@
 #include "cli/exit_codes.h"
 #include "cli/parquet_export.h"
 #include "cli/sweep_command.h"
+#include "cli/trace_command.h"
 #include "core/io/output_file.h"
 #include "core/report/progress.h"
 #include "core/report/report.h"
@@ -392,6 +393,38 @@ int main(int argc, char** argv) {
   dbexport->add_option("-o,--output", export_out, "file to write (default: standard output)");
   dbexport->add_option("--sweep", export_sweep, "only the rows this sweep measured");
 
+  TraceCliOptions to;
+  auto* trace = app.add_subcommand(
+      "trace", "Trace a model's steps: every kernel tied to its operator and layer, as a Chrome trace and tables");
+  add_model_options(trace, to.model);
+  trace->add_option("-o,--output", to.output, "Chrome trace to write (.json, or .json.gz compressed), for Perfetto");
+  trace->add_flag("--table", to.table, "print the table too (the default when no --output is named)");
+  trace->add_option("--group-by", to.group_by, "table rows: op, shape (operator and input shapes) or layer")
+      ->check(CLI::IsMember({"op", "shape", "layer"}))
+      ->capture_default_str();
+  trace->add_option("--sort-by", to.sort_by, "table column to sort by")
+      ->check(CLI::IsMember({"gpu", "gpu_total", "gpu_self", "cpu", "cpu_total", "cpu_self", "calls", "name"}))
+      ->capture_default_str();
+  trace->add_option("--limit", to.limit, "table rows to show (0: all)")->capture_default_str();
+  trace->add_flag("--json", to.json, "the table as JSON");
+  trace->add_option("--wait", to.record.schedule.wait, "steps run untraced first, in each cycle")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  trace->add_option("--warmup", to.record.schedule.warmup, "steps traced and dropped, in each cycle")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  trace->add_option("--steps", to.record.schedule.active, "steps kept, in each cycle")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  trace->add_option("--repeat", to.record.schedule.repeat, "cycles of wait, warmup and kept steps")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  trace->add_flag("--flops", to.record.flops, "the profiler's FLOP estimates (matmuls, convolutions)");
+  trace
+      ->add_option("--min-duration", to.min_duration_us,
+                   "leave calls and kernels shorter than this many microseconds out of the trace file")
+      ->check(CLI::NonNegativeNumber);
+
   InventoryOptions io;
   auto* inventory = app.add_subcommand("inventory", "Run a model once and list every ATen operator it calls, by layer");
   add_model_options(inventory, io.model);
@@ -503,6 +536,8 @@ int main(int argc, char** argv) {
       rc = run_measure(mo);
     } else if (inventory->parsed()) {
       rc = run_inventory(io);
+    } else if (trace->parsed()) {
+      rc = run_trace_command(to);
     } else if (predict->parsed() || validate->parsed() || modelcmd->parsed()) {
       po.db = path;
       po.db_create_parent = create_parent;

@@ -1,0 +1,42 @@
+#include "cli/trace_command.h"
+
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+
+#include "cli/exit_codes.h"
+#include "core/io/output_file.h"
+#include "core/trace/chrome_trace.h"
+#include "core/trace/table.h"
+
+namespace opcost {
+
+int run_trace_command(TraceCliOptions o) {
+  if (o.group_by == "shape") o.record.shapes = true;
+  const TraceRun run = trace_model(o.model, o.record);
+  if (o.model.in.device == "auto" && run.device_activities.empty())  // as `inventory` says it
+    fmt::print(stderr, "opcost: traced on the CPU ({}): host ranges only, no device activity\n", run.device);
+  if (!o.output.empty()) {
+    save_chrome_trace(run, o.output, ChromeTraceOptions{o.min_duration_us});
+    fmt::print(stderr,
+               "opcost: trace of {} written to {} ({} steps, {} layer ranges, {} operator calls, {} device "
+               "activities{}); open it in https://ui.perfetto.dev\n",
+               o.model.model, o.output, run.steps.size(), run.layers.size(), run.ops.size(),
+               run.device_activities.size(), run.untied.empty() ? "" : fmt::format(", {} not tied to a call", [&] {
+                 std::size_t n = 0;
+                 for (const auto& [why, k] : run.untied) n += k;
+                 return n;
+               }()));
+  }
+  if (o.table || o.output.empty()) {
+    const TraceTable t = o.group_by == "layer" ? layer_table(run) : op_table(run, o.group_by == "shape");
+    const std::string text = o.json ? to_json(t).dump(2) + "\n" : render_table(t, o.sort_by, o.limit);
+    write_file("", text);
+  }
+  for (const auto& [why, n] : run.untied)
+    fmt::print(stderr, "opcost: {} device activities not tied to a call: {}\n", n, why);
+  return kExitSuccess;
+}
+
+}  // namespace opcost

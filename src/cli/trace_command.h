@@ -1,0 +1,24 @@
+#pragma once
+// `opcost trace MODEL`: a model's steps traced (workflow/trace.h), written as a Chrome trace
+// and shown as tables per operator or per layer.
+#include <string>
+
+#include "workflow/trace.h"
+
+namespace opcost {
+
+struct TraceCliOptions {
+  ModelOptions model;
+  TraceRecordOptions record;
+  std::string output;           // the Chrome trace (.json, or .json.gz compressed); "" for none
+  bool table = false;           // print the table (the default when no output is named)
+  std::string group_by = "op";  // op, shape (operator and input shapes) or layer
+  std::string sort_by = "gpu";  // a column of the table
+  std::size_t limit = 30;       // table rows (0: all)
+  bool json = false;            // the table as JSON
+  double min_duration_us = 0;   // leave shorter calls and kernels out of the trace file
+};
+
+int run_trace_command(TraceCliOptions o);
+
+}  // namespace opcost

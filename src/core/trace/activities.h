@@ -1,0 +1,68 @@
+#pragma once
+// What a trace of a run holds, in libkineto's manner: host ranges (steps, layers, operator
+// calls) and device activities (kernels, copies, sets), each on its own clock-aligned time
+// line, and the ties between them (a kernel to the operator call that launched it, a call to
+// its layer). Sources fill it (the Kineto recorder, importers); the writers and the tables
+// read it. Times are nanoseconds on the source's clock. Torch-free.
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace opcost {
+
+// A profiled step (ProfilerStep#N) or a layer: a module's forward, named by its module path.
+struct HostRange {
+  std::string name;
+  uint64_t thread = 0;
+  int64_t start_ns = 0, end_ns = 0;
+  int depth = 0;    // layers: how many layers enclose it (0: a top-level module)
+  int parent = -1;  // layers: the innermost enclosing layer (index into TraceRun::layers)
+  int64_t duration_ns() const { return end_ns - start_ns; }
+};
+
+// An outermost dispatcher call (aten::linear, with the aten::addmm inside it folded in).
+struct OpActivity {
+  std::string name;
+  std::string shapes;  // its inputs' shapes, "[8, 64], [64]" (empty when not recorded)
+  uint64_t thread = 0;
+  int64_t start_ns = 0, end_ns = 0;
+  // Correlation ids of this call and of every dispatcher call nested in it: a kernel launched
+  // from any of them is this call's.
+  std::vector<uint64_t> correlations;
+  uint64_t flops = 0;  // as the profiler estimates them (0: unknown)
+  int layer = -1;      // innermost enclosing layer (index into TraceRun::layers), -1: none
+  int step = -1;       // enclosing step (index into TraceRun::steps), -1: none
+  int64_t duration_ns() const { return end_ns - start_ns; }
+};
+
+// A kernel, memcpy or memset on the device.
+struct DeviceActivity {
+  std::string name;
+  std::string kind;  // "kernel", "memcpy", "memset"
+  int device = 0;
+  int64_t stream = 0;
+  int64_t start_ns = 0, end_ns = 0;
+  uint64_t linked_correlation = 0;  // the host call that launched it (0: unknown)
+  int op = -1;                      // the tied operator call (index into TraceRun::ops), -1: untied
+  int64_t duration_ns() const { return end_ns - start_ns; }
+};
+
+struct TraceRun {
+  std::string source;  // "opcost (Kineto)", "torch.profiler export", ...
+  std::string device;  // the GPU model, or the CPU
+  std::vector<HostRange> steps;
+  std::vector<HostRange> layers;  // ordered by start
+  std::vector<OpActivity> ops;    // ordered by start
+  std::vector<DeviceActivity> device_activities;
+  // Device activities that could not be tied to an operator call, by reason.
+  std::map<std::string, std::size_t> untied;
+};
+
+// Ties the run: each call to its innermost layer (by time containment on its own thread: a
+// call on autograd's thread has no layer) and to its step (by time, on any thread), and each
+// device activity to the call whose correlation ids include its own. Counts what stays
+// untied in `run.untied`, by reason.
+void tie_activities(TraceRun& run);
+
+}  // namespace opcost

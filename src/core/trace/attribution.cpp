@@ -1,0 +1,84 @@
+#include <algorithm>
+#include <unordered_map>
+
+#include "core/trace/activities.h"
+
+namespace opcost {
+
+namespace {
+
+// Open layers per thread while sweeping by start time: a trace holds hundreds of thousands of
+// calls, so each call finds its innermost layer at the top of its thread's stack.
+class LayerStacks {
+ public:
+  explicit LayerStacks(const std::vector<HostRange>& layers) : layers_(layers) {}
+  // Opens every layer that starts at or before `t`; each gets its depth.
+  void advance_to(int64_t t, std::vector<HostRange>* with_depths = nullptr) {
+    for (; next_ < layers_.size() && layers_[next_].start_ns <= t; ++next_) {
+      const HostRange& l = layers_[next_];
+      auto& stack = open_[l.thread];
+      while (!stack.empty() && layers_[stack.back()].end_ns < l.end_ns) stack.pop_back();
+      if (with_depths) {
+        (*with_depths)[next_].depth = int(stack.size());
+        (*with_depths)[next_].parent = stack.empty() ? -1 : stack.back();
+      }
+      stack.push_back(int(next_));
+    }
+  }
+  // The innermost open layer of `thread` that contains [start, end]; -1 when none.
+  int innermost(uint64_t thread, int64_t start, int64_t end) {
+    auto it = open_.find(thread);
+    if (it == open_.end()) return -1;
+    auto& stack = it->second;
+    while (!stack.empty() && layers_[stack.back()].end_ns < start) stack.pop_back();
+    for (auto i = stack.rbegin(); i != stack.rend(); ++i)
+      if (layers_[*i].start_ns <= start && end <= layers_[*i].end_ns) return *i;
+    return -1;
+  }
+
+ private:
+  const std::vector<HostRange>& layers_;
+  std::size_t next_ = 0;
+  std::unordered_map<uint64_t, std::vector<int>> open_;
+};
+
+}  // namespace
+
+void tie_activities(TraceRun& run) {
+  auto by_start = [](const auto& a, const auto& b) { return a.start_ns < b.start_ns; };
+  std::stable_sort(run.layers.begin(), run.layers.end(), by_start);
+  std::stable_sort(run.steps.begin(), run.steps.end(), by_start);
+  std::stable_sort(run.ops.begin(), run.ops.end(), by_start);
+  {
+    const std::vector<HostRange> layers = run.layers;
+    LayerStacks depths(layers);
+    depths.advance_to(INT64_MAX, &run.layers);
+  }
+  LayerStacks open(run.layers);
+  std::unordered_map<uint64_t, int> op_of_correlation;
+  std::size_t step = 0;
+  for (std::size_t i = 0; i < run.ops.size(); ++i) {
+    auto& op = run.ops[i];
+    open.advance_to(op.start_ns);
+    op.layer = open.innermost(op.thread, op.start_ns, op.end_ns);
+    while (step < run.steps.size() && run.steps[step].end_ns < op.start_ns) ++step;
+    op.step = step < run.steps.size() && run.steps[step].start_ns <= op.start_ns ? int(step) : -1;
+    for (uint64_t c : op.correlations) op_of_correlation[c] = int(i);
+  }
+  run.untied.clear();
+  for (auto& a : run.device_activities) {
+    a.op = -1;
+    if (a.linked_correlation == 0) {
+      ++run.untied["no correlation id (launched outside the profiler's view)"];
+      continue;
+    }
+    auto it = op_of_correlation.find(a.linked_correlation);
+    if (it == op_of_correlation.end()) {
+      ++run.untied["launched by a host call that is not a dispatcher op (e.g. a copy by the runtime)"];
+      continue;
+    }
+    a.op = it->second;
+  }
+}
+
+}  // namespace opcost

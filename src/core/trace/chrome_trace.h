@@ -1,0 +1,26 @@
+#pragma once
+// A traced run as a Chrome trace (JSON Trace Event Format), which Perfetto and chrome://tracing
+// open: a host process with a track per thread (steps, nested layer ranges, operator calls),
+// a device process with a track per stream (kernels, copies, sets), and a flow arrow from
+// each operator call to every device activity it launched. Events stream out one by one, so a
+// trace of any size needs no more memory than the run it describes. Torch-free.
+#include <functional>
+#include <string>
+#include <string_view>
+
+#include "core/trace/activities.h"
+
+namespace opcost {
+
+struct ChromeTraceOptions {
+  double min_duration_us = 0;  // leave out operator calls and device activities shorter than this
+};
+
+// Writes the run through `write` (called with consecutive pieces of the document).
+void write_chrome_trace(const TraceRun& run, const std::function<void(std::string_view)>& write,
+                        const ChromeTraceOptions& options = {});
+
+// Writes the run to `path`: gzip-compressed when it ends in .gz. Throws WriteError.
+void save_chrome_trace(const TraceRun& run, const std::string& path, const ChromeTraceOptions& options = {});
+
+}  // namespace opcost

@@ -1,0 +1,43 @@
+#pragma once
+// Tables of a traced run in the manner of torch.profiler's key_averages: per operator
+// (optionally per input shape) and per layer, with calls, host (CPU) time and the device time
+// of the kernels tied to them. Every row's figures are sums over the traced steps; the total
+// row is the sum of the rows, so nothing is counted twice or lost. Torch-free.
+#include <nlohmann/json_fwd.hpp>
+#include <string>
+#include <vector>
+
+#include "core/trace/activities.h"
+
+namespace opcost {
+
+struct TraceRow {
+  std::string name;    // operator, or layer (module path; "(no layer)" for calls outside any)
+  std::string shapes;  // by shape: the inputs' shapes
+  std::size_t calls = 0;
+  double cpu_total_us = 0, cpu_self_us = 0;  // host time; self leaves out child layers
+  double gpu_total_us = 0, gpu_self_us = 0;  // tied device activities; self: not in child layers
+  std::size_t device_activities = 0;         // tied to the row's own calls
+  double flops = 0;                          // as the profiler estimates them (0: unknown)
+};
+
+struct TraceTable {
+  std::string group_by;  // "op", "op+shape" or "layer"
+  std::vector<TraceRow> rows;
+  TraceRow total;             // the sums of the rows' self columns
+  std::size_t steps = 0;      // traced steps
+  double untied_gpu_us = 0;   // device time of activities tied to no call
+  std::size_t untied = 0;     // and how many
+  double device_busy_us = 0;  // every device activity's time: total.gpu_self_us + untied_gpu_us
+};
+
+TraceTable op_table(const TraceRun& run, bool by_shape);
+TraceTable layer_table(const TraceRun& run);
+
+// Text, sorted by a column ("gpu" / "gpu_total", "gpu_self", "cpu" / "cpu_total", "cpu_self",
+// "calls", "name"), the first `limit` rows (0: all) and the total. Throws std::invalid_argument
+// for an unknown column, naming the known ones.
+std::string render_table(const TraceTable& t, const std::string& sort_by = "gpu", std::size_t limit = 0);
+nlohmann::json to_json(const TraceTable& t);
+
+}  // namespace opcost

@@ -1,0 +1,156 @@
+// The trace recorder: LibTorch's Kineto profiler over a schedule of steps. Apart from the
+// kernel check's trace (kernel_trace.cpp), the only translation unit that touches the profiler.
+#include "torch/trace_recorder.h"
+
+#include <ATen/DeviceAccelerator.h>
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/record_function.h>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <kineto/ActivityType.h>
+#include <torch/csrc/autograd/profiler_kineto.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <set>
+#include <stdexcept>
+#include <unordered_map>
+#include <unordered_set>
+
+namespace opcost {
+
+namespace {
+
+constexpr const char* kStepPrefix = "ProfilerStep#";  // as torch.profiler names its steps
+constexpr const char* kWarmupName = "opcost:warmup";
+
+// A step inside a USER_SCOPE record, so that the trace shows where it begins and ends.
+void scoped_step(const std::function<void()>& step, const std::string& name) {
+  at::RecordFunction rf(at::RecordScope::USER_SCOPE);
+  if (rf.isActive()) rf.before(name);
+  step();
+}
+
+std::string device_kind_of(uint8_t type) {
+  using T = libkineto::ActivityType;
+  if (type == uint8_t(T::CONCURRENT_KERNEL)) return "kernel";
+  if (type == uint8_t(T::GPU_MEMCPY)) return "memcpy";
+  if (type == uint8_t(T::GPU_MEMSET)) return "memset";
+  return "";
+}
+
+std::string shapes_text(const torch::autograd::profiler::KinetoEvent& e) {
+  if (!e.hasShapes()) return "";
+  std::string out;
+  for (const auto& s : e.shapes()) out += fmt::format("{}[{}]", out.empty() ? "" : ", ", fmt::join(s, ", "));
+  return out;
+}
+
+// Dispatcher calls nested in another on the same thread fold into the outermost one, which
+// takes their correlation ids (a kernel launched by aten::addmm inside aten::linear is
+// aten::linear's).
+std::vector<OpActivity> outermost_calls(std::vector<OpActivity> calls) {
+  std::stable_sort(calls.begin(), calls.end(), [](const OpActivity& a, const OpActivity& b) {
+    return a.thread != b.thread ? a.thread < b.thread : a.start_ns < b.start_ns;
+  });
+  std::vector<OpActivity> out;
+  for (auto& c : calls) {
+    if (!out.empty() && out.back().thread == c.thread && c.start_ns < out.back().end_ns) {
+      auto& outer = out.back();
+      outer.correlations.insert(outer.correlations.end(), c.correlations.begin(), c.correlations.end());
+      if (!outer.flops) outer.flops = c.flops;  // linear's FLOPs are its addmm's
+      continue;
+    }
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+}  // namespace
+
+TraceRun record_trace(const std::function<void()>& step, const std::string& device_kind, int device_index,
+                      const TraceRecordOptions& options) {
+  using namespace torch::autograd::profiler;
+  namespace impl = torch::profiler::impl;
+  const TraceSchedule& s = options.schedule;
+  if (s.active < 1 || s.repeat < 1 || s.wait < 0 || s.warmup < 0)
+    throw std::invalid_argument(fmt::format(
+        "trace schedule wait={} warmup={} active={} repeat={}: active and repeat must be 1 or more, wait and warmup "
+        "0 or more",
+        s.wait, s.warmup, s.active, s.repeat));
+  const bool cuda = device_kind == "cuda";
+  const impl::ProfilerConfig cfg(impl::ProfilerState::KINETO, options.shapes, /*profile_memory=*/false,
+                                 /*with_stack=*/false, options.flops, /*with_modules=*/false);
+  std::set<impl::ActivityType> acts = {impl::ActivityType::CPU};
+  if (cuda)
+    acts.insert(impl::ActivityType::CUDA);
+  else  // Kineto's start-up logs that it finds no GPU: expected here (a user's own level wins)
+    setenv("KINETO_LOG_LEVEL", "5", /*overwrite=*/0);
+  std::unordered_set<std::string> op_names;  // Kineto events carry no overload name
+  for (const auto& n : c10::Dispatcher::singleton().getAllOpNames()) op_names.insert(n.name);
+
+  TraceRun run;
+  run.source = "opcost (Kineto)";
+  int step_number = 0;
+  for (int cycle = 0; cycle < s.repeat; ++cycle) {
+    for (int i = 0; i < s.wait; ++i, ++step_number) step();
+    prepareProfiler(cfg, acts);
+    enableProfiler(cfg, acts);
+    std::unique_ptr<ProfilerResult> result;
+    try {
+      for (int i = 0; i < s.warmup; ++i, ++step_number) scoped_step(step, kWarmupName);
+      for (int i = 0; i < s.active; ++i, ++step_number) scoped_step(step, kStepPrefix + std::to_string(step_number));
+      if (cuda) at::accelerator::synchronizeDevice(c10::DeviceIndex(device_index));  // every kernel recorded
+    } catch (...) {
+      disableProfiler();
+      throw;
+    }
+    result = disableProfiler();
+    // The warm-up's end: what started before it is dropped, host and device alike.
+    int64_t keep_from = INT64_MIN;
+    std::vector<HostRange> layers;
+    std::vector<OpActivity> calls;
+    std::vector<DeviceActivity> device;
+    for (const auto& e : result->events()) {
+      if (e.deviceType() == c10::DeviceType::CPU && e.scope() == uint8_t(at::RecordScope::USER_SCOPE)) {
+        const std::string name = e.name();
+        HostRange r{name, e.startThreadId(), int64_t(e.startNs()), int64_t(e.endNs())};
+        if (name == kWarmupName)
+          keep_from = std::max(keep_from, r.end_ns);
+        else if (name.rfind(kStepPrefix, 0) == 0)
+          run.steps.push_back(r);
+        else
+          layers.push_back(r);
+      } else if (e.deviceType() == c10::DeviceType::CPU && op_names.count(e.name())) {
+        OpActivity op{e.name(), shapes_text(e), e.startThreadId(), int64_t(e.startNs()), int64_t(e.endNs())};
+        op.correlations.push_back(e.correlationId());
+        op.flops = e.flops();
+        calls.push_back(std::move(op));
+      } else if (e.deviceType() == c10::DeviceType::CUDA) {
+        const std::string kind = device_kind_of(e.activityType());
+        if (kind.empty()) continue;
+        device.push_back(DeviceActivity{e.name(), kind, e.deviceIndex(), e.deviceResourceId(), int64_t(e.startNs()),
+                                        int64_t(e.endNs()), e.linkedCorrelationId()});
+      }
+    }
+    // The warm-up's calls go, and so do the device activities they launched (which may run
+    // after the warm-up's end).
+    std::unordered_set<uint64_t> dropped;
+    std::erase_if(layers, [&](const HostRange& r) { return r.start_ns < keep_from; });
+    std::erase_if(calls, [&](const OpActivity& c) {
+      if (c.start_ns >= keep_from) return false;
+      dropped.insert(c.correlations.front());
+      return true;
+    });
+    std::erase_if(device, [&](const DeviceActivity& a) {
+      return a.start_ns < keep_from || dropped.count(a.linked_correlation) > 0;
+    });
+    run.layers.insert(run.layers.end(), layers.begin(), layers.end());
+    for (auto& c : outermost_calls(std::move(calls))) run.ops.push_back(std::move(c));
+    run.device_activities.insert(run.device_activities.end(), device.begin(), device.end());
+  }
+  tie_activities(run);
+  return run;
+}
+
+}  // namespace opcost

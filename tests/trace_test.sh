@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# `opcost trace` end to end on the CPU: a built-in model's steps as a Chrome trace (plain and
+# gzip) that parses back with nested layer ranges and every operator call inside a layer of
+# its thread; tables whose totals are the sums of their rows; bad input refused in one line.
+set -uo pipefail
+bin=$1; dir=$2
+rm -rf "$dir"; mkdir -p "$dir"
+source "$(dirname "$0")/check.sh"
+python=${OPCOST_PYTHON:-python3}
+
+"$bin" trace resnet18 --batch 1 --device cpu --steps 2 --warmup 1 -o "$dir/r18.json.gz" 2>"$dir/e1" >"$dir/o1"
+check "trace exits 0" test $? -eq 0
+check "it says where the trace went and what it holds" has "$dir/e1" "written to $dir/r18.json.gz (2 steps, .* layer ranges, .* operator calls, 0 device activities)"
+check "no table unless asked, with an output file" lines "$dir/o1" 0
+# The trace file: Chrome trace JSON with nested layers, each call inside a layer on its thread.
+cat >"$dir/check_trace.py" <<'PY'
+import gzip, json, sys
+doc = json.load(gzip.open(sys.argv[1], "rt"))
+ev = [e for e in doc["traceEvents"] if e["ph"] == "X"]
+layers = [e for e in ev if e["cat"] == "layer"]
+ops = [e for e in ev if e["cat"] == "cpu_op"]
+steps = [e for e in ev if e["cat"] == "step"]
+assert len(steps) == 2, len(steps)
+assert max(l["args"]["depth"] for l in layers) >= 2, "layers nest (resnet18 > layer1 > layer1.0 > conv1)"
+for l in layers:  # every layer inside its parent, on one thread
+    if l["args"]["depth"] > 0:
+        assert any(p["tid"] == l["tid"] and p["args"]["depth"] == l["args"]["depth"] - 1 and
+                   p["ts"] <= l["ts"] and l["ts"] + l["dur"] <= p["ts"] + p["dur"] + 1e-3 for p in layers), l
+unplaced = [o["name"] for o in ops if not o["args"]["layer"] or not any(
+    l["tid"] == o["tid"] and l["name"] == o["args"]["layer"] and l["ts"] <= o["ts"] and
+    o["ts"] + o["dur"] <= l["ts"] + l["dur"] + 1e-3 for l in layers)]
+assert not unplaced, unplaced
+assert {"resnet18", "layer1.0.conv1", "fc"} <= {l["name"] for l in layers}
+print(len(layers), len(ops))
+PY
+check "the trace parses back: steps, nested layers, every call inside its layer" "$python" "$dir/check_trace.py" "$dir/r18.json.gz"
+"$bin" trace mnist-cnn --device cpu -o "$dir/m.json" --min-duration 1000000 2>/dev/null
+check "a plain JSON trace; --min-duration leaves the short calls out" "$python" -c "
+import json, sys; ev = json.load(open(sys.argv[1]))['traceEvents']
+assert not [e for e in ev if e.get('cat') == 'cpu_op'] and [e for e in ev if e.get('cat') == 'layer']" "$dir/m.json"
+
+# Tables: the total row is the sum of the rows (per operator, per shape, per layer).
+for group in op shape layer; do
+  "$bin" trace resnet18 --batch 1 --device cpu --group-by "$group" --json --limit 0 >"$dir/t-$group.json" 2>/dev/null
+  check "table by $group: totals are the sums of the rows" "$python" -c "
+import json, sys; t = json.load(open(sys.argv[1]))
+for k in ('calls', 'cpu_self_us', 'gpu_self_us'):
+    assert abs(t['total'][k] - sum(r[k] for r in t['rows'])) < 1e-6 * max(1, t['total'][k]), k
+assert t['rows'] and t['group_by'] == sys.argv[2].replace('shape', 'op+shape')" "$dir/t-$group.json" "$group"
+done
+check "by shape: rows carry their input shapes" grep -q '"shapes": "\[1, 3, 224, 224\]' "$dir/t-shape.json"
+"$bin" trace mnist-cnn --device cpu --group-by layer --sort-by cpu_self >"$dir/t1" 2>/dev/null
+check "the text table has a total and says how many steps" has "$dir/t1" "^total .*" && check "... steps" has "$dir/t1" "1 step traced"
+
+# Bad input: one line naming it, exit 2.
+"$bin" trace mnist-cnn --device cpu --group-by kernel 2>"$dir/e2"
+check "an unknown --group-by exits 2" test $? -eq 2
+check "... naming it and what fits" has "$dir/e2" "group-by"
+"$bin" trace mnist-cnn --device cpu -o "$dir/none/t.json.gz" 2>"$dir/e3"
+check "an unwritable trace file fails" test $? -ne 0
+check "... naming the file" has "$dir/e3" "$dir/none/t.json.gz"
+check "... in one line" lines "$dir/e3" 1
+"$bin" trace nosuchmodel --device cpu 2>"$dir/e4"
+check "an unknown model exits 2" test $? -eq 2
+finish
