@@ -9,6 +9,9 @@
     val = opcost.validate(model, x, db="ops.db")
     m = opcost.measure("aten::addmm", self="bf16[3072]", mat1="bf16[1024,768]", mat2="bf16[768,3072]")
     opcost.sweep("conv2d-grid.yaml", db="ops.db")  # a grid or a model list, resumable
+    with opcost.trace(model) as t:            # every kernel tied to its operator and layer
+        model(x); t.step()
+    print(t.table(group_by="layer")); t.export("r50.json.gz")  # for https://ui.perfetto.dev
 
 Progress and notes go to the ``opcost`` logger.
 """
@@ -20,6 +23,7 @@ from ._api import ModelError, inventory, measure, predict, validate
 from ._core import DatabaseError, InputError, MeasurementAbandoned
 from ._results import Inventory, Measurement, OpEntry, Prediction
 from ._sweep import SweepResult, SweepStatus, sweep, sweep_status
+from ._trace import Schedule, Trace, schedule, trace
 
 __version__ = _core.__version__
 
@@ -29,6 +33,7 @@ def default_db() -> str:
     return _core.default_db_path()
 
 
-__all__ = ["inventory", "predict", "validate", "measure", "sweep", "sweep_status", "default_db", "SweepResult",
+__all__ = ["inventory", "predict", "validate", "measure", "sweep", "sweep_status", "trace", "schedule", "Trace",
+           "Schedule", "default_db", "SweepResult",
            "SweepStatus", "Inventory", "Prediction", "Measurement",
            "OpEntry", "ModelError", "InputError", "DatabaseError", "MeasurementAbandoned", "__version__"]

@@ -3,6 +3,7 @@
     python -m opcost inventory torchvision.models:resnet50 --input f32[8,3,224,224]
     python -m opcost validate my_model.py:build --input i64[1,128]:range[0,50257] --dtype bf16
     python -m opcost sweep models.yaml             # a model list with Python models (docs/sweeps.md)
+    python -m opcost trace torchvision.models:resnet50 --input f32[32,3,224,224] -o r50.json.gz --table
 
 MODEL is ``package.module:callable`` or ``path/to/file.py:callable``; the callable, called with
 no arguments, returns the model (an nn.Module) with random weights.
@@ -11,9 +12,12 @@ no arguments, returns the model (an nn.Module) with random weights.
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import sys
 from pathlib import Path
+
+import torch
 
 import opcost
 from ._loading import UsageError, prepare_model
@@ -58,6 +62,39 @@ def sweep(args) -> int:
     return EXIT_FAILED if r.stopped or r.failed or r.rejected else EXIT_OK
 
 
+def trace(args) -> int:
+    try:
+        model, inputs = prepare(args)
+        shapes = args.group_by == "shape"
+        sched = opcost.schedule(wait=args.wait, warmup=args.warmup, active=args.steps, repeat=args.repeat)
+        train = args.train
+        with opcost.trace(model, schedule=sched, shapes=shapes, flops=args.flops, device=args.device) as t:
+            for _ in range(sched.repeat * (sched.wait + sched.warmup + sched.active)):
+                with torch.inference_mode(not train):
+                    out = model(*inputs)
+                if train:
+                    (out if isinstance(out, torch.Tensor) else out[0]).float().sum().backward()
+                t.step()
+        if args.output:
+            t.export(args.output, args.min_duration)
+            r = t.run
+            print(f"opcost: trace of {args.model} written to {args.output} ({r.steps} steps, {r.layers} layer "
+                  f"ranges, {r.calls} operator calls, {r.device_activities} device activities); open it in "
+                  "https://ui.perfetto.dev", file=sys.stderr)
+        if args.table or not args.output:
+            if args.json:
+                print(json.dumps(t.key_averages(args.group_by), indent=1))
+            else:
+                sys.stdout.write(t.table(args.group_by, args.sort_by, args.limit))
+    except (UsageError, ValueError, opcost.ModelError, TypeError) as e:
+        print(f"opcost: error: {e}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except (OSError, RuntimeError) as e:
+        print(f"opcost: error: {e}", file=sys.stderr)
+        return EXIT_FAILED
+    return EXIT_OK
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m opcost", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -97,10 +134,32 @@ def main(argv=None) -> int:
     again = p.add_mutually_exclusive_group()
     again.add_argument("--force", action="store_true", help="measure every item again")
     again.add_argument("--retry-failed", action="store_true", help="measure the failed items again")
+    p = sub.add_parser("trace", help="every kernel tied to its operator and layer: a Chrome trace and tables")
+    p.add_argument("model", help="package.module:callable or file.py:callable")
+    p.add_argument("--input", action="append", default=[], help="one tensor spec per forward argument")
+    p.add_argument("--dtype", default="fp32", help="model dtype: fp32, bf16 or fp16")
+    p.add_argument("--device", default="auto", help="auto (CUDA when present), cpu, cuda, cuda:N")
+    p.add_argument("--train", action="store_true", help="forward and backward (of the output's sum)")
+    p.add_argument("-o", "--output", help="Chrome trace to write (.json, or .json.gz compressed)")
+    p.add_argument("--table", action="store_true", help="print the table too (the default without --output)")
+    p.add_argument("--group-by", default="op", choices=["op", "shape", "layer"], help="table rows")
+    p.add_argument("--sort-by", default="gpu",
+                   choices=["gpu", "gpu_total", "gpu_self", "cpu", "cpu_total", "cpu_self", "calls", "name"])
+    p.add_argument("--limit", type=int, default=30, help="table rows to show (0: all)")
+    p.add_argument("--json", action="store_true", help="the table's rows as JSON")
+    p.add_argument("--wait", type=int, default=0, help="steps run untraced first, in each cycle")
+    p.add_argument("--warmup", type=int, default=1, help="steps traced and dropped, in each cycle")
+    p.add_argument("--steps", type=int, default=1, help="steps kept, in each cycle")
+    p.add_argument("--repeat", type=int, default=1, help="cycles")
+    p.add_argument("--flops", action="store_true", help="the profiler's FLOP estimates")
+    p.add_argument("--min-duration", type=float, default=0.0, metavar="US",
+                   help="leave calls and kernels shorter than this many microseconds out of the trace file")
     args = parser.parse_args(argv)
     logging.basicConfig(format="opcost: %(message)s", level=logging.INFO, stream=sys.stderr)
     if args.command == "sweep":
         return sweep(args)
+    if args.command == "trace":
+        return trace(args)
     try:
         model, inputs = prepare(args)
         common = dict(train=args.train, autocast=args.autocast, name=args.model)

@@ -55,8 +55,9 @@ class _LayerNames:
     it records, and off for every other: the hooks move each module off PyTorch's fast call
     path, which would slow the steps that are timed."""
 
-    def __init__(self, model: Any):
+    def __init__(self, model: Any, root: Optional[str] = None):
         self._model = model if isinstance(model, torch.nn.Module) else None
+        self._root = root  # a name for the root module's scope too (a trace's outermost layer)
         self._handles: list = []
 
     def __call__(self, on: bool) -> None:
@@ -76,7 +77,9 @@ class _LayerNames:
 
         for name, module in self._model.named_modules():
             if not name:
-                continue
+                if not self._root:
+                    continue
+                name = self._root
             self._handles.append(module.register_forward_pre_hook(opener(name)))
             # always_call: the scope closes even when the forward raises.
             self._handles.append(module.register_forward_hook(closer, always_call=True))

@@ -17,6 +17,7 @@
 #include "core/store/database.h"
 #include "core/text/text.h"
 #include "core/version.h"
+#include "python/trace_bindings.h"
 #include "torch/observer.h"
 #include "torch/replay.h"
 #include "torch/runner.h"
@@ -314,6 +315,7 @@ PYBIND11_MODULE(_core, m) {
   m.def("progress_text", &progress_text, py::arg("label"), py::arg("done"), py::arg("total"), py::arg("elapsed_s"),
         py::arg("terminal"), py::arg("done_before") = 0);
   m.def("open_layer_scope", &open_layer_scope, py::arg("name"));
+  bind_trace(m);
   m.def("close_layer_scope", &close_layer_scope);
   m.def("default_db_path", &Database::default_path);
   m.def("tensor_spec", &tensor_spec, py::arg("text"), "Parse a tensor spec of the argument language");

@@ -17,19 +17,14 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "torch/runner.h"
+
 namespace opcost {
 
 namespace {
 
 constexpr const char* kStepPrefix = "ProfilerStep#";  // as torch.profiler names its steps
 constexpr const char* kWarmupName = "opcost:warmup";
-
-// A step inside a USER_SCOPE record, so that the trace shows where it begins and ends.
-void scoped_step(const std::function<void()>& step, const std::string& name) {
-  at::RecordFunction rf(at::RecordScope::USER_SCOPE);
-  if (rf.isActive()) rf.before(name);
-  step();
-}
 
 std::string device_kind_of(uint8_t type) {
   using T = libkineto::ActivityType;
@@ -68,9 +63,40 @@ std::vector<OpActivity> outermost_calls(std::vector<OpActivity> calls) {
 
 }  // namespace
 
-TraceRun record_trace(const std::function<void()>& step, const std::string& device_kind, int device_index,
-                      const TraceRecordOptions& options) {
-  using namespace torch::autograd::profiler;
+struct TraceRecorder::Impl {
+  std::string device_kind;
+  int device_index = 0;
+  TraceRecordOptions options;
+  torch::profiler::impl::ProfilerConfig config{torch::profiler::impl::ProfilerState::KINETO};
+  std::set<torch::profiler::impl::ActivityType> activities;
+  std::unordered_set<std::string> op_names;  // Kineto events carry no overload name
+  bool profiling = false;
+  std::unique_ptr<at::RecordFunction> step_scope;  // the running step's
+  TraceRun run;
+
+  void close_step() { step_scope.reset(); }
+  void open_step(const std::string& name) {
+    step_scope = std::make_unique<at::RecordFunction>(at::RecordScope::USER_SCOPE);
+    if (step_scope->isActive()) step_scope->before(name);
+  }
+  void start() {
+    torch::autograd::profiler::prepareProfiler(config, activities);
+    torch::autograd::profiler::enableProfiler(config, activities);
+    profiling = true;
+  }
+  // Ends a cycle: every kernel done, the profiler off, its events into the run.
+  void stop() {
+    close_step();
+    if (!profiling) return;
+    profiling = false;
+    if (device_kind == "cuda") at::accelerator::synchronizeDevice(c10::DeviceIndex(device_index));
+    collect(*torch::autograd::profiler::disableProfiler());
+  }
+  void collect(torch::autograd::profiler::ProfilerResult& result);
+};
+
+TraceRecorder::TraceRecorder(std::string device_kind, int device_index, TraceRecordOptions options)
+    : impl_(std::make_unique<Impl>()) {
   namespace impl = torch::profiler::impl;
   const TraceSchedule& s = options.schedule;
   if (s.active < 1 || s.repeat < 1 || s.wait < 0 || s.warmup < 0)
@@ -78,79 +104,109 @@ TraceRun record_trace(const std::function<void()>& step, const std::string& devi
         "trace schedule wait={} warmup={} active={} repeat={}: active and repeat must be 1 or more, wait and warmup "
         "0 or more",
         s.wait, s.warmup, s.active, s.repeat));
-  const bool cuda = device_kind == "cuda";
-  const impl::ProfilerConfig cfg(impl::ProfilerState::KINETO, options.shapes, /*profile_memory=*/false,
-                                 /*with_stack=*/false, options.flops, /*with_modules=*/false);
-  std::set<impl::ActivityType> acts = {impl::ActivityType::CPU};
-  if (cuda)
-    acts.insert(impl::ActivityType::CUDA);
+  Impl& m = *impl_;
+  m.device_kind = std::move(device_kind);
+  m.device_index = device_index;
+  m.options = options;
+  m.config = impl::ProfilerConfig(impl::ProfilerState::KINETO, options.shapes, /*profile_memory=*/false,
+                                  /*with_stack=*/false, options.flops, /*with_modules=*/false);
+  m.activities = {impl::ActivityType::CPU};
+  if (m.device_kind == "cuda")
+    m.activities.insert(impl::ActivityType::CUDA);
   else  // Kineto's start-up logs that it finds no GPU: expected here (a user's own level wins)
     setenv("KINETO_LOG_LEVEL", "5", /*overwrite=*/0);
-  std::unordered_set<std::string> op_names;  // Kineto events carry no overload name
-  for (const auto& n : c10::Dispatcher::singleton().getAllOpNames()) op_names.insert(n.name);
+  for (const auto& n : c10::Dispatcher::singleton().getAllOpNames()) m.op_names.insert(n.name);
+  m.run.source = "opcost (Kineto)";
+}
 
-  TraceRun run;
-  run.source = "opcost (Kineto)";
-  int step_number = 0;
-  for (int cycle = 0; cycle < s.repeat; ++cycle) {
-    for (int i = 0; i < s.wait; ++i, ++step_number) step();
-    prepareProfiler(cfg, acts);
-    enableProfiler(cfg, acts);
-    std::unique_ptr<ProfilerResult> result;
-    try {
-      for (int i = 0; i < s.warmup; ++i, ++step_number) scoped_step(step, kWarmupName);
-      for (int i = 0; i < s.active; ++i, ++step_number) scoped_step(step, kStepPrefix + std::to_string(step_number));
-      if (cuda) at::accelerator::synchronizeDevice(c10::DeviceIndex(device_index));  // every kernel recorded
-    } catch (...) {
-      disableProfiler();
-      throw;
-    }
-    result = disableProfiler();
-    // The warm-up's end: what started before it is dropped, host and device alike.
-    int64_t keep_from = INT64_MIN;
-    std::vector<HostRange> layers;
-    std::vector<OpActivity> calls;
-    std::vector<DeviceActivity> device;
-    for (const auto& e : result->events()) {
-      if (e.deviceType() == c10::DeviceType::CPU && e.scope() == uint8_t(at::RecordScope::USER_SCOPE)) {
-        const std::string name = e.name();
-        HostRange r{name, e.startThreadId(), int64_t(e.startNs()), int64_t(e.endNs())};
-        if (name == kWarmupName)
-          keep_from = std::max(keep_from, r.end_ns);
-        else if (name.rfind(kStepPrefix, 0) == 0)
-          run.steps.push_back(r);
-        else
-          layers.push_back(r);
-      } else if (e.deviceType() == c10::DeviceType::CPU && op_names.count(e.name())) {
-        OpActivity op{e.name(), shapes_text(e), e.startThreadId(), int64_t(e.startNs()), int64_t(e.endNs())};
-        op.correlations.push_back(e.correlationId());
-        op.flops = e.flops();
-        calls.push_back(std::move(op));
-      } else if (e.deviceType() == c10::DeviceType::CUDA) {
-        const std::string kind = device_kind_of(e.activityType());
-        if (kind.empty()) continue;
-        device.push_back(DeviceActivity{e.name(), kind, e.deviceIndex(), e.deviceResourceId(), int64_t(e.startNs()),
-                                        int64_t(e.endNs()), e.linkedCorrelationId()});
-      }
-    }
-    // The warm-up's calls go, and so do the device activities they launched (which may run
-    // after the warm-up's end).
-    std::unordered_set<uint64_t> dropped;
-    std::erase_if(layers, [&](const HostRange& r) { return r.start_ns < keep_from; });
-    std::erase_if(calls, [&](const OpActivity& c) {
-      if (c.start_ns >= keep_from) return false;
-      dropped.insert(c.correlations.front());
-      return true;
-    });
-    std::erase_if(device, [&](const DeviceActivity& a) {
-      return a.start_ns < keep_from || dropped.count(a.linked_correlation) > 0;
-    });
-    run.layers.insert(run.layers.end(), layers.begin(), layers.end());
-    for (auto& c : outermost_calls(std::move(calls))) run.ops.push_back(std::move(c));
-    run.device_activities.insert(run.device_activities.end(), device.begin(), device.end());
+TraceRecorder::~TraceRecorder() {
+  if (!impl_->profiling) return;
+  impl_->close_step();
+  torch::autograd::profiler::disableProfiler();
+}
+
+void TraceRecorder::next_step() {
+  Impl& m = *impl_;
+  m.close_step();
+  ++step_;
+  const TraceSchedule& s = m.options.schedule;
+  const int cycle_length = s.wait + s.warmup + s.active;
+  if (step_ >= s.total_steps()) {  // past the schedule: untraced
+    m.stop();
+    return;
   }
+  const int in_cycle = step_ % cycle_length;
+  if (in_cycle == 0) m.stop();  // each cycle is a profiling session of its own
+  if (in_cycle < s.wait) {
+    m.stop();
+    return;
+  }
+  if (!m.profiling) m.start();
+  m.open_step(in_cycle < s.wait + s.warmup ? kWarmupName : kStepPrefix + std::to_string(step_));
+}
+
+TraceRun TraceRecorder::finish() {
+  impl_->stop();
+  TraceRun run = std::move(impl_->run);
+  impl_->run = TraceRun{};
+  run.device = describe_environment(impl_->device_kind, impl_->device_index).device_name;
   tie_activities(run);
   return run;
+}
+
+void TraceRecorder::Impl::collect(torch::autograd::profiler::ProfilerResult& result) {
+  // The warm-up's end: what started before it is dropped, host and device alike.
+  int64_t keep_from = INT64_MIN;
+  std::vector<HostRange> layers;
+  std::vector<OpActivity> calls;
+  std::vector<DeviceActivity> device;
+  for (const auto& e : result.events()) {
+    if (e.deviceType() == c10::DeviceType::CPU && e.scope() == uint8_t(at::RecordScope::USER_SCOPE)) {
+      const std::string name = e.name();
+      HostRange r{name, e.startThreadId(), int64_t(e.startNs()), int64_t(e.endNs())};
+      if (name == kWarmupName)
+        keep_from = std::max(keep_from, r.end_ns);
+      else if (name.rfind(kStepPrefix, 0) == 0)
+        run.steps.push_back(r);
+      else
+        layers.push_back(r);
+    } else if (e.deviceType() == c10::DeviceType::CPU && op_names.count(e.name())) {
+      OpActivity op{e.name(), shapes_text(e), e.startThreadId(), int64_t(e.startNs()), int64_t(e.endNs())};
+      op.correlations.push_back(e.correlationId());
+      op.flops = e.flops();
+      calls.push_back(std::move(op));
+    } else if (e.deviceType() == c10::DeviceType::CUDA) {
+      const std::string kind = device_kind_of(e.activityType());
+      if (kind.empty()) continue;
+      device.push_back(DeviceActivity{e.name(), kind, e.deviceIndex(), e.deviceResourceId(), int64_t(e.startNs()),
+                                      int64_t(e.endNs()), e.linkedCorrelationId()});
+    }
+  }
+  // The warm-up's calls go, and so do the device activities they launched (which may run
+  // after the warm-up's end).
+  std::unordered_set<uint64_t> dropped;
+  std::erase_if(layers, [&](const HostRange& r) { return r.start_ns < keep_from; });
+  std::erase_if(calls, [&](const OpActivity& c) {
+    if (c.start_ns >= keep_from) return false;
+    dropped.insert(c.correlations.front());
+    return true;
+  });
+  std::erase_if(device, [&](const DeviceActivity& a) {
+    return a.start_ns < keep_from || dropped.count(a.linked_correlation) > 0;
+  });
+  run.layers.insert(run.layers.end(), layers.begin(), layers.end());
+  for (auto& c : outermost_calls(std::move(calls))) run.ops.push_back(std::move(c));
+  run.device_activities.insert(run.device_activities.end(), device.begin(), device.end());
+}
+
+TraceRun record_trace(const std::function<void()>& step, const std::string& device_kind, int device_index,
+                      const TraceRecordOptions& options) {
+  TraceRecorder recorder(device_kind, device_index, options);
+  for (int i = 0; i < options.schedule.total_steps(); ++i) {
+    recorder.next_step();
+    step();
+  }
+  return recorder.finish();
 }
 
 }  // namespace opcost

@@ -4,6 +4,8 @@
 // hooks), outermost operator calls and the device activities they launched, as a TraceRun.
 // Torch-free header.
 #include <functional>
+#include <memory>
+#include <string>
 
 #include "core/trace/activities.h"
 
@@ -22,9 +24,30 @@ struct TraceRecordOptions {
   bool flops = false;   // the profiler's FLOP estimates (matmuls and convolutions)
 };
 
-// Runs `step` schedule.total_steps() times; `device_kind` "cuda" records device activity too,
-// and synchronises `device_index` at the end of each cycle. Throws std::invalid_argument for a
-// schedule without active steps.
+// A recording driven step by step, as torch.profiler's `prof.step()`: next_step() marks the
+// start of each step (the first call, the first step), finish() ends the last one and returns
+// the run. The schedule decides which steps are traced; steps past the schedule's end run
+// untraced. `device_kind` "cuda" records device activity too, synchronising `device_index`
+// at the end of each cycle. Calls come from one thread (step scopes are thread-local).
+class TraceRecorder {
+ public:
+  // Throws std::invalid_argument for a schedule without active steps, naming the fix.
+  TraceRecorder(std::string device_kind, int device_index, TraceRecordOptions options);
+  ~TraceRecorder();  // stops a recording left open (an exception in the user's loop)
+  TraceRecorder(const TraceRecorder&) = delete;
+  TraceRecorder& operator=(const TraceRecorder&) = delete;
+
+  void next_step();
+  TraceRun finish();
+  int steps_seen() const { return step_; }
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+  int step_ = -1;  // the step running now (-1: none yet)
+};
+
+// Runs `step` schedule.total_steps() times under a TraceRecorder.
 TraceRun record_trace(const std::function<void()>& step, const std::string& device_kind, int device_index,
                       const TraceRecordOptions& options);
 

@@ -1,7 +1,6 @@
 #include "workflow/trace.h"
 
 #include "torch/observer.h"
-#include "torch/runner.h"
 
 namespace opcost {
 
@@ -23,7 +22,6 @@ TraceRun trace_model(const ModelOptions& o, const TraceRecordOptions& options) {
       },
       model->device_kind(), model->device_index(), options);
   model->name_layers(false);
-  run.device = describe_environment(model->device_kind(), model->device_index()).device_name;
   return run;
 }
 

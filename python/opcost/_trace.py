@@ -1,0 +1,141 @@
+"""opcost.trace: a run of steps with every kernel tied to its operator call and layer, as a
+Chrome trace for Perfetto and as tables in the manner of ``key_averages`` (docs/trace.md)::
+
+    with opcost.trace(model, schedule=opcost.schedule(wait=1, warmup=1, active=3)) as t:
+        for _ in range(10):
+            train_step(); t.step()
+    print(t.table(group_by="layer", sort_by="gpu")); t.export("run.json.gz")
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from dataclasses import dataclass
+from typing import Any, Dict, List, Optional
+
+import torch
+
+from . import _core
+from ._api import _LayerNames, _name_of
+
+log = logging.getLogger("opcost")
+
+_UNTIL_EXIT = 1 << 29  # "every step until the block ends": active steps of a schedule left out
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """torch.profiler.schedule's: per cycle, ``wait`` steps untraced, ``warmup`` steps traced and
+    dropped (the profiler's start-up noise), ``active`` steps kept; ``repeat`` cycles."""
+
+    wait: int = 0
+    warmup: int = 1
+    active: int = 1
+    repeat: int = 1
+
+    def __post_init__(self):
+        if self.active < 1 or self.repeat < 1 or self.wait < 0 or self.warmup < 0:
+            raise ValueError(f"schedule(wait={self.wait}, warmup={self.warmup}, active={self.active}, "
+                             f"repeat={self.repeat}): active and repeat must be 1 or more, wait and warmup 0 or more")
+
+
+def schedule(*, wait: int = 0, warmup: int = 1, active: int = 1, repeat: int = 1) -> Schedule:
+    """Which steps of a traced loop are kept (see :class:`Schedule`)."""
+    return Schedule(wait, warmup, active, repeat)
+
+
+class Trace:
+    """A traced block (``opcost.trace``). Call :meth:`step` after each step; after the block,
+    :meth:`table` and :meth:`export` read the run."""
+
+    def __init__(self, model: Any = None, *, schedule: Optional[Schedule] = None, shapes: bool = False,
+                 flops: bool = False, device: str = "auto"):
+        self._schedule = schedule or Schedule(warmup=0, active=_UNTIL_EXIT)
+        self._shapes, self._flops = shapes, flops
+        self._device = _resolve(device)
+        self._layers = _LayerNames(model, root=_name_of(model) if model is not None else None)
+        self._recorder = None
+        self._run = None
+
+    def __enter__(self) -> "Trace":
+        s = self._schedule
+        self._layers(True)
+        self._recorder = _core.TraceRecorder(self._device.type, self._device.index or 0, s.wait, s.warmup, s.active,
+                                             s.repeat, self._shapes or False, self._flops)
+        self._recorder.next_step()
+        return self
+
+    def step(self) -> None:
+        """Marks the end of a step (as torch.profiler's ``prof.step()``)."""
+        if self._recorder is None:
+            raise RuntimeError("Trace.step() outside its `with` block")
+        self._recorder.next_step()
+
+    def __exit__(self, *exc) -> None:
+        try:
+            self._run = self._recorder.finish()
+        finally:
+            self._layers(False)
+            self._recorder = None
+        if self._run.steps == 0 and exc[0] is None:
+            s = self._schedule
+            log.warning("opcost.trace: no step was kept: call t.step() after each step; the schedule keeps steps "
+                        "%d to %d of each cycle (wait=%d, warmup=%d)", s.wait + s.warmup + 1,
+                        s.wait + s.warmup + s.active, s.wait, s.warmup)
+
+    @property
+    def run(self):
+        if self._run is None:
+            raise RuntimeError("the trace is read after its `with` block")
+        return self._run
+
+    def table(self, group_by: str = "op", sort_by: str = "gpu", limit: int = 30) -> str:
+        """Rows per operator (``"op"``), per operator and input shapes (``"shape"``, when traced
+        with ``shapes=True``) or per layer (``"layer"``): calls, CPU and GPU time, total and self."""
+        self._check_shapes(group_by)
+        return self.run.table(group_by, sort_by, limit)
+
+    def key_averages(self, group_by: str = "op") -> List[Dict[str, Any]]:
+        """The table's rows as dicts (``name``, ``calls``, ``cpu_total_us``, ``cpu_self_us``,
+        ``gpu_total_us``, ``gpu_self_us``, ...), the total last."""
+        self._check_shapes(group_by)
+        t = json.loads(self.run.table_json(group_by))
+        return t["rows"] + [t["total"]]
+
+    def export(self, path: str | os.PathLike, min_duration_us: float = 0.0) -> str:
+        """Writes the Chrome trace (gzip-compressed for ``.gz``) for https://ui.perfetto.dev."""
+        path = os.fspath(path)
+        self.run.export(path, min_duration_us)
+        return path
+
+    def _check_shapes(self, group_by: str) -> None:
+        if group_by == "shape" and not self._shapes:
+            raise ValueError("group_by='shape' needs the inputs' shapes: trace with opcost.trace(..., shapes=True)")
+
+    def __repr__(self) -> str:
+        if self._run is None:
+            return "Trace(recording)" if self._recorder else "Trace(not started)"
+        r = self._run
+        return (f"Trace({r.steps} steps, {r.layers} layer ranges, {r.calls} operator calls, "
+                f"{r.device_activities} device activities on {r.device})")
+
+
+def trace(model: Any = None, *, schedule: Optional[Schedule] = None, shapes: bool = False, flops: bool = False,
+          device: str = "auto") -> Trace:
+    """Traces the steps of a ``with`` block. ``model`` (an ``nn.Module``) names the layers: each
+    submodule's calls are tied to its ``named_modules()`` path, under the model's own name.
+    Without a ``schedule`` every step of the block is kept."""
+    return Trace(model, schedule=schedule, shapes=shapes, flops=flops, device=device)
+
+
+def _resolve(device: str) -> torch.device:
+    if device == "auto":
+        return torch.device("cuda", torch.cuda.current_device()) if torch.cuda.is_available() else torch.device("cpu")
+    d = torch.device(device)
+    if d.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError(f"device={device!r}: this machine has no CUDA GPU (use device='cpu')")
+    if d.type not in ("cuda", "cpu"):
+        raise ValueError(f"device={device!r}: use 'auto', 'cpu', 'cuda' or 'cuda:N'")
+    return d

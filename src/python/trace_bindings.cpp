@@ -1,0 +1,68 @@
+#include "python/trace_bindings.h"
+
+#include <pybind11/stl.h>
+
+#include <nlohmann/json.hpp>
+
+#include "core/trace/chrome_trace.h"
+#include "core/trace/table.h"
+#include "torch/runner.h"
+#include "torch/trace_recorder.h"
+
+namespace py = pybind11;
+
+namespace opcost {
+
+namespace {
+
+TraceTable table_of(const TraceRun& run, const std::string& group_by) {
+  if (group_by == "layer") return layer_table(run);
+  if (group_by == "op" || group_by == "shape") return op_table(run, group_by == "shape");
+  throw std::invalid_argument("group_by='" + group_by + "': use 'op', 'shape' or 'layer'");
+}
+
+}  // namespace
+
+void bind_trace(py::module_& m) {
+  py::class_<TraceRun>(m, "TraceRun")
+      .def_readonly("device", &TraceRun::device)
+      .def_property_readonly("steps", [](const TraceRun& r) { return r.steps.size(); })
+      .def_property_readonly("layers", [](const TraceRun& r) { return r.layers.size(); })
+      .def_property_readonly("calls", [](const TraceRun& r) { return r.ops.size(); })
+      .def_property_readonly("device_activities", [](const TraceRun& r) { return r.device_activities.size(); })
+      .def_readonly("untied", &TraceRun::untied)
+      .def(
+          "table",
+          [](const TraceRun& r, const std::string& group_by, const std::string& sort_by, std::size_t limit) {
+            return render_table(table_of(r, group_by), sort_by, limit);
+          },
+          py::arg("group_by"), py::arg("sort_by"), py::arg("limit"))
+      .def(
+          "table_json",
+          [](const TraceRun& r, const std::string& group_by) { return to_json(table_of(r, group_by)).dump(); },
+          py::arg("group_by"))
+      .def(
+          "export",
+          [](const TraceRun& r, const std::string& path, double min_duration_us) {
+            py::gil_scoped_release release;
+            save_chrome_trace(r, path, ChromeTraceOptions{min_duration_us});
+          },
+          py::arg("path"), py::arg("min_duration_us") = 0.0);
+  py::class_<TraceRecorder>(m, "TraceRecorder")
+      .def(py::init([](const std::string& kind, int index, int wait, int warmup, int active, int repeat, bool shapes,
+                       bool flops) {
+             TraceRecordOptions o;
+             o.schedule = TraceSchedule{wait, warmup, active, repeat};
+             o.shapes = shapes;
+             o.flops = flops;
+             return std::make_unique<TraceRecorder>(kind, index, o);
+           }),
+           py::arg("device_kind"), py::arg("device_index"), py::arg("wait"), py::arg("warmup"), py::arg("active"),
+           py::arg("repeat"), py::arg("shapes"), py::arg("flops"))
+      .def("next_step", &TraceRecorder::next_step)
+      .def("finish", &TraceRecorder::finish)
+      .def_property_readonly("steps_seen", &TraceRecorder::steps_seen);
+  m.def("device_name", &device_model_name, py::arg("device"), "The model name of the device a spec resolves to");
+}
+
+}  // namespace opcost

@@ -1,0 +1,105 @@
+"""opcost.trace from Python on the CPU: layers from module hooks, nested; the schedule; tables
+that add up; the Chrome trace parses back; python -m opcost trace."""
+
+import gzip
+import json
+import logging
+import subprocess
+import sys
+
+import pytest
+import torch
+
+import opcost
+
+
+class Block(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(16, 16)
+        self.act = torch.nn.ReLU()
+
+    def forward(self, x):
+        return self.act(self.fc(x))
+
+
+class Net(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.blocks = torch.nn.Sequential(Block(), Block())
+        self.head = torch.nn.Linear(16, 4)
+
+    def forward(self, x):
+        return self.head(self.blocks(x).flatten(1))
+
+
+def traced(schedule=None, steps=5, **kw):
+    model, x = Net().eval(), torch.randn(8, 16)
+    with opcost.trace(model, schedule=schedule, device="cpu", **kw) as t:
+        for _ in range(steps):
+            with torch.inference_mode():
+                model(x)
+            t.step()
+    return t
+
+
+def test_the_schedule_keeps_its_active_steps_and_every_call_has_its_layer(tmp_path):
+    t = traced(opcost.schedule(wait=1, warmup=1, active=2), steps=6)
+    assert t.run.steps == 2
+    path = t.export(tmp_path / "net.json.gz")
+    events = [e for e in json.load(gzip.open(path, "rt"))["traceEvents"] if e["ph"] == "X"]
+    layers = {e["name"]: e for e in events if e["cat"] == "layer"}
+    assert {"Net", "blocks", "blocks.0", "blocks.0.fc", "blocks.1.act", "head"} <= set(layers)
+    assert layers["blocks.0.fc"]["args"]["depth"] == 3  # Net > blocks > blocks.0 > blocks.0.fc
+    ops = [e for e in events if e["cat"] == "cpu_op"]
+    assert ops and all(e["args"]["layer"] for e in ops), [e["name"] for e in ops if not e["args"]["layer"]]
+    assert {e["args"]["layer"] for e in ops if e["name"] == "aten::linear"} == {"blocks.0.fc", "blocks.1.fc", "head"}
+    assert len([e for e in ops if e["name"] == "aten::linear"]) == 3 * 2  # two kept steps
+
+
+@pytest.mark.parametrize("group_by", ["op", "layer", "shape"])
+def test_table_totals_are_the_sums_of_their_rows(group_by):
+    t = traced(shapes=True)
+    rows = t.key_averages(group_by)
+    total, rows = rows[-1], rows[:-1]
+    for k in ("calls", "cpu_self_us", "gpu_self_us"):
+        assert total[k] == pytest.approx(sum(r[k] for r in rows))
+    text = t.table(group_by, sort_by="cpu_self", limit=2)
+    assert "total" in text and "more rows" in text
+    if group_by == "shape":
+        assert any(r.get("shapes", "").startswith("[8, 16]") for r in rows)
+
+
+def test_misuse_is_named():
+    with pytest.raises(ValueError, match="active and repeat must be 1 or more"):
+        opcost.schedule(active=0)
+    with pytest.raises(ValueError, match="shapes=True"):
+        traced().table("shape")
+    with pytest.raises(ValueError, match="sort by 'energy'"):
+        traced().table("op", sort_by="energy")
+    with pytest.raises(RuntimeError, match="after its `with` block"):
+        with opcost.trace(device="cpu") as t:
+            t.table()
+
+
+def test_a_block_without_kept_steps_says_why(caplog):
+    with caplog.at_level(logging.WARNING, logger="opcost"):
+        t = traced(opcost.schedule(wait=2, active=1), steps=1)
+    assert t.run.steps == 0
+    assert "call t.step() after each step" in caplog.text
+
+
+def test_python_m_opcost_trace_writes_the_trace_and_the_table(tmp_path):
+    (tmp_path / "nets.py").write_text("import torch\ndef build():\n    return torch.nn.Sequential("
+                                      "torch.nn.Linear(8, 8), torch.nn.ReLU())\n")
+    out = tmp_path / "t.json"
+    run = subprocess.run([sys.executable, "-m", "opcost", "trace", f"{tmp_path / 'nets.py'}:build", "--input",
+                          "f32[2,8]", "--device", "cpu", "-o", str(out), "--table", "--group-by", "layer"],
+                         capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    assert "written to" in run.stderr and "layer" in run.stdout and "0.0" in run.stdout
+    names = {e["name"] for e in json.load(open(out))["traceEvents"] if e.get("cat") == "layer"}
+    assert names == {"Sequential", "0", "1"}
+    bad = subprocess.run([sys.executable, "-m", "opcost", "trace", f"{tmp_path / 'nets.py'}:build", "--device",
+                          "cpu"], capture_output=True, text=True)
+    assert bad.returncode == 2 and "give the model's inputs" in bad.stderr
