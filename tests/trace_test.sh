@@ -39,6 +39,13 @@ check "a plain JSON trace; --min-duration leaves the short calls out" "$python" 
 import json, sys; ev = json.load(open(sys.argv[1]))['traceEvents']
 assert not [e for e in ev if e.get('cat') == 'cpu_op'] and [e for e in ev if e.get('cat') == 'layer']" "$dir/m.json"
 
+# Training: backward calls take the layer of the forward call that made their autograd node.
+"$bin" trace mnist-cnn --batch 4 --train --device cpu -o "$dir/train.json" 2>/dev/null
+check "backward calls are tied to their forward layers" "$python" -c "
+import json, sys; ops = [e for e in json.load(open(sys.argv[1]))['traceEvents'] if e.get('cat') == 'cpu_op']
+layers = {e['args']['layer'] for e in ops if e['name'] == 'aten::convolution_backward'}
+assert layers == {'conv1', 'conv2'}, layers" "$dir/train.json"
+
 # Tables: the total row is the sum of the rows (per operator, per shape, per layer).
 for group in op shape layer; do
   "$bin" trace resnet18 --batch 1 --device cpu --group-by "$group" --json --limit 0 >"$dir/t-$group.json" 2>/dev/null

@@ -53,6 +53,8 @@ std::vector<OpActivity> outermost_calls(std::vector<OpActivity> calls) {
     if (!out.empty() && out.back().thread == c.thread && c.start_ns < out.back().end_ns) {
       auto& outer = out.back();
       outer.correlations.insert(outer.correlations.end(), c.correlations.begin(), c.correlations.end());
+      outer.forward_sequence.insert(outer.forward_sequence.end(), c.forward_sequence.begin(), c.forward_sequence.end());
+      if (outer.backward_of < 0) outer.backward_of = c.backward_of;
       if (!outer.flops) outer.flops = c.flops;  // linear's FLOPs are its addmm's
       continue;
     }
@@ -160,7 +162,12 @@ void TraceRecorder::Impl::collect(torch::autograd::profiler::ProfilerResult& res
   std::vector<HostRange> layers;
   std::vector<OpActivity> calls;
   std::vector<DeviceActivity> device;
+  std::vector<TraceRun::BackwardRange> backward;
   for (const auto& e : result.events()) {
+    if (e.deviceType() == c10::DeviceType::CPU && e.scope() == uint8_t(at::RecordScope::BACKWARD_FUNCTION)) {
+      backward.push_back({e.startThreadId(), int64_t(e.startNs()), int64_t(e.endNs()), e.sequenceNr()});
+      continue;
+    }
     if (e.deviceType() == c10::DeviceType::CPU && e.scope() == uint8_t(at::RecordScope::USER_SCOPE)) {
       const std::string name = e.name();
       HostRange r{name, e.startThreadId(), int64_t(e.startNs()), int64_t(e.endNs())};
@@ -174,6 +181,12 @@ void TraceRecorder::Impl::collect(torch::autograd::profiler::ProfilerResult& res
       OpActivity op{e.name(), shapes_text(e), e.startThreadId(), int64_t(e.startNs()), int64_t(e.endNs())};
       op.correlations.push_back(e.correlationId());
       op.flops = e.flops();
+      if (e.sequenceNr() >= 0) {  // an autograd node made (forward) or run (backward: its forward thread is set)
+        if (e.fwdThreadId() > 0)
+          op.backward_of = e.sequenceNr();
+        else
+          op.forward_sequence.push_back(e.sequenceNr());
+      }
       calls.push_back(std::move(op));
     } else if (e.deviceType() == c10::DeviceType::CUDA) {
       const std::string kind = device_kind_of(e.activityType());
@@ -194,7 +207,9 @@ void TraceRecorder::Impl::collect(torch::autograd::profiler::ProfilerResult& res
   std::erase_if(device, [&](const DeviceActivity& a) {
     return a.start_ns < keep_from || dropped.count(a.linked_correlation) > 0;
   });
+  std::erase_if(backward, [&](const TraceRun::BackwardRange& r) { return r.start_ns < keep_from; });
   run.layers.insert(run.layers.end(), layers.begin(), layers.end());
+  run.backward_ranges.insert(run.backward_ranges.end(), backward.begin(), backward.end());
   for (auto& c : outermost_calls(std::move(calls))) run.ops.push_back(std::move(c));
   run.device_activities.insert(run.device_activities.end(), device.begin(), device.end());
 }

@@ -64,6 +64,17 @@ TEST(TraceTie, CallsGetTheirInnermostLayerAndKernelsTheirCall) {
   EXPECT_EQ(run.untied.begin()->second, 1u);
 }
 
+TEST(TraceTie, ABackwardCallTakesTheLayerOfTheForwardCallThatMadeItsNode) {
+  TraceRun run = sample_run();
+  for (auto& op : run.ops)
+    if (op.name == "aten::linear") op.forward_sequence = {5};
+  run.backward_ranges = {{2, 18, 32, 5}};  // autograd's thread runs node 5's backward around aten::mm
+  tie_activities(run);
+  EXPECT_EQ(op_named(run, "aten::mm").backward_of, 5);
+  EXPECT_EQ(run.layers[op_named(run, "aten::mm").layer].name, "block.fc");
+  EXPECT_EQ(layer_table(run).rows.size(), 2u);  // no "(no layer)" row now
+}
+
 TEST(TraceTable, OperatorRowsSumToTheTotalAndUntiedTimeIsKeptApart) {
   const TraceRun run = sample_run();
   const TraceTable t = op_table(run, false);

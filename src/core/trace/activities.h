@@ -31,8 +31,12 @@ struct OpActivity {
   // from any of them is this call's.
   std::vector<uint64_t> correlations;
   uint64_t flops = 0;  // as the profiler estimates them (0: unknown)
-  int layer = -1;      // innermost enclosing layer (index into TraceRun::layers), -1: none
-  int step = -1;       // enclosing step (index into TraceRun::steps), -1: none
+  // Autograd: the sequence numbers of the graph nodes this call (or one nested in it) made in
+  // the forward pass; a backward call's, that of the node whose backward ran it (-1: none).
+  std::vector<int64_t> forward_sequence;
+  int64_t backward_of = -1;
+  int layer = -1;  // innermost enclosing layer (index into TraceRun::layers), -1: none
+  int step = -1;   // enclosing step (index into TraceRun::steps), -1: none
   int64_t duration_ns() const { return end_ns - start_ns; }
 };
 
@@ -55,14 +59,23 @@ struct TraceRun {
   std::vector<HostRange> layers;  // ordered by start
   std::vector<OpActivity> ops;    // ordered by start
   std::vector<DeviceActivity> device_activities;
+  // Backward functions autograd ran (BACKWARD_FUNCTION records), each with the sequence number
+  // of its forward node: the calls inside one are tied to the forward call's layer.
+  struct BackwardRange {
+    uint64_t thread = 0;
+    int64_t start_ns = 0, end_ns = 0;
+    int64_t sequence = -1;
+  };
+  std::vector<BackwardRange> backward_ranges;
   // Device activities that could not be tied to an operator call, by reason.
   std::map<std::string, std::size_t> untied;
 };
 
-// Ties the run: each call to its innermost layer (by time containment on its own thread: a
-// call on autograd's thread has no layer) and to its step (by time, on any thread), and each
-// device activity to the call whose correlation ids include its own. Counts what stays
-// untied in `run.untied`, by reason.
+// Ties the run: each call to its innermost layer (by time containment on its own thread) and
+// to its step (by time, on any thread), and each device activity to the call whose
+// correlation ids include its own. A backward call (inside a backward range, on autograd's
+// thread) takes the layer of the forward call that made its node. Counts what stays untied in
+// `run.untied`, by reason.
 void tie_activities(TraceRun& run);
 
 }  // namespace opcost

@@ -42,6 +42,38 @@ class LayerStacks {
   std::unordered_map<uint64_t, std::vector<int>> open_;
 };
 
+// Backward calls: the backward range around each call (on its thread) names the forward node,
+// and the forward call that made that node names the layer.
+void tie_backward_calls(TraceRun& run) {
+  if (run.backward_ranges.empty()) return;
+  std::unordered_map<int64_t, int> layer_of_node;
+  for (const auto& op : run.ops)
+    for (int64_t s : op.forward_sequence) layer_of_node.emplace(s, op.layer);
+  auto ranges = run.backward_ranges;
+  std::stable_sort(ranges.begin(), ranges.end(), [](const auto& a, const auto& b) { return a.start_ns < b.start_ns; });
+  for (auto& op : run.ops) {
+    if (op.backward_of < 0) {
+      // The innermost backward range that holds the call (ranges nest when a backward
+      // function calls another's).
+      const auto past = std::upper_bound(ranges.begin(), ranges.end(), op.start_ns,
+                                         [](int64_t t, const auto& r) { return t < r.start_ns; });
+      for (auto it = past; it != ranges.begin();) {
+        --it;
+        if (it->thread == op.thread && it->start_ns <= op.start_ns && op.end_ns <= it->end_ns) {
+          op.backward_of = it->sequence;
+          break;
+        }
+        if (op.start_ns - it->start_ns > int64_t(10e9)) break;  // nothing this old still holds it
+      }
+    }
+    // The forward layer wins over the one open around the backward (the CPU runs backward on
+    // the caller's thread, inside whatever scope called it).
+    if (op.backward_of < 0) continue;
+    if (auto it = layer_of_node.find(op.backward_of); it != layer_of_node.end() && it->second >= 0)
+      op.layer = it->second;
+  }
+}
+
 }  // namespace
 
 void tie_activities(TraceRun& run) {
@@ -65,6 +97,7 @@ void tie_activities(TraceRun& run) {
     op.step = step < run.steps.size() && run.steps[step].start_ns <= op.start_ns ? int(step) : -1;
     for (uint64_t c : op.correlations) op_of_correlation[c] = int(i);
   }
+  tie_backward_calls(run);
   run.untied.clear();
   for (auto& a : run.device_activities) {
     a.op = -1;
