@@ -59,6 +59,34 @@ check "by shape: rows carry their input shapes" grep -q '"shapes": "\[1, 3, 224,
 "$bin" trace mnist-cnn --device cpu --group-by layer --sort-by cpu_self >"$dir/t1" 2>/dev/null
 check "the text table has a total and says how many steps" has "$dir/t1" "^total .*" && check "... steps" has "$dir/t1" "1 step traced"
 
+# Import: torch.profiler's own export of a small model's two steps on the H100 (tests/data,
+# made by bench/run_trace_check), tied kernel -> operator -> layer as expected.
+data=$(cd "$(dirname "$0")" && pwd)/data/torch-profiler-small.json.gz
+"$bin" trace --import "$data" -o "$dir/imported.json" --table --group-by layer --json >"$dir/imp-layers.json" 2>"$dir/e5"
+check "a torch.profiler export imports" test $? -eq 0
+"$bin" trace --import "$data" --group-by op --json >"$dir/imp-ops.json" 2>/dev/null
+check "imported: each kernel tied to its operator and layer, nothing untied" "$python" -c "
+import gzip, json, sys
+src = [e for e in json.load(gzip.open(sys.argv[1], 'rt'))['traceEvents'] if e.get('cat') == 'kernel']
+ev = json.load(open(sys.argv[2]))['traceEvents']
+ties = {(e['name'][:20], e['args'].get('op'), e['args'].get('layer')) for e in ev if e.get('cat') == 'kernel'}
+assert ties == {('void implicit_convol', 'aten::conv2d', 'Conv2d_0'),
+                ('void at::native::ele', 'aten::conv2d', 'Conv2d_0'),      # the bias add_, nested in conv2d
+                ('void at::native::vec', 'aten::relu', 'ReLU_0'),
+                ('void gemmSN_TN_kerne', 'aten::linear', 'Linear_0')}, ties
+ops = {r['name']: r for r in json.load(open(sys.argv[3]))['rows']}
+assert set(ops) == {'aten::conv2d', 'aten::relu', 'aten::flatten', 'aten::linear'} and ops['aten::linear']['calls'] == 2
+t = json.load(open(sys.argv[4]))
+assert t['untied'] == 0 and t['steps'] == 2
+assert abs(t['total']['gpu_self_us'] - sum(e['dur'] for e in src)) < 1e-3, (t['total'], sum(e['dur'] for e in src))
+" "$data" "$dir/imported.json" "$dir/imp-ops.json" "$dir/imp-layers.json"
+printf '{"traceEvents": []}' >"$dir/empty.json"
+"$bin" trace --import "$dir/empty.json" 2>"$dir/e6"
+check "a trace without operator calls is refused, exit 2" test $? -eq 2
+check "... saying what to record" has "$dir/e6" "no operator calls (cpu_op events); profile with activities"
+"$bin" trace 2>"$dir/e7"
+check "neither a model nor --import: exit 2 with the fix" test $? -eq 2 && check "... named" has "$dir/e7" "name a model"
+
 # Bad input: one line naming it, exit 2.
 "$bin" trace mnist-cnn --device cpu --group-by kernel 2>"$dir/e2"
 check "an unknown --group-by exits 2" test $? -eq 2

@@ -7,6 +7,7 @@
 
 #include "cli/exit_codes.h"
 #include "core/io/output_file.h"
+#include "core/trace/chrome_import.h"
 #include "core/trace/chrome_trace.h"
 #include "core/trace/table.h"
 
@@ -14,7 +15,14 @@ namespace opcost {
 
 int run_trace_command(TraceCliOptions o) {
   if (o.group_by == "shape") o.record.shapes = true;
-  const TraceRun run = trace_model(o.model, o.record);
+  if (o.import_path.empty() && o.model.model.empty())
+    throw std::invalid_argument("trace: name a model (opcost trace resnet50), or a trace to read with --import FILE");
+  if (!o.import_path.empty() && !o.model.model.empty())
+    throw std::invalid_argument(
+        fmt::format("trace: both a model ({}) and --import {}: a trace is either recorded or read; give one",
+                    o.model.model, o.import_path));
+  const TraceRun run = o.import_path.empty() ? trace_model(o.model, o.record) : import_chrome_trace(o.import_path);
+  const std::string what = o.import_path.empty() ? o.model.model : o.import_path;
   if (o.model.in.device == "auto" && run.device_activities.empty())  // as `inventory` says it
     fmt::print(stderr, "opcost: traced on the CPU ({}): host ranges only, no device activity\n", run.device);
   if (!o.output.empty()) {
@@ -22,8 +30,8 @@ int run_trace_command(TraceCliOptions o) {
     fmt::print(stderr,
                "opcost: trace of {} written to {} ({} steps, {} layer ranges, {} operator calls, {} device "
                "activities{}); open it in https://ui.perfetto.dev\n",
-               o.model.model, o.output, run.steps.size(), run.layers.size(), run.ops.size(),
-               run.device_activities.size(), run.untied.empty() ? "" : fmt::format(", {} not tied to a call", [&] {
+               what, o.output, run.steps.size(), run.layers.size(), run.ops.size(), run.device_activities.size(),
+               run.untied.empty() ? "" : fmt::format(", {} not tied to a call", [&] {
                  std::size_t n = 0;
                  for (const auto& [why, k] : run.untied) n += k;
                  return n;

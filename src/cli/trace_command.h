@@ -9,6 +9,7 @@ namespace opcost {
 
 struct TraceCliOptions {
   ModelOptions model;
+  std::string import_path;  // a torch.profiler Chrome trace to read instead of running a model
   TraceRecordOptions record;
   std::string output;           // the Chrome trace (.json, or .json.gz compressed); "" for none
   bool table = false;           // print the table (the default when no output is named)

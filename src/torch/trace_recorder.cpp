@@ -41,28 +41,6 @@ std::string shapes_text(const torch::autograd::profiler::KinetoEvent& e) {
   return out;
 }
 
-// Dispatcher calls nested in another on the same thread fold into the outermost one, which
-// takes their correlation ids (a kernel launched by aten::addmm inside aten::linear is
-// aten::linear's).
-std::vector<OpActivity> outermost_calls(std::vector<OpActivity> calls) {
-  std::stable_sort(calls.begin(), calls.end(), [](const OpActivity& a, const OpActivity& b) {
-    return a.thread != b.thread ? a.thread < b.thread : a.start_ns < b.start_ns;
-  });
-  std::vector<OpActivity> out;
-  for (auto& c : calls) {
-    if (!out.empty() && out.back().thread == c.thread && c.start_ns < out.back().end_ns) {
-      auto& outer = out.back();
-      outer.correlations.insert(outer.correlations.end(), c.correlations.begin(), c.correlations.end());
-      outer.forward_sequence.insert(outer.forward_sequence.end(), c.forward_sequence.begin(), c.forward_sequence.end());
-      if (outer.backward_of < 0) outer.backward_of = c.backward_of;
-      if (!outer.flops) outer.flops = c.flops;  // linear's FLOPs are its addmm's
-      continue;
-    }
-    out.push_back(std::move(c));
-  }
-  return out;
-}
-
 }  // namespace
 
 struct TraceRecorder::Impl {
@@ -210,7 +188,7 @@ void TraceRecorder::Impl::collect(torch::autograd::profiler::ProfilerResult& res
   std::erase_if(backward, [&](const TraceRun::BackwardRange& r) { return r.start_ns < keep_from; });
   run.layers.insert(run.layers.end(), layers.begin(), layers.end());
   run.backward_ranges.insert(run.backward_ranges.end(), backward.begin(), backward.end());
-  for (auto& c : outermost_calls(std::move(calls))) run.ops.push_back(std::move(c));
+  for (auto& c : fold_nested_calls(std::move(calls))) run.ops.push_back(std::move(c));
   run.device_activities.insert(run.device_activities.end(), device.begin(), device.end());
 }
 

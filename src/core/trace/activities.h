@@ -71,6 +71,12 @@ struct TraceRun {
   std::map<std::string, std::size_t> untied;
 };
 
+// Dispatcher calls nested in another on the same thread fold into the outermost one, which
+// takes their correlation ids and autograd sequence numbers (a kernel launched by aten::addmm
+// inside aten::linear is aten::linear's). `calls` hold one correlation id each, as a profiler
+// records them.
+std::vector<OpActivity> fold_nested_calls(std::vector<OpActivity> calls);
+
 // Ties the run: each call to its innermost layer (by time containment on its own thread) and
 // to its step (by time, on any thread), and each device activity to the call whose
 // correlation ids include its own. A backward call (inside a backward range, on autograd's

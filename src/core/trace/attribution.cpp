@@ -76,6 +76,25 @@ void tie_backward_calls(TraceRun& run) {
 
 }  // namespace
 
+std::vector<OpActivity> fold_nested_calls(std::vector<OpActivity> calls) {
+  std::stable_sort(calls.begin(), calls.end(), [](const OpActivity& a, const OpActivity& b) {
+    return a.thread != b.thread ? a.thread < b.thread : a.start_ns < b.start_ns;
+  });
+  std::vector<OpActivity> out;
+  for (auto& c : calls) {
+    if (!out.empty() && out.back().thread == c.thread && c.start_ns < out.back().end_ns) {
+      auto& outer = out.back();
+      outer.correlations.insert(outer.correlations.end(), c.correlations.begin(), c.correlations.end());
+      outer.forward_sequence.insert(outer.forward_sequence.end(), c.forward_sequence.begin(), c.forward_sequence.end());
+      if (outer.backward_of < 0) outer.backward_of = c.backward_of;
+      if (!outer.flops) outer.flops = c.flops;  // linear's FLOPs are its addmm's
+      continue;
+    }
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
 void tie_activities(TraceRun& run) {
   auto by_start = [](const auto& a, const auto& b) { return a.start_ns < b.start_ns; };
   std::stable_sort(run.layers.begin(), run.layers.end(), by_start);
