@@ -26,6 +26,12 @@ from ._loading import UsageError, prepare_model
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_INCOMPLETE = 0, 1, 2, 3
 
 
+def _failure(e: Exception) -> int:
+    """One line on standard error; bad input (the model, its inputs, an option) exits 2, the rest 1."""
+    print(f"opcost: error: {e}", file=sys.stderr)
+    return EXIT_BAD_INPUT if isinstance(e, (UsageError, ValueError, opcost.ModelError, TypeError)) else EXIT_FAILED
+
+
 def prepare(args):
     if not args.input:
         raise UsageError("give the model's inputs with --input, e.g. --input f32[8,3,224,224]")
@@ -50,12 +56,8 @@ def sweep(args) -> int:
             return EXIT_OK
         r = opcost.sweep(args.file, workers=args.workers, max_attempts=args.max_attempts, force=args.force,
                          retry_failed=args.retry_failed, progress_every=args.progress_every, **loops)
-    except (UsageError, ValueError, TypeError) as e:
-        print(f"opcost: error: {e}", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    except (OSError, RuntimeError) as e:
-        print(f"opcost: error: {e}", file=sys.stderr)
-        return EXIT_FAILED
+    except (UsageError, ValueError, TypeError, OSError, RuntimeError) as e:
+        return _failure(e)
     print(f"opcost: {r!r}", file=sys.stderr)
     if r.stopped:
         print(f"opcost: error: stopped: {r.stopped}", file=sys.stderr)
@@ -86,12 +88,8 @@ def trace(args) -> int:
                 print(json.dumps(t.key_averages(args.group_by), indent=1))
             else:
                 sys.stdout.write(t.table(args.group_by, args.sort_by, args.limit))
-    except (UsageError, ValueError, opcost.ModelError, TypeError) as e:
-        print(f"opcost: error: {e}", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    except (OSError, RuntimeError) as e:
-        print(f"opcost: error: {e}", file=sys.stderr)
-        return EXIT_FAILED
+    except (UsageError, ValueError, opcost.ModelError, TypeError, OSError, RuntimeError) as e:
+        return _failure(e)
     return EXIT_OK
 
 
@@ -177,12 +175,8 @@ def main(argv=None) -> int:
         else:
             sys.stdout.write(text)
             sys.stdout.flush()
-    except (UsageError, ValueError, opcost.ModelError, TypeError) as e:
-        print(f"opcost: error: {e}", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    except (OSError, RuntimeError) as e:
-        print(f"opcost: error: {e}", file=sys.stderr)
-        return EXIT_FAILED
+    except (UsageError, ValueError, opcost.ModelError, TypeError, OSError, RuntimeError) as e:
+        return _failure(e)
     if args.command != "inventory" and not result.complete:
         return EXIT_INCOMPLETE
     return EXIT_OK

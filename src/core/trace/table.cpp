@@ -34,6 +34,18 @@ CallDevice device_per_call(const TraceRun& run, TraceTable& t) {
   return d;
 }
 
+// A call's own figures into its row: an outermost call has no child call of its own, so its
+// self and total are the same.
+void add_call(TraceRow& r, const OpActivity& op, const CallDevice& d, std::size_t i) {
+  ++r.calls;
+  r.cpu_total_us += us(op.duration_ns());
+  r.cpu_self_us += us(op.duration_ns());
+  r.gpu_total_us += d.gpu_us[i];
+  r.gpu_self_us += d.gpu_us[i];
+  r.device_activities += d.activities[i];
+  r.flops += double(op.flops);
+}
+
 void add_to_total(TraceTable& t) {
   t.total = TraceRow{};
   t.total.name = "total";
@@ -61,15 +73,7 @@ TraceTable op_table(const TraceRun& run, bool by_shape) {
     const auto key = std::make_pair(op.name, by_shape ? op.shapes : std::string());
     auto [it, fresh] = index.try_emplace(key, t.rows.size());
     if (fresh) t.rows.push_back(TraceRow{op.name, key.second});
-    TraceRow& r = t.rows[it->second];
-    ++r.calls;
-    // An outermost call has no child call of its own: self and total are the same.
-    r.cpu_total_us += us(op.duration_ns());
-    r.cpu_self_us += us(op.duration_ns());
-    r.gpu_total_us += d.gpu_us[i];
-    r.gpu_self_us += d.gpu_us[i];
-    r.device_activities += d.activities[i];
-    r.flops += double(op.flops);
+    add_call(t.rows[it->second], op, d, i);
   }
   add_to_total(t);
   return t;
@@ -104,14 +108,7 @@ TraceTable layer_table(const TraceRun& run) {
   for (std::size_t i = 0; i < run.ops.size(); ++i) {
     const auto& op = run.ops[i];
     if (op.layer < 0) {
-      TraceRow& r = row("(no layer)");
-      ++r.calls;
-      r.cpu_total_us += us(op.duration_ns());
-      r.cpu_self_us += us(op.duration_ns());
-      r.gpu_total_us += d.gpu_us[i];
-      r.gpu_self_us += d.gpu_us[i];
-      r.device_activities += d.activities[i];
-      r.flops += double(op.flops);
+      add_call(row("(no layer)"), op, d, i);
       continue;
     }
     TraceRow& own = row(run.layers[std::size_t(op.layer)].name);
