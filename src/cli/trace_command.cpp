@@ -23,7 +23,7 @@ int run_trace_command(TraceCliOptions o) {
                     o.model.model, o.import_path));
   const TraceRun run = o.import_path.empty() ? trace_model(o.model, o.record) : import_chrome_trace(o.import_path);
   const std::string what = o.import_path.empty() ? o.model.model : o.import_path;
-  if (o.model.in.device == "auto" && run.device_activities.empty())  // as `inventory` says it
+  if (o.import_path.empty() && o.model.in.device == "auto" && run.device_activities.empty())  // as `inventory` says
     fmt::print(stderr, "opcost: traced on the CPU ({}): host ranges only, no device activity\n", run.device);
   if (!o.output.empty()) {
     save_chrome_trace(run, o.output, ChromeTraceOptions{o.min_duration_us});
