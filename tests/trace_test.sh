@@ -39,6 +39,17 @@ check "a plain JSON trace; --min-duration leaves the short calls out" "$python" 
 import json, sys; ev = json.load(open(sys.argv[1]))['traceEvents']
 assert not [e for e in ev if e.get('cat') == 'cpu_op'] and [e for e in ev if e.get('cat') == 'layer']" "$dir/m.json"
 
+"$bin" trace resnet18 --batch 1 --device cpu -o "$dir/l.json" --layers '^layer2\.0$' 2>/dev/null
+check "--layers keeps the matching layers, their sublayers and the calls in them" "$python" -c "
+import json, sys; ev = json.load(open(sys.argv[1]))['traceEvents']
+layers = {e['name'] for e in ev if e.get('cat') == 'layer'}
+assert 'layer2.0' in layers and 'layer2.0.conv1' in layers and all(l.startswith('layer2.0') for l in layers), layers
+ops = [e for e in ev if e.get('cat') == 'cpu_op']
+assert ops and all(e['args']['layer'].startswith('layer2.0') for e in ops)" "$dir/l.json"
+"$bin" trace mnist-cnn --device cpu -o "$dir/x.json" --layers '(' 2>"$dir/e8"
+check "a --layers that is not a regular expression: exit 2, before tracing" test $? -eq 2 -a ! -e "$dir/x.json"
+check "... named" has "$dir/e8" "not a regular expression"
+
 # Training: backward calls take the layer of the forward call that made their autograd node.
 "$bin" trace mnist-cnn --batch 4 --train --device cpu -o "$dir/train.json" 2>/dev/null
 check "backward calls are tied to their forward layers" "$python" -c "

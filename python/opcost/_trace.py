@@ -104,10 +104,12 @@ class Trace:
         t = json.loads(self.run.table_json(group_by))
         return t["rows"] + [t["total"]]
 
-    def export(self, path: str | os.PathLike, min_duration_us: float = 0.0) -> str:
-        """Writes the Chrome trace (gzip-compressed for ``.gz``) for https://ui.perfetto.dev."""
+    def export(self, path: str | os.PathLike, min_duration_us: float = 0.0, layers: str = "") -> str:
+        """Writes the Chrome trace (gzip-compressed for ``.gz``) for https://ui.perfetto.dev.
+        ``min_duration_us`` leaves shorter calls and kernels out; ``layers`` (a regular
+        expression) keeps only the matching layers, their sublayers and what runs in them."""
         path = os.fspath(path)
-        self.run.export(path, min_duration_us)
+        self.run.export(path, min_duration_us, layers)
         return path
 
     def _check_shapes(self, group_by: str) -> None:

@@ -427,6 +427,8 @@ int main(int argc, char** argv) {
       ->add_option("--min-duration", to.min_duration_us,
                    "leave calls and kernels shorter than this many microseconds out of the trace file")
       ->check(CLI::NonNegativeNumber);
+  trace->add_option("--layers", to.layers,
+                    "only layers matching this regular expression, and what runs inside them, in the trace file");
 
   InventoryOptions io;
   auto* inventory = app.add_subcommand("inventory", "Run a model once and list every ATen operator it calls, by layer");

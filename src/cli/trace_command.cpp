@@ -15,6 +15,8 @@ namespace opcost {
 
 int run_trace_command(TraceCliOptions o) {
   if (o.group_by == "shape") o.record.shapes = true;
+  if (!o.layers.empty())
+    write_chrome_trace(TraceRun{}, [](std::string_view) {}, {0, o.layers});  // the pattern, checked first
   if (o.import_path.empty() && o.model.model.empty())
     throw std::invalid_argument("trace: name a model (opcost trace resnet50), or a trace to read with --import FILE");
   if (!o.import_path.empty() && !o.model.model.empty())
@@ -26,7 +28,7 @@ int run_trace_command(TraceCliOptions o) {
   if (o.import_path.empty() && o.model.in.device == "auto" && run.device_activities.empty())  // as `inventory` says
     fmt::print(stderr, "opcost: traced on the CPU ({}): host ranges only, no device activity\n", run.device);
   if (!o.output.empty()) {
-    save_chrome_trace(run, o.output, ChromeTraceOptions{o.min_duration_us});
+    save_chrome_trace(run, o.output, ChromeTraceOptions{o.min_duration_us, o.layers});
     fmt::print(stderr,
                "opcost: trace of {} written to {} ({} steps, {} layer ranges, {} operator calls, {} device "
                "activities{}); open it in https://ui.perfetto.dev\n",
@@ -42,6 +44,8 @@ int run_trace_command(TraceCliOptions o) {
     const std::string text = o.json ? to_json(t).dump(2) + "\n" : render_table(t, o.sort_by, o.limit);
     write_file("", text);
   }
+  if (!run.counters_unavailable.empty())
+    fmt::print(stderr, "opcost: no power, clock or energy tracks in the trace: {}\n", run.counters_unavailable);
   for (const auto& [why, n] : run.untied)
     fmt::print(stderr, "opcost: {} device activities not tied to a call: {}\n", n, why);
   return kExitSuccess;

@@ -18,6 +18,7 @@ struct TraceCliOptions {
   std::size_t limit = 30;       // table rows (0: all)
   bool json = false;            // the table as JSON
   double min_duration_us = 0;   // leave shorter calls and kernels out of the trace file
+  std::string layers;           // only these layers (a regular expression) in the trace file
 };
 
 int run_trace_command(TraceCliOptions o);

@@ -31,6 +31,13 @@ void bind_trace(py::module_& m) {
       .def_property_readonly("calls", [](const TraceRun& r) { return r.ops.size(); })
       .def_property_readonly("device_activities", [](const TraceRun& r) { return r.device_activities.size(); })
       .def_readonly("untied", &TraceRun::untied)
+      .def_readonly("counters_unavailable", &TraceRun::counters_unavailable)
+      .def_property_readonly("counter_tracks",
+                             [](const TraceRun& r) {
+                               std::vector<std::string> names;
+                               for (const auto& c : r.counters) names.push_back(c.name);
+                               return names;
+                             })
       .def(
           "table",
           [](const TraceRun& r, const std::string& group_by, const std::string& sort_by, std::size_t limit) {
@@ -43,11 +50,11 @@ void bind_trace(py::module_& m) {
           py::arg("group_by"))
       .def(
           "export",
-          [](const TraceRun& r, const std::string& path, double min_duration_us) {
+          [](const TraceRun& r, const std::string& path, double min_duration_us, const std::string& layers) {
             py::gil_scoped_release release;
-            save_chrome_trace(r, path, ChromeTraceOptions{min_duration_us});
+            save_chrome_trace(r, path, ChromeTraceOptions{min_duration_us, layers});
           },
-          py::arg("path"), py::arg("min_duration_us") = 0.0);
+          py::arg("path"), py::arg("min_duration_us") = 0.0, py::arg("layers") = "");
   py::class_<TraceRecorder>(m, "TraceRecorder")
       .def(py::init([](const std::string& kind, int index, int wait, int warmup, int active, int repeat, bool shapes,
                        bool flops) {

@@ -11,12 +11,15 @@
 #include <torch/csrc/autograd/profiler_kineto.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
+#include <optional>
 #include <set>
 #include <stdexcept>
 #include <unordered_map>
 #include <unordered_set>
 
+#include "core/energy/monitor.h"
 #include "torch/runner.h"
 
 namespace opcost {
@@ -25,6 +28,7 @@ namespace {
 
 constexpr const char* kStepPrefix = "ProfilerStep#";  // as torch.profiler names its steps
 constexpr const char* kWarmupName = "opcost:warmup";
+constexpr const char* kClockMarker = "opcost:clock";
 
 std::string device_kind_of(uint8_t type) {
   using T = libkineto::ActivityType;
@@ -53,6 +57,12 @@ struct TraceRecorder::Impl {
   bool profiling = false;
   std::unique_ptr<at::RecordFunction> step_scope;  // the running step's
   TraceRun run;
+  // Counter tracks: NVML polled beside the profiler. Its samples are on opcost's steady clock;
+  // a marker record, timed on both clocks as the session starts, maps them onto Kineto's.
+  std::unique_ptr<EnergyProbe> probe;
+  std::unique_ptr<EnergyMonitor> monitor;
+  double marker_s = 0;
+  std::optional<double> energy_base_mJ;  // the counter's first reading of the run
 
   void close_step() { step_scope.reset(); }
   void open_step(const std::string& name) {
@@ -63,6 +73,12 @@ struct TraceRecorder::Impl {
     torch::autograd::profiler::prepareProfiler(config, activities);
     torch::autograd::profiler::enableProfiler(config, activities);
     profiling = true;
+    if (!probe) return;
+    monitor = std::make_unique<EnergyMonitor>(*probe);
+    monitor->start();
+    at::RecordFunction marker(at::RecordScope::USER_SCOPE);
+    marker_s = now_s();
+    if (marker.isActive()) marker.before(kClockMarker);
   }
   // Ends a cycle: every kernel done, the profiler off, its events into the run.
   void stop() {
@@ -70,9 +86,12 @@ struct TraceRecorder::Impl {
     if (!profiling) return;
     profiling = false;
     if (device_kind == "cuda") at::accelerator::synchronizeDevice(c10::DeviceIndex(device_index));
+    if (monitor) monitor->stop();
     collect(*torch::autograd::profiler::disableProfiler());
+    monitor.reset();
   }
   void collect(torch::autograd::profiler::ProfilerResult& result);
+  void add_counters(int64_t marker_ns, int64_t keep_from);
 };
 
 TraceRecorder::TraceRecorder(std::string device_kind, int device_index, TraceRecordOptions options)
@@ -96,6 +115,10 @@ TraceRecorder::TraceRecorder(std::string device_kind, int device_index, TraceRec
   else  // Kineto's start-up logs that it finds no GPU: expected here (a user's own level wins)
     setenv("KINETO_LOG_LEVEL", "5", /*overwrite=*/0);
   for (const auto& n : c10::Dispatcher::singleton().getAllOpNames()) m.op_names.insert(n.name);
+  if (m.device_kind == "cuda") {
+    m.probe = make_nvml_probe(device_index, &m.run.counters_unavailable);
+    if (m.probe) m.run.counters_unavailable.clear();
+  }
   m.run.source = "opcost (Kineto)";
 }
 
@@ -137,6 +160,7 @@ TraceRun TraceRecorder::finish() {
 void TraceRecorder::Impl::collect(torch::autograd::profiler::ProfilerResult& result) {
   // The warm-up's end: what started before it is dropped, host and device alike.
   int64_t keep_from = INT64_MIN;
+  std::optional<int64_t> marker_ns;
   std::vector<HostRange> layers;
   std::vector<OpActivity> calls;
   std::vector<DeviceActivity> device;
@@ -151,6 +175,8 @@ void TraceRecorder::Impl::collect(torch::autograd::profiler::ProfilerResult& res
       HostRange r{name, e.startThreadId(), int64_t(e.startNs()), int64_t(e.endNs())};
       if (name == kWarmupName)
         keep_from = std::max(keep_from, r.end_ns);
+      else if (name == kClockMarker)
+        marker_ns = r.start_ns;
       else if (name.rfind(kStepPrefix, 0) == 0)
         run.steps.push_back(r);
       else
@@ -190,6 +216,27 @@ void TraceRecorder::Impl::collect(torch::autograd::profiler::ProfilerResult& res
   run.backward_ranges.insert(run.backward_ranges.end(), backward.begin(), backward.end());
   for (auto& c : fold_nested_calls(std::move(calls))) run.ops.push_back(std::move(c));
   run.device_activities.insert(run.device_activities.end(), device.begin(), device.end());
+  if (monitor && marker_ns) add_counters(*marker_ns, keep_from);
+}
+
+void TraceRecorder::Impl::add_counters(int64_t marker_ns, int64_t keep_from) {
+  auto track = [&](const std::string& name) -> CounterTrack& {
+    for (auto& c : run.counters)
+      if (c.name == name) return c;
+    run.counters.push_back(CounterTrack{name, device_index, {}});
+    return run.counters.back();
+  };
+  auto at = [&](double t_s) { return marker_ns + int64_t(std::llround((t_s - marker_s) * 1e9)); };
+  for (const auto& p : monitor->power_trace())
+    if (at(p.t_s) >= keep_from) track("GPU power (W)").samples.emplace_back(at(p.t_s), p.watts);
+  for (const auto& p : monitor->sm_clock_trace())
+    if (at(p.t_s) >= keep_from) track("SM clock (MHz)").samples.emplace_back(at(p.t_s), p.watts);
+  // The energy counter as it updated (about every 100 ms on an H100), from its first reading.
+  for (const auto& e : monitor->edges()) {
+    if (!energy_base_mJ) energy_base_mJ = e.energy_mJ;
+    if (at(e.t_s) >= keep_from)
+      track("GPU energy counter (J)").samples.emplace_back(at(e.t_s), (e.energy_mJ - *energy_base_mJ) / 1000);
+  }
 }
 
 TraceRun record_trace(const std::function<void()>& step, const std::string& device_kind, int device_index,

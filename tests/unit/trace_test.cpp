@@ -34,6 +34,7 @@ TraceRun sample_run() {
                            {"relu_kernel", "kernel", 0, 7, 150, 155, 12},
                            {"mm_kernel", "kernel", 0, 7, 160, 180, 14},
                            {"stray", "memcpy", 0, 8, 181, 190, 99}};
+  run.counters = {{"GPU power (W)", 0, {{0, 120.0}, {100, 310.5}, {200, 305.0}}}};
   tie_activities(run);
   return run;
 }
@@ -131,6 +132,10 @@ TEST(ChromeTrace, ParsesBackWithNestedLayersAndAFlowPerTiedKernel) {
   }
   EXPECT_EQ(layers, 2u);
   EXPECT_EQ(ops, 4u);
+  std::vector<double> watts;
+  for (const auto& e : j["traceEvents"])
+    if (e["ph"] == "C" && e["name"] == "GPU power (W)") watts.push_back(e["args"]["value"]);
+  EXPECT_EQ(watts, (std::vector<double>{120.0, 310.5, 305.0}));
   EXPECT_EQ(kernels, 4u);
   EXPECT_EQ(starts, 3u);  // the stray memcpy has no arrow
   EXPECT_EQ(finishes, 3u);

@@ -52,6 +52,13 @@ struct DeviceActivity {
   int64_t duration_ns() const { return end_ns - start_ns; }
 };
 
+// A quantity sampled over the run (GPU power, SM clock, the energy counter): a counter track.
+struct CounterTrack {
+  std::string name;  // with its unit: "GPU power (W)"
+  int device = 0;
+  std::vector<std::pair<int64_t, double>> samples;  // (time ns, value)
+};
+
 struct TraceRun {
   std::string source;  // "opcost (Kineto)", "torch.profiler export", ...
   std::string device;  // the GPU model, or the CPU
@@ -67,6 +74,8 @@ struct TraceRun {
     int64_t sequence = -1;
   };
   std::vector<BackwardRange> backward_ranges;
+  std::vector<CounterTrack> counters;
+  std::string counters_unavailable;  // why there are none ("" when there are, or none were asked for)
   // Device activities that could not be tied to an operator call, by reason.
   std::map<std::string, std::size_t> untied;
 };

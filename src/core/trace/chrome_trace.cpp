@@ -5,7 +5,9 @@
 #include <algorithm>
 #include <climits>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <set>
+#include <stdexcept>
 
 #include "core/io/gzip_file.h"
 #include "core/io/output_file.h"
@@ -24,6 +26,8 @@ int64_t origin_ns(const TraceRun& run) {
   for (const auto& l : run.layers) t = std::min(t, l.start_ns);
   for (const auto& o : run.ops) t = std::min(t, o.start_ns);
   for (const auto& a : run.device_activities) t = std::min(t, a.start_ns);
+  for (const auto& c : run.counters)
+    for (const auto& [at, v] : c.samples) t = std::min(t, at);
   return t == INT64_MAX ? 0 : t;
 }
 
@@ -66,10 +70,32 @@ class EventWriter {
   bool first_ = true;
 };
 
+// Which layers a --layers pattern keeps: those it matches and everything under them.
+std::vector<bool> kept_layers(const TraceRun& run, const std::string& pattern) {
+  std::vector<bool> kept(run.layers.size(), pattern.empty());
+  if (pattern.empty()) return kept;
+  std::regex re;
+  try {
+    re = std::regex(pattern);
+  } catch (const std::regex_error& e) {
+    throw std::invalid_argument(fmt::format("--layers '{}': not a regular expression ({})", pattern, e.what()));
+  }
+  for (std::size_t i = 0; i < run.layers.size(); ++i)
+    for (int l = int(i); l >= 0 && !kept[i]; l = run.layers[std::size_t(l)].parent)
+      kept[i] = std::regex_search(run.layers[std::size_t(l)].name, re);
+  return kept;
+}
+
 }  // namespace
 
 void write_chrome_trace(const TraceRun& run, const std::function<void(std::string_view)>& write,
                         const ChromeTraceOptions& options) {
+  const std::vector<bool> layer_kept = kept_layers(run, options.layers);
+  auto op_kept = [&](int op) {
+    if (options.layers.empty()) return true;
+    const int l = run.ops[std::size_t(op)].layer;
+    return l >= 0 && layer_kept[std::size_t(l)];
+  };
   EventWriter w(write, origin_ns(run));
   w.begin(run);
   const auto min_ns = int64_t(options.min_duration_us * 1000.0);
@@ -88,18 +114,31 @@ void write_chrome_trace(const TraceRun& run, const std::function<void(std::strin
       w.name("process_name", kDevicePidBase + d, 0, fmt::format("{} (device {})", run.device, d));
     w.name("thread_name", kDevicePidBase + d, uint64_t(s), fmt::format("stream {}", s));
   }
+  for (const auto& c : run.counters) {
+    if (devices.insert(c.device).second)
+      w.name("process_name", kDevicePidBase + c.device, 0, fmt::format("{} (device {})", run.device, c.device));
+    for (const auto& [t, v] : c.samples)
+      w.event({{"ph", "C"},
+               {"name", c.name},
+               {"pid", kDevicePidBase + c.device},
+               {"ts", w.ts(t)},
+               {"args", {{"value", v}}}});
+  }
   for (const auto& s : run.steps) w.slice(s.name, "step", kHostPid, s.thread, s.start_ns, s.end_ns);
-  for (const auto& l : run.layers)
-    w.slice(l.name, "layer", kHostPid, l.thread, l.start_ns, l.end_ns, {{"layer", l.name}, {"depth", l.depth}});
+  for (std::size_t i = 0; i < run.layers.size(); ++i) {
+    const auto& l = run.layers[i];
+    if (layer_kept[i])
+      w.slice(l.name, "layer", kHostPid, l.thread, l.start_ns, l.end_ns, {{"layer", l.name}, {"depth", l.depth}});
+  }
   // Which ops launched a kept activity: they carry the flow's start.
   std::vector<std::vector<std::size_t>> launched(run.ops.size());
   for (std::size_t i = 0; i < run.device_activities.size(); ++i) {
     const auto& a = run.device_activities[i];
-    if (a.op >= 0 && a.duration_ns() >= min_ns) launched[std::size_t(a.op)].push_back(i);
+    if (a.op >= 0 && a.duration_ns() >= min_ns && op_kept(a.op)) launched[std::size_t(a.op)].push_back(i);
   }
   for (std::size_t i = 0; i < run.ops.size(); ++i) {
     const auto& o = run.ops[i];
-    if (o.duration_ns() < min_ns && launched[i].empty()) continue;
+    if ((o.duration_ns() < min_ns && launched[i].empty()) || !op_kept(int(i))) continue;
     nlohmann::json args = {{"layer", o.layer >= 0 ? run.layers[std::size_t(o.layer)].name : ""}};
     if (!o.shapes.empty()) args["input shapes"] = o.shapes;
     if (o.flops) args["flops"] = o.flops;
@@ -117,6 +156,7 @@ void write_chrome_trace(const TraceRun& run, const std::function<void(std::strin
   for (std::size_t i = 0; i < run.device_activities.size(); ++i) {
     const auto& a = run.device_activities[i];
     if (a.duration_ns() < min_ns) continue;
+    if (!options.layers.empty() && (a.op < 0 || !op_kept(a.op))) continue;
     nlohmann::json args = {{"correlation", a.linked_correlation}};
     if (a.op >= 0) {
       const auto& o = run.ops[std::size_t(a.op)];

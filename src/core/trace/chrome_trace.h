@@ -14,9 +14,13 @@ namespace opcost {
 
 struct ChromeTraceOptions {
   double min_duration_us = 0;  // leave out operator calls and device activities shorter than this
+  // Only layers whose name matches this regular expression (ECMAScript, anywhere in the name),
+  // their sublayers, and the calls and device activities inside them; "" keeps everything.
+  std::string layers;
 };
 
-// Writes the run through `write` (called with consecutive pieces of the document).
+// Writes the run through `write` (called with consecutive pieces of the document). Throws
+// std::invalid_argument for a `layers` pattern that is not a regular expression.
 void write_chrome_trace(const TraceRun& run, const std::function<void(std::string_view)>& write,
                         const ChromeTraceOptions& options = {});
 
