@@ -7,6 +7,7 @@ bin=$1; dir=$2
 rm -rf "$dir"; mkdir -p "$dir"
 source "$(dirname "$0")/check.sh"
 python=${OPCOST_PYTHON:-python3}
+data=$(cd "$(dirname "$0")" && pwd)/data/torch-profiler-small.json.gz
 
 "$bin" trace resnet18 --batch 1 --device cpu --steps 2 --warmup 1 -o "$dir/r18.json.gz" 2>"$dir/e1" >"$dir/o1"
 check "trace exits 0" test $? -eq 0
@@ -50,6 +51,16 @@ assert ops and all(e['args']['layer'].startswith('layer2.0') for e in ops)" "$di
 check "a --layers that is not a regular expression: exit 2, before tracing" test $? -eq 2 -a ! -e "$dir/x.json"
 check "... named" has "$dir/e8" "not a regular expression"
 
+# --energy: untraced steps measured after the trace, as validate measures a step. On a machine
+# without an energy counter the table says why there is no energy figure, and gives none.
+"$bin" trace mnist-cnn --device cpu --energy --json >"$dir/en.json" 2>/dev/null
+check "--energy measures the untraced step (time, with its interval)" "$python" -c "
+import json, sys; m = json.load(open(sys.argv[1]))['measured_step']
+assert m['time_us'] > 0 and m['time_ci95_us'] >= 0
+assert ('energy_mJ' in m) != ('energy_unavailable' in m), m" "$dir/en.json"
+"$bin" trace --import "$data" --energy 2>"$dir/e9"
+check "--energy with --import is refused" test $? -eq 2
+
 # Training: backward calls take the layer of the forward call that made their autograd node.
 "$bin" trace mnist-cnn --batch 4 --train --device cpu -o "$dir/train.json" 2>/dev/null
 check "backward calls are tied to their forward layers" "$python" -c "
@@ -72,7 +83,6 @@ check "the text table has a total and says how many steps" has "$dir/t1" "^total
 
 # Import: torch.profiler's own export of a small model's two steps on the H100 (tests/data,
 # made by bench/run_trace_check), tied kernel -> operator -> layer as expected.
-data=$(cd "$(dirname "$0")" && pwd)/data/torch-profiler-small.json.gz
 "$bin" trace --import "$data" -o "$dir/imported.json" --table --group-by layer --json >"$dir/imp-layers.json" 2>"$dir/e5"
 check "a torch.profiler export imports" test $? -eq 0
 "$bin" trace --import "$data" --group-by op --json >"$dir/imp-ops.json" 2>/dev/null

@@ -423,6 +423,8 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   trace->add_flag("--flops", to.record.flops, "the profiler's FLOP estimates (matmuls, convolutions)");
+  trace->add_flag("--energy", to.energy,
+                  "then measure untraced steps' time and energy (per-layer attribution is still to come)");
   trace
       ->add_option("--min-duration", to.min_duration_us,
                    "leave calls and kernels shorter than this many microseconds out of the trace file")

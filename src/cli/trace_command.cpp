@@ -23,7 +23,13 @@ int run_trace_command(TraceCliOptions o) {
     throw std::invalid_argument(
         fmt::format("trace: both a model ({}) and --import {}: a trace is either recorded or read; give one",
                     o.model.model, o.import_path));
-  const TraceRun run = o.import_path.empty() ? trace_model(o.model, o.record) : import_chrome_trace(o.import_path);
+  if (o.energy && !o.import_path.empty())
+    throw std::invalid_argument("trace: --energy measures a model's steps; an imported trace has none to run");
+  MeasureConfig step;  // as validate measures a whole step: it synchronises itself, wall clock
+  step.synchronous_calls = true;
+  step.time.max_seconds = 3.0;
+  const TraceRun run = o.import_path.empty() ? trace_model(o.model, o.record, o.energy ? &step : nullptr)
+                                             : import_chrome_trace(o.import_path);
   const std::string what = o.import_path.empty() ? o.model.model : o.import_path;
   if (o.import_path.empty() && o.model.in.device == "auto" && run.device_activities.empty())  // as `inventory` says
     fmt::print(stderr, "opcost: traced on the CPU ({}): host ranges only, no device activity\n", run.device);

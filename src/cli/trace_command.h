@@ -9,6 +9,7 @@ namespace opcost {
 
 struct TraceCliOptions {
   ModelOptions model;
+  bool energy = false;      // measure untraced steps' time and energy too
   std::string import_path;  // a torch.profiler Chrome trace to read instead of running a model
   TraceRecordOptions record;
   std::string output;           // the Chrome trace (.json, or .json.gz compressed); "" for none

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "core/trace/activities.h"
+#include "torch/runner.h"
 #include "torch/trace_recorder.h"
 #include "workflow/model_inventory.h"
 
@@ -11,6 +12,8 @@ namespace opcost {
 
 // Builds the model (built-in or TorchScript) and traces its steps on the schedule. A
 // TorchScript model's layers are not USER_SCOPE records, so its calls have no layer yet.
-TraceRun trace_model(const ModelOptions& model, const TraceRecordOptions& options);
+// With `step_config`, untraced steps are then measured with it (TraceRun::measured_step).
+TraceRun trace_model(const ModelOptions& model, const TraceRecordOptions& options,
+                     const MeasureConfig* step_config = nullptr);
 
 }  // namespace opcost

@@ -1,6 +1,7 @@
 #include "core/trace/table.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <functional>
@@ -66,6 +67,7 @@ TraceTable op_table(const TraceRun& run, bool by_shape) {
   TraceTable t;
   t.group_by = by_shape ? "op+shape" : "op";
   t.steps = run.steps.size();
+  t.measured_step = run.measured_step;
   const CallDevice d = device_per_call(run, t);
   std::map<std::pair<std::string, std::string>, std::size_t> index;
   for (std::size_t i = 0; i < run.ops.size(); ++i) {
@@ -83,6 +85,7 @@ TraceTable layer_table(const TraceRun& run) {
   TraceTable t;
   t.group_by = "layer";
   t.steps = run.steps.size();
+  t.measured_step = run.measured_step;
   const CallDevice d = device_per_call(run, t);
   std::map<std::string, std::size_t> index;
   auto row = [&](const std::string& name) -> TraceRow& {
@@ -167,6 +170,16 @@ std::string render_table(const TraceTable& t, const std::string& sort_by, std::s
   out += fmt::format("{} step{} traced; device busy {:.1f} us", t.steps, t.steps == 1 ? "" : "s", t.device_busy_us);
   if (t.untied) out += fmt::format(", of which {:.1f} us in {} activities tied to no call", t.untied_gpu_us, t.untied);
   out += "\n";
+  if (const auto& m = t.measured_step) {
+    out += fmt::format("untraced step, measured: {:.1f} us ± {:.1f}", m->time_us, m->time_ci_us);
+    if (m->energy_mJ)
+      out += fmt::format(", {:.2f} mJ ± {:.2f} ({:.0f} W); energy per layer is not attributed yet", *m->energy_mJ,
+                         m->energy_ci_mJ.value_or(0), m->power_W.value_or(0));
+    else
+      out += fmt::format("; energy unavailable: {}", m->energy_why);
+    if (!m->flags.empty()) out += fmt::format(" [{}]", fmt::join(m->flags, ", "));
+    out += "\n";
+  }
   return out;
 }
 
@@ -185,13 +198,24 @@ nlohmann::json to_json(const TraceTable& t) {
   };
   nlohmann::json rows = nlohmann::json::array();
   for (const auto& r : t.rows) rows.push_back(row(r));
-  return {{"group_by", t.group_by},
-          {"steps", t.steps},
-          {"rows", rows},
-          {"total", row(t.total)},
-          {"untied", t.untied},
-          {"untied_gpu_us", t.untied_gpu_us},
-          {"device_busy_us", t.device_busy_us}};
+  nlohmann::json j = {{"group_by", t.group_by},
+                      {"steps", t.steps},
+                      {"rows", rows},
+                      {"total", row(t.total)},
+                      {"untied", t.untied},
+                      {"untied_gpu_us", t.untied_gpu_us},
+                      {"device_busy_us", t.device_busy_us}};
+  if (const auto& m = t.measured_step) {
+    nlohmann::json s = {{"time_us", m->time_us}, {"time_ci95_us", m->time_ci_us}, {"flags", m->flags}};
+    if (m->energy_mJ)
+      s.update({{"energy_mJ", *m->energy_mJ},
+                {"energy_ci95_mJ", m->energy_ci_mJ.value_or(0)},
+                {"power_W", m->power_W.value_or(0)}});
+    else
+      s["energy_unavailable"] = m->energy_why;
+    j["measured_step"] = s;
+  }
+  return j;
 }
 
 }  // namespace opcost
