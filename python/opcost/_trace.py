@@ -79,6 +79,8 @@ class Trace:
         finally:
             self._layers(False)
             self._recorder = None
+        if self._run.counters_unavailable:
+            log.info("opcost.trace: no power, clock or energy tracks: %s", self._run.counters_unavailable)
         if self._run.steps == 0 and exc[0] is None:
             s = self._schedule
             log.warning("opcost.trace: no step was kept: call t.step() after each step; the schedule keeps steps "

@@ -15,8 +15,7 @@ namespace opcost {
 
 int run_trace_command(TraceCliOptions o) {
   if (o.group_by == "shape") o.record.shapes = true;
-  if (!o.layers.empty())
-    write_chrome_trace(TraceRun{}, [](std::string_view) {}, {0, o.layers});  // the pattern, checked first
+  if (!o.layers.empty()) check_layer_pattern(o.layers);  // before anything runs
   if (o.import_path.empty() && o.model.model.empty())
     throw std::invalid_argument("trace: name a model (opcost trace resnet50), or a trace to read with --import FILE");
   if (!o.import_path.empty() && !o.model.model.empty())

@@ -6,7 +6,6 @@
 
 #include "core/trace/chrome_trace.h"
 #include "core/trace/table.h"
-#include "torch/runner.h"
 #include "torch/trace_recorder.h"
 
 namespace py = pybind11;
@@ -32,12 +31,6 @@ void bind_trace(py::module_& m) {
       .def_property_readonly("device_activities", [](const TraceRun& r) { return r.device_activities.size(); })
       .def_readonly("untied", &TraceRun::untied)
       .def_readonly("counters_unavailable", &TraceRun::counters_unavailable)
-      .def_property_readonly("counter_tracks",
-                             [](const TraceRun& r) {
-                               std::vector<std::string> names;
-                               for (const auto& c : r.counters) names.push_back(c.name);
-                               return names;
-                             })
       .def(
           "table",
           [](const TraceRun& r, const std::string& group_by, const std::string& sort_by, std::size_t limit) {
@@ -67,9 +60,7 @@ void bind_trace(py::module_& m) {
            py::arg("device_kind"), py::arg("device_index"), py::arg("wait"), py::arg("warmup"), py::arg("active"),
            py::arg("repeat"), py::arg("shapes"), py::arg("flops"))
       .def("next_step", &TraceRecorder::next_step)
-      .def("finish", &TraceRecorder::finish)
-      .def_property_readonly("steps_seen", &TraceRecorder::steps_seen);
-  m.def("device_name", &device_model_name, py::arg("device"), "The model name of the device a spec resolves to");
+      .def("finish", &TraceRecorder::finish);
 }
 
 }  // namespace opcost

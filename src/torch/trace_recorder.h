@@ -39,7 +39,6 @@ class TraceRecorder {
 
   void next_step();
   TraceRun finish();
-  int steps_seen() const { return step_; }
 
  private:
   struct Impl;

@@ -280,19 +280,7 @@ PredictReport run_predict(const PredictOptions& o, RunnableModel& runnable, cons
     Measurement m = r.measure(call);
     notes.done();
     store(m);
-    StepMeasurement s;
-    s.time_us = m.time.per_call_us.mean;
-    s.time_ci_us = (m.time.per_call_us.ci95_high - m.time.per_call_us.ci95_low) / 2;
-    if (m.energy.available) {
-      s.energy_mJ = m.energy.per_call_mJ.mean;
-      s.energy_ci_mJ = (m.energy.per_call_mJ.ci95_high - m.energy.per_call_mJ.ci95_low) / 2;
-      s.energy_loop_time_us = m.energy.wall_us_per_call;
-    } else {
-      s.energy_why = m.energy.unavailable_reason;
-    }
-    s.flags = m.flags;
-    s.db_id = m.db_id;
-    step = s;
+    step = step_measurement_of(m);
   };
   // `model` measures the step first (it decides when enough operators are measured);
   // `validate` measures it before and after the operator loops, and reports the drift.

@@ -516,8 +516,9 @@ SweepStatus sweep_status(const MeasureOptions& o, const std::string& file, const
   s.failed = state->items(s.plan.id(), ItemStatus::kFailed);
   s.running = state->items(s.plan.id(), ItemStatus::kRunning);
   s.not_enrolled = s.items > s.counts.total() ? s.items - s.counts.total() : 0;
-  s.mean_seconds_per_item = state->mean_seconds_done(s.plan.id());
-  s.workers_seen = state->workers_of_done(s.plan.id());
+  const auto done = state->done_summary(s.plan.id());
+  s.mean_seconds_per_item = done.mean_seconds;
+  s.workers_seen = done.workers;
   s.elsewhere = state->items_elsewhere(s.plan.id());
   return s;
 }

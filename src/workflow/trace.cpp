@@ -26,19 +26,7 @@ TraceRun trace_model(const ModelOptions& o, const TraceRecordOptions& options, c
   if (step_config) {  // the step as the user runs it: no profiler, no layer naming
     Runner runner(model->device_kind(), model->device_index(), *step_config);
     ModelCall call(*model, o.in);
-    const Measurement m = runner.measure(call);
-    StepCost s;
-    s.time_us = m.time.per_call_us.mean;
-    s.time_ci_us = (m.time.per_call_us.ci95_high - m.time.per_call_us.ci95_low) / 2;
-    if (m.energy.available) {
-      s.energy_mJ = m.energy.per_call_mJ.mean;
-      s.energy_ci_mJ = (m.energy.per_call_mJ.ci95_high - m.energy.per_call_mJ.ci95_low) / 2;
-      s.power_W = m.energy.power_W;
-    } else {
-      s.energy_why = m.energy.unavailable_reason;
-    }
-    s.flags = m.flags;
-    run.measured_step = s;
+    run.measured_step = step_measurement_of(runner.measure(call));
   }
   return run;
 }

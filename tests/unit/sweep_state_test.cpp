@@ -65,7 +65,8 @@ TEST(SweepState, ItemsAreClaimedInOrderAndDoneLandsWithItsMeasurement) {
   const auto done = s.items({"grid", "scope-1"}, ItemStatus::kDone);
   ASSERT_EQ(done.size(), 1u);
   EXPECT_EQ(done[0].measurement_id, id);
-  EXPECT_DOUBLE_EQ(s.mean_seconds_done({"grid", "scope-1"}), 0.5);
+  EXPECT_DOUBLE_EQ(s.done_summary({"grid", "scope-1"}).mean_seconds, 0.5);
+  EXPECT_EQ(s.done_summary({"grid", "scope-1"}).workers, 1u);
   EXPECT_EQ(s.items({"grid", "scope-1"}, ItemStatus::kFailed)[0].reason, "out of memory");
   // A late failure report never undoes a done item.
   s.mark_failed(first->key, "the worker died");

@@ -12,6 +12,22 @@
 
 namespace opcost {
 
+StepMeasurement step_measurement_of(const Measurement& m) {
+  StepMeasurement s;
+  s.time_us = m.time.per_call_us.mean;
+  s.time_ci_us = (m.time.per_call_us.ci95_high - m.time.per_call_us.ci95_low) / 2;
+  if (m.energy.available) {
+    s.energy_mJ = m.energy.per_call_mJ.mean;
+    s.energy_ci_mJ = (m.energy.per_call_mJ.ci95_high - m.energy.per_call_mJ.ci95_low) / 2;
+    s.energy_loop_time_us = m.energy.wall_us_per_call;
+  } else {
+    s.energy_why = m.energy.unavailable_reason;
+  }
+  s.flags = m.flags;
+  s.db_id = m.db_id;
+  return s;
+}
+
 OpCost op_cost_from_document(const nlohmann::json& d, bool on_gpu) {
   OpCost c;
   c.db_id = d.value("db_id", int64_t(-1));

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/inventory/inventory.h"
+#include "core/measurement.h"
 #include "core/predict/timeline.h"
 
 namespace opcost {
@@ -102,6 +103,8 @@ struct StepMeasurement {
   // speed drifting between the operator loops and the step shows as a difference here.
   std::optional<double> before_ops_time_us;
 };
+// A whole step's Measurement (a ModelCall's) as a StepMeasurement.
+StepMeasurement step_measurement_of(const Measurement& m);
 // Relative change of the step's time from before the operator loops to after; above this
 // the measurement is flagged "drift".
 constexpr double kStepDriftFlag = 0.05;

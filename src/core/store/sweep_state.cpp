@@ -327,15 +327,16 @@ std::vector<ItemState> SweepState::items(const SweepId& sweep, std::optional<Ite
   return out;
 }
 
-double SweepState::mean_seconds_done(const SweepId& sweep) const {
-  if (!has_tables_) return 0;
+SweepState::DoneSummary SweepState::done_summary(const SweepId& sweep) const {
+  if (!has_tables_) return {};
   Stmt s(db_.handle(), db_.path(),
-         "SELECT AVG(me.seconds) FROM sweep_members m JOIN sweep_items i ON i.key = m.key JOIN measurements me ON "
-         "me.id = i.measurement_id WHERE m.sweep = ?1 AND m.scope = ?2 AND i.status = 'done'");
+         "SELECT AVG(me.seconds), COUNT(DISTINCT i.worker) FROM sweep_members m JOIN sweep_items i ON i.key = m.key "
+         "LEFT JOIN measurements me ON me.id = i.measurement_id WHERE m.sweep = ?1 AND m.scope = ?2 AND "
+         "i.status = 'done'");
   s.bind(1, sweep.name);
   s.bind(2, sweep.scope);
   s.step();
-  return s.column(0).is_number() ? s.column(0).get<double>() : 0;
+  return {s.column(0).is_number() ? s.column(0).get<double>() : 0, std::size_t(s.column(1).get<int64_t>())};
 }
 
 std::map<int64_t, SweepState::Origin> SweepState::origins(const std::string& sweep) const {
@@ -353,17 +354,6 @@ std::map<int64_t, SweepState::Origin> SweepState::origins(const std::string& swe
       out[id] = {s.column(1).get<std::string>(), nlohmann::json::parse(s.column(2).get<std::string>())};
   }
   return out;
-}
-
-std::size_t SweepState::workers_of_done(const SweepId& sweep) const {
-  if (!has_tables_) return 0;
-  Stmt s(db_.handle(), db_.path(),
-         "SELECT COUNT(DISTINCT i.worker) FROM sweep_members m JOIN sweep_items i ON i.key = m.key WHERE m.sweep = ?1 "
-         "AND m.scope = ?2 AND i.status = 'done'");
-  s.bind(1, sweep.name);
-  s.bind(2, sweep.scope);
-  s.step();
-  return std::size_t(s.column(0).get<int64_t>());
 }
 
 std::vector<std::string> SweepState::sweeps() const {

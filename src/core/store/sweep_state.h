@@ -111,9 +111,13 @@ class SweepState {
     nlohmann::json axes;
   };
   std::map<int64_t, Origin> origins(const std::string& sweep = "") const;
-  // The mean time its done items took to measure (their rows' `seconds`); 0 when none is done.
-  double mean_seconds_done(const SweepId& sweep) const;
-  std::size_t workers_of_done(const SweepId& sweep) const;  // distinct workers of its done items
+  // Its done items: the mean time they took to measure (their rows' `seconds`; 0 when none is
+  // done) and the distinct workers that measured them.
+  struct DoneSummary {
+    double mean_seconds = 0;
+    std::size_t workers = 0;
+  };
+  DoneSummary done_summary(const SweepId& sweep) const;
 
  private:
   Database& db_;

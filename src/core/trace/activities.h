@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "core/predict/prediction.h"
+
 namespace opcost {
 
 // A profiled step (ProfilerStep#N) or a layer: a module's forward, named by its module path.
@@ -60,15 +62,6 @@ struct CounterTrack {
   std::vector<std::pair<int64_t, double>> samples;  // (time ns, value)
 };
 
-// Untraced steps measured as `opcost validate` measures a step: time, and energy over counter
-// windows, to a stated interval. The figure a run's per-layer energies are to add up to.
-struct StepCost {
-  double time_us = 0, time_ci_us = 0;  // per step, with the 95% CI half-width
-  std::optional<double> energy_mJ, energy_ci_mJ, power_W;
-  std::string energy_why;  // why there is no energy figure
-  std::vector<std::string> flags;
-};
-
 struct TraceRun {
   std::string source;  // "opcost (Kineto)", "torch.profiler export", ...
   std::string device;  // the GPU model, or the CPU
@@ -85,8 +78,10 @@ struct TraceRun {
   };
   std::vector<BackwardRange> backward_ranges;
   std::vector<CounterTrack> counters;
-  std::optional<StepCost> measured_step;  // when asked for (opcost trace --energy)
-  std::string counters_unavailable;       // why there are none ("" when there are, or none were asked for)
+  // Untraced steps measured as `opcost validate` measures a step (opcost trace --energy): the
+  // figure a run's per-layer energies are to add up to.
+  std::optional<StepMeasurement> measured_step;
+  std::string counters_unavailable;  // why there are none ("" when there are, or none were asked for)
   // Device activities that could not be tied to an operator call, by reason.
   std::map<std::string, std::size_t> untied;
 };

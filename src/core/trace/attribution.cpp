@@ -49,22 +49,18 @@ void tie_backward_calls(TraceRun& run) {
   std::unordered_map<int64_t, int> layer_of_node;
   for (const auto& op : run.ops)
     for (int64_t s : op.forward_sequence) layer_of_node.emplace(s, op.layer);
-  auto ranges = run.backward_ranges;
-  std::stable_sort(ranges.begin(), ranges.end(), [](const auto& a, const auto& b) { return a.start_ns < b.start_ns; });
-  for (auto& op : run.ops) {
+  // The innermost backward range around each call on its thread (ranges nest when a backward
+  // function calls another's), found as layers are: a sweep by start time.
+  std::vector<TraceRun::BackwardRange> sorted = run.backward_ranges;
+  std::stable_sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) { return a.start_ns < b.start_ns; });
+  std::vector<HostRange> ranges;
+  for (const auto& r : sorted) ranges.push_back(HostRange{"", r.thread, r.start_ns, r.end_ns});
+  LayerStacks open(ranges);
+  for (auto& op : run.ops) {  // in start order (tie_activities sorted them)
     if (op.backward_of < 0) {
-      // The innermost backward range that holds the call (ranges nest when a backward
-      // function calls another's).
-      const auto past = std::upper_bound(ranges.begin(), ranges.end(), op.start_ns,
-                                         [](int64_t t, const auto& r) { return t < r.start_ns; });
-      for (auto it = past; it != ranges.begin();) {
-        --it;
-        if (it->thread == op.thread && it->start_ns <= op.start_ns && op.end_ns <= it->end_ns) {
-          op.backward_of = it->sequence;
-          break;
-        }
-        if (op.start_ns - it->start_ns > int64_t(10e9)) break;  // nothing this old still holds it
-      }
+      open.advance_to(op.start_ns);
+      if (const int k = open.innermost(op.thread, op.start_ns, op.end_ns); k >= 0)
+        op.backward_of = sorted[std::size_t(k)].sequence;
     }
     // The forward layer wins over the one open around the backward (the CPU runs backward on
     // the caller's thread, inside whatever scope called it).
@@ -100,11 +96,8 @@ void tie_activities(TraceRun& run) {
   std::stable_sort(run.layers.begin(), run.layers.end(), by_start);
   std::stable_sort(run.steps.begin(), run.steps.end(), by_start);
   std::stable_sort(run.ops.begin(), run.ops.end(), by_start);
-  {
-    const std::vector<HostRange> layers = run.layers;
-    LayerStacks depths(layers);
-    depths.advance_to(INT64_MAX, &run.layers);
-  }
+  // Each layer's depth and parent (the sweep reads only start and end, which stay as they are).
+  LayerStacks(run.layers).advance_to(INT64_MAX, &run.layers);
   LayerStacks open(run.layers);
   std::unordered_map<uint64_t, int> op_of_correlation;
   std::size_t step = 0;

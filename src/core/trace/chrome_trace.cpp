@@ -71,15 +71,18 @@ class EventWriter {
 };
 
 // Which layers a --layers pattern keeps: those it matches and everything under them.
-std::vector<bool> kept_layers(const TraceRun& run, const std::string& pattern) {
-  std::vector<bool> kept(run.layers.size(), pattern.empty());
-  if (pattern.empty()) return kept;
-  std::regex re;
+std::regex layer_regex(const std::string& pattern) {
   try {
-    re = std::regex(pattern);
+    return std::regex(pattern);
   } catch (const std::regex_error& e) {
     throw std::invalid_argument(fmt::format("--layers '{}': not a regular expression ({})", pattern, e.what()));
   }
+}
+
+std::vector<bool> kept_layers(const TraceRun& run, const std::string& pattern) {
+  std::vector<bool> kept(run.layers.size(), pattern.empty());
+  if (pattern.empty()) return kept;
+  const std::regex re = layer_regex(pattern);
   for (std::size_t i = 0; i < run.layers.size(); ++i)
     for (int l = int(i); l >= 0 && !kept[i]; l = run.layers[std::size_t(l)].parent)
       kept[i] = std::regex_search(run.layers[std::size_t(l)].name, re);
@@ -87,6 +90,8 @@ std::vector<bool> kept_layers(const TraceRun& run, const std::string& pattern) {
 }
 
 }  // namespace
+
+void check_layer_pattern(const std::string& pattern) { layer_regex(pattern); }
 
 void write_chrome_trace(const TraceRun& run, const std::function<void(std::string_view)>& write,
                         const ChromeTraceOptions& options) {

@@ -24,6 +24,9 @@ struct ChromeTraceOptions {
 void write_chrome_trace(const TraceRun& run, const std::function<void(std::string_view)>& write,
                         const ChromeTraceOptions& options = {});
 
+// Throws std::invalid_argument naming `pattern` when it is not a regular expression.
+void check_layer_pattern(const std::string& pattern);
+
 // Writes the run to `path`: gzip-compressed when it ends in .gz. Throws WriteError.
 void save_chrome_trace(const TraceRun& run, const std::string& path, const ChromeTraceOptions& options = {});
 

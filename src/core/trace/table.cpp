@@ -167,16 +167,22 @@ std::string render_table(const TraceTable& t, const std::string& sort_by, std::s
   for (auto* r : rows) line(*r);
   if (rows.size() < t.rows.size()) out += fmt::format("({} more rows)\n", t.rows.size() - rows.size());
   line(t.total);
-  out += fmt::format("{} step{} traced; device busy {:.1f} us", t.steps, t.steps == 1 ? "" : "s", t.device_busy_us);
+  // One traced run: its times are what it took, with no interval (the measured step below has one).
+  out += fmt::format("{} step{} traced (times are their sums, one run, no interval); device busy {:.1f} us", t.steps,
+                     t.steps == 1 ? "" : "s", t.device_busy_us);
   if (t.untied) out += fmt::format(", of which {:.1f} us in {} activities tied to no call", t.untied_gpu_us, t.untied);
   out += "\n";
   if (const auto& m = t.measured_step) {
     out += fmt::format("untraced step, measured: {:.1f} us ± {:.1f}", m->time_us, m->time_ci_us);
-    if (m->energy_mJ)
-      out += fmt::format(", {:.2f} mJ ± {:.2f} ({:.0f} W); energy per layer is not attributed yet", *m->energy_mJ,
-                         m->energy_ci_mJ.value_or(0), m->power_W.value_or(0));
-    else
+    if (m->energy_mJ) {
+      out += fmt::format(", {:.2f} mJ ± {:.2f}", *m->energy_mJ, m->energy_ci_mJ.value_or(0));
+      if (m->energy_loop_time_us)  // the energy loop's own pace: steps back to back
+        out += fmt::format(" ({:.0f} W at {:.1f} us a step in the energy loop)",
+                           *m->energy_mJ / *m->energy_loop_time_us * 1000, *m->energy_loop_time_us);
+      out += "; energy per layer is not attributed yet";
+    } else {
       out += fmt::format("; energy unavailable: {}", m->energy_why);
+    }
     if (!m->flags.empty()) out += fmt::format(" [{}]", fmt::join(m->flags, ", "));
     out += "\n";
   }
@@ -210,7 +216,7 @@ nlohmann::json to_json(const TraceTable& t) {
     if (m->energy_mJ)
       s.update({{"energy_mJ", *m->energy_mJ},
                 {"energy_ci95_mJ", m->energy_ci_mJ.value_or(0)},
-                {"power_W", m->power_W.value_or(0)}});
+                {"energy_loop_time_us", m->energy_loop_time_us.value_or(0)}});
     else
       s["energy_unavailable"] = m->energy_why;
     j["measured_step"] = s;

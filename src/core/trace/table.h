@@ -29,7 +29,7 @@ struct TraceTable {
   double untied_gpu_us = 0;   // device time of activities tied to no call
   std::size_t untied = 0;     // and how many
   double device_busy_us = 0;  // every device activity's time: total.gpu_self_us + untied_gpu_us
-  std::optional<StepCost> measured_step;
+  std::optional<StepMeasurement> measured_step;
 };
 
 TraceTable op_table(const TraceRun& run, bool by_shape);
