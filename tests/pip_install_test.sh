@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # `pip install .` into a fresh virtual environment that has only torch in it (the version the
 # project is built against, from pip's cache when bootstrap has fetched it): the package builds
-# against that torch, imports from site-packages, inventories a model, measures an op, validates
-# and sweeps (through worker processes of the installed package).
+# against that torch, imports from site-packages, inventories a model, measures an op, validates,
+# sweeps (through worker processes of the installed package) and traces.
 set -uo pipefail
 src=$1; torch_python=$2; dir=$3
 rm -rf "$dir"; mkdir -p "$dir"
@@ -35,6 +35,17 @@ import pathlib
 pathlib.Path("grid.yaml").write_text('op: aten::relu\nargs: {self: "f32[{n}]"}\naxes: {n: [4, 8]}\n')
 r = opcost.sweep("grid.yaml", db="ops.db", device="cpu", energy=False, max_time=0.02, progress=False)
 assert (r.items, r.measured, r.failed, r.crashes) == (2, 2, 0, 0), r
+# A trace: the installed extension's recorder, layers from module hooks, a gzip Chrome trace.
+import gzip, json
+net, x = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU()), torch.randn(2, 4)
+with opcost.trace(net, device="cpu") as t:
+    with torch.inference_mode():
+        net(x)
+    t.step()
+rows = t.key_averages("layer")
+assert {r["name"] for r in rows} == {"Sequential", "0", "1", "total"}, rows
+events = json.load(gzip.open(t.export("t.json.gz"), "rt"))["traceEvents"]
+assert {e["args"]["layer"] for e in events if e.get("cat") == "cpu_op"} == {"0", "1"}, events
 print(f"installed opcost {opcost.__version__} in {lib}, against torch {torch.__version__}")
 PY
 rc=$?
