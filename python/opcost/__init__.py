@@ -12,6 +12,8 @@
     with opcost.trace(model) as t:            # every kernel tied to its operator and layer
         model(x); t.step()
     print(t.table(group_by="layer")); t.export("r50.json.gz")  # for https://ui.perfetto.dev
+    t = opcost.trace_model(model, x, energy=True, db="ops.db")  # energy per layer (on a GPU)
+    print(t.table(group_by="layer", sort_by="energy"))
 
 Progress and notes go to the ``opcost`` logger.
 """
@@ -23,7 +25,7 @@ from ._api import ModelError, inventory, measure, predict, validate
 from ._core import DatabaseError, InputError, MeasurementAbandoned
 from ._results import Inventory, Measurement, OpEntry, Prediction
 from ._sweep import SweepResult, SweepStatus, sweep, sweep_status
-from ._trace import Schedule, Trace, schedule, trace
+from ._trace import Schedule, Trace, schedule, trace, trace_model
 
 __version__ = _core.__version__
 
@@ -33,7 +35,8 @@ def default_db() -> str:
     return _core.default_db_path()
 
 
-__all__ = ["inventory", "predict", "validate", "measure", "sweep", "sweep_status", "trace", "schedule", "Trace",
+__all__ = ["inventory", "predict", "validate", "measure", "sweep", "sweep_status", "trace", "trace_model", "schedule",
+           "Trace",
            "Schedule", "default_db", "SweepResult",
            "SweepStatus", "Inventory", "Prediction", "Measurement",
            "OpEntry", "ModelError", "InputError", "DatabaseError", "MeasurementAbandoned", "__version__"]

@@ -67,16 +67,10 @@ def sweep(args) -> int:
 def trace(args) -> int:
     try:
         model, inputs = prepare(args)
-        shapes = args.group_by == "shape"
         sched = opcost.schedule(wait=args.wait, warmup=args.warmup, active=args.steps, repeat=args.repeat)
-        train = args.train
-        with opcost.trace(model, schedule=sched, shapes=shapes, flops=args.flops, device=args.device) as t:
-            for _ in range(sched.repeat * (sched.wait + sched.warmup + sched.active)):
-                with torch.inference_mode(not train):
-                    out = model(*inputs)
-                if train:
-                    (out if isinstance(out, torch.Tensor) else out[0]).float().sum().backward()
-                t.step()
+        t = opcost.trace_model(model, *inputs, schedule=sched, energy=args.energy, db=args.db, cache=args.cache,
+                               train=args.train, autocast=args.autocast, shapes=args.group_by == "shape",
+                               flops=args.flops)
         if args.output:
             t.export(args.output, args.min_duration)
             r = t.run
@@ -138,11 +132,18 @@ def main(argv=None) -> int:
     p.add_argument("--dtype", default="fp32", help="model dtype: fp32, bf16 or fp16")
     p.add_argument("--device", default="auto", help="auto (CUDA when present), cpu, cuda, cuda:N")
     p.add_argument("--train", action="store_true", help="forward and backward (of the output's sum)")
+    p.add_argument("--autocast", help="run the model under autocast to bf16 or fp16")
+    p.add_argument("--energy", action="store_true",
+                   help="energy per operator and layer: first measure, as validate does, what the database lacks and "
+                        "the untraced step (on a GPU)")
+    p.add_argument("--db", help="the database for --energy (default: $OPCOST_DB or ~/.local/share/opcost/opcost.db)")
+    p.add_argument("--cache", default="warm", choices=["warm", "cold"])
     p.add_argument("-o", "--output", help="Chrome trace to write (.json, or .json.gz compressed)")
     p.add_argument("--table", action="store_true", help="print the table too (the default without --output)")
     p.add_argument("--group-by", default="op", choices=["op", "shape", "layer"], help="table rows")
     p.add_argument("--sort-by", default="gpu",
-                   choices=["gpu", "gpu_total", "gpu_self", "cpu", "cpu_total", "cpu_self", "calls", "name"])
+                   choices=["gpu", "gpu_total", "gpu_self", "cpu", "cpu_total", "cpu_self", "energy", "energy_total",
+                            "energy_self", "calls", "name"])
     p.add_argument("--limit", type=int, default=30, help="table rows to show (0: all)")
     p.add_argument("--json", action="store_true", help="the table's rows as JSON")
     p.add_argument("--wait", type=int, default=0, help="steps run untraced first, in each cycle")

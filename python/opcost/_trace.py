@@ -18,7 +18,8 @@ from typing import Any, Dict, List, Optional
 import torch
 
 from . import _core
-from ._api import _LayerNames, _name_of
+from ._api import _LayerNames, _checked_step, _db_path, _describe, _device_of, _layer_names, _make_step, _name_of, \
+    _notes
 
 log = logging.getLogger("opcost")
 
@@ -93,15 +94,31 @@ class Trace:
             raise RuntimeError("the trace is read after its `with` block")
         return self._run
 
+    @classmethod
+    def _of(cls, run, shapes: bool) -> "Trace":
+        t = cls.__new__(cls)
+        t._schedule, t._shapes, t._flops, t._device, t._layers, t._recorder = None, shapes, False, None, None, None
+        t._run = run
+        return t
+
+    @property
+    def energy_why(self) -> str:
+        """Why the tables have no energy, when energy was asked for (``trace_model(energy=True)``)."""
+        return self.run.energy_why
+
     def table(self, group_by: str = "op", sort_by: str = "gpu", limit: int = 30) -> str:
         """Rows per operator (``"op"``), per operator and input shapes (``"shape"``, when traced
-        with ``shapes=True``) or per layer (``"layer"``): calls, CPU and GPU time, total and self."""
+        with ``shapes=True``) or per layer (``"layer"``): calls, CPU and GPU time, total and self;
+        with energy (``trace_model(energy=True)``) each row's energy with its 95% interval and
+        average power, and the check against the untraced step's measured energy. ``sort_by``:
+        gpu, gpu_self, cpu, cpu_self, energy, energy_self, calls or name."""
         self._check_shapes(group_by)
         return self.run.table(group_by, sort_by, limit)
 
     def key_averages(self, group_by: str = "op") -> List[Dict[str, Any]]:
         """The table's rows as dicts (``name``, ``calls``, ``cpu_total_us``, ``cpu_self_us``,
-        ``gpu_total_us``, ``gpu_self_us``, ...), the total last."""
+        ``gpu_total_us``, ``gpu_self_us``, with energy ``energy_total_mJ``, ``energy_self_mJ``,
+        their ``..._ci95_mJ`` and ``power_self_W``), the total last."""
         self._check_shapes(group_by)
         t = json.loads(self.run.table_json(group_by))
         return t["rows"] + [t["total"]]
@@ -132,6 +149,40 @@ def trace(model: Any = None, *, schedule: Optional[Schedule] = None, shapes: boo
     submodule's calls are tied to its ``named_modules()`` path, under the model's own name.
     Without a ``schedule`` every step of the block is kept."""
     return Trace(model, schedule=schedule, shapes=shapes, flops=flops, device=device)
+
+
+def trace_model(model: Any, *inputs: Any, schedule: Optional[Schedule] = None, energy: bool = False,
+                db: Optional[str] = None, cache: str = "warm", train: bool = False, loss_fn: Optional[Any] = None,
+                optimizer: Any = None, autocast: Optional[str] = None, shapes: bool = False, flops: bool = False,
+                name: Optional[str] = None, **kwargs: Any) -> Trace:
+    """Traces steps of ``model(*inputs, **kwargs)`` that opcost runs itself, as ``validate``
+    runs them (``train``, ``loss_fn``, ``optimizer``, ``autocast`` likewise): a warm-up step,
+    then the ``schedule`` (default: one step traced and dropped, one kept). Returns the
+    finished :class:`Trace`.
+
+    ``energy=True`` (on a GPU) first validates the model into ``db``: every operator the
+    database lacks is measured alone, with the GPU's power between kernels and the untraced
+    step's time and energy. Each traced call is then charged with its operator's measured
+    power over its kernels' time, and the GPU's idle time before them at the power between
+    kernels (docs/trace.md); the tables get energy per operator and per layer, checked against
+    the untraced step's measured energy. Without a GPU, ``energy_why`` says why there is none."""
+    d = _describe(model, inputs, kwargs, train, autocast, name)
+    step = _checked_step(_make_step(model, inputs, kwargs, train, loss_fn, optimizer, autocast,
+                                    _device_of(model, inputs)), d)
+    s = schedule or Schedule()
+    record = {"wait": s.wait, "warmup": s.warmup, "active": s.active, "repeat": s.repeat, "shapes": bool(shapes),
+              "flops": bool(flops)}
+    energy_options = None
+    if energy:
+        if cache not in ("warm", "cold"):
+            raise ValueError(f"cache={cache!r}: use 'warm' or 'cold'")
+        path, is_default = _db_path(db)
+        energy_options = {"db": path, "db_is_default": is_default, "cache": cache}
+    with _layer_names(model) as names:
+        run = _core.trace_model(step, dict(d, name_layers=names), record, energy_options, **_notes())
+    if energy and run.energy_why:
+        log.info("opcost.trace_model: no energy per call: %s", run.energy_why)
+    return Trace._of(run, bool(shapes))
 
 
 def _resolve(device: str) -> torch.device:

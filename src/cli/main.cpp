@@ -406,7 +406,8 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"op", "shape", "layer"}))
       ->capture_default_str();
   trace->add_option("--sort-by", to.sort_by, "table column to sort by")
-      ->check(CLI::IsMember({"gpu", "gpu_total", "gpu_self", "cpu", "cpu_total", "cpu_self", "calls", "name"}))
+      ->check(CLI::IsMember({"gpu", "gpu_total", "gpu_self", "cpu", "cpu_total", "cpu_self", "energy", "energy_total",
+                             "energy_self", "calls", "name"}))
       ->capture_default_str();
   trace->add_option("--limit", to.limit, "table rows to show (0: all)")->capture_default_str();
   trace->add_flag("--json", to.json, "the table as JSON");
@@ -424,7 +425,8 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   trace->add_flag("--flops", to.record.flops, "the profiler's FLOP estimates (matmuls, convolutions)");
   trace->add_flag("--energy", to.energy,
-                  "then measure untraced steps' time and energy (per-layer attribution is still to come)");
+                  "energy per operator and layer: first measure, as validate does, what the database lacks and the "
+                  "untraced step (on a GPU)");
   trace
       ->add_option("--min-duration", to.min_duration_us,
                    "leave calls and kernels shorter than this many microseconds out of the trace file")
@@ -544,6 +546,8 @@ int main(int argc, char** argv) {
     } else if (inventory->parsed()) {
       rc = run_inventory(io);
     } else if (trace->parsed()) {
+      to.energy_options.db = path;
+      to.energy_options.db_create_parent = create_parent;
       rc = run_trace_command(to);
     } else if (predict->parsed() || validate->parsed() || modelcmd->parsed()) {
       po.db = path;

@@ -24,11 +24,9 @@ int run_trace_command(TraceCliOptions o) {
                     o.model.model, o.import_path));
   if (o.energy && !o.import_path.empty())
     throw std::invalid_argument("trace: --energy measures a model's steps; an imported trace has none to run");
-  MeasureConfig step;  // as validate measures a whole step: it synchronises itself, wall clock
-  step.synchronous_calls = true;
-  step.time.max_seconds = 3.0;
-  const TraceRun run = o.import_path.empty() ? trace_model(o.model, o.record, o.energy ? &step : nullptr)
-                                             : import_chrome_trace(o.import_path);
+  const TraceRun run = o.import_path.empty()
+                           ? trace_model(o.model, o.record, o.energy ? &o.energy_options : nullptr, Notes::to_stderr())
+                           : import_chrome_trace(o.import_path);
   const std::string what = o.import_path.empty() ? o.model.model : o.import_path;
   if (o.import_path.empty() && o.model.in.device == "auto" && run.device_activities.empty())  // as `inventory` says
     fmt::print(stderr, "opcost: traced on the CPU ({}): host ranges only, no device activity\n", run.device);
@@ -44,11 +42,14 @@ int run_trace_command(TraceCliOptions o) {
                  return n;
                }()));
   }
-  if (o.table || o.output.empty()) {
+  const bool table = o.table || o.output.empty();
+  if (table) {
     const TraceTable t = o.group_by == "layer" ? layer_table(run) : op_table(run, o.group_by == "shape");
     const std::string text = o.json ? to_json(t).dump(2) + "\n" : render_table(t, o.sort_by, o.limit);
     write_file("", text);
   }
+  if (o.energy && !run.energy && !table)  // the table says it otherwise
+    fmt::print(stderr, "opcost: no energy per {}: {}\n", o.group_by == "layer" ? "layer" : "operator", run.energy_why);
   if (!run.counters_unavailable.empty())
     fmt::print(stderr, "opcost: no power, clock or energy tracks in the trace: {}\n", run.counters_unavailable);
   for (const auto& [why, n] : run.untied)

@@ -9,7 +9,9 @@ namespace opcost {
 
 struct TraceCliOptions {
   ModelOptions model;
-  bool energy = false;      // measure untraced steps' time and energy too
+  bool energy = false;  // energy per call and per layer (workflow/trace.h)
+  // How --energy validates the model first: validate's loops, and the database (set by main).
+  PredictOptions energy_options = PredictOptions::validate();
   std::string import_path;  // a torch.profiler Chrome trace to read instead of running a model
   TraceRecordOptions record;
   std::string output;           // the Chrome trace (.json, or .json.gz compressed); "" for none

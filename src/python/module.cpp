@@ -25,6 +25,7 @@
 #include "workflow/model_inventory.h"
 #include "workflow/predict.h"
 #include "workflow/sweep.h"
+#include "workflow/trace.h"
 
 namespace py = pybind11;
 using namespace opcost;
@@ -125,6 +126,26 @@ py::dict predict_step(py::function step, const py::dict& description, const py::
   out["json"] = to_json(r).dump();
   out["text"] = to_text(r);
   return out;
+}
+
+// opcost.trace_model: the step traced on the schedule, after `energy`'s validation when given.
+TraceRun trace_step(py::function step, const py::dict& description, const py::dict& record, const py::object& energy,
+                    py::object note, py::object progress) {
+  PythonModel model(std::move(step), description);
+  TraceRecordOptions r;
+  r.schedule = TraceSchedule{record["wait"].cast<int>(), record["warmup"].cast<int>(), record["active"].cast<int>(),
+                             record["repeat"].cast<int>()};
+  r.shapes = record["shapes"].cast<bool>();
+  r.flops = record["flops"].cast<bool>();
+  std::optional<PredictOptions> p;
+  if (!energy.is_none()) {
+    const py::dict e = energy.cast<py::dict>();
+    p = PredictOptions::validate();
+    p->db = e["db"].cast<std::string>();
+    p->db_create_parent = e["db_is_default"].cast<bool>();
+    p->cache = e["cache"].cast<std::string>();
+  }
+  return trace_model(model, model_options(description), r, p ? &*p : nullptr, python_notes(note, progress));
 }
 
 MeasureOptions measure_options(const py::dict& o) {
@@ -287,6 +308,9 @@ PYBIND11_MODULE(_core, m) {
   m.def("predict", &predict_step, py::arg("step"), py::arg("description"), py::arg("options"),
         py::arg("note") = py::none(), py::arg("progress") = py::none(),
         "predict / validate / model: the report as JSON and text");
+  m.def("trace_model", &trace_step, py::arg("step"), py::arg("description"), py::arg("record"), py::arg("energy"),
+        py::arg("note") = py::none(), py::arg("progress") = py::none(),
+        "the step traced on a schedule, with energy per call after a validation when `energy` is given");
   m.def("measure", &measure_call, py::arg("op"), py::arg("args"), py::arg("options"),
         "Measure one operator call: its result as JSON and text");
   m.def(

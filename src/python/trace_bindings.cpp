@@ -31,6 +31,7 @@ void bind_trace(py::module_& m) {
       .def_property_readonly("device_activities", [](const TraceRun& r) { return r.device_activities.size(); })
       .def_readonly("untied", &TraceRun::untied)
       .def_readonly("counters_unavailable", &TraceRun::counters_unavailable)
+      .def_readonly("energy_why", &TraceRun::energy_why)
       .def(
           "table",
           [](const TraceRun& r, const std::string& group_by, const std::string& sort_by, std::size_t limit) {

@@ -261,9 +261,14 @@ PredictReport run_predict(const PredictOptions& o, RunnableModel& runnable, cons
     gap_doc = measure_one(gap_probe, "", "warm");
   }
   auto use_gap_power = [&] {
-    if (on_gpu && gap_doc && (*gap_doc)["power_W"]["average"].is_number())
+    if (on_gpu && gap_doc && (*gap_doc)["power_W"]["average"].is_number()) {
       pin.gap_power_W = (*gap_doc)["power_W"]["average"].get<double>();
-    else if (on_gpu && gap_doc)  // measured, but without energy (a budget too short, NVML missing)
+      // The average power comes from the same counter windows as the energy per call: the
+      // same relative interval.
+      const OpCost probe = op_cost_from_document(*gap_doc, true);
+      if (probe.energy_mJ && *probe.energy_mJ > 0)
+        pin.gap_power_ci_W = *pin.gap_power_W * probe.energy_ci_mJ.value_or(0) / *probe.energy_mJ;
+    } else if (on_gpu && gap_doc)  // measured, but without energy (a budget too short, NVML missing)
       pin.gap_power_why = fmt::format("the probe {} has no energy figure: {}", gap_probe,
                                       gap_doc->value("energy_unavailable", std::string("unknown")));
     else if (on_gpu)
@@ -370,8 +375,8 @@ PredictReport run_predict(const PredictOptions& o, RunnableModel& runnable, cons
   report.target_met = o.target > 0 && step && explains(report.prediction, o.target);
   if (step && o.target == 0) pair_energy(report);
   // Last, after every timed loop: the profiler's tracing must not touch a measurement.
-  report.kernels_why = on_gpu ? "" : "kernels are traced on a GPU only";
-  if (on_gpu) {
+  report.kernels_why = !on_gpu ? "kernels are traced on a GPU only" : o.check_kernels ? "" : "not asked for";
+  if (on_gpu && o.check_kernels) {
     try {
       report.kernels = check_kernels(*model, inv, device, notes);
     } catch (const std::exception& e) {

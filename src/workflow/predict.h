@@ -32,6 +32,9 @@ struct PredictOptions {
   // intervals hardly widen the step's. 1 or more: never; 0: from the start (`model`).
   double short_loops_after = 0.8;
   MeasureConfig step_config;  // for the whole step
+  // On a GPU, after every loop: the kernels of each call in the model against its operator's
+  // replayed alone (KernelReport).
+  bool check_kernels = true;
 
   // The three commands' defaults. `model` measures many operators to reach its target, so
   // its loops are shorter (the budgets that keep GPU-bound predictions within a few percent).

@@ -1,12 +1,77 @@
 #include "workflow/trace.h"
 
+#include <fmt/format.h>
+
+#include "core/trace/energy_attribution.h"
 #include "torch/model_call.h"
 #include "torch/observer.h"
 
 namespace opcost {
 
-TraceRun trace_model(const ModelOptions& o, const TraceRecordOptions& options, const MeasureConfig* step_config) {
+namespace {
+
+// Each traced call's power, from the measurement of the inventory call it matches.
+std::vector<CallPower> call_powers(const TraceRun& run, const PredictReport& r) {
+  const std::vector<int> match = match_inventory_calls(run, r.inventory);
+  std::vector<CallPower> power(run.ops.size());
+  for (std::size_t i = 0; i < run.ops.size(); ++i) {
+    CallPower& p = power[i];
+    if (match[i] < 0) {
+      p.why_none = "not a call of the model's inventory step";
+      continue;
+    }
+    const std::size_t entry = r.inventory.sequence[std::size_t(match[i])].entry;
+    const auto cost = r.costs.find(entry);
+    if (cost == r.costs.end()) {
+      p.why_none = "its operator is not measured";
+    } else if (!cost->second.energy_mJ) {
+      p.why_none = "its operator's measurement has no energy (" + cost->second.energy_why + ")";
+    } else if (cost->second.gpu_us <= 0) {
+      p.why_none = "its operator's measurement has no device time";
+    } else {
+      const OpCost& c = cost->second;
+      p.active_W = active_energy_mJ(c, r.inputs) / c.gpu_us * 1e3;  // mJ / µs = kW
+      p.active_ci_W = c.energy_ci_mJ.value_or(0) / c.gpu_us * 1e3;
+      p.measurement = c.db_id >= 0 ? c.db_id : -int64_t(entry) - 2;  // unstored: one per entry
+    }
+  }
+  return power;
+}
+
+// The energy of each call, or why there is none.
+void attach_energy(TraceRun& run, const PredictReport& r) {
+  run.measured_step = r.step;
+  if (!r.step || !r.step->energy_mJ)
+    run.energy_why = "the untraced step has no energy figure" + (r.step ? ": " + r.step->energy_why : std::string());
+  else if (!r.inputs.gap_power_W)
+    run.energy_why = "no power between kernels: " + r.inputs.gap_power_why;
+  else if (run.steps.empty())
+    run.energy_why = "no step was kept";
+  else
+    run.energy = attribute_energy(run, call_powers(run, r), *r.inputs.gap_power_W, r.inputs.gap_power_ci_W, *r.step);
+}
+
+}  // namespace
+
+TraceRun trace_model(const ModelOptions& o, const TraceRecordOptions& options, const PredictOptions* energy,
+                     const Notes& notes) {
   auto model = make_model(o.model, o.inputs, o.in);
+  return trace_model(*model, o, options, energy, notes);
+}
+
+TraceRun trace_model(RunnableModel& runnable, const ModelOptions& o, const TraceRecordOptions& options,
+                     const PredictOptions* energy, const Notes& notes) {
+  RunnableModel* model = &runnable;
+  const bool on_gpu = model->device_kind() == "cuda";
+  // Every timed loop runs before the profiler starts: it must not touch a measurement.
+  std::optional<PredictReport> validated;
+  if (energy && on_gpu) {
+    PredictOptions po = *energy;
+    po.model = o;
+    po.measure = true;
+    po.check_kernels = false;  // the trace itself shows the kernels
+    validated = run_predict(po, *model, notes);
+  }
   for (int i = 0; i < model->warmup_steps(); ++i) model->step();  // one-time set-up outside the trace
   model->synchronize();
   model->name_layers(true);
@@ -23,10 +88,14 @@ TraceRun trace_model(const ModelOptions& o, const TraceRecordOptions& options, c
       },
       model->device_kind(), model->device_index(), options);
   model->name_layers(false);
-  if (step_config) {  // the step as the user runs it: no profiler, no layer naming
-    Runner runner(model->device_kind(), model->device_index(), *step_config);
+  if (validated) {
+    attach_energy(run, *validated);
+  } else if (energy) {  // the CPU: the step as the user runs it, no profiler, no layer naming
+    notes.say(fmt::format("measuring the untraced step of {}", o.model));
+    Runner runner(model->device_kind(), model->device_index(), energy->step_config);
     ModelCall call(*model, o.in);
     run.measured_step = step_measurement_of(runner.measure(call));
+    run.energy_why = "energy per call is attributed on a GPU only (the CPU runs no kernels to charge)";
   }
   return run;
 }

@@ -75,11 +75,28 @@ def test_misuse_is_named():
         opcost.schedule(active=0)
     with pytest.raises(ValueError, match="shapes=True"):
         traced().table("shape")
-    with pytest.raises(ValueError, match="sort by 'energy'"):
-        traced().table("op", sort_by="energy")
+    with pytest.raises(ValueError, match="sort by 'joules'"):
+        traced().table("op", sort_by="joules")
     with pytest.raises(RuntimeError, match="after its `with` block"):
         with opcost.trace(device="cpu") as t:
             t.table()
+
+
+def test_trace_model_runs_the_schedule_itself_and_says_why_the_cpu_has_no_energy(tmp_path, caplog):
+    model, x = Net().eval(), torch.randn(8, 16)
+    with caplog.at_level(logging.INFO, logger="opcost"):
+        t = opcost.trace_model(model, x, schedule=opcost.schedule(warmup=1, active=3), energy=True,
+                               db=tmp_path / "ops.db")
+    assert t.run.steps == 3
+    rows = {r["name"]: r for r in t.key_averages("layer")}
+    assert rows["Net"]["gpu_total_us"] == 0 and rows["blocks.1.fc"]["calls"] == 3
+    assert "energy_total_mJ" not in rows["Net"]  # nothing is invented on the CPU
+    assert "attributed on a GPU only" in t.energy_why and t.energy_why in caplog.text
+    text = t.table("layer", sort_by="energy")
+    assert "untraced step, measured:" in text and "no energy per layer" in text
+    trained = opcost.trace_model(Net(), x, train=True)  # forward, the output's sum, backward
+    assert trained.run.steps == 1
+    assert {"aten::linear", "aten::mm", "aten::threshold_backward"} <= {r["name"] for r in trained.key_averages()}
 
 
 def test_a_block_without_kept_steps_says_why(caplog):

@@ -21,10 +21,12 @@
 #include "core/predict/prediction.h"
 #include "core/spec/op_call.h"
 #include "core/spec/spec_file.h"
+#include "core/trace/energy_attribution.h"
 #include "torch/models.h"
 #include "torch/observer.h"
 #include "torch/replay.h"
 #include "workflow/model_inventory.h"
+#include "workflow/trace.h"
 
 namespace opcost {
 namespace {
@@ -329,6 +331,32 @@ TEST(Inventory, TrainingAttributesBackwardOpsToTheirForwardLayer) {
       for (const auto& l : e.layers)
         EXPECT_TRUE(forward_layers.count(l) || (l == "(accumulate-grad)" && e.op == "aten::detach"))
             << e.signature() << " in " << l;
+}
+
+// Energy per call (opcost trace --energy) charges each traced call with the measurement of the
+// inventory call it matches: every call of every kept step must find its own.
+TEST(Inventory, EveryTracedCallMatchesTheInventoryCallOfTheSameOperator) {
+  for (const auto& [name, train] : std::vector<std::pair<std::string, bool>>{
+           {"mnist-cnn", false}, {"mnist-cnn", true}, {"resnet18", false}, {"distilgpt2", false}}) {
+    SCOPED_TRACE(name + (train ? " --train" : ""));
+    ModelOptions mo{name, {}, small(1)};
+    mo.in.train = train;
+    auto model = make_model(name, {}, mo.in);
+    const Inventory inv = take_inventory(*model, mo, 1);
+    TraceRecordOptions ro;
+    ro.schedule.active = 2;
+    const TraceRun run = trace_model(mo, ro, nullptr, Notes{});
+    ASSERT_EQ(run.steps.size(), 2u);
+    const std::vector<int> match = match_inventory_calls(run, inv);
+    std::size_t in_steps = 0;
+    for (std::size_t i = 0; i < run.ops.size(); ++i) {
+      if (run.ops[i].step < 0) continue;
+      ++in_steps;
+      ASSERT_GE(match[i], 0) << run.ops[i].name << " in step " << run.ops[i].step;
+      EXPECT_EQ(inv.entries[inv.sequence[std::size_t(match[i])].entry].op, run.ops[i].name);
+    }
+    EXPECT_EQ(in_steps, 2 * inv.sequence.size());
+  }
 }
 
 TEST(Inventory, AutocastRecordsTheCastsAndReplaysUnderAutocast) {

@@ -8,6 +8,7 @@
 
 #include "core/io/output_file.h"
 #include "core/trace/chrome_trace.h"
+#include "core/trace/energy_attribution.h"
 #include "core/trace/table.h"
 
 using namespace opcost;
@@ -96,7 +97,7 @@ TEST(TraceTable, OperatorRowsSumToTheTotalAndUntiedTimeIsKeptApart) {
   EXPECT_EQ(op_table(run, true).rows[0].shapes, "[4, 8], [2, 8]");  // rows in first-call order
   const std::string text = render_table(t, "gpu");
   EXPECT_LT(text.find("aten::linear"), text.find("aten::mm"));  // 40 ns before 20 ns
-  EXPECT_THROW(render_table(t, "energy"), std::invalid_argument);
+  EXPECT_THROW(render_table(t, "joules"), std::invalid_argument);
 }
 
 TEST(TraceTable, LayerTotalsHoldTheirChildrenAndSelfColumnsSumToTheTotal) {
@@ -113,6 +114,97 @@ TEST(TraceTable, LayerTotalsHoldTheirChildrenAndSelfColumnsSumToTheTotal) {
   EXPECT_DOUBLE_EQ(rows["(no layer)"].gpu_self_us, 0.02);
   EXPECT_DOUBLE_EQ(t.total.gpu_self_us,
                    rows["block"].gpu_self_us + rows["block.fc"].gpu_self_us + rows["(no layer)"].gpu_self_us);
+}
+
+namespace {
+
+// One step [0, 10 µs] on one thread: layer "net" holding "net.a". Call A (in net.a) runs a
+// kernel [1, 4] µs, B (in net) [5, 6], C (in net) [8, 9]; a copy tied to no call runs [6.5, 7].
+TraceRun energy_run() {
+  TraceRun run;
+  run.steps = {{"ProfilerStep#0", 1, 0, 10000}};
+  run.layers = {{"net", 1, 0, 9500}, {"net.a", 1, 100, 900}};
+  run.ops = {
+      {"aten::a", "", 1, 200, 800, {1}}, {"aten::b", "", 1, 1000, 1200, {2}}, {"aten::c", "", 1, 1300, 1400, {3}}};
+  run.device_activities = {{"ka", "kernel", 0, 7, 1000, 4000, 1},
+                           {"kb", "kernel", 0, 7, 5000, 6000, 2},
+                           {"copy", "memcpy", 0, 7, 6500, 7000, 99},
+                           {"kc", "kernel", 0, 7, 8000, 9000, 3}};
+  tie_activities(run);
+  return run;
+}
+
+}  // namespace
+
+TEST(TraceEnergy, KernelsAtTheirOperatorsPowerAndIdleTimeScaledToTheUntracedStep) {
+  TraceRun run = energy_run();
+  // A and B share a measurement (their errors add); C has none.
+  const std::vector<CallPower> power = {{300, 30, 1}, {200, 10, 1}, {0, 0, -1, "its operator is not measured"}};
+  StepMeasurement step;
+  step.energy_mJ = 2.0;
+  step.energy_ci_mJ = 0.1;
+  step.energy_loop_time_us = 12;  // busy 5.5 µs (kernels and the copy): 6.5 µs idle, traced 3.5 µs
+  run.energy = attribute_energy(run, power, 100, 5, step);
+  const EnergyAttribution& e = *run.energy;
+  EXPECT_NEAR(e.kernels_mJ, 3 * 0.3 + 1 * 0.2, 1e-12);  // µs × W = µJ
+  EXPECT_NEAR(e.gap_scale, 6.5 / 3.5, 1e-12);
+  EXPECT_NEAR(e.gaps_mJ, 6.5 * 0.1, 1e-12);
+  // Idle time before a kernel is its call's; the idle before the untied copy passes to C.
+  EXPECT_NEAR(e.calls[0].gap_us, 1.0 * e.gap_scale, 1e-12);
+  EXPECT_NEAR(e.calls[1].gap_us, 1.0 * e.gap_scale, 1e-12);
+  EXPECT_NEAR(e.calls[2].gap_us, 1.5 * e.gap_scale, 1e-12);
+  EXPECT_NEAR(e.unattributed_us, 1.5, 1e-12);  // C's kernel and the copy
+  EXPECT_EQ(e.calls_without_power.at("its operator is not measured"), 1u);
+  EXPECT_NEAR(e.error(), (0.9 + 0.2 + 0.65) / 2.0 - 1, 1e-12);
+
+  const TraceTable ops = op_table(run, false);
+  double sum = 0;
+  for (const auto& r : ops.rows) sum += r.energy_self_mJ;
+  EXPECT_NEAR(ops.total.energy_total_mJ, sum, 1e-12);
+  EXPECT_NEAR(sum, e.attributed_mJ(), 1e-12);
+  // One measurement's error repeats: 0.09 + 0.01 added, then the idle power's 6.5 µs × 5 W.
+  EXPECT_NEAR(ops.total.energy_total_ci_mJ, 0.1 + 6.5 * 5e-3, 1e-12);
+  const TraceRow& a = ops.rows[0];
+  EXPECT_NEAR(a.power_W(), a.energy_self_mJ / (3 + a.idle_self_us) * 1e3, 1e-9);
+
+  const TraceTable layers = layer_table(run);
+  std::map<std::string, TraceRow> rows;
+  for (const auto& r : layers.rows) rows[r.name] = r;
+  EXPECT_NEAR(rows["net"].energy_total_mJ, e.attributed_mJ(), 1e-12);
+  EXPECT_NEAR(rows["net.a"].energy_self_mJ, e.calls[0].mJ(), 1e-12);
+  EXPECT_NEAR(rows["net"].energy_self_mJ + rows["net.a"].energy_self_mJ, layers.total.energy_total_mJ, 1e-12);
+  const std::string text = render_table(layers, "energy");
+  EXPECT_LT(text.find("net "), text.find("net.a"));
+  EXPECT_NE(text.find("-12.5%, not scaled"), std::string::npos) << text;
+  EXPECT_NE(text.find("1 calls: its operator is not measured"), std::string::npos) << text;
+  const auto j = to_json(layers);
+  EXPECT_NEAR(j["energy"]["error"].get<double>(), -0.125, 1e-12);
+}
+
+TEST(TraceEnergy, AStepWithoutEnergyOrAMismatchedPowerListIsRefused) {
+  const TraceRun run = energy_run();
+  StepMeasurement step;
+  step.energy_why = "no NVML";
+  EXPECT_THROW(attribute_energy(run, std::vector<CallPower>(3), 100, 0, step), std::invalid_argument);
+  step.energy_mJ = 1;
+  EXPECT_THROW(attribute_energy(run, std::vector<CallPower>(2), 100, 0, step), std::invalid_argument);
+}
+
+TEST(TraceEnergy, TracedCallsMatchTheInventoryStepByOperatorAndOrder) {
+  Inventory inv;
+  inv.entries = {{"aten::relu"}, {"aten::linear"}};
+  inv.sequence = {{0}, {1}, {0}};  // relu, linear, relu
+  TraceRun run;
+  run.steps = {{"ProfilerStep#0", 1, 0, 100}, {"ProfilerStep#1", 1, 100, 200}};
+  for (int s = 0; s < 2; ++s)
+    for (const char* name : {"aten::linear", "aten::relu", "aten::relu", "aten::relu"}) {
+      const int64_t t = 100 * s + 10 * int64_t(run.ops.size() % 4) + 1;
+      run.ops.push_back({name, "", 1, t, t + 5});
+    }
+  run.ops.push_back({"aten::linear", "", 1, 300, 305});  // after the kept steps
+  tie_activities(run);
+  const std::vector<int> m = match_inventory_calls(run, inv);
+  EXPECT_EQ(m, (std::vector<int>{1, 0, 2, -1, 1, 0, 2, -1, -1}));
 }
 
 TEST(ChromeTrace, ParsesBackWithNestedLayersAndAFlowPerTiedKernel) {

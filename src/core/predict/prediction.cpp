@@ -28,6 +28,12 @@ StepMeasurement step_measurement_of(const Measurement& m) {
   return s;
 }
 
+double active_energy_mJ(const OpCost& c, const PredictionInputs& in) {
+  if (!in.on_gpu || !in.gap_power_W) return *c.energy_mJ;
+  const double own_gap_us = std::max(0.0, c.loop_wall_us - c.gpu_us);
+  return std::max(0.0, *c.energy_mJ - *in.gap_power_W * own_gap_us * 1e-3);
+}
+
 OpCost op_cost_from_document(const nlohmann::json& d, bool on_gpu) {
   OpCost c;
   c.db_id = d.value("db_id", int64_t(-1));
@@ -53,15 +59,6 @@ OpCost op_cost_from_document(const nlohmann::json& d, bool on_gpu) {
 }
 
 namespace {
-
-// The energy a call spends beyond what the GPU would draw idling between kernels anyway:
-// the loop's energy per call minus gap power over the loop's own gaps (a launch-bound loop
-// idles between its kernels, a model run has its own gaps, modelled by the timeline).
-double active_energy_mJ(const OpCost& c, const PredictionInputs& in) {
-  if (!in.on_gpu || !in.gap_power_W) return *c.energy_mJ;
-  const double own_gap_us = std::max(0.0, c.loop_wall_us - c.gpu_us);
-  return std::max(0.0, *c.energy_mJ - *in.gap_power_W * own_gap_us * 1e-3);
-}
 
 void sort_rows(std::vector<PredictedRow>& rows) {
   std::stable_sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.time_us > b.time_us; });

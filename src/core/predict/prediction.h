@@ -31,6 +31,7 @@ OpCost op_cost_from_document(const nlohmann::json& doc, bool on_gpu);
 struct PredictionInputs {
   bool on_gpu = true;
   std::optional<double> gap_power_W;  // GPU power while it idles between kernels
+  double gap_power_ci_W = 0;          // its 95% half-width
   std::string gap_power_why;          // why it is missing
   double sync_us = 0;                 // host cost to observe the end of the step
   // The model's host times × this: the same model on a host this much slower (> 1) or faster.
@@ -77,6 +78,12 @@ struct ModelHostTimes {
   double after_last_us = 0;
 };
 ModelHostTimes model_host_times(const Inventory& inv);
+
+// The energy a call spends beyond what the GPU would draw idling between kernels anyway: the
+// loop's energy per call less the power between kernels over the loop's own gaps (a
+// launch-bound loop idles between its kernels; a model run has its own gaps, charged apart).
+// `c` must have an energy figure.
+double active_energy_mJ(const OpCost& c, const PredictionInputs& in);
 
 // costs: inventory entry index -> cost (entries absent from the map are missing; the
 // prediction then covers only the measured calls, and says so).

@@ -62,6 +62,35 @@ struct CounterTrack {
   std::vector<std::pair<int64_t, double>> samples;  // (time ns, value)
 };
 
+// The energy attributed to one traced call (energy_attribution.h): its kernels' time × its
+// operator's active power, measured with the operator replayed alone, plus the GPU's idle time
+// before its kernels × the GPU's power between kernels. Sums over the call's kept steps.
+struct CallEnergy {
+  double kernels_mJ = 0, gaps_mJ = 0;
+  double gap_us = 0;         // idle time it owns, as long as in the untraced step
+  double kernels_ci_mJ = 0;  // 95% half-width from its operator's energy measurement
+  int64_t measurement = -1;  // that measurement: calls sharing one share its error
+  double mJ() const { return kernels_mJ + gaps_mJ; }
+};
+
+// A run's energy attributed to its calls, and the check against the untraced steps' measured
+// energy. Figures are sums over the kept steps.
+struct EnergyAttribution {
+  std::vector<CallEnergy> calls;  // by TraceRun::ops index
+  double gap_power_W = 0, gap_power_ci_W = 0;
+  // The untraced step's idle time over the traced one: the profiler slows the host, and the
+  // GPU waits for it longer between kernels.
+  double gap_scale = 1;
+  double kernels_mJ = 0, gaps_mJ = 0;
+  double measured_mJ = 0, measured_ci_mJ = 0;  // the untraced step's × the kept steps
+  // Device time whose energy is not attributed: kernels of calls without a measured power, or
+  // tied to no call; and those calls, by reason.
+  double unattributed_us = 0;
+  std::map<std::string, std::size_t> calls_without_power;
+  double attributed_mJ() const { return kernels_mJ + gaps_mJ; }
+  double error() const { return measured_mJ > 0 ? attributed_mJ() / measured_mJ - 1 : 0; }
+};
+
 struct TraceRun {
   std::string source;  // "opcost (Kineto)", "torch.profiler export", ...
   std::string device;  // the GPU model, or the CPU
@@ -81,6 +110,9 @@ struct TraceRun {
   // Untraced steps measured as `opcost validate` measures a step (opcost trace --energy): the
   // figure a run's per-layer energies are to add up to.
   std::optional<StepMeasurement> measured_step;
+  // Energy per call (opcost trace --energy), or why there is none.
+  std::optional<EnergyAttribution> energy;
+  std::string energy_why;
   std::string counters_unavailable;  // why there are none ("" when there are, or none were asked for)
   // Device activities that could not be tied to an operator call, by reason.
   std::map<std::string, std::size_t> untied;

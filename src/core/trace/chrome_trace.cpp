@@ -148,6 +148,11 @@ void write_chrome_trace(const TraceRun& run, const std::function<void(std::strin
     if (!o.shapes.empty()) args["input shapes"] = o.shapes;
     if (o.flops) args["flops"] = o.flops;
     if (o.step >= 0) args["step"] = run.steps[std::size_t(o.step)].name;
+    if (run.energy) {  // attributed (opcost trace --energy): its kernels and the idle time before them
+      const CallEnergy& e = run.energy->calls[i];
+      args["energy uJ"] = e.mJ() * 1e3;
+      args["GPU idle before its kernels us"] = e.gap_us;
+    }
     w.slice(o.name, "cpu_op", kHostPid, o.thread, o.start_ns, o.end_ns, std::move(args));
     for (std::size_t k : launched[i])  // the arrow starts in the call's slice
       w.event({{"ph", "s"},

@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -47,6 +48,76 @@ void add_call(TraceRow& r, const OpActivity& op, const CallDevice& d, std::size_
   r.flops += double(op.flops);
 }
 
+// Energy of a set of calls with its 95% half-width. Calls sharing an operator measurement
+// share its error (added); different measurements' errors are independent (in quadrature);
+// the power between kernels is one figure for every idle stretch (added).
+class EnergySum {
+ public:
+  void add(const CallEnergy& c) {
+    mJ_ += c.mJ();
+    idle_us_ += c.gap_us;
+    ci_by_measurement_[c.measurement] += c.kernels_ci_mJ;
+  }
+  double mJ() const { return mJ_; }
+  double idle_us() const { return idle_us_; }
+  double ci_mJ(const EnergyAttribution& e) const {
+    double squares = 0;
+    for (const auto& [m, ci] : ci_by_measurement_) squares += ci * ci;
+    return std::sqrt(squares) + idle_us_ * e.gap_power_ci_W * 1e-3;
+  }
+
+ private:
+  double mJ_ = 0, idle_us_ = 0;
+  std::map<int64_t, double> ci_by_measurement_;
+};
+
+// Rows' energy, self and total, from their calls' (op_table and layer_table say which).
+class RowEnergies {
+ public:
+  RowEnergies(const TraceRun& run, TraceTable& t) : run_(run), t_(t) {
+    if (!run.energy) {
+      t.energy_why = run.energy_why;
+      return;
+    }
+    t.energy = *run.energy;
+    t.energy->calls.clear();  // the table keeps the summary
+  }
+  // A call into a row: its own (self), or a child layer's (total only).
+  void add(std::size_t row, std::size_t call, bool self) {
+    if (!run_.energy) return;
+    if (rows_.size() <= row) rows_.resize(row + 1);
+    const CallEnergy& c = run_.energy->calls[call];
+    rows_[row].total.add(c);
+    if (!self) return;
+    rows_[row].self.add(c);
+    all_.add(c);
+  }
+  void finish() {
+    if (!run_.energy) return;
+    const EnergyAttribution& e = *run_.energy;
+    for (std::size_t i = 0; i < rows_.size() && i < t_.rows.size(); ++i) {
+      TraceRow& r = t_.rows[i];
+      r.energy_self_mJ = rows_[i].self.mJ();
+      r.energy_self_ci_mJ = rows_[i].self.ci_mJ(e);
+      r.idle_self_us = rows_[i].self.idle_us();
+      r.energy_total_mJ = rows_[i].total.mJ();
+      r.energy_total_ci_mJ = rows_[i].total.ci_mJ(e);
+    }
+    t_.total.energy_self_mJ = t_.total.energy_total_mJ = all_.mJ();
+    t_.total.energy_self_ci_mJ = t_.total.energy_total_ci_mJ = all_.ci_mJ(e);
+    t_.total.idle_self_us = all_.idle_us();
+  }
+
+ private:
+  struct Sums {
+    EnergySum self, total;
+  };
+  const TraceRun& run_;
+  TraceTable& t_;
+  std::vector<Sums> rows_;
+  EnergySum all_;
+};
+
 void add_to_total(TraceTable& t) {
   t.total = TraceRow{};
   t.total.name = "total";
@@ -69,6 +140,7 @@ TraceTable op_table(const TraceRun& run, bool by_shape) {
   t.steps = run.steps.size();
   t.measured_step = run.measured_step;
   const CallDevice d = device_per_call(run, t);
+  RowEnergies energies(run, t);
   std::map<std::pair<std::string, std::string>, std::size_t> index;
   for (std::size_t i = 0; i < run.ops.size(); ++i) {
     const auto& op = run.ops[i];
@@ -76,8 +148,10 @@ TraceTable op_table(const TraceRun& run, bool by_shape) {
     auto [it, fresh] = index.try_emplace(key, t.rows.size());
     if (fresh) t.rows.push_back(TraceRow{op.name, key.second});
     add_call(t.rows[it->second], op, d, i);
+    energies.add(it->second, i, true);
   }
   add_to_total(t);
+  energies.finish();
   return t;
 }
 
@@ -87,15 +161,17 @@ TraceTable layer_table(const TraceRun& run) {
   t.steps = run.steps.size();
   t.measured_step = run.measured_step;
   const CallDevice d = device_per_call(run, t);
+  RowEnergies energies(run, t);
   std::map<std::string, std::size_t> index;
-  auto row = [&](const std::string& name) -> TraceRow& {
+  auto row_index = [&](const std::string& name) {
     auto [it, fresh] = index.try_emplace(name, t.rows.size());
     if (fresh) {
       t.rows.emplace_back();
       t.rows.back().name = name;
     }
-    return t.rows[it->second];
+    return it->second;
   };
+  auto row = [&](const std::string& name) -> TraceRow& { return t.rows[row_index(name)]; };
   // Host time: each range's duration, less its child ranges' for self.
   std::vector<double> child_us(run.layers.size(), 0.0);
   for (const auto& l : run.layers)
@@ -111,17 +187,23 @@ TraceTable layer_table(const TraceRun& run) {
   for (std::size_t i = 0; i < run.ops.size(); ++i) {
     const auto& op = run.ops[i];
     if (op.layer < 0) {
-      add_call(row("(no layer)"), op, d, i);
+      const std::size_t r = row_index("(no layer)");
+      add_call(t.rows[r], op, d, i);
+      energies.add(r, i, true);
       continue;
     }
-    TraceRow& own = row(run.layers[std::size_t(op.layer)].name);
-    own.gpu_self_us += d.gpu_us[i];
-    own.device_activities += d.activities[i];
-    own.flops += double(op.flops);
-    for (int l = op.layer; l >= 0; l = run.layers[std::size_t(l)].parent)
-      row(run.layers[std::size_t(l)].name).gpu_total_us += d.gpu_us[i];
+    const std::size_t own = row_index(run.layers[std::size_t(op.layer)].name);
+    t.rows[own].gpu_self_us += d.gpu_us[i];
+    t.rows[own].device_activities += d.activities[i];
+    t.rows[own].flops += double(op.flops);
+    for (int l = op.layer; l >= 0; l = run.layers[std::size_t(l)].parent) {
+      const std::size_t r = row_index(run.layers[std::size_t(l)].name);
+      t.rows[r].gpu_total_us += d.gpu_us[i];
+      energies.add(r, i, r == own);
+    }
   }
   add_to_total(t);
+  energies.finish();
   return t;
 }
 
@@ -133,6 +215,9 @@ std::string render_table(const TraceTable& t, const std::string& sort_by, std::s
       {"cpu", [](const TraceRow& r) { return r.cpu_total_us; }},
       {"cpu_total", [](const TraceRow& r) { return r.cpu_total_us; }},
       {"cpu_self", [](const TraceRow& r) { return r.cpu_self_us; }},
+      {"energy", [](const TraceRow& r) { return r.energy_total_mJ; }},
+      {"energy_total", [](const TraceRow& r) { return r.energy_total_mJ; }},
+      {"energy_self", [](const TraceRow& r) { return r.energy_self_mJ; }},
       {"calls", [](const TraceRow& r) { return double(r.calls); }},
   };
   std::vector<const TraceRow*> rows;
@@ -142,9 +227,10 @@ std::string render_table(const TraceTable& t, const std::string& sort_by, std::s
   } else {
     auto k = keys.find(sort_by);
     if (k == keys.end())
-      throw std::invalid_argument(fmt::format(
-          "sort by '{}': not a column; use gpu, gpu_total, gpu_self, cpu, cpu_total, cpu_self, calls or name",
-          sort_by));
+      throw std::invalid_argument(
+          fmt::format("sort by '{}': not a column; use gpu, gpu_total, gpu_self, cpu, cpu_total, cpu_self, energy, "
+                      "energy_total, energy_self, calls or name",
+                      sort_by));
     std::stable_sort(rows.begin(), rows.end(), [&](auto* a, auto* b) { return k->second(*a) > k->second(*b); });
   }
   if (limit && rows.size() > limit) rows.resize(limit);
@@ -156,13 +242,26 @@ std::string render_table(const TraceTable& t, const std::string& sort_by, std::s
   auto pct = [&](double v) {
     return t.device_busy_us > 0 ? fmt::format("{:5.1f}%", 100 * v / t.device_busy_us) : std::string("     -");
   };
-  std::string out = fmt::format("{:<{}}  {:>7}  {:>12}  {:>12}  {:>12}  {:>12}  {:>6}{}\n",
-                                t.group_by == "layer" ? "layer" : "operator", width, "calls", "CPU total us",
-                                "CPU self us", "GPU total us", "GPU self us", "GPU %", shapes ? "  input shapes" : "");
+  // Energy columns when attributed: a layer's total and self differ, an operator's do not.
+  const bool energy = t.energy.has_value(), layers = t.group_by == "layer";
+  std::string energy_head;
+  if (energy)
+    energy_head = layers ? fmt::format("  {:>18}  {:>18}  {:>6}", "energy total mJ", "energy self mJ", "self W")
+                         : fmt::format("  {:>18}  {:>6}", "energy mJ", "W");
+  auto energy_cells = [&](const TraceRow& r) {
+    if (!energy) return std::string();
+    auto cell = [](double v, double ci) { return fmt::format("{:>18}", fmt::format("{:.3f} ± {:.3f}", v, ci)); };
+    std::string c = "  " + cell(r.energy_total_mJ, r.energy_total_ci_mJ);
+    if (layers) c += "  " + cell(r.energy_self_mJ, r.energy_self_ci_mJ);
+    return c + fmt::format("  {:>6.0f}", r.power_W());
+  };
+  std::string out = fmt::format("{:<{}}  {:>7}  {:>12}  {:>12}  {:>12}  {:>12}  {:>6}{}{}\n",
+                                layers ? "layer" : "operator", width, "calls", "CPU total us", "CPU self us",
+                                "GPU total us", "GPU self us", "GPU %", energy_head, shapes ? "  input shapes" : "");
   auto line = [&](const TraceRow& r) {
-    out += fmt::format("{:<{}}  {:>7}  {:>12.1f}  {:>12.1f}  {:>12.1f}  {:>12.1f}  {}{}\n", fit(r.name), width, r.calls,
-                       r.cpu_total_us, r.cpu_self_us, r.gpu_total_us, r.gpu_self_us, pct(r.gpu_self_us),
-                       shapes ? "  " + r.shapes : "");
+    out += fmt::format("{:<{}}  {:>7}  {:>12.1f}  {:>12.1f}  {:>12.1f}  {:>12.1f}  {}{}{}\n", fit(r.name), width,
+                       r.calls, r.cpu_total_us, r.cpu_self_us, r.gpu_total_us, r.gpu_self_us, pct(r.gpu_self_us),
+                       energy_cells(r), shapes ? "  " + r.shapes : "");
   };
   for (auto* r : rows) line(*r);
   if (rows.size() < t.rows.size()) out += fmt::format("({} more rows)\n", t.rows.size() - rows.size());
@@ -179,18 +278,35 @@ std::string render_table(const TraceTable& t, const std::string& sort_by, std::s
       if (m->energy_loop_time_us)  // the energy loop's own pace: steps back to back
         out += fmt::format(" ({:.0f} W at {:.1f} us a step in the energy loop)",
                            *m->energy_mJ / *m->energy_loop_time_us * 1000, *m->energy_loop_time_us);
-      out += "; energy per layer is not attributed yet";
     } else {
       out += fmt::format("; energy unavailable: {}", m->energy_why);
     }
     if (!m->flags.empty()) out += fmt::format(" [{}]", fmt::join(m->flags, ", "));
     out += "\n";
   }
+  if (const auto& e = t.energy) {
+    out += fmt::format(
+        "energy attributed: {:.2f} mJ ± {:.2f} (95%, from the operators' and the idle power's measurements) = "
+        "kernels {:.2f} mJ + GPU idle {:.2f} mJ at {:.0f} W ± {:.0f}; the untraced steps measured {:.2f} mJ ± {:.2f}: "
+        "{:+.1f}%, not scaled\n",
+        e->attributed_mJ(), t.total.energy_total_ci_mJ, e->kernels_mJ, e->gaps_mJ, e->gap_power_W, e->gap_power_ci_W,
+        e->measured_mJ, e->measured_ci_mJ, 100 * e->error());
+    if (e->unattributed_us > 0) {
+      std::vector<std::string> why;
+      for (const auto& [reason, n] : e->calls_without_power) why.push_back(fmt::format("{} calls: {}", n, reason));
+      out += fmt::format("energy not attributed: {:.1f} us of device time{}{}\n", e->unattributed_us,
+                         why.empty() ? " tied to no call" : " (",
+                         why.empty() ? "" : fmt::format("{})", fmt::join(why, "; ")));
+    }
+  } else if (!t.energy_why.empty()) {
+    out += fmt::format("no energy per {}: {}\n", layers ? "layer" : "operator", t.energy_why);
+  }
   return out;
 }
 
 nlohmann::json to_json(const TraceTable& t) {
-  auto row = [](const TraceRow& r) {
+  const bool energy = t.energy.has_value();
+  auto row = [&](const TraceRow& r) {
     nlohmann::json j = {{"name", r.name},
                         {"calls", r.calls},
                         {"cpu_total_us", r.cpu_total_us},
@@ -200,6 +316,13 @@ nlohmann::json to_json(const TraceTable& t) {
                         {"device_activities", r.device_activities}};
     if (!r.shapes.empty()) j["shapes"] = r.shapes;
     if (r.flops > 0) j["flops"] = r.flops;
+    if (energy)
+      j.update({{"energy_total_mJ", r.energy_total_mJ},
+                {"energy_total_ci95_mJ", r.energy_total_ci_mJ},
+                {"energy_self_mJ", r.energy_self_mJ},
+                {"energy_self_ci95_mJ", r.energy_self_ci_mJ},
+                {"idle_self_us", r.idle_self_us},
+                {"power_self_W", r.power_W()}});
     return j;
   };
   nlohmann::json rows = nlohmann::json::array();
@@ -220,6 +343,24 @@ nlohmann::json to_json(const TraceTable& t) {
     else
       s["energy_unavailable"] = m->energy_why;
     j["measured_step"] = s;
+  }
+  if (const auto& e = t.energy) {
+    nlohmann::json why = nlohmann::json::object();
+    for (const auto& [reason, n] : e->calls_without_power) why[reason] = n;
+    j["energy"] = {{"attributed_mJ", e->attributed_mJ()},
+                   {"attributed_ci95_mJ", t.total.energy_total_ci_mJ},
+                   {"kernels_mJ", e->kernels_mJ},
+                   {"idle_mJ", e->gaps_mJ},
+                   {"idle_power_W", e->gap_power_W},
+                   {"idle_power_ci95_W", e->gap_power_ci_W},
+                   {"idle_scale", e->gap_scale},
+                   {"measured_mJ", e->measured_mJ},
+                   {"measured_ci95_mJ", e->measured_ci_mJ},
+                   {"error", e->error()},
+                   {"unattributed_device_us", e->unattributed_us},
+                   {"calls_without_power", why}};
+  } else if (!t.energy_why.empty()) {
+    j["energy_unavailable"] = t.energy_why;
   }
   return j;
 }

@@ -19,6 +19,14 @@ struct TraceRow {
   double gpu_total_us = 0, gpu_self_us = 0;  // tied device activities; self: not in child layers
   std::size_t device_activities = 0;         // tied to the row's own calls
   double flops = 0;                          // as the profiler estimates them (0: unknown)
+  // With energy attributed (opcost trace --energy): self is the row's own calls', total adds
+  // its child layers'; each with its 95% half-width. The GPU idle time its own calls own.
+  double energy_total_mJ = 0, energy_self_mJ = 0, energy_total_ci_mJ = 0, energy_self_ci_mJ = 0;
+  double idle_self_us = 0;
+  // Average power over the row's own kernels and idle time.
+  double power_W() const {
+    return gpu_self_us + idle_self_us > 0 ? energy_self_mJ / (gpu_self_us + idle_self_us) * 1e3 : 0;
+  }
 };
 
 struct TraceTable {
@@ -30,14 +38,16 @@ struct TraceTable {
   std::size_t untied = 0;     // and how many
   double device_busy_us = 0;  // every device activity's time: total.gpu_self_us + untied_gpu_us
   std::optional<StepMeasurement> measured_step;
+  std::optional<EnergyAttribution> energy;  // the run's, without its per-call figures
+  std::string energy_why;                   // why there is none, when energy was asked for
 };
 
 TraceTable op_table(const TraceRun& run, bool by_shape);
 TraceTable layer_table(const TraceRun& run);
 
 // Text, sorted by a column ("gpu" / "gpu_total", "gpu_self", "cpu" / "cpu_total", "cpu_self",
-// "calls", "name"), the first `limit` rows (0: all) and the total. Throws std::invalid_argument
-// for an unknown column, naming the known ones.
+// "energy" / "energy_total", "energy_self", "calls", "name"), the first `limit` rows (0: all) and the total. Throws
+// std::invalid_argument for an unknown column, naming the known ones.
 std::string render_table(const TraceTable& t, const std::string& sort_by = "gpu", std::size_t limit = 0);
 nlohmann::json to_json(const TraceTable& t);
 
