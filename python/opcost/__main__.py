@@ -78,8 +78,8 @@ def trace(args) -> int:
                   f"ranges, {r.calls} operator calls, {r.device_activities} device activities); open it in "
                   "https://ui.perfetto.dev", file=sys.stderr)
         if args.table or not args.output:
-            if args.json:
-                print(json.dumps(t.key_averages(args.group_by), indent=1))
+            if args.json:  # the document `opcost trace --json` writes: rows, total, measured step, energy
+                print(json.dumps(json.loads(t.run.table_json(args.group_by)), indent=1))
             else:
                 sys.stdout.write(t.table(args.group_by, args.sort_by, args.limit))
     except (UsageError, ValueError, opcost.ModelError, TypeError, OSError, RuntimeError) as e:
