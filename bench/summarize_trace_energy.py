@@ -26,5 +26,6 @@ print(f"layers' self energies sum to {self_sum:.3f} mJ; unattributed device time
 print(f"\n{'layer':<44} {'energy total mJ':>18} {'self mJ':>16} {'self W':>7} {'GPU self us':>12}")
 for r in sorted(t["rows"], key=lambda r: -r["energy_total_mJ"])[:rows]:
     print(f"{r['name'][:44]:<44} {r['energy_total_mJ']:>9.2f} ± {r['energy_total_ci95_mJ']:<6.2f} "
-          f"{r['energy_self_mJ']:>8.2f} ± {r['energy_self_ci95_mJ']:<5.2f} {r['power_self_W']:>7.0f} "
+          f"{r['energy_self_mJ']:>8.2f} ± {r['energy_self_ci95_mJ']:<5.2f} "
+          f"{'-' if r['power_self_W'] is None else round(r['power_self_W']):>7} "
           f"{r['gpu_self_us']:>12.1f}")

@@ -165,7 +165,7 @@ TEST(TraceEnergy, KernelsAtTheirOperatorsPowerAndIdleTimeScaledToTheUntracedStep
   // One measurement's error repeats: 0.09 + 0.01 added, then the idle power's 6.5 µs × 5 W.
   EXPECT_NEAR(ops.total.energy_total_ci_mJ, 0.1 + 6.5 * 5e-3, 1e-12);
   const TraceRow& a = ops.rows[0];
-  EXPECT_NEAR(a.power_W(), a.energy_self_mJ / (3 + a.idle_self_us) * 1e3, 1e-9);
+  EXPECT_NEAR(*a.power_W(), a.energy_self_mJ / (3 + a.idle_self_us) * 1e3, 1e-9);
 
   const TraceTable layers = layer_table(run);
   std::map<std::string, TraceRow> rows;

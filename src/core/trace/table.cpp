@@ -253,7 +253,8 @@ std::string render_table(const TraceTable& t, const std::string& sort_by, std::s
     auto cell = [](double v, double ci) { return fmt::format("{:>18}", fmt::format("{:.3f} ± {:.3f}", v, ci)); };
     std::string c = "  " + cell(r.energy_total_mJ, r.energy_total_ci_mJ);
     if (layers) c += "  " + cell(r.energy_self_mJ, r.energy_self_ci_mJ);
-    return c + fmt::format("  {:>6.0f}", r.power_W());
+    const auto w = r.power_W();
+    return c + fmt::format("  {:>6}", w ? fmt::format("{:.0f}", *w) : "-");
   };
   std::string out = fmt::format("{:<{}}  {:>7}  {:>12}  {:>12}  {:>12}  {:>12}  {:>6}{}{}\n",
                                 layers ? "layer" : "operator", width, "calls", "CPU total us", "CPU self us",
@@ -322,7 +323,7 @@ nlohmann::json to_json(const TraceTable& t) {
                 {"energy_self_mJ", r.energy_self_mJ},
                 {"energy_self_ci95_mJ", r.energy_self_ci_mJ},
                 {"idle_self_us", r.idle_self_us},
-                {"power_self_W", r.power_W()}});
+                {"power_self_W", r.power_W() ? nlohmann::json(*r.power_W()) : nlohmann::json(nullptr)}});
     return j;
   };
   nlohmann::json rows = nlohmann::json::array();

@@ -23,9 +23,10 @@ struct TraceRow {
   // its child layers'; each with its 95% half-width. The GPU idle time its own calls own.
   double energy_total_mJ = 0, energy_self_mJ = 0, energy_total_ci_mJ = 0, energy_self_ci_mJ = 0;
   double idle_self_us = 0;
-  // Average power over the row's own kernels and idle time.
-  double power_W() const {
-    return gpu_self_us + idle_self_us > 0 ? energy_self_mJ / (gpu_self_us + idle_self_us) * 1e3 : 0;
+  // Average power over the row's own kernels and idle time (none when it owns no time).
+  std::optional<double> power_W() const {
+    if (gpu_self_us + idle_self_us <= 0) return std::nullopt;
+    return energy_self_mJ / (gpu_self_us + idle_self_us) * 1e3;
   }
 };
 
