@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `opcost trace` end to end on the CPU: a built-in model's steps as a Chrome trace (plain and
 # gzip) that parses back with nested layer ranges and every operator call inside a layer of
-# its thread; tables whose totals are the sums of their rows; bad input refused in one line.
+# its thread; tables whose totals are the sums of their rows; torch.profiler and nsys exports
+# imported to the same ties; bad input refused in one line.
 set -uo pipefail
 bin=$1; dir=$2
 rm -rf "$dir"; mkdir -p "$dir"
@@ -104,6 +105,46 @@ t = json.load(open(sys.argv[4]))
 assert t['untied'] == 0 and t['steps'] == 2
 assert abs(t['total']['gpu_self_us'] - sum(e['dur'] for e in src)) < 1e-3, (t['total'], sum(e['dur'] for e in src))
 " "$data" "$dir/imported.json" "$dir/imp-ops.json" "$dir/imp-layers.json"
+# An nsys SQLite export of the same run (tests/data/make_nsys_export.py: built from nsys's
+# documented schema, since nsys is not on the GPU machine) gives the same ties and tables.
+nsys=$(dirname "$data")/nsys-small.sqlite
+"$bin" trace --import "$nsys" -o "$dir/from-nsys.json" --table --json --group-by op >"$dir/nsys-ops.json" 2>"$dir/e10"
+check "an nsys SQLite export imports, exit 0" test $? -eq 0
+"$bin" trace --import "$nsys" --json --group-by layer >"$dir/nsys-layers.json" 2>/dev/null
+check "... with the same kernel -> operator -> layer ties and tables as the torch.profiler export" "$python" -c "
+import json, sys
+ties = lambda p: sorted((e['name'], e['args'].get('op'), e['args'].get('layer'), e['ts']) for e in json.load(open(p))['traceEvents'] if e.get('cat') == 'kernel')
+assert ties(sys.argv[1]) and [t[:3] for t in ties(sys.argv[1])] == [t[:3] for t in ties(sys.argv[2])]
+rows = lambda p: sorted((r['name'], r['calls'], r['gpu_self_us'], r['cpu_self_us']) for r in json.load(open(p))['rows'])
+def same(a, b):  # times within 5 ns: the two files round their clocks differently
+    assert [r[:2] for r in a] == [r[:2] for r in b] and all(abs(x - y) < 5e-3 for p, q in zip(a, b) for x, y in zip(p[2:], q[2:])), (a, b)
+same(rows(sys.argv[3]), rows(sys.argv[4]))
+same(rows(sys.argv[5]), rows(sys.argv[6]))
+" "$dir/from-nsys.json" "$dir/imported.json" "$dir/nsys-ops.json" "$dir/imp-ops.json" "$dir/nsys-layers.json" "$dir/imp-layers.json"
+# Without correlation ids, the kernels are tied by the synchronisation that waited for them,
+# and their rows say so.
+"$python" - "$nsys" "$dir/no-corr.sqlite" <<'PY'
+import shutil, sqlite3, sys
+shutil.copy(sys.argv[1], sys.argv[2])
+db = sqlite3.connect(sys.argv[2])
+last_call, tid = db.execute("SELECT max(end), globalTid FROM NVTX_EVENTS WHERE text LIKE 'aten::%'").fetchone()
+last_kernel = db.execute("SELECT max(end) FROM CUPTI_ACTIVITY_KIND_KERNEL").fetchone()[0]
+db.execute("INSERT INTO StringIds VALUES (999, 'cudaDeviceSynchronize')")
+db.execute("INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME VALUES (?, ?, 1, ?, 0, 999, 0, NULL)", (last_call + 1, last_kernel + 10, tid))
+db.execute("UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET correlationId = 0")
+db.commit()
+PY
+"$bin" trace --import "$dir/no-corr.sqlite" --json >"$dir/no-corr.json" 2>/dev/null
+check "kernels without correlation ids are inferred from the synchronisation after them" "$python" -c "
+import json, sys
+t = json.load(open(sys.argv[1])); rows = {r['name']: r for r in t['rows']}
+assert t['untied'] == 0 and t['total']['inferred_activities'] == 8, t['total']
+assert rows['(between synchronisations)']['calls'] == 0 and rows['(between synchronisations)']['device_activities'] == 8
+assert t['total']['calls'] == 8" "$dir/no-corr.json"
+"$python" -c "import sqlite3, sys; sqlite3.connect(sys.argv[1]).execute('CREATE TABLE t (x)')" "$dir/other.sqlite"
+"$bin" trace --import "$dir/other.sqlite" 2>"$dir/e11"
+check "a SQLite file that is not an nsys export is refused, exit 2" test $? -eq 2
+check "... saying what to record" has "$dir/e11" "no StringIds table: not an nsys export of a CUDA run; record with"
 printf '{"traceEvents": []}' >"$dir/empty.json"
 "$bin" trace --import "$dir/empty.json" 2>"$dir/e6"
 check "a trace without operator calls is refused, exit 2" test $? -eq 2

@@ -7,7 +7,7 @@
 
 #include "cli/exit_codes.h"
 #include "core/io/output_file.h"
-#include "core/trace/chrome_import.h"
+#include "core/trace/trace_import.h"
 #include "core/trace/chrome_trace.h"
 #include "core/trace/table.h"
 
@@ -26,7 +26,7 @@ int run_trace_command(TraceCliOptions o) {
     throw std::invalid_argument("trace: --energy measures a model's steps; an imported trace has none to run");
   const TraceRun run = o.import_path.empty()
                            ? trace_model(o.model, o.record, o.energy ? &o.energy_options : nullptr, Notes::to_stderr())
-                           : import_chrome_trace(o.import_path);
+                           : import_trace(o.import_path);
   const std::string what = o.import_path.empty() ? o.model.model : o.import_path;
   if (o.import_path.empty() && o.model.in.device == "auto" && run.device_activities.empty())  // as `inventory` says
     fmt::print(stderr, "opcost: traced on the CPU ({}): host ranges only, no device activity\n", run.device);

@@ -77,6 +77,42 @@ TEST(TraceTie, ABackwardCallTakesTheLayerOfTheForwardCallThatMadeItsNode) {
   EXPECT_EQ(layer_table(run).rows.size(), 2u);  // no "(no layer)" row now
 }
 
+TEST(TraceTie, ActivitiesWithoutCorrelationAreInferredFromTheSynchronisations) {
+  // Thread 1: calls A [0, 10] and B [12, 20] in layer L [0, 22], a synchronisation [21, 40],
+  // call C [41, 50], a synchronisation [51, 70]. No device activity has a correlation id.
+  TraceRun run;
+  run.layers = {{"L", 1, 0, 22}};
+  run.ops = {{"aten::a", "", 1, 0, 10}, {"aten::b", "", 1, 12, 20}, {"aten::c", "", 1, 41, 50}};
+  run.synchronizations = {{"cudaDeviceSynchronize", 1, 21, 40}, {"cudaDeviceSynchronize", 1, 51, 70}};
+  run.device_activities = {{"k1", "kernel", 0, 7, 15, 35},  // waited for by the first: A or B
+                           {"k2", "kernel", 0, 7, 52, 60},  // by the second: C alone
+                           {"k3", "kernel", 0, 7, 80, 90}};  // after the last synchronisation
+  tie_activities(run);
+  ASSERT_EQ(run.ops.size(), 4u);
+  const auto& k1 = run.device_activities[0];
+  ASSERT_GE(k1.op, 0);
+  EXPECT_TRUE(k1.inferred);
+  EXPECT_EQ(run.ops[k1.op].name, "(between synchronisations)");
+  EXPECT_TRUE(run.ops[k1.op].inferred);
+  EXPECT_EQ(run.ops[k1.op].layer, 0);  // the innermost layer around A and B
+  ASSERT_GE(run.device_activities[1].op, 0);
+  EXPECT_EQ(run.ops[run.device_activities[1].op].name, "aten::c");
+  EXPECT_EQ(run.device_activities[2].op, -1);
+  EXPECT_EQ(run.untied.begin()->first, "no correlation id, and no host call between the synchronisations around it");
+
+  const TraceTable t = op_table(run, false);
+  std::map<std::string, TraceRow> rows;
+  for (const auto& r : t.rows) rows[r.name] = r;
+  EXPECT_EQ(rows["(between synchronisations)"].calls, 0u);  // it stands for A and B, counted in their rows
+  EXPECT_DOUBLE_EQ(rows["(between synchronisations)"].cpu_total_us, 0);
+  EXPECT_DOUBLE_EQ(rows["(between synchronisations)"].gpu_self_us, 0.02);
+  EXPECT_EQ(t.total.calls, 3u);
+  EXPECT_EQ(t.total.inferred, 2u);
+  const std::string text = render_table(t, "gpu");
+  EXPECT_NE(text.find("aten::c *"), std::string::npos) << text;
+  EXPECT_NE(text.find("* inferred: 2 device activities"), std::string::npos) << text;
+}
+
 TEST(TraceTable, OperatorRowsSumToTheTotalAndUntiedTimeIsKeptApart) {
   const TraceRun run = sample_run();
   const TraceTable t = op_table(run, false);

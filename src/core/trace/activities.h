@@ -40,6 +40,9 @@ struct OpActivity {
   int64_t backward_of = -1;
   int layer = -1;  // innermost enclosing layer (index into TraceRun::layers), -1: none
   int step = -1;   // enclosing step (index into TraceRun::steps), -1: none
+  // Not a call the trace recorded: the host's work between two synchronisations, standing for
+  // the calls there when the device activities they launched cannot be told apart (tie_activities).
+  bool inferred = false;
   int64_t duration_ns() const { return end_ns - start_ns; }
 };
 
@@ -52,6 +55,7 @@ struct DeviceActivity {
   int64_t start_ns = 0, end_ns = 0;
   uint64_t linked_correlation = 0;  // the host call that launched it (0: unknown)
   int op = -1;                      // the tied operator call (index into TraceRun::ops), -1: untied
+  bool inferred = false;            // tied by synchronisations, not by a correlation id
   int64_t duration_ns() const { return end_ns - start_ns; }
 };
 
@@ -106,6 +110,10 @@ struct TraceRun {
     int64_t sequence = -1;
   };
   std::vector<BackwardRange> backward_ranges;
+  // Host calls that waited for the device (cudaDeviceSynchronize, cudaStreamSynchronize, ...):
+  // where device activities carry no usable correlation id, their launches are inferred from
+  // these (tie_activities).
+  std::vector<HostRange> synchronizations;
   std::vector<CounterTrack> counters;
   // Untraced steps measured as `opcost validate` measures a step (opcost trace --energy): the
   // figure a run's per-layer energies are to add up to.
@@ -129,6 +137,14 @@ std::vector<OpActivity> fold_nested_calls(std::vector<OpActivity> calls);
 // correlation ids include its own. A backward call (inside a backward range, on autograd's
 // thread) takes the layer of the forward call that made its node. Counts what stays untied in
 // `run.untied`, by reason.
+//
+// A device activity without a usable correlation id is inferred from the synchronisations, as
+// one does by hand with torch.cuda.synchronize() between layers: the first synchronisation
+// that ended after it waited for it, so the host launched it between the previous
+// synchronisation's end and that one's start. If one call ran on that thread then, the
+// activity is that call's; if several did, it goes to an inferred call spanning them (named
+// "(between synchronisations)"), whose layer is the innermost one around them all. Both are
+// marked inferred.
 void tie_activities(TraceRun& run);
 
 }  // namespace opcost

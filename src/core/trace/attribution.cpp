@@ -1,4 +1,6 @@
 #include <algorithm>
+#include <climits>
+#include <map>
 #include <unordered_map>
 
 #include "core/trace/activities.h"
@@ -70,6 +72,63 @@ void tie_backward_calls(TraceRun& run) {
   }
 }
 
+// Correlation ids made up for inferred ties, above any a profiler hands out.
+constexpr uint64_t kInferredCorrelation = uint64_t(1) << 62;
+
+// Device activities without a correlation id: their launches inferred from the
+// synchronisations (see tie_activities). Each window between two synchronisations gets a
+// made-up correlation id, given to its one call or to an inferred call spanning its calls.
+void infer_from_synchronizations(TraceRun& run) {
+  if (run.synchronizations.empty()) return;
+  std::vector<HostRange> syncs = run.synchronizations;
+  std::stable_sort(syncs.begin(), syncs.end(), [](const auto& a, const auto& b) { return a.end_ns < b.end_ns; });
+  std::unordered_map<uint64_t, std::vector<std::size_t>> calls_of_thread;  // by start
+  for (std::size_t k = 0; k < run.ops.size(); ++k) calls_of_thread[run.ops[k].thread].push_back(k);
+  for (auto& [thread, calls] : calls_of_thread)
+    std::stable_sort(calls.begin(), calls.end(),
+                     [&](auto x, auto y) { return run.ops[x].start_ns < run.ops[y].start_ns; });
+  std::map<std::size_t, uint64_t> window_correlation;  // by synchronisation; 0: no call there
+  std::vector<OpActivity> inferred;
+  uint64_t next = kInferredCorrelation;
+  auto correlation_of_window = [&](std::size_t i) {
+    const HostRange& sync = syncs[i];
+    const int64_t from = i > 0 ? syncs[i - 1].end_ns : INT64_MIN;
+    const auto& calls = calls_of_thread[sync.thread];
+    auto first = std::lower_bound(calls.begin(), calls.end(), from,
+                                  [&](std::size_t k, int64_t t) { return run.ops[k].start_ns < t; });
+    auto last = std::upper_bound(first, calls.end(), sync.start_ns,
+                                 [&](int64_t t, std::size_t k) { return t < run.ops[k].start_ns; });
+    if (first == last) return uint64_t(0);
+    const uint64_t id = next++;
+    if (last - first == 1) {
+      run.ops[*first].correlations.push_back(id);
+      return id;
+    }
+    OpActivity between;
+    between.name = "(between synchronisations)";
+    between.thread = sync.thread;
+    between.start_ns = run.ops[*first].start_ns;
+    for (auto k = first; k != last; ++k) between.end_ns = std::max(between.end_ns, run.ops[*k].end_ns);
+    between.correlations = {id};
+    between.inferred = true;
+    inferred.push_back(std::move(between));
+    return id;
+  };
+  for (auto& a : run.device_activities) {
+    if (a.linked_correlation != 0) continue;
+    auto waited = std::lower_bound(syncs.begin(), syncs.end(), a.end_ns,
+                                   [](const HostRange& s, int64_t t) { return s.end_ns < t; });
+    if (waited == syncs.end()) continue;
+    const std::size_t i = std::size_t(waited - syncs.begin());
+    auto [w, fresh] = window_correlation.try_emplace(i, 0);
+    if (fresh) w->second = correlation_of_window(i);
+    if (w->second == 0) continue;
+    a.linked_correlation = w->second;
+    a.inferred = true;
+  }
+  for (auto& op : inferred) run.ops.push_back(std::move(op));
+}
+
 }  // namespace
 
 std::vector<OpActivity> fold_nested_calls(std::vector<OpActivity> calls) {
@@ -92,6 +151,7 @@ std::vector<OpActivity> fold_nested_calls(std::vector<OpActivity> calls) {
 }
 
 void tie_activities(TraceRun& run) {
+  infer_from_synchronizations(run);
   auto by_start = [](const auto& a, const auto& b) { return a.start_ns < b.start_ns; };
   std::stable_sort(run.layers.begin(), run.layers.end(), by_start);
   std::stable_sort(run.steps.begin(), run.steps.end(), by_start);
@@ -114,7 +174,9 @@ void tie_activities(TraceRun& run) {
   for (auto& a : run.device_activities) {
     a.op = -1;
     if (a.linked_correlation == 0) {
-      ++run.untied["no correlation id (launched outside the profiler's view)"];
+      ++run.untied[run.synchronizations.empty()
+                       ? "no correlation id (launched outside the profiler's view)"
+                       : "no correlation id, and no host call between the synchronisations around it"];
       continue;
     }
     auto it = op_of_correlation.find(a.linked_correlation);

@@ -100,6 +100,8 @@ TraceRun import_chrome_trace(const std::string& path) {
       run.device_activities.push_back(DeviceActivity{name, kind, args.value("device", 0),
                                                      args.value("stream", int64_t(0)), start, end,
                                                      args.value("External id", uint64_t(0))});
+    } else if (cat == "cuda_runtime" && name.find("Synchronize") != std::string::npos) {
+      run.synchronizations.push_back(HostRange{name, thread, start, end});  // for activities without ids
     } else if (cat == "user_annotation" && name.rfind("ProfilerStep#", 0) == 0) {
       run.steps.push_back(HostRange{name, thread, start, end});
     } else if (cat == "user_annotation") {

@@ -19,10 +19,11 @@ double us(int64_t ns) { return double(ns) / 1000.0; }
 // Device time and activity count of each call.
 struct CallDevice {
   std::vector<double> gpu_us;
-  std::vector<std::size_t> activities;
+  std::vector<std::size_t> activities, inferred;
 };
 CallDevice device_per_call(const TraceRun& run, TraceTable& t) {
-  CallDevice d{std::vector<double>(run.ops.size(), 0.0), std::vector<std::size_t>(run.ops.size(), 0)};
+  CallDevice d{std::vector<double>(run.ops.size(), 0.0), std::vector<std::size_t>(run.ops.size(), 0),
+               std::vector<std::size_t>(run.ops.size(), 0)};
   for (const auto& a : run.device_activities) {
     t.device_busy_us += us(a.duration_ns());
     if (a.op < 0) {
@@ -32,19 +33,24 @@ CallDevice device_per_call(const TraceRun& run, TraceTable& t) {
     }
     d.gpu_us[std::size_t(a.op)] += us(a.duration_ns());
     ++d.activities[std::size_t(a.op)];
+    d.inferred[std::size_t(a.op)] += a.inferred;
   }
   return d;
 }
 
 // A call's own figures into its row: an outermost call has no child call of its own, so its
-// self and total are the same.
+// self and total are the same. An inferred call stands for calls counted in their own rows:
+// only its device activities count.
 void add_call(TraceRow& r, const OpActivity& op, const CallDevice& d, std::size_t i) {
-  ++r.calls;
-  r.cpu_total_us += us(op.duration_ns());
-  r.cpu_self_us += us(op.duration_ns());
+  if (!op.inferred) {
+    ++r.calls;
+    r.cpu_total_us += us(op.duration_ns());
+    r.cpu_self_us += us(op.duration_ns());
+  }
   r.gpu_total_us += d.gpu_us[i];
   r.gpu_self_us += d.gpu_us[i];
   r.device_activities += d.activities[i];
+  r.inferred += d.inferred[i];
   r.flops += double(op.flops);
 }
 
@@ -126,6 +132,7 @@ void add_to_total(TraceTable& t) {
     t.total.cpu_self_us += r.cpu_self_us;
     t.total.gpu_self_us += r.gpu_self_us;
     t.total.device_activities += r.device_activities;
+    t.total.inferred += r.inferred;
     t.total.flops += r.flops;
   }
   t.total.cpu_total_us = t.total.cpu_self_us;
@@ -195,6 +202,7 @@ TraceTable layer_table(const TraceRun& run) {
     const std::size_t own = row_index(run.layers[std::size_t(op.layer)].name);
     t.rows[own].gpu_self_us += d.gpu_us[i];
     t.rows[own].device_activities += d.activities[i];
+    t.rows[own].inferred += d.inferred[i];
     t.rows[own].flops += double(op.flops);
     for (int l = op.layer; l >= 0; l = run.layers[std::size_t(l)].parent) {
       const std::size_t r = row_index(run.layers[std::size_t(l)].name);
@@ -235,7 +243,7 @@ std::string render_table(const TraceTable& t, const std::string& sort_by, std::s
   }
   if (limit && rows.size() > limit) rows.resize(limit);
   std::size_t width = t.group_by == "layer" ? 5 : 8;
-  for (auto* r : rows) width = std::max(width, r->name.size());
+  for (auto* r : rows) width = std::max(width, r->name.size() + (r->inferred ? 2 : 0));
   width = std::min<std::size_t>(width, 60);
   const bool shapes = t.group_by == "op+shape";
   auto fit = [&](const std::string& s) { return s.size() <= width ? s : s.substr(0, width - 3) + "..."; };
@@ -259,8 +267,10 @@ std::string render_table(const TraceTable& t, const std::string& sort_by, std::s
   std::string out = fmt::format("{:<{}}  {:>7}  {:>12}  {:>12}  {:>12}  {:>12}  {:>6}{}{}\n",
                                 layers ? "layer" : "operator", width, "calls", "CPU total us", "CPU self us",
                                 "GPU total us", "GPU self us", "GPU %", energy_head, shapes ? "  input shapes" : "");
+  // A row with activities tied by synchronisations says so.
+  auto label = [&](const TraceRow& r) { return r.inferred ? fit(r.name + " *") : fit(r.name); };
   auto line = [&](const TraceRow& r) {
-    out += fmt::format("{:<{}}  {:>7}  {:>12.1f}  {:>12.1f}  {:>12.1f}  {:>12.1f}  {}{}{}\n", fit(r.name), width,
+    out += fmt::format("{:<{}}  {:>7}  {:>12.1f}  {:>12.1f}  {:>12.1f}  {:>12.1f}  {}{}{}\n", label(r), width,
                        r.calls, r.cpu_total_us, r.cpu_self_us, r.gpu_total_us, r.gpu_self_us, pct(r.gpu_self_us),
                        energy_cells(r), shapes ? "  " + r.shapes : "");
   };
@@ -272,6 +282,10 @@ std::string render_table(const TraceTable& t, const std::string& sort_by, std::s
                      t.steps == 1 ? "" : "s", t.device_busy_us);
   if (t.untied) out += fmt::format(", of which {:.1f} us in {} activities tied to no call", t.untied_gpu_us, t.untied);
   out += "\n";
+  if (t.total.inferred)
+    out += fmt::format(
+        "* inferred: {} device activities had no correlation id and were tied by the synchronisations around them\n",
+        t.total.inferred);
   if (const auto& m = t.measured_step) {
     out += fmt::format("untraced step, measured: {:.1f} us ± {:.1f}", m->time_us, m->time_ci_us);
     if (m->energy_mJ) {
@@ -314,7 +328,8 @@ nlohmann::json to_json(const TraceTable& t) {
                         {"cpu_self_us", r.cpu_self_us},
                         {"gpu_total_us", r.gpu_total_us},
                         {"gpu_self_us", r.gpu_self_us},
-                        {"device_activities", r.device_activities}};
+                        {"device_activities", r.device_activities},
+                        {"inferred_activities", r.inferred}};
     if (!r.shapes.empty()) j["shapes"] = r.shapes;
     if (r.flops > 0) j["flops"] = r.flops;
     if (energy)

@@ -18,6 +18,7 @@ struct TraceRow {
   double cpu_total_us = 0, cpu_self_us = 0;  // host time; self leaves out child layers
   double gpu_total_us = 0, gpu_self_us = 0;  // tied device activities; self: not in child layers
   std::size_t device_activities = 0;         // tied to the row's own calls
+  std::size_t inferred = 0;                  // of them, tied by synchronisations (no correlation id)
   double flops = 0;                          // as the profiler estimates them (0: unknown)
   // With energy attributed (opcost trace --energy): self is the row's own calls', total adds
   // its child layers'; each with its 95% half-width. The GPU idle time its own calls own.

@@ -1,0 +1,204 @@
+#include "core/trace/nsys_import.h"
+
+#include <fmt/format.h>
+#include <sqlite3.h>
+
+#include <algorithm>
+#include <regex>
+#include <stdexcept>
+#include <unordered_map>
+
+namespace opcost {
+
+namespace {
+
+// The export, read only. Every failure names the file.
+class Export {
+ public:
+  explicit Export(const std::string& path) : path_(path) {
+    if (sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK) {
+      const std::string why = db_ ? sqlite3_errmsg(db_) : "out of memory";
+      sqlite3_close(db_);
+      throw std::invalid_argument(fmt::format("{}: cannot open as SQLite: {}", path, why));
+    }
+  }
+  ~Export() { sqlite3_close(db_); }
+  Export(const Export&) = delete;
+  Export& operator=(const Export&) = delete;
+
+  bool has_table(const std::string& name) {
+    bool found = false;
+    each("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = '" + name + "'",
+         [&](sqlite3_stmt*) { found = true; });
+    return found;
+  }
+  // Runs `sql`, calling `row` with each result row.
+  template <typename Row>
+  void each(const std::string& sql, Row&& row) {
+    sqlite3_stmt* s = nullptr;
+    if (sqlite3_prepare_v2(db_, sql.c_str(), -1, &s, nullptr) != SQLITE_OK)
+      throw std::invalid_argument(fmt::format(
+          "{}: not an nsys SQLite export this reads ({}); export with `nsys export --type sqlite REPORT`", path_,
+          sqlite3_errmsg(db_)));
+    int rc;
+    while ((rc = sqlite3_step(s)) == SQLITE_ROW) row(s);
+    const std::string why = sqlite3_errmsg(db_);
+    sqlite3_finalize(s);
+    if (rc != SQLITE_DONE) throw std::invalid_argument(fmt::format("{}: cannot read: {}", path_, why));
+  }
+
+ private:
+  std::string path_;
+  sqlite3* db_ = nullptr;
+};
+
+std::string text(sqlite3_stmt* s, int i) {
+  const auto* t = sqlite3_column_text(s, i);
+  return t ? reinterpret_cast<const char*>(t) : "";
+}
+
+// emit_nvtx's range names: "aten::conv2d, seq = 5, op_id = 7, sizes = [[4, 3, 32, 32], [8, 3, 3, 3], []]".
+struct RangeName {
+  std::string name, shapes;
+  int64_t seq = -1;
+};
+RangeName parse_range_name(const std::string& text) {
+  RangeName r;
+  r.name = text.substr(0, text.find(", "));
+  static const std::regex seq(R"(, (?:stashed )?seq ?= ?(\d+))");
+  static const std::regex sizes(R"(, sizes = \[(.*?)\](?=, \w+ = |$))");
+  std::smatch m;
+  if (std::regex_search(text, m, seq)) r.seq = std::stoll(m[1]);
+  if (std::regex_search(text, m, sizes)) r.shapes = m[1];
+  return r;
+}
+
+// emit_nvtx names dispatcher calls by their schema's namespace ("aten::", "prim::", ...), and
+// autograd's backward functions "autograd::engine::evaluate_function: ...".
+constexpr const char* kBackwardPrefix = "autograd::engine::evaluate_function: ";
+bool is_call(const std::string& name) {
+  return name.find("::") != std::string::npos && name.rfind(kBackwardPrefix, 0) != 0;
+}
+
+const char* copy_kind(int64_t kind) {  // CUpti_ActivityMemcpyKind
+  switch (kind) {
+    case 1: return "Memcpy HtoD";
+    case 2: return "Memcpy DtoH";
+    case 8: return "Memcpy DtoD";
+    case 10: return "Memcpy PtoP";
+    default: return "Memcpy";
+  }
+}
+
+}  // namespace
+
+TraceRun import_nsys_sqlite(const std::string& path) {
+  Export ex(path);
+  for (const char* table : {"StringIds", "CUPTI_ACTIVITY_KIND_KERNEL"})
+    if (!ex.has_table(table))
+      throw std::invalid_argument(fmt::format(
+          "{}: no {} table: not an nsys export of a CUDA run; record with `nsys profile -t cuda,nvtx` and export "
+          "with `nsys export --type sqlite`",
+          path, table));
+  if (!ex.has_table("NVTX_EVENTS"))
+    throw std::invalid_argument(fmt::format(
+        "{}: no NVTX ranges, so no operator calls; run the model inside torch.autograd.profiler.emit_nvtx() under "
+        "`nsys profile -t cuda,nvtx`",
+        path));
+  TraceRun run;
+  run.source = "nsys SQLite export";
+  if (ex.has_table("TARGET_INFO_GPU"))
+    ex.each("SELECT name FROM TARGET_INFO_GPU LIMIT 1", [&](sqlite3_stmt* s) { run.device = text(s, 0); });
+
+  // NVTX push/pop (59) and start/end (60) ranges: calls, steps, backward functions, layers.
+  std::vector<OpActivity> calls;
+  ex.each(
+      "SELECT n.start, n.end, n.globalTid, COALESCE(n.text, s.value, '') FROM NVTX_EVENTS n "
+      "LEFT JOIN StringIds s ON n.textId = s.id WHERE n.eventType IN (59, 60) AND n.end >= n.start",
+      [&](sqlite3_stmt* s) {
+        const int64_t start = sqlite3_column_int64(s, 0), end = sqlite3_column_int64(s, 1);
+        const auto thread = uint64_t(sqlite3_column_int64(s, 2));
+        const std::string full = text(s, 3);
+        if (full.rfind("ProfilerStep#", 0) == 0) {
+          run.steps.push_back(HostRange{full.substr(0, full.find(", ")), thread, start, end});
+        } else if (full.rfind(kBackwardPrefix, 0) == 0) {
+          run.backward_ranges.push_back({thread, start, end, parse_range_name(full).seq});
+        } else if (is_call(full)) {
+          const RangeName r = parse_range_name(full);
+          OpActivity op;
+          op.name = r.name;
+          op.shapes = r.shapes;
+          op.thread = thread;
+          op.start_ns = start;
+          op.end_ns = end;
+          if (r.seq >= 0) op.forward_sequence.push_back(r.seq);
+          calls.push_back(std::move(op));
+        } else {
+          run.layers.push_back(HostRange{full, thread, start, end});
+        }
+      });
+  if (calls.empty())
+    throw std::invalid_argument(fmt::format(
+        "{}: no operator ranges (NVTX ranges named aten::...); run the model inside "
+        "torch.autograd.profiler.emit_nvtx() under `nsys profile -t cuda,nvtx`",
+        path));
+  run.ops = fold_nested_calls(std::move(calls));  // by thread, then start; outermost only
+
+  // Each runtime call's correlation id goes to the outermost call around it on its thread.
+  std::unordered_map<uint64_t, std::vector<std::size_t>> calls_of_thread;
+  for (std::size_t i = 0; i < run.ops.size(); ++i) calls_of_thread[run.ops[i].thread].push_back(i);
+  if (ex.has_table("CUPTI_ACTIVITY_KIND_RUNTIME"))
+    ex.each(
+        "SELECT r.start, r.end, r.globalTid, r.correlationId, COALESCE(s.value, '') FROM CUPTI_ACTIVITY_KIND_RUNTIME r "
+        "LEFT JOIN StringIds s ON r.nameId = s.id",
+        [&](sqlite3_stmt* s) {
+          const int64_t start = sqlite3_column_int64(s, 0), end = sqlite3_column_int64(s, 1);
+          const auto thread = uint64_t(sqlite3_column_int64(s, 2));
+          const std::string name = text(s, 4);
+          if (name.find("Synchronize") != std::string::npos)
+            run.synchronizations.push_back(HostRange{name, thread, start, end});
+          const auto correlation = uint64_t(sqlite3_column_int64(s, 3));
+          const auto it = calls_of_thread.find(thread);
+          if (correlation == 0 || it == calls_of_thread.end()) return;
+          const auto& on_thread = it->second;  // by start, not overlapping
+          auto after = std::upper_bound(on_thread.begin(), on_thread.end(), start,
+                                        [&](int64_t t, std::size_t i) { return t < run.ops[i].start_ns; });
+          if (after == on_thread.begin()) return;
+          OpActivity& op = run.ops[*std::prev(after)];
+          if (end <= op.end_ns) op.correlations.push_back(correlation);
+        });
+
+  auto add_device = [&](const std::string& sql, const char* kind, auto name_of) {
+    ex.each(sql, [&](sqlite3_stmt* s) {
+      run.device_activities.push_back(DeviceActivity{name_of(s), kind, int(sqlite3_column_int64(s, 2)),
+                                                     sqlite3_column_int64(s, 3), sqlite3_column_int64(s, 0),
+                                                     sqlite3_column_int64(s, 1), uint64_t(sqlite3_column_int64(s, 4))});
+    });
+  };
+  add_device(
+      "SELECT k.start, k.end, k.deviceId, k.streamId, k.correlationId, COALESCE(s.value, '') "
+      "FROM CUPTI_ACTIVITY_KIND_KERNEL k LEFT JOIN StringIds s ON k.demangledName = s.id",
+      "kernel", [](sqlite3_stmt* s) { return text(s, 5); });
+  if (ex.has_table("CUPTI_ACTIVITY_KIND_MEMCPY"))
+    add_device("SELECT start, end, deviceId, streamId, correlationId, copyKind FROM CUPTI_ACTIVITY_KIND_MEMCPY",
+               "memcpy", [](sqlite3_stmt* s) { return std::string(copy_kind(sqlite3_column_int64(s, 5))); });
+  if (ex.has_table("CUPTI_ACTIVITY_KIND_MEMSET"))
+    add_device("SELECT start, end, deviceId, streamId, correlationId FROM CUPTI_ACTIVITY_KIND_MEMSET", "memset",
+               [](sqlite3_stmt*) { return std::string("Memset"); });
+  std::stable_sort(run.device_activities.begin(), run.device_activities.end(),
+                   [](const auto& a, const auto& b) { return a.start_ns < b.start_ns; });
+
+  // Without step ranges the whole export is one step, so that the tables count it.
+  if (run.steps.empty()) {
+    int64_t first = run.ops.front().start_ns, last = run.ops.front().end_ns;
+    for (const auto& op : run.ops) {
+      first = std::min(first, op.start_ns);
+      last = std::max(last, op.end_ns);
+    }
+    run.steps.push_back(HostRange{"(the whole export)", run.ops.front().thread, first, last});
+  }
+  tie_activities(run);
+  return run;
+}
+
+}  // namespace opcost
