@@ -4,7 +4,7 @@
 # its thread; tables whose totals are the sums of their rows; torch.profiler and nsys exports
 # imported to the same ties; bad input refused in one line.
 set -uo pipefail
-bin=$1; dir=$2
+bin=$1; dir=$2; nvtx_log=${3:-}  # an NVTX injection library (tests/tools/nvtx_log.cpp), when built
 rm -rf "$dir"; mkdir -p "$dir"
 source "$(dirname "$0")/check.sh"
 python=${OPCOST_PYTHON:-python3}
@@ -145,6 +145,37 @@ assert t['total']['calls'] == 8" "$dir/no-corr.json"
 "$bin" trace --import "$dir/other.sqlite" 2>"$dir/e11"
 check "a SQLite file that is not an nsys export is refused, exit 2" test $? -eq 2
 check "... saying what to record" has "$dir/e11" "no StringIds table: not an nsys export of a CUDA run; record with"
+# --only-steps: the file and the tables keep only those steps and what ran in them.
+"$bin" trace --import "$data" --only-steps 2 --json --group-by op -o "$dir/step2.json" --table >"$dir/step2-ops.json" 2>/dev/null
+check "--only-steps 2 keeps the second step's calls and kernels" "$python" -c "
+import json, sys
+t, whole = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+assert t['steps'] == 1 and t['total']['calls'] * 2 == whole['total']['calls'], (t['total'], whole['total'])
+assert 0 < t['total']['gpu_self_us'] < whole['total']['gpu_self_us'] and t['untied'] == 0
+steps = {e['name'] for e in json.load(open(sys.argv[3]))['traceEvents'] if e.get('name', '').startswith('ProfilerStep')}
+assert steps == {'ProfilerStep#1'}, steps" "$dir/step2-ops.json" "$dir/imp-ops.json" "$dir/step2.json"
+"$bin" trace --import "$data" --only-steps 3 2>"$dir/e12"
+check "--only-steps past the run's steps: exit 2, naming how many there are" test $? -eq 2 && check "... named" has "$dir/e12" "the run has 2 steps"
+
+# --nvtx: an NVTX range for every step and layer, as nsys would record them.
+if [ -n "$nvtx_log" ]; then
+  NVTX_INJECTION64_PATH=$nvtx_log OPCOST_NVTX_LOG=$dir/nvtx.log "$bin" trace mnist-cnn --device cpu --nvtx --steps 2 \
+    -o "$dir/nvtx.json" 2>/dev/null
+  check "--nvtx exits 0" test $? -eq 0
+  check "... with an NVTX range for every layer range and step of the trace, balanced" "$python" -c "
+import json, sys
+lines = open(sys.argv[1]).read().splitlines()
+pushed = [l[5:] for l in lines if l.startswith('push ')]
+assert len(pushed) == lines.count('pop'), 'unbalanced'
+ev = [e for e in json.load(open(sys.argv[2]))['traceEvents'] if e.get('ph') == 'X']
+layers = sorted(e['name'] for e in ev if e['cat'] == 'layer')
+assert set(layers) == {'mnist-cnn', 'conv1', 'conv1_pool', 'conv2', 'conv2_pool', 'fc1_relu', 'fc1', 'fc2'}, layers
+assert all(pushed.count(l) >= layers.count(l) for l in set(layers)), (pushed, layers)
+assert {'ProfilerStep#1', 'ProfilerStep#2'} <= set(pushed), pushed
+calls = [e['name'] for e in ev if e['cat'] == 'cpu_op']
+assert all(any(p.split(',')[0] == c for p in pushed) for c in calls), 'each call is a range too, as emit_nvtx names it'" \
+    "$dir/nvtx.log" "$dir/nvtx.json"
+fi
 printf '{"traceEvents": []}' >"$dir/empty.json"
 "$bin" trace --import "$dir/empty.json" 2>"$dir/e6"
 check "a trace without operator calls is refused, exit 2" test $? -eq 2

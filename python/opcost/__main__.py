@@ -70,7 +70,7 @@ def trace(args) -> int:
         sched = opcost.schedule(wait=args.wait, warmup=args.warmup, active=args.steps, repeat=args.repeat)
         t = opcost.trace_model(model, *inputs, schedule=sched, energy=args.energy, db=args.db, cache=args.cache,
                                train=args.train, autocast=args.autocast, shapes=args.group_by == "shape",
-                               flops=args.flops)
+                               flops=args.flops, nvtx=args.nvtx)
         if args.output:
             t.export(args.output, args.min_duration)
             r = t.run
@@ -151,6 +151,8 @@ def main(argv=None) -> int:
     p.add_argument("--steps", type=int, default=1, help="steps kept, in each cycle")
     p.add_argument("--repeat", type=int, default=1, help="cycles")
     p.add_argument("--flops", action="store_true", help="the profiler's FLOP estimates")
+    p.add_argument("--nvtx", action="store_true",
+                   help="NVTX ranges for every step and layer, so that an nsys capture of the same run lines up")
     p.add_argument("--min-duration", type=float, default=0.0, metavar="US",
                    help="leave calls and kernels shorter than this many microseconds out of the trace file")
     args = parser.parse_args(argv)

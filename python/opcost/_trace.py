@@ -52,9 +52,9 @@ class Trace:
     :meth:`table` and :meth:`export` read the run."""
 
     def __init__(self, model: Any = None, *, schedule: Optional[Schedule] = None, shapes: bool = False,
-                 flops: bool = False, device: str = "auto"):
+                 flops: bool = False, nvtx: bool = False, device: str = "auto"):
         self._schedule = schedule or Schedule(warmup=0, active=_UNTIL_EXIT)
-        self._shapes, self._flops = shapes, flops
+        self._shapes, self._flops, self._nvtx = shapes, flops, nvtx
         self._device = _resolve(device)
         self._layers = _LayerNames(model, root=_name_of(model) if model is not None else None)
         self._recorder = None
@@ -64,7 +64,7 @@ class Trace:
         s = self._schedule
         self._layers(True)
         self._recorder = _core.TraceRecorder(self._device.type, self._device.index or 0, s.wait, s.warmup, s.active,
-                                             s.repeat, self._shapes or False, self._flops)
+                                             s.repeat, self._shapes or False, self._flops, self._nvtx)
         self._recorder.next_step()
         return self
 
@@ -144,17 +144,18 @@ class Trace:
 
 
 def trace(model: Any = None, *, schedule: Optional[Schedule] = None, shapes: bool = False, flops: bool = False,
-          device: str = "auto") -> Trace:
+          nvtx: bool = False, device: str = "auto") -> Trace:
     """Traces the steps of a ``with`` block. ``model`` (an ``nn.Module``) names the layers: each
     submodule's calls are tied to its ``named_modules()`` path, under the model's own name.
-    Without a ``schedule`` every step of the block is kept."""
-    return Trace(model, schedule=schedule, shapes=shapes, flops=flops, device=device)
+    Without a ``schedule`` every step of the block is kept. ``nvtx`` also opens an NVTX range
+    for every step and layer, so that an nsys capture of the same run lines up with them."""
+    return Trace(model, schedule=schedule, shapes=shapes, flops=flops, nvtx=nvtx, device=device)
 
 
 def trace_model(model: Any, *inputs: Any, schedule: Optional[Schedule] = None, energy: bool = False,
                 db: Optional[str] = None, cache: str = "warm", train: bool = False, loss_fn: Optional[Any] = None,
                 optimizer: Any = None, autocast: Optional[str] = None, shapes: bool = False, flops: bool = False,
-                name: Optional[str] = None, **kwargs: Any) -> Trace:
+                nvtx: bool = False, name: Optional[str] = None, **kwargs: Any) -> Trace:
     """Traces steps of ``model(*inputs, **kwargs)`` that opcost runs itself, as ``validate``
     runs them (``train``, ``loss_fn``, ``optimizer``, ``autocast`` likewise): a warm-up step,
     then the ``schedule`` (default: one step traced and dropped, one kept). Returns the
@@ -171,7 +172,7 @@ def trace_model(model: Any, *inputs: Any, schedule: Optional[Schedule] = None, e
                                     _device_of(model, inputs)), d)
     s = schedule or Schedule()
     record = {"wait": s.wait, "warmup": s.warmup, "active": s.active, "repeat": s.repeat, "shapes": bool(shapes),
-              "flops": bool(flops)}
+              "flops": bool(flops), "nvtx": bool(nvtx)}
     energy_options = None
     if energy:
         if cache not in ("warm", "cold"):

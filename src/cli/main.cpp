@@ -424,6 +424,8 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   trace->add_flag("--flops", to.record.flops, "the profiler's FLOP estimates (matmuls, convolutions)");
+  trace->add_flag("--nvtx", to.record.nvtx,
+                  "NVTX ranges for every step and layer, so that an nsys capture of the same run lines up with them");
   trace->add_flag("--energy", to.energy,
                   "energy per operator and layer: first measure, as validate does, what the database lacks and the "
                   "untraced step (on a GPU)");
@@ -431,6 +433,8 @@ int main(int argc, char** argv) {
       ->add_option("--min-duration", to.min_duration_us,
                    "leave calls and kernels shorter than this many microseconds out of the trace file")
       ->check(CLI::NonNegativeNumber);
+  trace->add_option("--only-steps", to.only_steps,
+                    "only these steps (counted from 1: 3, or 2-4) in the trace file and the tables");
   trace->add_option("--layers", to.layers,
                     "only layers matching this regular expression, and what runs inside them, in the trace file");
 

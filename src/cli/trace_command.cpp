@@ -7,9 +7,10 @@
 
 #include "cli/exit_codes.h"
 #include "core/io/output_file.h"
-#include "core/trace/trace_import.h"
 #include "core/trace/chrome_trace.h"
+#include "core/trace/step_selection.h"
 #include "core/trace/table.h"
+#include "core/trace/trace_import.h"
 
 namespace opcost {
 
@@ -22,11 +23,18 @@ int run_trace_command(TraceCliOptions o) {
     throw std::invalid_argument(
         fmt::format("trace: both a model ({}) and --import {}: a trace is either recorded or read; give one",
                     o.model.model, o.import_path));
+  std::optional<StepRange> steps;
+  if (!o.only_steps.empty()) steps = parse_step_range(o.only_steps);  // before anything runs
+  if (steps && o.energy)
+    throw std::invalid_argument(
+        "trace: --only-steps with --energy: the energy is checked over every kept step; choose the steps with "
+        "--wait, --warmup and --steps instead");
   if (o.energy && !o.import_path.empty())
     throw std::invalid_argument("trace: --energy measures a model's steps; an imported trace has none to run");
-  const TraceRun run = o.import_path.empty()
-                           ? trace_model(o.model, o.record, o.energy ? &o.energy_options : nullptr, Notes::to_stderr())
-                           : import_trace(o.import_path);
+  TraceRun run = o.import_path.empty()
+                     ? trace_model(o.model, o.record, o.energy ? &o.energy_options : nullptr, Notes::to_stderr())
+                     : import_trace(o.import_path);
+  if (steps) run = only_steps(run, *steps);
   const std::string what = o.import_path.empty() ? o.model.model : o.import_path;
   if (o.import_path.empty() && o.model.in.device == "auto" && run.device_activities.empty())  // as `inventory` says
     fmt::print(stderr, "opcost: traced on the CPU ({}): host ranges only, no device activity\n", run.device);

@@ -22,6 +22,7 @@ struct TraceCliOptions {
   bool json = false;            // the table as JSON
   double min_duration_us = 0;   // leave shorter calls and kernels out of the trace file
   std::string layers;           // only these layers (a regular expression) in the trace file
+  std::string only_steps;       // "A" or "A-B": only these steps in the trace file and the tables
 };
 
 int run_trace_command(TraceCliOptions o);

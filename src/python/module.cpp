@@ -137,6 +137,7 @@ TraceRun trace_step(py::function step, const py::dict& description, const py::di
                              record["repeat"].cast<int>()};
   r.shapes = record["shapes"].cast<bool>();
   r.flops = record["flops"].cast<bool>();
+  r.nvtx = record["nvtx"].cast<bool>();
   std::optional<PredictOptions> p;
   if (!energy.is_none()) {
     const py::dict e = energy.cast<py::dict>();

@@ -51,15 +51,16 @@ void bind_trace(py::module_& m) {
           py::arg("path"), py::arg("min_duration_us") = 0.0, py::arg("layers") = "");
   py::class_<TraceRecorder>(m, "TraceRecorder")
       .def(py::init([](const std::string& kind, int index, int wait, int warmup, int active, int repeat, bool shapes,
-                       bool flops) {
+                       bool flops, bool nvtx) {
              TraceRecordOptions o;
              o.schedule = TraceSchedule{wait, warmup, active, repeat};
              o.shapes = shapes;
              o.flops = flops;
+             o.nvtx = nvtx;
              return std::make_unique<TraceRecorder>(kind, index, o);
            }),
            py::arg("device_kind"), py::arg("device_index"), py::arg("wait"), py::arg("warmup"), py::arg("active"),
-           py::arg("repeat"), py::arg("shapes"), py::arg("flops"))
+           py::arg("repeat"), py::arg("shapes"), py::arg("flops"), py::arg("nvtx") = false)
       .def("next_step", &TraceRecorder::next_step)
       .def("finish", &TraceRecorder::finish);
 }

@@ -20,6 +20,7 @@
 #include <unordered_set>
 
 #include "core/energy/monitor.h"
+#include "core/trace/nvtx.h"
 #include "torch/runner.h"
 
 namespace opcost {
@@ -47,6 +48,22 @@ std::string shapes_text(const torch::autograd::profiler::KinetoEvent& e) {
 
 }  // namespace
 
+namespace {
+
+// Each step and layer (USER_SCOPE records), operator call and backward function as an NVTX
+// range on its thread; calls and backward functions named as torch's emit_nvtx() names them
+// ("aten::linear, seq = 12"), so that nsys captures read back alike (core/trace/nsys_import.h).
+std::unique_ptr<at::ObserverContext> push_nvtx_range(const at::RecordFunction& fn) {
+  if (fn.scope() == at::RecordScope::USER_SCOPE || fn.seqNr() < 0)
+    nvtx_push(fn.name());
+  else
+    nvtx_push(fmt::format("{}, seq = {}", fn.name(), fn.seqNr()).c_str());
+  return nullptr;
+}
+void pop_nvtx_range(const at::RecordFunction&, at::ObserverContext*) { nvtx_pop(); }
+
+}  // namespace
+
 struct TraceRecorder::Impl {
   std::string device_kind;
   int device_index = 0;
@@ -55,6 +72,7 @@ struct TraceRecorder::Impl {
   std::set<torch::profiler::impl::ActivityType> activities;
   std::unordered_set<std::string> op_names;  // Kineto events carry no overload name
   bool profiling = false;
+  std::optional<at::CallbackHandle> nvtx_callback;
   std::unique_ptr<at::RecordFunction> step_scope;  // the running step's
   TraceRun run;
   // Counter tracks: NVML polled beside the profiler. Its samples are on opcost's steady clock;
@@ -103,7 +121,15 @@ TraceRecorder::TraceRecorder(std::string device_kind, int device_index, TraceRec
         "trace schedule wait={} warmup={} active={} repeat={}: active and repeat must be 1 or more, wait and warmup "
         "0 or more",
         s.wait, s.warmup, s.active, s.repeat));
+  if (options.nvtx && !nvtx_built())
+    throw std::invalid_argument(
+        "--nvtx: this opcost was built without the NVTX headers (nvtx3/nvToolsExt.h); install the CUDA toolkit, or "
+        "torch's nvidia nvtx package, and build again");
   Impl& m = *impl_;
+  if (options.nvtx)
+    m.nvtx_callback = at::addGlobalCallback(
+        at::RecordFunctionCallback(push_nvtx_range, pop_nvtx_range)
+            .scopes({at::RecordScope::USER_SCOPE, at::RecordScope::FUNCTION, at::RecordScope::BACKWARD_FUNCTION}));
   m.device_kind = std::move(device_kind);
   m.device_index = device_index;
   m.options = options;
@@ -123,6 +149,7 @@ TraceRecorder::TraceRecorder(std::string device_kind, int device_index, TraceRec
 }
 
 TraceRecorder::~TraceRecorder() {
+  if (impl_->nvtx_callback) at::removeCallback(*impl_->nvtx_callback);
   if (!impl_->profiling) return;
   impl_->close_step();
   torch::autograd::profiler::disableProfiler();
@@ -231,6 +258,8 @@ void TraceRecorder::Impl::add_counters(int64_t marker_ns, int64_t keep_from) {
     if (at(p.t_s) >= keep_from) track("GPU power (W)").samples.emplace_back(at(p.t_s), p.watts);
   for (const auto& p : monitor->sm_clock_trace())
     if (at(p.t_s) >= keep_from) track("SM clock (MHz)").samples.emplace_back(at(p.t_s), p.watts);
+  for (const auto& p : monitor->temperature_trace())
+    if (at(p.t_s) >= keep_from) track("GPU temperature (C)").samples.emplace_back(at(p.t_s), p.watts);
   // The energy counter as it updated (about every 100 ms on an H100), from its first reading.
   for (const auto& e : monitor->edges()) {
     if (!energy_base_mJ) energy_base_mJ = e.energy_mJ;

@@ -22,6 +22,10 @@ struct TraceRecordOptions {
   TraceSchedule schedule;
   bool shapes = false;  // record each call's input shapes (for a table by shape; costs host time)
   bool flops = false;   // the profiler's FLOP estimates (matmuls and convolutions)
+  // NVTX ranges for every step, layer, operator call and backward function while the recorder
+  // lives, so that an nsys capture of the same program lines up with opcost's layers (and
+  // imports to the same tables: core/trace/nsys_import.h).
+  bool nvtx = false;
 };
 
 // A recording driven step by step, as torch.profiler's `prof.step()`: next_step() marks the

@@ -31,6 +31,7 @@ class FakeEnergyProbe : public EnergyProbe {
   DeviceState state(bool) override {
     DeviceState s;
     s.sm_clock_MHz = clock_;
+    s.temperature_C = clock_ == 1980 ? 61 : 63;
     clock_ = clock_ == 1980 ? 1400 : 1980;  // alternate: a clock change
     s.throttle_reasons = throttle::kSwPowerCap;
     return s;
@@ -131,6 +132,10 @@ TEST(Monitor, RecordsCounterEdgesPowerAndState) {
   EXPECT_EQ(*st.sm_clock_min_MHz, 1400u);
   EXPECT_EQ(*st.sm_clock_max_MHz, 1980u);
   EXPECT_EQ(st.throttle_reasons_seen, throttle::kSwPowerCap);
+  EXPECT_EQ(*st.temperature_max_C, 63u);
+  const auto temperatures = mon.temperature_trace();  // a trace's temperature track
+  ASSERT_EQ(temperatures.size(), mon.sm_clock_trace().size());
+  EXPECT_EQ(temperatures.front().watts, 61);
 }
 
 TEST(Monitor, IdlePowerFromAlignedEdges) {

@@ -84,8 +84,8 @@ TEST(TraceTie, ActivitiesWithoutCorrelationAreInferredFromTheSynchronisations) {
   run.layers = {{"L", 1, 0, 22}};
   run.ops = {{"aten::a", "", 1, 0, 10}, {"aten::b", "", 1, 12, 20}, {"aten::c", "", 1, 41, 50}};
   run.synchronizations = {{"cudaDeviceSynchronize", 1, 21, 40}, {"cudaDeviceSynchronize", 1, 51, 70}};
-  run.device_activities = {{"k1", "kernel", 0, 7, 15, 35},  // waited for by the first: A or B
-                           {"k2", "kernel", 0, 7, 52, 60},  // by the second: C alone
+  run.device_activities = {{"k1", "kernel", 0, 7, 15, 35},   // waited for by the first: A or B
+                           {"k2", "kernel", 0, 7, 52, 60},   // by the second: C alone
                            {"k3", "kernel", 0, 7, 80, 90}};  // after the last synchronisation
   tie_activities(run);
   ASSERT_EQ(run.ops.size(), 4u);

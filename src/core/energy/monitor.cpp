@@ -60,7 +60,10 @@ void EnergyMonitor::run() {
         a.sm_clock_min_MHz = std::min(a.sm_clock_min_MHz.value_or(*s.sm_clock_MHz), *s.sm_clock_MHz);
         a.sm_clock_max_MHz = std::max(a.sm_clock_max_MHz.value_or(*s.sm_clock_MHz), *s.sm_clock_MHz);
       }
-      if (s.temperature_C) a.temperature_max_C = std::max(a.temperature_max_C.value_or(0), *s.temperature_C);
+      if (s.temperature_C) {
+        temperature_.push_back({t, double(*s.temperature_C)});
+        a.temperature_max_C = std::max(a.temperature_max_C.value_or(0), *s.temperature_C);
+      }
       if (s.throttle_reasons) a.throttle_reasons_seen |= *s.throttle_reasons;
       if (s.other_processes) a.other_processes_max = std::max(a.other_processes_max, *s.other_processes);
     }
@@ -86,6 +89,11 @@ std::vector<PowerSample> EnergyMonitor::power_trace() const {
 std::vector<PowerSample> EnergyMonitor::sm_clock_trace() const {
   std::lock_guard lock(mu_);
   return sm_clock_;
+}
+
+std::vector<PowerSample> EnergyMonitor::temperature_trace() const {
+  std::lock_guard lock(mu_);
+  return temperature_;
 }
 
 StateSummary EnergyMonitor::state_summary() const {

@@ -46,7 +46,8 @@ class EnergyMonitor {
   std::vector<CounterEdge> edges() const;  // copy, safe while running
   std::size_t edge_count() const;
   std::vector<PowerSample> power_trace() const;
-  std::vector<PowerSample> sm_clock_trace() const;  // (t, MHz) at each state sample
+  std::vector<PowerSample> sm_clock_trace() const;     // (t, MHz) at each state sample
+  std::vector<PowerSample> temperature_trace() const;  // (t, °C) at each state sample
   StateSummary state_summary() const;
 
  private:
@@ -57,7 +58,7 @@ class EnergyMonitor {
   std::atomic<bool> stop_{false};
   mutable std::mutex mu_;
   std::vector<CounterEdge> edges_;
-  std::vector<PowerSample> power_, sm_clock_;
+  std::vector<PowerSample> power_, sm_clock_, temperature_;
   StateSummary state_;
 };
 

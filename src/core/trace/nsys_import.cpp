@@ -37,9 +37,9 @@ class Export {
   void each(const std::string& sql, Row&& row) {
     sqlite3_stmt* s = nullptr;
     if (sqlite3_prepare_v2(db_, sql.c_str(), -1, &s, nullptr) != SQLITE_OK)
-      throw std::invalid_argument(fmt::format(
-          "{}: not an nsys SQLite export this reads ({}); export with `nsys export --type sqlite REPORT`", path_,
-          sqlite3_errmsg(db_)));
+      throw std::invalid_argument(
+          fmt::format("{}: not an nsys SQLite export this reads ({}); export with `nsys export --type sqlite REPORT`",
+                      path_, sqlite3_errmsg(db_)));
     int rc;
     while ((rc = sqlite3_step(s)) == SQLITE_ROW) row(s);
     const std::string why = sqlite3_errmsg(db_);
@@ -82,11 +82,16 @@ bool is_call(const std::string& name) {
 
 const char* copy_kind(int64_t kind) {  // CUpti_ActivityMemcpyKind
   switch (kind) {
-    case 1: return "Memcpy HtoD";
-    case 2: return "Memcpy DtoH";
-    case 8: return "Memcpy DtoD";
-    case 10: return "Memcpy PtoP";
-    default: return "Memcpy";
+    case 1:
+      return "Memcpy HtoD";
+    case 2:
+      return "Memcpy DtoH";
+    case 8:
+      return "Memcpy DtoD";
+    case 10:
+      return "Memcpy PtoP";
+    default:
+      return "Memcpy";
   }
 }
 
@@ -138,10 +143,10 @@ TraceRun import_nsys_sqlite(const std::string& path) {
         }
       });
   if (calls.empty())
-    throw std::invalid_argument(fmt::format(
-        "{}: no operator ranges (NVTX ranges named aten::...); run the model inside "
-        "torch.autograd.profiler.emit_nvtx() under `nsys profile -t cuda,nvtx`",
-        path));
+    throw std::invalid_argument(
+        fmt::format("{}: no operator ranges (NVTX ranges named aten::...); run the model inside "
+                    "torch.autograd.profiler.emit_nvtx() under `nsys profile -t cuda,nvtx`",
+                    path));
   run.ops = fold_nested_calls(std::move(calls));  // by thread, then start; outermost only
 
   // Each runtime call's correlation id goes to the outermost call around it on its thread.

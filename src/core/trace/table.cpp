@@ -270,8 +270,8 @@ std::string render_table(const TraceTable& t, const std::string& sort_by, std::s
   // A row with activities tied by synchronisations says so.
   auto label = [&](const TraceRow& r) { return r.inferred ? fit(r.name + " *") : fit(r.name); };
   auto line = [&](const TraceRow& r) {
-    out += fmt::format("{:<{}}  {:>7}  {:>12.1f}  {:>12.1f}  {:>12.1f}  {:>12.1f}  {}{}{}\n", label(r), width,
-                       r.calls, r.cpu_total_us, r.cpu_self_us, r.gpu_total_us, r.gpu_self_us, pct(r.gpu_self_us),
+    out += fmt::format("{:<{}}  {:>7}  {:>12.1f}  {:>12.1f}  {:>12.1f}  {:>12.1f}  {}{}{}\n", label(r), width, r.calls,
+                       r.cpu_total_us, r.cpu_self_us, r.gpu_total_us, r.gpu_self_us, pct(r.gpu_self_us),
                        energy_cells(r), shapes ? "  " + r.shapes : "");
   };
   for (auto* r : rows) line(*r);
