@@ -9,6 +9,7 @@
 #include "core/io/output_file.h"
 #include "core/trace/chrome_trace.h"
 #include "core/trace/energy_attribution.h"
+#include "core/trace/event_chunks.h"
 #include "core/trace/table.h"
 
 using namespace opcost;
@@ -297,4 +298,36 @@ TEST(ChromeTrace, AGzipFileReadsBackAsTheSameDocument) {
   EXPECT_EQ(doc, plain);
   EXPECT_THROW(save_chrome_trace(run, "/nonexistent-dir/x.json.gz"), WriteError);
   EXPECT_THROW(save_chrome_trace(run, "/nonexistent-dir/x.json"), WriteError);
+}
+
+TEST(EventChunks, WholeEventsInChunksWhateverTheirStringsHold) {
+  const auto path = std::filesystem::temp_directory_path() / "opcost-event-chunks.json";
+  // Braces, brackets, escaped quotes and backslashes in strings; nested arrays; the events
+  // array after another key; a key "traceEvents" inside an event that is not the document's.
+  std::ofstream(path) << R"({"schemaVersion": 1, "deviceProperties": [{"name": "GPU \"x\" {0}"}],
+    "traceEvents": [ {"name": "a{[\"", "args": {"Input Dims": [[1, 2], []]}},
+                     {"name": "b\\", "traceEvents": [1]} ,{"name": "c"}],
+    "traceName": "t"})";
+  for (std::size_t chunk_bytes : {std::size_t(1), std::size_t(1) << 20}) {
+    std::vector<std::string> chunks;
+    const ChunkedTrace t = read_event_chunks(path.string(), chunk_bytes, 64, [&](const std::string& c) {
+      EXPECT_GE(c.capacity(), c.size() + 64);
+      chunks.push_back(c);
+    });
+    ASSERT_TRUE(t.has_events);
+    std::vector<nlohmann::json> events;
+    for (const auto& c : chunks)
+      for (const auto& e : nlohmann::json::parse(c)) events.push_back(e);  // each chunk is a JSON array
+    ASSERT_EQ(events.size(), 3u) << chunk_bytes;
+    EXPECT_EQ(chunks.size(), chunk_bytes == 1 ? 3u : 1u);
+    EXPECT_EQ(events[0]["name"], "a{[\"");
+    EXPECT_EQ(events[1]["name"], "b\\");
+    const auto rest = nlohmann::json::parse(t.rest);
+    EXPECT_EQ(rest["traceEvents"], nlohmann::json::array());
+    EXPECT_EQ(rest["deviceProperties"][0]["name"], "GPU \"x\" {0}");
+    EXPECT_EQ(rest["traceName"], "t");
+  }
+  std::ofstream(path) << R"({"traceEvents": [{"name": "a"}, {"name": "b)";
+  EXPECT_THROW(read_event_chunks(path.string(), 1, 64, [](const std::string&) {}), std::invalid_argument);
+  std::filesystem::remove(path);
 }
