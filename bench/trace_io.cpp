@@ -11,7 +11,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
-#include "core/trace/chrome_trace.h"
+#include "core/trace/trace_file.h"
 #include "core/trace/trace_import.h"
 
 namespace {
@@ -40,7 +40,7 @@ int main(int argc, char** argv) {
   const double import_s = seconds_since(t0);
   const double import_peak_MB = peak_rss_MB();
   t0 = std::chrono::steady_clock::now();
-  opcost::save_chrome_trace(run, argv[2]);
+  opcost::save_trace(run, argv[2]);
   const double write_s = seconds_since(t0);
   const double out_MB = double(std::filesystem::file_size(argv[2])) / 1e6;
   std::cout << nlohmann::json{{"input_MB", in_MB},

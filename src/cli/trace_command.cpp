@@ -7,9 +7,9 @@
 
 #include "cli/exit_codes.h"
 #include "core/io/output_file.h"
-#include "core/trace/chrome_trace.h"
 #include "core/trace/step_selection.h"
 #include "core/trace/table.h"
+#include "core/trace/trace_file.h"
 #include "core/trace/trace_import.h"
 
 namespace opcost {
@@ -39,7 +39,7 @@ int run_trace_command(TraceCliOptions o) {
   if (o.import_path.empty() && o.model.in.device == "auto" && run.device_activities.empty())  // as `inventory` says
     fmt::print(stderr, "opcost: traced on the CPU ({}): host ranges only, no device activity\n", run.device);
   if (!o.output.empty()) {
-    save_chrome_trace(run, o.output, ChromeTraceOptions{o.min_duration_us, o.layers});
+    save_trace(run, o.output, TraceFileOptions{o.min_duration_us, o.layers});
     fmt::print(stderr,
                "opcost: trace of {} written to {} ({} steps, {} layer ranges, {} operator calls, {} device "
                "activities{}); open it in https://ui.perfetto.dev\n",

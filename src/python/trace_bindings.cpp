@@ -4,8 +4,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/trace/chrome_trace.h"
 #include "core/trace/table.h"
+#include "core/trace/trace_file.h"
 #include "torch/trace_recorder.h"
 
 namespace py = pybind11;
@@ -46,7 +46,7 @@ void bind_trace(py::module_& m) {
           "export",
           [](const TraceRun& r, const std::string& path, double min_duration_us, const std::string& layers) {
             py::gil_scoped_release release;
-            save_chrome_trace(r, path, ChromeTraceOptions{min_duration_us, layers});
+            save_trace(r, path, TraceFileOptions{min_duration_us, layers});
           },
           py::arg("path"), py::arg("min_duration_us") = 0.0, py::arg("layers") = "");
   py::class_<TraceRecorder>(m, "TraceRecorder")

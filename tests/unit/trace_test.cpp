@@ -10,7 +10,9 @@
 #include "core/trace/chrome_trace.h"
 #include "core/trace/energy_attribution.h"
 #include "core/trace/event_chunks.h"
+#include "core/trace/perfetto_trace.h"
 #include "core/trace/table.h"
+#include "core/trace/trace_file.h"
 
 using namespace opcost;
 
@@ -247,7 +249,7 @@ TEST(TraceEnergy, TracedCallsMatchTheInventoryStepByOperatorAndOrder) {
 TEST(ChromeTrace, ParsesBackWithNestedLayersAndAFlowPerTiedKernel) {
   const TraceRun run = sample_run();
   std::string doc;
-  write_chrome_trace(run, [&](std::string_view s) { doc += s; });
+  write_chrome_trace(run, select_for_file(run, {}), [&](std::string_view s) { doc += s; });
   const auto j = nlohmann::json::parse(doc);
   std::size_t layers = 0, ops = 0, kernels = 0, starts = 0, finishes = 0;
   for (const auto& e : j["traceEvents"]) {
@@ -270,8 +272,7 @@ TEST(ChromeTrace, ParsesBackWithNestedLayersAndAFlowPerTiedKernel) {
   EXPECT_EQ(finishes, 3u);
   // --min-duration leaves the short calls out, but keeps those that launched a kept kernel.
   doc.clear();
-  write_chrome_trace(
-      run, [&](std::string_view s) { doc += s; }, ChromeTraceOptions{0.015});
+  write_chrome_trace(run, select_for_file(run, TraceFileOptions{0.015}), [&](std::string_view s) { doc += s; });
   const auto short_ones = nlohmann::json::parse(doc);
   std::set<std::string> names;
   for (const auto& e : short_ones["traceEvents"])
@@ -285,7 +286,7 @@ TEST(ChromeTrace, AGzipFileReadsBackAsTheSameDocument) {
   const TraceRun run = sample_run();
   const auto path =
       std::filesystem::temp_directory_path() / ("opcost-trace-" + std::to_string(::getpid()) + ".json.gz");
-  save_chrome_trace(run, path.string());
+  save_trace(run, path.string());
   gzFile gz = gzopen(path.string().c_str(), "rb");
   ASSERT_NE(gz, nullptr);
   std::string doc;
@@ -294,10 +295,10 @@ TEST(ChromeTrace, AGzipFileReadsBackAsTheSameDocument) {
   gzclose(gz);
   std::filesystem::remove(path);
   std::string plain;
-  write_chrome_trace(run, [&](std::string_view s) { plain += s; });
+  write_chrome_trace(run, select_for_file(run, {}), [&](std::string_view s) { plain += s; });
   EXPECT_EQ(doc, plain);
-  EXPECT_THROW(save_chrome_trace(run, "/nonexistent-dir/x.json.gz"), WriteError);
-  EXPECT_THROW(save_chrome_trace(run, "/nonexistent-dir/x.json"), WriteError);
+  EXPECT_THROW(save_trace(run, "/nonexistent-dir/x.json.gz"), WriteError);
+  EXPECT_THROW(save_trace(run, "/nonexistent-dir/x.json"), WriteError);
 }
 
 TEST(EventChunks, WholeEventsInChunksWhateverTheirStringsHold) {
@@ -330,4 +331,128 @@ TEST(EventChunks, WholeEventsInChunksWhateverTheirStringsHold) {
   std::ofstream(path) << R"({"traceEvents": [{"name": "a"}, {"name": "b)";
   EXPECT_THROW(read_event_chunks(path.string(), 1, 64, [](const std::string&) {}), std::invalid_argument);
   std::filesystem::remove(path);
+}
+
+namespace {
+
+// Protobuf's wire format, read back: each field of a message as (number, varint or bytes).
+struct Field {
+  int number = 0;
+  uint64_t value = 0;  // varint or fixed64
+  std::string bytes;   // length-delimited
+};
+std::vector<Field> fields(std::string_view m) {
+  std::vector<Field> out;
+  std::size_t i = 0;
+  auto varint = [&] {
+    uint64_t v = 0;
+    for (int shift = 0;; shift += 7) {
+      const auto b = static_cast<unsigned char>(m.at(i++));
+      v |= uint64_t(b & 0x7f) << shift;
+      if (!(b & 0x80)) return v;
+    }
+  };
+  while (i < m.size()) {
+    const uint64_t tag = varint();
+    Field f{int(tag >> 3)};
+    switch (tag & 7) {
+      case 0:
+        f.value = varint();
+        break;
+      case 1:
+        std::memcpy(&f.value, m.data() + i, 8);
+        i += 8;
+        break;
+      case 2: {
+        const uint64_t n = varint();
+        f.bytes = std::string(m.substr(i, n));
+        i += n;
+        break;
+      }
+      default:
+        throw std::runtime_error("unexpected wire type");
+    }
+    out.push_back(std::move(f));
+  }
+  return out;
+}
+const Field* field(const std::vector<Field>& fs, int number) {
+  for (const auto& f : fs)
+    if (f.number == number) return &f;
+  return nullptr;
+}
+
+}  // namespace
+
+// Perfetto's protobuf (perfetto.protos.Trace): the same tracks, slices, arrows and counters as
+// the JSON, with slices nested on each track.
+TEST(PerfettoTrace, PacketsHoldTracksNestedSlicesFlowsAndCounters) {
+  const TraceRun run = sample_run();
+  std::string doc;
+  write_perfetto_trace(run, select_for_file(run, {}), [&](std::string_view s) { doc += s; });
+  std::map<uint64_t, std::string> track_names;
+  std::map<uint64_t, std::vector<std::pair<uint64_t, std::string>>> slices;  // track: (begin/end, name)
+  std::vector<uint64_t> flows, ends_of_flows;
+  std::vector<double> counter_values;
+  uint64_t last_ts = 0;
+  std::map<uint64_t, uint64_t> last_ts_on_track;
+  for (const Field& packet : fields(doc)) {
+    ASSERT_EQ(packet.number, 1);  // Trace.packet
+    const auto p = fields(packet.bytes);
+    ASSERT_TRUE(field(p, 10));            // trusted_packet_sequence_id
+    if (const Field* d = field(p, 60)) {  // a TrackDescriptor
+      const auto t = fields(d->bytes);
+      const Field* name = field(t, 2);
+      track_names[field(t, 1)->value] = name ? name->bytes : "(process)";
+      continue;
+    }
+    const Field* e = field(p, 11);  // a TrackEvent
+    ASSERT_TRUE(e);
+    const auto ev = fields(e->bytes);
+    const uint64_t ts = field(p, 8)->value, type = field(ev, 9)->value, track = field(ev, 11)->value;
+    ASSERT_TRUE(track_names.count(track)) << "a track is described before its events";
+    EXPECT_GE(ts, last_ts_on_track[track]);  // each track's events in time order
+    last_ts_on_track[track] = ts;
+    last_ts = ts;
+    if (type == 4) {
+      counter_values.push_back([&] {
+        double v;
+        std::memcpy(&v, &field(ev, 44)->value, 8);
+        return v;
+      }());
+      continue;
+    }
+    const Field* name = field(ev, 23);
+    slices[track].emplace_back(type, name ? name->bytes : "");
+    for (const auto& f : ev) {
+      if (f.number == 47) flows.push_back(f.value);
+      if (f.number == 48) ends_of_flows.push_back(f.value);
+    }
+  }
+  // Each track's begins and ends nest: "block" > "block.fc" > aten::linear on the host thread.
+  for (const auto& [track, marks] : slices) {
+    std::vector<std::string> open;
+    for (const auto& [type, name] : marks) {
+      if (type == 1) open.push_back(name);
+      if (type == 2) {
+        ASSERT_FALSE(open.empty()) << track_names[track];
+        open.pop_back();
+      }
+    }
+    EXPECT_TRUE(open.empty()) << track_names[track];
+  }
+  std::vector<std::string> host;
+  for (const auto& [type, name] : slices.begin()->second)
+    if (type == 1) host.push_back(name);
+  EXPECT_EQ(host, (std::vector<std::string>{"ProfilerStep#0", "block", "block.fc", "aten::linear", "aten::relu",
+                                            "aten::flatten"}));
+  std::sort(flows.begin(), flows.end());
+  std::sort(ends_of_flows.begin(), ends_of_flows.end());
+  EXPECT_EQ(flows.size(), 3u);  // the stray memcpy has no arrow
+  EXPECT_EQ(flows, ends_of_flows);
+  EXPECT_EQ(counter_values, (std::vector<double>{120.0, 310.5, 305.0}));
+  std::set<std::string> names;
+  for (const auto& [uuid, name] : track_names) names.insert(name);
+  EXPECT_TRUE(names.count("stream 7") && names.count("GPU power (W)") && names.count("thread 1")) << names.size();
+  EXPECT_TRUE(is_perfetto_path("x.pftrace.gz") && is_perfetto_path("x.perfetto-trace") && !is_perfetto_path("x.json"));
 }

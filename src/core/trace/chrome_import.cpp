@@ -10,8 +10,8 @@
 #include <exception>
 #include <mutex>
 #include <optional>
-#include <thread>
 #include <stdexcept>
+#include <thread>
 #include <utility>
 
 #include "core/trace/event_chunks.h"

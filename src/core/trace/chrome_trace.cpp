@@ -2,15 +2,8 @@
 
 #include <fmt/format.h>
 
-#include <algorithm>
-#include <climits>
 #include <nlohmann/json.hpp>
-#include <regex>
 #include <set>
-#include <stdexcept>
-
-#include "core/io/gzip_file.h"
-#include "core/io/output_file.h"
 
 namespace opcost {
 
@@ -18,18 +11,6 @@ namespace {
 
 constexpr int kHostPid = 0;
 constexpr int kDevicePidBase = 1;  // device d is process 1 + d
-
-// The earliest time of the run: the trace's zero, so timestamps stay short.
-int64_t origin_ns(const TraceRun& run) {
-  int64_t t = INT64_MAX;
-  for (const auto& s : run.steps) t = std::min(t, s.start_ns);
-  for (const auto& l : run.layers) t = std::min(t, l.start_ns);
-  for (const auto& o : run.ops) t = std::min(t, o.start_ns);
-  for (const auto& a : run.device_activities) t = std::min(t, a.start_ns);
-  for (const auto& c : run.counters)
-    for (const auto& [at, v] : c.samples) t = std::min(t, at);
-  return t == INT64_MAX ? 0 : t;
-}
 
 class EventWriter {
  public:
@@ -70,40 +51,12 @@ class EventWriter {
   bool first_ = true;
 };
 
-// Which layers a --layers pattern keeps: those it matches and everything under them.
-std::regex layer_regex(const std::string& pattern) {
-  try {
-    return std::regex(pattern);
-  } catch (const std::regex_error& e) {
-    throw std::invalid_argument(fmt::format("--layers '{}': not a regular expression ({})", pattern, e.what()));
-  }
-}
-
-std::vector<bool> kept_layers(const TraceRun& run, const std::string& pattern) {
-  std::vector<bool> kept(run.layers.size(), pattern.empty());
-  if (pattern.empty()) return kept;
-  const std::regex re = layer_regex(pattern);
-  for (std::size_t i = 0; i < run.layers.size(); ++i)
-    for (int l = int(i); l >= 0 && !kept[i]; l = run.layers[std::size_t(l)].parent)
-      kept[i] = std::regex_search(run.layers[std::size_t(l)].name, re);
-  return kept;
-}
-
 }  // namespace
 
-void check_layer_pattern(const std::string& pattern) { layer_regex(pattern); }
-
-void write_chrome_trace(const TraceRun& run, const std::function<void(std::string_view)>& write,
-                        const ChromeTraceOptions& options) {
-  const std::vector<bool> layer_kept = kept_layers(run, options.layers);
-  auto op_kept = [&](int op) {
-    if (options.layers.empty()) return true;
-    const int l = run.ops[std::size_t(op)].layer;
-    return l >= 0 && layer_kept[std::size_t(l)];
-  };
-  EventWriter w(write, origin_ns(run));
+void write_chrome_trace(const TraceRun& run, const TraceSelection& keep,
+                        const std::function<void(std::string_view)>& write) {
+  EventWriter w(write, keep.origin_ns);
   w.begin(run);
-  const auto min_ns = int64_t(options.min_duration_us * 1000.0);
   // Tracks: the host's threads, and each device's streams.
   std::set<uint64_t> threads;
   for (const auto& s : run.steps) threads.insert(s.thread);
@@ -132,18 +85,12 @@ void write_chrome_trace(const TraceRun& run, const std::function<void(std::strin
   for (const auto& s : run.steps) w.slice(s.name, "step", kHostPid, s.thread, s.start_ns, s.end_ns);
   for (std::size_t i = 0; i < run.layers.size(); ++i) {
     const auto& l = run.layers[i];
-    if (layer_kept[i])
+    if (keep.layers[i])
       w.slice(l.name, "layer", kHostPid, l.thread, l.start_ns, l.end_ns, {{"layer", l.name}, {"depth", l.depth}});
-  }
-  // Which ops launched a kept activity: they carry the flow's start.
-  std::vector<std::vector<std::size_t>> launched(run.ops.size());
-  for (std::size_t i = 0; i < run.device_activities.size(); ++i) {
-    const auto& a = run.device_activities[i];
-    if (a.op >= 0 && a.duration_ns() >= min_ns && op_kept(a.op)) launched[std::size_t(a.op)].push_back(i);
   }
   for (std::size_t i = 0; i < run.ops.size(); ++i) {
     const auto& o = run.ops[i];
-    if ((o.duration_ns() < min_ns && launched[i].empty()) || !op_kept(int(i))) continue;
+    if (!keep.ops[i]) continue;
     nlohmann::json args = {{"layer", o.layer >= 0 ? run.layers[std::size_t(o.layer)].name : ""}};
     if (!o.shapes.empty()) args["input shapes"] = o.shapes;
     if (o.flops) args["flops"] = o.flops;
@@ -154,7 +101,7 @@ void write_chrome_trace(const TraceRun& run, const std::function<void(std::strin
       args["GPU idle before its kernels us"] = e.gap_us;
     }
     w.slice(o.name, "cpu_op", kHostPid, o.thread, o.start_ns, o.end_ns, std::move(args));
-    for (std::size_t k : launched[i])  // the arrow starts in the call's slice
+    for (std::size_t k : keep.launched[i])  // the arrow starts in the call's slice
       w.event({{"ph", "s"},
                {"id", k + 1},
                {"name", "launch"},
@@ -165,8 +112,7 @@ void write_chrome_trace(const TraceRun& run, const std::function<void(std::strin
   }
   for (std::size_t i = 0; i < run.device_activities.size(); ++i) {
     const auto& a = run.device_activities[i];
-    if (a.duration_ns() < min_ns) continue;
-    if (!options.layers.empty() && (a.op < 0 || !op_kept(a.op))) continue;
+    if (!keep.activities[i]) continue;
     nlohmann::json args = {{"correlation", a.linked_correlation}};
     if (a.op >= 0) {
       const auto& o = run.ops[std::size_t(a.op)];
@@ -175,7 +121,8 @@ void write_chrome_trace(const TraceRun& run, const std::function<void(std::strin
     }
     const int pid = kDevicePidBase + a.device;
     w.slice(a.name, a.kind.c_str(), pid, uint64_t(a.stream), a.start_ns, a.end_ns, std::move(args));
-    if (a.op >= 0)  // ...and ends in the kernel's ("bp":"e": bound to the enclosing slice)
+    if (a.op >= 0 &&
+        keep.ops[std::size_t(a.op)])  // ...and ends in the kernel's ("bp":"e": bound to the enclosing slice)
       w.event({{"ph", "f"},
                {"bp", "e"},
                {"id", i + 1},
@@ -186,20 +133,6 @@ void write_chrome_trace(const TraceRun& run, const std::function<void(std::strin
                {"ts", w.ts(a.start_ns)}});
   }
   w.end();
-}
-
-void save_chrome_trace(const TraceRun& run, const std::string& path, const ChromeTraceOptions& options) {
-  if (is_gzip_path(path)) {
-    GzipFile f(path);
-    write_chrome_trace(
-        run, [&](std::string_view s) { f.write(s); }, options);
-    f.close();
-  } else {
-    OutputFile f(path);
-    write_chrome_trace(
-        run, [&](std::string_view s) { f.write(s); }, options);
-    f.close();
-  }
 }
 
 }  // namespace opcost

@@ -185,9 +185,10 @@ ChunkedTrace read_event_chunks(const std::string& path, std::size_t chunk_bytes,
     out.bytes = total;
     return out;
   } catch (const std::invalid_argument& e) {
-    throw std::invalid_argument(fmt::format("{}: not a whole JSON document ({}, near byte {}); give a Chrome trace, as "
-                                            "torch.profiler's export_chrome_trace writes it",
-                                            path, e.what(), total));
+    throw std::invalid_argument(
+        fmt::format("{}: not a whole JSON document ({}, near byte {}); give a Chrome trace, as "
+                    "torch.profiler's export_chrome_trace writes it",
+                    path, e.what(), total));
   }
 }
 

@@ -10,9 +10,9 @@
 namespace opcost {
 
 struct ChunkedTrace {
-  std::string rest;          // the document outside its traceEvents array (left empty): deviceProperties, ...
-  bool has_events = false;   // a traceEvents array (or a bare array of events) was found
-  std::size_t bytes = 0;     // the document's size, uncompressed
+  std::string rest;         // the document outside its traceEvents array (left empty): deviceProperties, ...
+  bool has_events = false;  // a traceEvents array (or a bare array of events) was found
+  std::size_t bytes = 0;    // the document's size, uncompressed
 };
 
 // Calls `on_chunk` with each chunk, its to keep: "[{...},{...}]", at least `chunk_bytes` long
