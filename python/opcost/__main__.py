@@ -138,7 +138,8 @@ def main(argv=None) -> int:
                         "the untraced step (on a GPU)")
     p.add_argument("--db", help="the database for --energy (default: $OPCOST_DB or ~/.local/share/opcost/opcost.db)")
     p.add_argument("--cache", default="warm", choices=["warm", "cold"])
-    p.add_argument("-o", "--output", help="Chrome trace to write (.json, or .json.gz compressed)")
+    p.add_argument("-o", "--output", help="trace file to write: Chrome JSON (.json) or Perfetto's protobuf "
+                                          "(.pftrace), gzip-compressed when it ends in .gz")
     p.add_argument("--table", action="store_true", help="print the table too (the default without --output)")
     p.add_argument("--group-by", default="op", choices=["op", "shape", "layer"], help="table rows")
     p.add_argument("--sort-by", default="gpu",
