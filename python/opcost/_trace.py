@@ -124,7 +124,8 @@ class Trace:
         return t["rows"] + [t["total"]]
 
     def export(self, path: str | os.PathLike, min_duration_us: float = 0.0, layers: str = "") -> str:
-        """Writes the Chrome trace (gzip-compressed for ``.gz``) for https://ui.perfetto.dev.
+        """Writes the trace for https://ui.perfetto.dev: Chrome JSON, or Perfetto's protobuf for a
+        path ending in ``.pftrace``; gzip-compressed when it ends in ``.gz``.
         ``min_duration_us`` leaves shorter calls and kernels out; ``layers`` (a regular
         expression) keeps only the matching layers, their sublayers and what runs in them."""
         path = os.fspath(path)

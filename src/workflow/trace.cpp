@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "core/trace/energy_attribution.h"
+#include "core/trace/inventory_layers.h"
 #include "torch/model_call.h"
 #include "torch/observer.h"
 
@@ -88,6 +89,12 @@ TraceRun trace_model(RunnableModel& runnable, const ModelOptions& o, const Trace
       },
       model->device_kind(), model->device_index(), options);
   model->name_layers(false);
+  // TorchScript opens no layer records: its calls' layers come from the inventory's module
+  // hierarchy, matched call by call.
+  if (model->layer_source()) {
+    const Inventory inv = validated ? validated->inventory : take_inventory(*model, o, 0);
+    add_inventory_layers(run, inv);
+  }
   if (validated) {
     attach_energy(run, *validated);
   } else if (energy) {  // the CPU: the step as the user runs it, no profiler, no layer naming

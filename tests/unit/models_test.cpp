@@ -403,6 +403,24 @@ TEST(TorchScript, LayerNamesAndCountsComeFromTheModuleHierarchy) {
   EXPECT_EQ(layers_of["aten::add"], (std::vector<std::string>{"blocks.0", "blocks.1"}));
   EXPECT_EQ(layers_of["aten::flatten"], std::vector<std::string>{""});
 
+  // A trace of it: its calls' layers come from the module hierarchy too, nested.
+  TraceRecordOptions ro;
+  ro.schedule.active = 2;
+  const TraceRun run = trace_model(ModelOptions{file, {"f32[2,3,8,8]"}, small()}, ro, nullptr, Notes{});
+  std::map<std::string, std::size_t> linear_layers;
+  for (const auto& op : run.ops)
+    if (op.step >= 0 && op.name == "aten::linear")
+      ++linear_layers[op.layer >= 0 ? run.layers[std::size_t(op.layer)].name : "(no layer)"];
+  EXPECT_EQ(linear_layers, (std::map<std::string, std::size_t>{{"blocks.0.fc", 2}, {"blocks.1.fc", 2}, {"head", 2}}));
+  std::size_t nested = 0;
+  for (const auto& l : run.layers)
+    if (l.name == "blocks.0.fc") {
+      ASSERT_GE(l.parent, 0);
+      EXPECT_EQ(run.layers[std::size_t(l.parent)].name, "blocks.0");
+      ++nested;
+    }
+  EXPECT_EQ(nested, 2u);  // one per kept step
+
   // Inputs that do not fit are named with what the model's forward takes.
   try {
     make_model(file, {"f32[2,5,8,8]"}, small());

@@ -153,7 +153,10 @@ std::vector<OpActivity> fold_nested_calls(std::vector<OpActivity> calls) {
 void tie_activities(TraceRun& run) {
   infer_from_synchronizations(run);
   auto by_start = [](const auto& a, const auto& b) { return a.start_ns < b.start_ns; };
-  std::stable_sort(run.layers.begin(), run.layers.end(), by_start);
+  // Layers starting together: the longer (the enclosing one) first.
+  std::stable_sort(run.layers.begin(), run.layers.end(), [](const HostRange& a, const HostRange& b) {
+    return a.start_ns != b.start_ns ? a.start_ns < b.start_ns : a.end_ns > b.end_ns;
+  });
   std::stable_sort(run.steps.begin(), run.steps.end(), by_start);
   std::stable_sort(run.ops.begin(), run.ops.end(), by_start);
   // Each layer's depth and parent (the sweep reads only start and end, which stay as they are).
