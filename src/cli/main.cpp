@@ -398,8 +398,9 @@ int main(int argc, char** argv) {
       "trace", "Trace a model's steps: every kernel tied to its operator and layer, as a Chrome trace and tables");
   add_model_options(trace, to.model);
   trace->get_option("model")->required(false);  // --import reads a trace instead
-  trace->add_option("--import", to.import_path,
-                    "read a torch.profiler Chrome trace (.json or .json.gz) or an nsys SQLite export instead")
+  trace
+      ->add_option("--import", to.import_path,
+                   "read a torch.profiler Chrome trace (.json or .json.gz) or an nsys SQLite export instead")
       ->check(CLI::ExistingFile);
   trace->add_option("-o,--output", to.output,
                     "trace file to write, for Perfetto: Chrome JSON (.json), or Perfetto's protobuf (.pftrace); "
