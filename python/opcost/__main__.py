@@ -71,6 +71,8 @@ def trace(args) -> int:
         t = opcost.trace_model(model, *inputs, schedule=sched, energy=args.energy, db=args.db, cache=args.cache,
                                train=args.train, autocast=args.autocast, shapes=args.group_by == "shape",
                                flops=args.flops, nvtx=args.nvtx)
+        if args.only_steps:
+            t = t.only_steps(args.only_steps)
         if args.output:
             t.export(args.output, args.min_duration)
             r = t.run
@@ -154,6 +156,8 @@ def main(argv=None) -> int:
     p.add_argument("--flops", action="store_true", help="the profiler's FLOP estimates")
     p.add_argument("--nvtx", action="store_true",
                    help="NVTX ranges for every step and layer, so that an nsys capture of the same run lines up")
+    p.add_argument("--only-steps", metavar="A[-B]",
+                   help="only these kept steps (counted from 1) in the trace file and the table")
     p.add_argument("--min-duration", type=float, default=0.0, metavar="US",
                    help="leave calls and kernels shorter than this many microseconds out of the trace file")
     args = parser.parse_args(argv)

@@ -101,6 +101,11 @@ class Trace:
         t._run = run
         return t
 
+    def only_steps(self, steps: str | int) -> "Trace":
+        """The trace cut down to some of its kept steps (counted from 1: ``3`` or ``"2-4"``) and
+        what ran in them, for a table or a file of a few steps of a long run."""
+        return Trace._of(self.run.only_steps(str(steps)), self._shapes)
+
     @property
     def energy_why(self) -> str:
         """Why the tables have no energy, when energy was asked for (``trace_model(energy=True)``)."""

@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/trace/step_selection.h"
 #include "core/trace/table.h"
 #include "core/trace/trace_file.h"
 #include "torch/trace_recorder.h"
@@ -42,6 +43,10 @@ void bind_trace(py::module_& m) {
           "table_json",
           [](const TraceRun& r, const std::string& group_by) { return to_json(table_of(r, group_by)).dump(); },
           py::arg("group_by"))
+      .def(
+          "only_steps",
+          [](const TraceRun& r, const std::string& steps) { return only_steps(r, parse_step_range(steps)); },
+          py::arg("steps"))
       .def(
           "export",
           [](const TraceRun& r, const std::string& path, double min_duration_us, const std::string& layers) {

@@ -99,6 +99,19 @@ def test_trace_model_runs_the_schedule_itself_and_says_why_the_cpu_has_no_energy
     assert {"aten::linear", "aten::mm", "aten::threshold_backward"} <= {r["name"] for r in trained.key_averages()}
 
 
+def test_only_steps_keeps_those_steps_and_what_ran_in_them(tmp_path):
+    t = traced(opcost.schedule(warmup=0, active=4), steps=4)
+    two = t.only_steps("2-3")
+    assert two.run.steps == 2 and two.run.calls * 2 == t.run.calls
+    assert two.key_averages()[-1]["calls"] * 2 == t.key_averages()[-1]["calls"]
+    with pytest.raises(ValueError, match="the run has 4 steps"):
+        t.only_steps(5)
+    with pytest.raises(ValueError, match="counted from 1"):
+        t.only_steps("0")
+    path = two.export(tmp_path / "two.pftrace")  # Perfetto's protobuf, by its name
+    assert open(path, "rb").read(1) == b"\x0a"  # Trace.packet, length-delimited
+
+
 def test_a_block_without_kept_steps_says_why(caplog):
     with caplog.at_level(logging.WARNING, logger="opcost"):
         t = traced(opcost.schedule(wait=2, active=1), steps=1)
