@@ -176,6 +176,12 @@ calls = [e['name'] for e in ev if e['cat'] == 'cpu_op']
 assert all(any(p.split(',')[0] == c for p in pushed) for c in calls), 'each call is a range too, as emit_nvtx names it'" \
     "$dir/nvtx.log" "$dir/nvtx.json"
 fi
+printf '{"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "aten::x", "tid": 1, "ts": "12", "dur": 3},
+  {"ph": "X", "cat": "cpu_op", "name": "aten::y", "tid": 1, "ts": 20, "dur": 3}]}' >"$dir/odd.json"
+"$bin" trace --import "$dir/odd.json" --json >"$dir/odd-ops.json" 2>/dev/null
+check "an event with a field of another type is skipped, not the trace refused" "$python" -c "
+import json, sys; rows = json.load(open(sys.argv[1]))['rows']
+assert [r['name'] for r in rows] == ['aten::y'], rows" "$dir/odd-ops.json"
 printf '{"traceEvents": []}' >"$dir/empty.json"
 "$bin" trace --import "$dir/empty.json" 2>"$dir/e6"
 check "a trace without operator calls is refused, exit 2" test $? -eq 2

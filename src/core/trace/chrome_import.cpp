@@ -56,9 +56,10 @@ std::string dims_text(simdjson::ondemand::array dims) {
   return out;
 }
 
-// A value of another type than expected leaves the field as it was.
-template <typename T>
-void set_if(simdjson::simdjson_result<T> value, T& field) {
+// A value of another type than expected leaves the field as it was: an odd event is skipped,
+// not the trace refused.
+template <typename T, typename Field>
+void set_if(simdjson::simdjson_result<T> value, Field& field) {
   T v;
   if (std::move(value).get(v) == simdjson::SUCCESS) field = v;
 }
@@ -69,11 +70,11 @@ EventFields read_event(simdjson::ondemand::object event) {
     const std::string_view key = field.unescaped_key();
     auto value = field.value();
     if (key == "ph") {
-      e.ph = value.get_string();
+      set_if(value.get_string(), e.ph);
     } else if (key == "cat") {
-      e.cat = value.get_string();
+      set_if(value.get_string(), e.cat);
     } else if (key == "name") {
-      e.name = value.get_string();
+      set_if(value.get_string(), e.name);
       // Most of a trace with stacks is Python functions: only module ranges matter there, and
       // nothing after the name (ph and cat come first in torch.profiler's events).
       if (e.cat == "python_function" && e.name.rfind("nn.Module: ", 0) != 0) return e;
@@ -81,9 +82,9 @@ EventFields read_event(simdjson::ondemand::object event) {
       uint64_t t = 0;
       if (value.get_uint64().get(t) == simdjson::SUCCESS) e.thread = t;
     } else if (key == "ts") {
-      e.ts_us = double(value.get_double());
+      set_if(value.get_double(), e.ts_us);
     } else if (key == "dur") {
-      e.dur_us = double(value.get_double());
+      set_if(value.get_double(), e.dur_us);
     } else if (key == "args") {
       simdjson::ondemand::object args;
       if (value.get_object().get(args) != simdjson::SUCCESS) continue;
