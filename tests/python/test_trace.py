@@ -4,8 +4,10 @@ that add up; the Chrome trace parses back; python -m opcost trace."""
 import gzip
 import json
 import logging
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -110,6 +112,58 @@ def test_only_steps_keeps_those_steps_and_what_ran_in_them(tmp_path):
         t.only_steps("0")
     path = two.export(tmp_path / "two.pftrace")  # Perfetto's protobuf, by its name
     assert open(path, "rb").read(1) == b"\x0a"  # Trace.packet, length-delimited
+
+
+def _perfetto_packets(path):
+    """The packets of a .pftrace, read with Perfetto's own trace schema (its Python package)."""
+    pb2 = pytest.importorskip("perfetto.protos.perfetto.trace.perfetto_trace_pb2")  # bootstrap installs it
+    return pb2, pb2.Trace.FromString(Path(path).read_bytes()).packet
+
+
+def _slices_nest(pb2, packets):
+    tracks, open_on, begun = {}, {}, []
+    for p in packets:
+        assert p.trusted_packet_sequence_id == 1
+        if p.HasField("track_descriptor"):
+            d = p.track_descriptor
+            tracks[d.uuid] = d.name or d.process.process_name
+            continue
+        e = p.track_event
+        assert e.track_uuid in tracks, "a track is described before its events"
+        if e.type == pb2.TrackEvent.TYPE_SLICE_BEGIN:
+            open_on.setdefault(e.track_uuid, []).append(e)
+            begun.append(e)
+        elif e.type == pb2.TrackEvent.TYPE_SLICE_END:
+            assert open_on.get(e.track_uuid), f"an end without a begin on {tracks[e.track_uuid]}"
+            open_on[e.track_uuid].pop()
+    assert not any(open_on.values()), "every slice ends"
+    return tracks, begun
+
+
+def test_a_pftrace_reads_back_with_perfettos_own_schema(tmp_path):
+    model, x = Net().eval(), torch.randn(8, 16)
+    t = opcost.trace_model(model, x, schedule=opcost.schedule(warmup=1, active=2))
+    pb2, packets = _perfetto_packets(t.export(tmp_path / "net.pftrace"))
+    tracks, begun = _slices_nest(pb2, packets)
+    names = {e.name for e in begun}
+    assert {"Net", "blocks.0", "blocks.0.fc", "head", "aten::linear"} <= names, names
+    assert sum(e.name.startswith("ProfilerStep#") for e in begun) == 2
+    layers = {a.string_value for e in begun if e.name == "aten::linear" for a in e.debug_annotations if a.name == "layer"}
+    assert layers == {"blocks.0.fc", "blocks.1.fc", "head"}
+    # A GPU run's kernels, arrows and device tracks: the committed torch.profiler export, converted.
+    out = tmp_path / "small.pftrace.gz"
+    data = Path(__file__).resolve().parents[1] / "data" / "torch-profiler-small.json.gz"
+    run = subprocess.run([os.environ.get("OPCOST_BIN", "opcost"), "trace", "--import", str(data), "-o", str(out)],
+                         capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    plain = tmp_path / "small.pftrace"
+    plain.write_bytes(gzip.decompress(out.read_bytes()))
+    pb2, packets = _perfetto_packets(plain)
+    tracks, begun = _slices_nest(pb2, packets)
+    assert "stream 7" in tracks.values() and any(v.startswith("NVIDIA H100") for v in tracks.values())
+    starts = sorted(f for e in begun for f in e.flow_ids)
+    ends = sorted(f for e in begun for f in e.terminating_flow_ids)
+    assert len(starts) == 8 and starts == ends  # an arrow from each call to each of its 8 kernels
 
 
 def test_a_block_without_kept_steps_says_why(caplog):
