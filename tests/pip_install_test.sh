@@ -2,7 +2,7 @@
 # `pip install .` into a fresh virtual environment that has only torch in it (the version the
 # project is built against, from pip's cache when bootstrap has fetched it): the package builds
 # against that torch, imports from site-packages, inventories a model, measures an op, validates,
-# sweeps (through worker processes of the installed package) and traces.
+# sweeps (through worker processes of the installed package) and traces (trace, trace_model).
 set -uo pipefail
 src=$1; torch_python=$2; dir=$3
 rm -rf "$dir"; mkdir -p "$dir"
@@ -46,6 +46,11 @@ rows = t.key_averages("layer")
 assert {r["name"] for r in rows} == {"Sequential", "0", "1", "total"}, rows
 events = json.load(gzip.open(t.export("t.json.gz"), "rt"))["traceEvents"]
 assert {e["args"]["layer"] for e in events if e.get("cat") == "cpu_op"} == {"0", "1"}, events
+# trace_model runs the schedule itself; on the CPU --energy says why there is none; a step cut;
+# Perfetto's protobuf (its first byte: Trace.packet, length-delimited).
+tm = opcost.trace_model(net, x, schedule=opcost.schedule(active=2), energy=True, db="ops.db")
+assert tm.run.steps == 2 and "GPU only" in tm.energy_why, tm.energy_why
+assert open(tm.only_steps(2).export("t.pftrace"), "rb").read(1) == b"\x0a"
 print(f"installed opcost {opcost.__version__} in {lib}, against torch {torch.__version__}")
 PY
 rc=$?

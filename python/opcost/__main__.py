@@ -17,8 +17,6 @@ import logging
 import sys
 from pathlib import Path
 
-import torch
-
 import opcost
 from ._loading import UsageError, prepare_model
 
@@ -89,6 +87,16 @@ def trace(args) -> int:
     return EXIT_OK
 
 
+def _model_arguments(p: argparse.ArgumentParser) -> None:
+    """The model and how to run it: what inventory, predict, validate and trace share."""
+    p.add_argument("model", help="package.module:callable or file.py:callable")
+    p.add_argument("--input", action="append", default=[], help="one tensor spec per forward argument")
+    p.add_argument("--dtype", default="fp32", help="model dtype: fp32, bf16 or fp16")
+    p.add_argument("--device", default="auto", help="auto (CUDA when present), cpu, cuda, cuda:N")
+    p.add_argument("--train", action="store_true", help="forward, loss (the output's sum) and backward")
+    p.add_argument("--autocast", help="run the model under autocast to bf16 or fp16")
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m opcost", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -96,12 +104,7 @@ def main(argv=None) -> int:
                             ("predict", "the step's time and energy from the database"),
                             ("validate", "measure what the database lacks and the step; compare")]:
         p = sub.add_parser(name, help=help_text)
-        p.add_argument("model", help="package.module:callable or file.py:callable")
-        p.add_argument("--input", action="append", default=[], help="one tensor spec per forward argument")
-        p.add_argument("--dtype", default="fp32", help="model dtype: fp32, bf16 or fp16")
-        p.add_argument("--device", default="auto", help="auto (CUDA when present), cpu, cuda, cuda:N")
-        p.add_argument("--train", action="store_true", help="forward, loss and backward")
-        p.add_argument("--autocast", help="run the model under autocast to bf16 or fp16")
+        _model_arguments(p)
         p.add_argument("--json", action="store_true", help="print JSON")
         p.add_argument("-o", "--output", help="write to this file (default: standard output)")
         if name != "inventory":
@@ -129,12 +132,7 @@ def main(argv=None) -> int:
     again.add_argument("--force", action="store_true", help="measure every item again")
     again.add_argument("--retry-failed", action="store_true", help="measure the failed items again")
     p = sub.add_parser("trace", help="every kernel tied to its operator and layer: a Chrome trace and tables")
-    p.add_argument("model", help="package.module:callable or file.py:callable")
-    p.add_argument("--input", action="append", default=[], help="one tensor spec per forward argument")
-    p.add_argument("--dtype", default="fp32", help="model dtype: fp32, bf16 or fp16")
-    p.add_argument("--device", default="auto", help="auto (CUDA when present), cpu, cuda, cuda:N")
-    p.add_argument("--train", action="store_true", help="forward and backward (of the output's sum)")
-    p.add_argument("--autocast", help="run the model under autocast to bf16 or fp16")
+    _model_arguments(p)
     p.add_argument("--energy", action="store_true",
                    help="energy per operator and layer: first measure, as validate does, what the database lacks and "
                         "the untraced step (on a GPU)")

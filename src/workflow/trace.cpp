@@ -60,10 +60,9 @@ TraceRun trace_model(const ModelOptions& o, const TraceRecordOptions& options, c
   return trace_model(*model, o, options, energy, notes);
 }
 
-TraceRun trace_model(RunnableModel& runnable, const ModelOptions& o, const TraceRecordOptions& options,
+TraceRun trace_model(RunnableModel& model, const ModelOptions& o, const TraceRecordOptions& options,
                      const PredictOptions* energy, const Notes& notes) {
-  RunnableModel* model = &runnable;
-  const bool on_gpu = model->device_kind() == "cuda";
+  const bool on_gpu = model.device_kind() == "cuda";
   // Every timed loop runs before the profiler starts: it must not touch a measurement.
   std::optional<PredictReport> validated;
   if (energy && on_gpu) {
@@ -71,11 +70,11 @@ TraceRun trace_model(RunnableModel& runnable, const ModelOptions& o, const Trace
     po.model = o;
     po.measure = true;
     po.check_kernels = false;  // the trace itself shows the kernels
-    validated = run_predict(po, *model, notes);
+    validated = run_predict(po, model, notes);
   }
-  for (int i = 0; i < model->warmup_steps(); ++i) model->step();  // one-time set-up outside the trace
-  model->synchronize();
-  model->name_layers(true);
+  for (int i = 0; i < model.warmup_steps(); ++i) model.step();  // one-time set-up outside the trace
+  model.synchronize();
+  model.name_layers(true);
   // The model itself is the outermost layer, so that calls in its own forward (outside every
   // submodule) have a layer too, as Python's root module does.
   struct RootLayer {
@@ -84,23 +83,23 @@ TraceRun trace_model(RunnableModel& runnable, const ModelOptions& o, const Trace
   };
   TraceRun run = record_trace(
       [&] {
-        const RootLayer root(model->name());
-        model->step();
+        const RootLayer root(model.name());
+        model.step();
       },
-      model->device_kind(), model->device_index(), options);
-  model->name_layers(false);
+      model.device_kind(), model.device_index(), options);
+  model.name_layers(false);
   // TorchScript opens no layer records: its calls' layers come from the inventory's module
   // hierarchy, matched call by call.
-  if (model->layer_source()) {
-    const Inventory inv = validated ? validated->inventory : take_inventory(*model, o, 0);
+  if (model.layer_source()) {
+    const Inventory inv = validated ? validated->inventory : take_inventory(model, o, 0);
     add_inventory_layers(run, inv);
   }
   if (validated) {
     attach_energy(run, *validated);
   } else if (energy) {  // the CPU: the step as the user runs it, no profiler, no layer naming
     notes.say(fmt::format("measuring the untraced step of {}", o.model));
-    Runner runner(model->device_kind(), model->device_index(), energy->step_config);
-    ModelCall call(*model, o.in);
+    Runner runner(model.device_kind(), model.device_index(), energy->step_config);
+    ModelCall call(model, o.in);
     run.measured_step = step_measurement_of(runner.measure(call));
     run.energy_why = "energy per call is attributed on a GPU only (the CPU runs no kernels to charge)";
   }

@@ -77,10 +77,9 @@ struct CallEnergy {
   double mJ() const { return kernels_mJ + gaps_mJ; }
 };
 
-// A run's energy attributed to its calls, and the check against the untraced steps' measured
+// A run's attributed energy in total, and the check against the untraced steps' measured
 // energy. Figures are sums over the kept steps.
-struct EnergyAttribution {
-  std::vector<CallEnergy> calls;  // by TraceRun::ops index
+struct EnergyTotals {
   double gap_power_W = 0, gap_power_ci_W = 0;
   // The untraced step's idle time over the traced one: the profiler slows the host, and the
   // GPU waits for it longer between kernels.
@@ -93,6 +92,11 @@ struct EnergyAttribution {
   std::map<std::string, std::size_t> calls_without_power;
   double attributed_mJ() const { return kernels_mJ + gaps_mJ; }
   double error() const { return measured_mJ > 0 ? attributed_mJ() / measured_mJ - 1 : 0; }
+};
+
+// ...and each call's share of it.
+struct EnergyAttribution : EnergyTotals {
+  std::vector<CallEnergy> calls;  // by TraceRun::ops index
 };
 
 struct TraceRun {

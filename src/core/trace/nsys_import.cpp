@@ -52,6 +52,12 @@ class Export {
   sqlite3* db_ = nullptr;
 };
 
+// Columns 0-2 of the queries below: start and end (ns) and the thread (nsys's globalTid).
+HostRange span_of(sqlite3_stmt* s, std::string name) {
+  return HostRange{std::move(name), uint64_t(sqlite3_column_int64(s, 2)), sqlite3_column_int64(s, 0),
+                   sqlite3_column_int64(s, 1)};
+}
+
 std::string text(sqlite3_stmt* s, int i) {
   const auto* t = sqlite3_column_text(s, i);
   return t ? reinterpret_cast<const char*>(t) : "";
@@ -121,25 +127,24 @@ TraceRun import_nsys_sqlite(const std::string& path) {
       "SELECT n.start, n.end, n.globalTid, COALESCE(n.text, s.value, '') FROM NVTX_EVENTS n "
       "LEFT JOIN StringIds s ON n.textId = s.id WHERE n.eventType IN (59, 60) AND n.end >= n.start",
       [&](sqlite3_stmt* s) {
-        const int64_t start = sqlite3_column_int64(s, 0), end = sqlite3_column_int64(s, 1);
-        const auto thread = uint64_t(sqlite3_column_int64(s, 2));
         const std::string full = text(s, 3);
+        const HostRange span = span_of(s, full);
         if (full.rfind("ProfilerStep#", 0) == 0) {
-          run.steps.push_back(HostRange{full.substr(0, full.find(", ")), thread, start, end});
+          run.steps.push_back(span_of(s, full.substr(0, full.find(", "))));
         } else if (full.rfind(kBackwardPrefix, 0) == 0) {
-          run.backward_ranges.push_back({thread, start, end, parse_range_name(full).seq});
+          run.backward_ranges.push_back({span.thread, span.start_ns, span.end_ns, parse_range_name(full).seq});
         } else if (is_call(full)) {
           const RangeName r = parse_range_name(full);
           OpActivity op;
           op.name = r.name;
           op.shapes = r.shapes;
-          op.thread = thread;
-          op.start_ns = start;
-          op.end_ns = end;
+          op.thread = span.thread;
+          op.start_ns = span.start_ns;
+          op.end_ns = span.end_ns;
           if (r.seq >= 0) op.forward_sequence.push_back(r.seq);
           calls.push_back(std::move(op));
         } else {
-          run.layers.push_back(HostRange{full, thread, start, end});
+          run.layers.push_back(span);
         }
       });
   if (calls.empty())
@@ -157,20 +162,17 @@ TraceRun import_nsys_sqlite(const std::string& path) {
         "SELECT r.start, r.end, r.globalTid, r.correlationId, COALESCE(s.value, '') FROM CUPTI_ACTIVITY_KIND_RUNTIME r "
         "LEFT JOIN StringIds s ON r.nameId = s.id",
         [&](sqlite3_stmt* s) {
-          const int64_t start = sqlite3_column_int64(s, 0), end = sqlite3_column_int64(s, 1);
-          const auto thread = uint64_t(sqlite3_column_int64(s, 2));
-          const std::string name = text(s, 4);
-          if (name.find("Synchronize") != std::string::npos)
-            run.synchronizations.push_back(HostRange{name, thread, start, end});
+          const HostRange call = span_of(s, text(s, 4));
+          if (call.name.find("Synchronize") != std::string::npos) run.synchronizations.push_back(call);
           const auto correlation = uint64_t(sqlite3_column_int64(s, 3));
-          const auto it = calls_of_thread.find(thread);
+          const auto it = calls_of_thread.find(call.thread);
           if (correlation == 0 || it == calls_of_thread.end()) return;
           const auto& on_thread = it->second;  // by start, not overlapping
-          auto after = std::upper_bound(on_thread.begin(), on_thread.end(), start,
+          auto after = std::upper_bound(on_thread.begin(), on_thread.end(), call.start_ns,
                                         [&](int64_t t, std::size_t i) { return t < run.ops[i].start_ns; });
           if (after == on_thread.begin()) return;
           OpActivity& op = run.ops[*std::prev(after)];
-          if (end <= op.end_ns) op.correlations.push_back(correlation);
+          if (call.end_ns <= op.end_ns) op.correlations.push_back(correlation);
         });
 
   auto add_device = [&](const std::string& sql, const char* kind, auto name_of) {

@@ -66,7 +66,7 @@ class EnergySum {
   }
   double mJ() const { return mJ_; }
   double idle_us() const { return idle_us_; }
-  double ci_mJ(const EnergyAttribution& e) const {
+  double ci_mJ(const EnergyTotals& e) const {
     double squares = 0;
     for (const auto& [m, ci] : ci_by_measurement_) squares += ci * ci;
     return std::sqrt(squares) + idle_us_ * e.gap_power_ci_W * 1e-3;
@@ -85,8 +85,7 @@ class RowEnergies {
       t.energy_why = run.energy_why;
       return;
     }
-    t.energy = *run.energy;
-    t.energy->calls.clear();  // the table keeps the summary
+    t.energy = static_cast<const EnergyTotals&>(*run.energy);
   }
   // A call into a row: its own (self), or a child layer's (total only).
   void add(std::size_t row, std::size_t call, bool self) {
@@ -100,7 +99,7 @@ class RowEnergies {
   }
   void finish() {
     if (!run_.energy) return;
-    const EnergyAttribution& e = *run_.energy;
+    const EnergyTotals& e = *run_.energy;
     for (std::size_t i = 0; i < rows_.size() && i < t_.rows.size(); ++i) {
       TraceRow& r = t_.rows[i];
       r.energy_self_mJ = rows_[i].self.mJ();
@@ -254,15 +253,15 @@ std::string render_table(const TraceTable& t, const std::string& sort_by, std::s
   const bool energy = t.energy.has_value(), layers = t.group_by == "layer";
   std::string energy_head;
   if (energy)
-    energy_head = layers ? fmt::format("  {:>18}  {:>18}  {:>6}", "energy total mJ", "energy self mJ", "self W")
-                         : fmt::format("  {:>18}  {:>6}", "energy mJ", "W");
+    energy_head = layers ? fmt::format("  {:>18}  {:>18}  {:>10}", "energy total mJ", "energy self mJ", "self W")
+                         : fmt::format("  {:>18}  {:>10}", "energy mJ", "W");
   auto energy_cells = [&](const TraceRow& r) {
     if (!energy) return std::string();
     auto cell = [](double v, double ci) { return fmt::format("{:>18}", fmt::format("{:.3f} ± {:.3f}", v, ci)); };
     std::string c = "  " + cell(r.energy_total_mJ, r.energy_total_ci_mJ);
     if (layers) c += "  " + cell(r.energy_self_mJ, r.energy_self_ci_mJ);
     const auto w = r.power_W();
-    return c + fmt::format("  {:>6}", w ? fmt::format("{:.0f}", *w) : "-");
+    return c + fmt::format("  {:>10}", w ? fmt::format("{:.0f} ± {:.0f}", *w, r.power_ci_W()) : "-");
   };
   std::string out = fmt::format("{:<{}}  {:>7}  {:>12}  {:>12}  {:>12}  {:>12}  {:>6}{}{}\n",
                                 layers ? "layer" : "operator", width, "calls", "CPU total us", "CPU self us",
@@ -291,8 +290,9 @@ std::string render_table(const TraceTable& t, const std::string& sort_by, std::s
     if (m->energy_mJ) {
       out += fmt::format(", {:.2f} mJ ± {:.2f}", *m->energy_mJ, m->energy_ci_mJ.value_or(0));
       if (m->energy_loop_time_us)  // the energy loop's own pace: steps back to back
-        out += fmt::format(" ({:.0f} W at {:.1f} us a step in the energy loop)",
-                           *m->energy_mJ / *m->energy_loop_time_us * 1000, *m->energy_loop_time_us);
+        out += fmt::format(" ({:.0f} W ± {:.0f} at {:.1f} us a step in the energy loop)",
+                           *m->energy_mJ / *m->energy_loop_time_us * 1000,
+                           m->energy_ci_mJ.value_or(0) / *m->energy_loop_time_us * 1000, *m->energy_loop_time_us);
     } else {
       out += fmt::format("; energy unavailable: {}", m->energy_why);
     }
@@ -338,7 +338,8 @@ nlohmann::json to_json(const TraceTable& t) {
                 {"energy_self_mJ", r.energy_self_mJ},
                 {"energy_self_ci95_mJ", r.energy_self_ci_mJ},
                 {"idle_self_us", r.idle_self_us},
-                {"power_self_W", r.power_W() ? nlohmann::json(*r.power_W()) : nlohmann::json(nullptr)}});
+                {"power_self_W", r.power_W() ? nlohmann::json(*r.power_W()) : nlohmann::json(nullptr)},
+                {"power_self_ci95_W", r.power_W() ? nlohmann::json(r.power_ci_W()) : nlohmann::json(nullptr)}});
     return j;
   };
   nlohmann::json rows = nlohmann::json::array();

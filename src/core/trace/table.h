@@ -24,10 +24,14 @@ struct TraceRow {
   // its child layers'; each with its 95% half-width. The GPU idle time its own calls own.
   double energy_total_mJ = 0, energy_self_mJ = 0, energy_total_ci_mJ = 0, energy_self_ci_mJ = 0;
   double idle_self_us = 0;
-  // Average power over the row's own kernels and idle time (none when it owns no time).
+  // Average power over the row's own kernels and idle time, and its 95% half-width (the self
+  // energy's, over the same time); none when the row owns no time.
   std::optional<double> power_W() const {
     if (gpu_self_us + idle_self_us <= 0) return std::nullopt;
     return energy_self_mJ / (gpu_self_us + idle_self_us) * 1e3;
+  }
+  double power_ci_W() const {
+    return gpu_self_us + idle_self_us > 0 ? energy_self_ci_mJ / (gpu_self_us + idle_self_us) * 1e3 : 0;
   }
 };
 
@@ -40,8 +44,8 @@ struct TraceTable {
   std::size_t untied = 0;     // and how many
   double device_busy_us = 0;  // every device activity's time: total.gpu_self_us + untied_gpu_us
   std::optional<StepMeasurement> measured_step;
-  std::optional<EnergyAttribution> energy;  // the run's, without its per-call figures
-  std::string energy_why;                   // why there is none, when energy was asked for
+  std::optional<EnergyTotals> energy;  // the run's
+  std::string energy_why;              // why there is none, when energy was asked for
 };
 
 TraceTable op_table(const TraceRun& run, bool by_shape);
