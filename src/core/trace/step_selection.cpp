@@ -21,8 +21,10 @@ StepRange parse_step_range(const std::string& text) {
 
 TraceRun only_steps(const TraceRun& run, StepRange range) {
   if (range.last > run.steps.size())
-    throw std::invalid_argument(fmt::format("--only-steps {}-{}: the run has {} step{}", range.first, range.last,
-                                            run.steps.size(), run.steps.size() == 1 ? "" : "s"));
+    throw std::invalid_argument(fmt::format(
+        "--only-steps {}: the run has {} step{}; name steps from 1 to {}",
+        range.first == range.last ? std::to_string(range.first) : fmt::format("{}-{}", range.first, range.last),
+        run.steps.size(), run.steps.size() == 1 ? "" : "s", run.steps.size()));
   TraceRun out;
   out.source = run.source;
   out.device = run.device;
