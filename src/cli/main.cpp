@@ -17,6 +17,7 @@
 #include "core/report/report.h"
 #include "core/spec/spec_file.h"
 #include "core/store/database.h"
+#include "core/store/database_copy.h"
 #include "core/store/dataset_export.h"
 #include "core/text/text.h"
 #include "core/version.h"
@@ -150,9 +151,10 @@ int run_measure(const MeasureCliOptions& o) {
   if (many) {
     fmt::print(stderr, "opcost: {} measured, {} skipped, {} failed{}{}\n", measured, skipped, failed + bad_input,
                bad_input ? fmt::format(" ({} bad input)", bad_input) : "",
-               stored ? fmt::format("; stored in {}", mo.db) : "");
+               stored ? fmt::format("; stored in {}", display_location(mo.db)) : "");
   } else if (mo.store && measured == 1) {
-    fmt::print(stderr, "opcost: stored as row {} in {}\n", run.outcomes.back().measurement->db_id, mo.db);
+    fmt::print(stderr, "opcost: stored as row {} in {}\n", run.outcomes.back().measurement->db_id,
+               display_location(mo.db));
   }
   if (failed) return kExitMeasurementFailed;
   return bad_input ? kExitBadInput : kExitSuccess;
@@ -289,8 +291,9 @@ int main(int argc, char** argv) {
       "Exit status: 0 success; 1 some measurements failed (the rest were measured and stored); 2 bad input; "
       "3 incomplete prediction (some operators unmeasured).");
   std::string db_path;
-  auto* db_option =
-      app.add_option("--db", db_path, "SQLite database (default: $OPCOST_DB or ~/.local/share/opcost/opcost.db)");
+  auto* db_option = app.add_option("--db", db_path,
+                                   "SQLite file, or postgresql://USER@HOST[:PORT]/DBNAME (default: $OPCOST_DB or "
+                                   "~/.local/share/opcost/opcost.db)");
 
   MeasureCliOptions mo;
   MeasureConfig& mc = mo.measure.config;  // options bind to the workflow's, whose defaults show
@@ -357,10 +360,28 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 1024))
       ->capture_default_str();
   sweep
-      ->add_option("--max-attempts", so.max_attempts,
-                   "workers that may die on one item (a crash, kill -9) before it is failed")
+      ->add_option("--max-attempts", so.lease.max_attempts,
+                   "workers that may die on one item (a crash, kill -9, a lost node) before it is failed")
       ->check(CLI::Range(1, 100))
       ->capture_default_str();
+  sweep
+      ->add_option("--lease", so.lease.seconds,
+                   "seconds an item stays a worker's without its heartbeat; then another worker takes it (a "
+                   "killed worker, a lost node)")
+      ->check(CLI::Range(1.0, 86400.0))
+      ->capture_default_str();
+  auto* slurm = sweep->add_flag("--slurm", so.slurm,
+                                "submit an sbatch job array of workers (one GPU each) against a PostgreSQL --db; "
+                                "with --dry-run, print the script");
+  sweep->add_option("--array", so.slurm_tasks, "--slurm: tasks in the job array, each one worker on one GPU")
+      ->check(CLI::Range(1, 100000))
+      ->needs(slurm)
+      ->capture_default_str();
+  sweep
+      ->add_option("--sbatch-option", so.sbatch_options,
+                   "--slurm: one more #SBATCH line, e.g. --sbatch-option=--partition=gpu (repeatable)")
+      ->allow_extra_args(false)
+      ->needs(slurm);
   add_loop_options(sweep, so.measure, so.no_energy);
   sweep->add_flag("--worker", so.worker)->group("");  // internal: run_sweep starts its workers so
   sweep->add_option("--sweep-name", so.sweep_name)->group("");
@@ -392,6 +413,13 @@ int main(int argc, char** argv) {
   parquet_option->excludes(csv_flag)->excludes(json_flag);
   dbexport->add_option("-o,--output", export_out, "file to write (default: standard output)");
   dbexport->add_option("--sweep", export_sweep, "only the rows this sweep measured");
+
+  std::string copy_from, copy_to;
+  auto* dbcopy = dbcmd->add_subcommand(
+      "copy", "Copy every measurement and the sweeps' state into another database (SQLite or PostgreSQL)");
+  dbcopy->add_option("from", copy_from, "the database to read: a SQLite file or a postgresql:// URL")->required();
+  dbcopy->add_option("to", copy_to, "the database to add to (made if missing); rows there already are kept once")
+      ->required();
 
   TraceCliOptions to;
   auto* trace = app.add_subcommand(
@@ -576,6 +604,18 @@ int main(int argc, char** argv) {
       rc = run_models();
     } else if (dblist->parsed()) {
       rc = run_db_list(path, list_op, list_limit);
+    } else if (dbcopy->parsed()) {
+      const Database from(copy_from, Database::Access::kReadOnly);
+      Database into(copy_to);
+      ProgressLine line(stderr, 10);
+      const CopyCounts c = copy_database(from, into, [&](std::size_t rows) {
+        if (rows % 100 == 0) line.update(fmt::format("db copy: {} rows", rows));
+      });
+      line.clear();
+      fmt::print(stderr,
+                 "opcost: copied {} measurements from {} into {} ({} were there already), and the state of {} sweep "
+                 "items ({} sweep memberships)\n",
+                 c.rows_added, from.path(), into.path(), c.rows_present, c.items, c.memberships);
     } else if (dbshow->parsed()) {
       Database db(path, Database::Access::kReadOnly);
       auto row = db.get(show_id);

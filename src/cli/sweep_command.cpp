@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "cli/exit_codes.h"
+#include "cli/slurm_job.h"
 #include "core/report/progress.h"
 #include "core/store/database.h"
 #include "core/text/text.h"
@@ -32,7 +33,7 @@ int dry_run(const SweepCliOptions& o) {
              "op refuses); {} done and {} failed in {}; {} to measure, at most about {} of GPU time at these "
              "budgets{}\n",
              s.plan.name, s.plan.total(), s.plan.filtered_out, s.plan.duplicates, s.plan.rejected.size(), s.counts.done,
-             s.counts.failed, o.measure.db, left, format_duration(most_s * double(left)),
+             s.counts.failed, display_location(o.measure.db), left, format_duration(most_s * double(left)),
              s.mean_seconds_per_item > 0 ? fmt::format(" (about {} at this database's pace)",
                                                        format_duration(s.mean_seconds_per_item * double(left)))
                                          : "");
@@ -42,13 +43,14 @@ int dry_run(const SweepCliOptions& o) {
 }  // namespace
 
 int run_sweep_command(const SweepCliOptions& o, const std::vector<std::string>& argv) {
-  if (o.worker) return run_sweep_worker(o.measure, {o.sweep_name, o.sweep_scope}, stdout);
+  if (o.worker) return run_sweep_worker(o.measure, {o.sweep_name, o.sweep_scope}, o.lease, stdout);
+  if (o.slurm) return run_slurm_sweep(o, argv, self_executable(argv[0]));
   if (o.dry_run) return dry_run(o);
   SweepOptions so;
   so.measure = o.measure;
   so.reset = o.force ? SweepState::Reset::kAll : o.retry_failed ? SweepState::Reset::kFailed : SweepState::Reset::kNone;
   so.workers = o.workers;
-  so.max_attempts = o.max_attempts;
+  so.lease = o.lease;
   so.worker_command = argv;
   so.worker_command[0] = self_executable(argv[0]);
   so.worker_command.push_back("--worker");
@@ -82,14 +84,14 @@ int run_sweep_command(const SweepCliOptions& o, const std::vector<std::string>& 
     fmt::print(stderr,
                "opcost: sweep {}: nothing to measure: {} items done and {} failed in {} (--retry-failed retries the "
                "failed, --force measures everything again)\n",
-               run.plan.name, c.done, c.failed, o.measure.db);
+               run.plan.name, c.done, c.failed, display_location(o.measure.db));
   else
     fmt::print(stderr,
                "opcost: sweep {}: {} measured and {} failed in this run ({}, {} worker {}); {} of {} items done, "
                "{} failed, {} pending in {}\n",
                run.plan.name, run.measured, run.failed, format_duration(run.seconds), run.crashes,
                run.crashes == 1 ? "crash" : "crashes", c.done, c.total(), c.failed, c.pending + c.running,
-               o.measure.db);
+               display_location(o.measure.db));
   if (c.failed) fmt::print(stderr, "opcost: `opcost sweep status {}` lists the failures with their reasons\n", o.file);
   if (!run.stopped.empty()) {
     fmt::print(stderr, "opcost: error: stopped: {}\n", user_message(run.stopped));

@@ -17,7 +17,12 @@ struct SweepCliOptions {
   bool no_energy = false;
   double plain_every_s = 10;  // progress lines when standard error is not a terminal
   std::size_t workers = 1;    // worker processes at once (one per GPU)
-  int64_t max_attempts = 2;   // workers that may die on one item before it is failed
+  SweepState::Lease lease;    // its length, and the workers that may die on one item before it is failed
+  // --slurm: an sbatch job array of `slurm_tasks` tasks, each a sweep with one worker, instead of
+  // local workers (cli/slurm_job.h).
+  bool slurm = false;
+  std::size_t slurm_tasks = 1;
+  std::vector<std::string> sbatch_options;  // more #SBATCH lines: --partition=gpu, --time=2:00:00
   MeasureOptions measure;
 };
 

@@ -218,7 +218,7 @@ py::dict run_sweep_py(const std::string& file, const py::dict& o, const std::str
   SweepOptions so;
   so.measure = measure_options(o);
   so.workers = workers;
-  so.max_attempts = max_attempts;
+  so.lease.max_attempts = max_attempts;
   so.python_models = python_models_of(python_models);
   so.reset = reset == "all"      ? SweepState::Reset::kAll
              : reset == "failed" ? SweepState::Reset::kFailed
@@ -332,7 +332,7 @@ PYBIND11_MODULE(_core, m) {
       [](const py::dict& o, const std::string& name, const std::string& scope) {
         const MeasureOptions mo = measure_options(o);
         py::gil_scoped_release release;  // the worker never calls back into Python
-        return run_sweep_worker(mo, {name, scope}, stdout);
+        return run_sweep_worker(mo, {name, scope}, SweepState::Lease{}, stdout);
       },
       py::arg("options"), py::arg("sweep_name"), py::arg("sweep_scope"),
       "A sweep's worker: JSON events on standard output");

@@ -184,10 +184,11 @@ PredictReport run_predict(const PredictOptions& o, RunnableModel& runnable, cons
   std::optional<Database> db;
   if (o.measure)
     db.emplace(o.db, Database::Access::kReadWrite, o.db_create_parent);
-  else if (std::filesystem::exists(o.db))
+  else if (Database::exists(o.db))
     db.emplace(o.db, Database::Access::kReadOnly);
   else
-    notes.say(fmt::format("no database at {} yet: nothing is measured (run `opcost validate` to measure)", o.db));
+    notes.say(fmt::format("no database at {} yet: nothing is measured (run `opcost validate` to measure)",
+                          display_location(o.db)));
   MeasureConfig op_config = o.op_config, step_config = o.step_config;
   op_config.progress = step_config.progress = notes.progress;
   std::unique_ptr<Runner> op_runner;

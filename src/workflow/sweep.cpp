@@ -5,6 +5,7 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <condition_variable>
@@ -313,6 +314,9 @@ SweepRun run_sweep(const SweepOptions& o, const std::string& file, const Notes& 
       if (kind == "failed") notes.failed(fmt::format("{}: {}", e.value("call", ""), e.value("reason", "")));
       w.key.reset();
       progress("");
+    } else if (kind == "lost") {
+      notes.say(fmt::format("{}: {}; the other worker's result is kept", e.value("call", ""), e.value("reason", "")));
+      w.key.reset();
     } else if (kind == "note") {
       if (said.insert(e.value("text", "")).second) notes.say(e.value("text", ""));  // once, not once a worker
     } else if (kind == "stop") {
@@ -337,7 +341,7 @@ SweepRun run_sweep(const SweepOptions& o, const std::string& file, const Notes& 
     ++run.crashes;
     if (w.key) {
       const std::string why = fmt::format("the worker process {} while measuring it", ended);
-      if (state.worker_died(*w.key, why, o.max_attempts)) {
+      if (state.worker_died(*w.key, why, o.lease.max_attempts)) {
         notes.failed(fmt::format("{}: {} (again); the sweep goes on in a fresh worker", *w.call, why));
         ++done;
         ++run.failed;
@@ -402,15 +406,14 @@ class EventWriter {
 // its own: a worker that hangs or dies stops renewing, and the item goes back to pending.
 class LeaseKeeper {
  public:
-  LeaseKeeper(const std::string& db_path, std::string key, std::string worker)
-      : thread_([this, db_path, key = std::move(key), worker = std::move(worker)] {
+  LeaseKeeper(const std::string& db_path, std::string key, std::string worker, double lease_s)
+      : thread_([this, db_path, key = std::move(key), worker = std::move(worker), lease_s] {
           try {
             Database db(db_path);
             SweepState state(db);
             std::unique_lock lock(mutex_);
-            while (!cv_.wait_for(lock, std::chrono::duration<double>(SweepState::kLeaseSeconds / 4),
-                                 [this] { return stop_; }))
-              state.heartbeat(key, worker);
+            while (!cv_.wait_for(lock, std::chrono::duration<double>(lease_s / 4), [this] { return stop_; }))
+              state.heartbeat(key, worker, lease_s);
           } catch (const std::exception&) {
             // The measurement goes on; without renewals another run may take the item back
             // after the lease, which costs a measurement, never a result.
@@ -434,7 +437,8 @@ class LeaseKeeper {
 
 }  // namespace
 
-int run_sweep_worker(const MeasureOptions& o, const SweepId& sweep, std::FILE* events_out) {
+int run_sweep_worker(const MeasureOptions& o, const SweepId& sweep, const SweepState::Lease& lease,
+                     std::FILE* events_out) {
   // Dies with its supervisor: a killed sweep leaves no measurement running on the GPU. Its
   // item stays running in the database and goes back to pending on the next run.
   prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -449,11 +453,21 @@ int run_sweep_worker(const MeasureOptions& o, const SweepId& sweep, std::FILE* e
   const std::string me = worker_name();
   std::optional<Runner> runner;
   bool said_energy = false;
-  while (auto item = state.claim(sweep, me)) {
+  // Nothing left to take while other workers hold items: wait, since an item whose worker stops
+  // renewing its lease (killed, its node lost) comes back, and this worker may be the last one.
+  auto next_item = [&]() -> std::optional<ItemState> {
+    const double wait_s = std::clamp(lease.seconds / 8, 0.2, 1.0);
+    while (true) {
+      if (auto item = state.claim(sweep, me, lease)) return item;
+      if (state.counts(sweep).running == 0) return std::nullopt;
+      std::this_thread::sleep_for(std::chrono::duration<double>(wait_s));
+    }
+  };
+  while (auto item = next_item()) {
     events.write({{"event", "start"}, {"key", item->key}, {"call", item->call}, {"worker", me}});
-    const LeaseKeeper lease(o.db, item->key, me);
+    const LeaseKeeper keeper(o.db, item->key, me, lease.seconds);
     auto fail = [&](const std::string& reason) {
-      state.mark_failed(item->key, reason);
+      state.mark_failed(item->key, me, reason);
       events.write({{"event", "failed"}, {"key", item->key}, {"call", item->call}, {"reason", reason}});
     };
     std::optional<Measurement> m;
@@ -472,7 +486,10 @@ int run_sweep_worker(const MeasureOptions& o, const SweepId& sweep, std::FILE* e
       continue;
     }
     try {
-      db.insert(*m, [&](int64_t id) { state.mark_done(item->key, id); });
+      db.insert(*m, [&](int64_t id) { state.mark_done(item->key, me, id); });
+    } catch (const LeaseLost& e) {
+      events.write({{"event", "lost"}, {"key", item->key}, {"call", item->call}, {"reason", e.what()}});
+      continue;
     } catch (const DatabaseError& e) {
       if (e.stops_writing()) {
         events.write({{"event", "stop"}, {"reason", e.what()}});
@@ -489,7 +506,7 @@ int run_sweep_worker(const MeasureOptions& o, const SweepId& sweep, std::FILE* e
 SweepStatus sweep_status(const MeasureOptions& o, const std::string& file, const PythonModelSignatures& python_models,
                          bool need_items) {
   SweepStatus s;
-  const bool exists = std::filesystem::exists(o.db);
+  const bool exists = Database::exists(o.db);
   std::optional<Database> db;
   if (exists) db.emplace(o.db, Database::Access::kReadOnly);
   std::optional<SweepState> state;

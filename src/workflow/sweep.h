@@ -60,9 +60,10 @@ struct SweepOptions {
   // Worker processes at once. On GPUs, one per GPU: worker i sees only the i-th GPU
   // (CUDA_VISIBLE_DEVICES); on the CPU they share it.
   std::size_t workers = 1;
-  // Workers that may die on one item before it is failed: a worker killed from outside (or on a
-  // lost node) gets its item retried; an item that crashes the process each time is isolated.
-  int64_t max_attempts = 2;
+  // How long an item stays a worker's without a heartbeat, and the workers that may die on one
+  // item before it is failed: a worker killed from outside (or on a lost node) gets its item
+  // retried; an item that crashes the process each time is isolated.
+  SweepState::Lease lease;
   PythonModelSignatures python_models;  // a model list's Python models (plan_sweep)
 };
 
@@ -89,10 +90,12 @@ struct SweepEvents {
 
 SweepRun run_sweep(const SweepOptions& o, const std::string& file, const Notes& notes, const SweepEvents& events = {});
 
-// The worker: claims the sweep's pending items one at a time until none is left, writing one
-// JSON line per event to `events_out` (start, done, failed, note). Returns 0, or 1 when the
-// database stopped taking rows.
-int run_sweep_worker(const MeasureOptions& o, const SweepId& sweep, std::FILE* events_out);
+// The worker: claims the sweep's pending items one at a time until none is left and no other
+// worker holds one (an item whose worker stops renewing its lease comes back to the queue),
+// writing one JSON line per event to `events_out` (start, done, failed, lost, note). Returns 0,
+// or 1 when the database stopped taking rows.
+int run_sweep_worker(const MeasureOptions& o, const SweepId& sweep, const SweepState::Lease& lease,
+                     std::FILE* events_out);
 
 // `sweep status`: the sweep's items in the database (the file is expanded to know its name).
 struct SweepStatus {

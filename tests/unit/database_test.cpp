@@ -3,6 +3,7 @@
 #include <csignal>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 #include <sqlite3.h>
@@ -13,6 +14,7 @@
 #include "core/io/output_file.h"
 #include "core/spec/op_call.h"
 #include "core/store/database.h"
+#include "test_databases.h"
 
 using namespace opcost;
 namespace fs = std::filesystem;
@@ -76,17 +78,33 @@ std::vector<std::string> split(const std::string& line, char sep) {
   return out;
 }
 
+// The cases every engine must pass alike: a SQLite file and a PostgreSQL server.
+class DatabaseEngineTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    OPCOST_SKIP_WITHOUT_ENGINE(GetParam());
+    db_.emplace(GetParam());
+  }
+  const std::string& location() const { return db_->location(); }
+  std::string exported(const Database& db, bool csv) const { return files_.exported(db, csv); }
+
+ private:
+  std::optional<opcost::testing::TestDatabase> db_;
+  TempDb files_;  // where exports are written
+};
+
 }  // namespace
 
-TEST(Database, RoundTripsAMeasurement) {
-  TempDb t;
+INSTANTIATE_TEST_SUITE_P(Engines, DatabaseEngineTest, ::testing::Values("sqlite", "postgres"));
+
+TEST_P(DatabaseEngineTest, RoundTripsAMeasurement) {
   int64_t id;
   {
-    Database db(t.path.string());
+    Database db(location());
     id = db.insert(sample("aten::relu", 12.5));
     EXPECT_GT(id, 0);
   }
-  Database db(t.path.string());  // reopened: the row persisted
+  Database db(location());  // reopened: the row persisted
   auto row = db.get(id);
   ASSERT_TRUE(row);
   EXPECT_EQ((*row)["op"], "aten::relu");
@@ -97,9 +115,8 @@ TEST(Database, RoundTripsAMeasurement) {
   EXPECT_EQ(db.count(), 1u);
 }
 
-TEST(Database, LookupReturnsTheNewestUnflaggedRow) {
-  TempDb t;
-  Database db(t.path.string());
+TEST_P(DatabaseEngineTest, LookupReturnsTheNewestUnflaggedRow) {
+  Database db(location());
   // The key is built from the call, as `measure --resume` and `predict` build it, not from the
   // stored hash: a writer and a reader that hash differently would miss here.
   const auto key_of = [](const Measurement& m) {
@@ -123,9 +140,8 @@ TEST(Database, LookupReturnsTheNewestUnflaggedRow) {
   EXPECT_FALSE(db.lookup(other));
 }
 
-TEST(Database, ListsAndExports) {
-  TempDb t;
-  Database db(t.path.string());
+TEST_P(DatabaseEngineTest, ListsAndExports) {
+  Database db(location());
   db.insert(sample("aten::relu", 10));
   db.insert(sample("aten::conv2d", 100, {"throttled:sw_power_cap"}));
   auto rows = db.list();
@@ -135,21 +151,20 @@ TEST(Database, ListsAndExports) {
   ASSERT_TRUE(rows[1].time_rel_ci);
   EXPECT_NEAR(*rows[1].time_rel_ci, 0.01, 1e-9);
   EXPECT_EQ(db.list("conv").size(), 1u);
-  std::istringstream lines(t.exported(db, true));
+  std::istringstream lines(exported(db, true));
   std::string header, line;
   std::getline(lines, header);
   EXPECT_EQ(header.rfind("id,created_at,opcost_version,op,", 0), 0u) << header;
   int n = 0;
   while (std::getline(lines, line)) ++n;
   EXPECT_EQ(n, 2);
-  const auto docs = nlohmann::json::parse(t.exported(db, false));
+  const auto docs = nlohmann::json::parse(exported(db, false));
   ASSERT_EQ(docs.size(), 2u);
   EXPECT_EQ(docs[1]["op"], "aten::conv2d");
 }
 
-TEST(Database, EnergyUnavailableIsStoredAsAReasonNotZero) {
-  TempDb t;
-  Database db(t.path.string());
+TEST_P(DatabaseEngineTest, EnergyUnavailableIsStoredAsAReasonNotZero) {
+  Database db(location());
   auto m = sample("aten::relu", 10);
   m.energy = {};
   m.energy.unavailable_reason = "NVML not loaded";
@@ -157,7 +172,7 @@ TEST(Database, EnergyUnavailableIsStoredAsAReasonNotZero) {
   auto row = db.get(id);
   EXPECT_FALSE(row->contains("energy_mJ"));
   EXPECT_EQ((*row)["energy_unavailable"], "NVML not loaded");
-  EXPECT_NE(t.exported(db, true).find("NVML not loaded"), std::string::npos);
+  EXPECT_NE(exported(db, true).find("NVML not loaded"), std::string::npos);
 }
 
 TEST(Database, NotADatabaseIsAClearError) {
@@ -171,9 +186,8 @@ TEST(Database, NotADatabaseIsAClearError) {
   }
 }
 
-TEST(Database, OneSampleHasNoIntervalInTheList) {
-  TempDb t;
-  Database db(t.path.string());
+TEST_P(DatabaseEngineTest, OneSampleHasNoIntervalInTheList) {
+  Database db(location());
   auto m = sample("aten::addmm", 4.8e6);
   m.time.per_call_us.n = 1;
   m.time.per_call_us.ci95_low = m.time.per_call_us.ci95_high = m.time.per_call_us.mean;

@@ -8,18 +8,17 @@
 #include "core/spec/op_call.h"
 #include "core/store/database.h"
 #include "core/store/sweep_state.h"
+#include "test_databases.h"
 
 using namespace opcost;
 namespace fs = std::filesystem;
 
 namespace {
 
-struct TempDb {
-  fs::path dir = fs::temp_directory_path() / fs::path("opcost-sweep-" + std::to_string(::getpid()) + "-" +
-                                                      ::testing::UnitTest::GetInstance()->current_test_info()->name());
-  fs::path path = dir / "s.db";
-  TempDb() { fs::create_directories(dir); }
-  ~TempDb() { fs::remove_all(dir); }
+// Every case runs on each engine: the queue must behave the same on a file and on a server.
+class SweepStateTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override { OPCOST_SKIP_WITHOUT_ENGINE(GetParam()); }
 };
 
 SweepItem item(int n) {
@@ -42,9 +41,9 @@ Measurement measurement_of(const SweepItem& it) {
   return m;
 }
 
-TEST(SweepState, ItemsAreClaimedInOrderAndDoneLandsWithItsMeasurement) {
-  TempDb t;
-  Database db(t.path.string());
+TEST_P(SweepStateTest, ItemsAreClaimedInOrderAndDoneLandsWithItsMeasurement) {
+  opcost::testing::TestDatabase t(GetParam());
+  Database db(t.location());
   SweepState s(db);
   s.enroll({"grid", "scope-1"}, {item(1), item(2), item(3)}, SweepState::Reset::kNone);
   EXPECT_EQ(s.counts({"grid", "scope-1"}).pending, 3u);
@@ -56,8 +55,8 @@ TEST(SweepState, ItemsAreClaimedInOrderAndDoneLandsWithItsMeasurement) {
   auto second = s.claim({"grid", "scope-1"}, "host:1");
   ASSERT_TRUE(second);
   EXPECT_EQ(second->call, "aten::relu self=f32[2]");  // the first is running: never claimed twice
-  const int64_t id = db.insert(measurement_of(item(1)), [&](int64_t row) { s.mark_done(first->key, row); });
-  s.mark_failed(second->key, "out of memory");
+  const int64_t id = db.insert(measurement_of(item(1)), [&](int64_t row) { s.mark_done(first->key, "host:1", row); });
+  s.mark_failed(second->key, "host:1", "out of memory");
   const auto c = s.counts({"grid", "scope-1"});
   EXPECT_EQ(c.done, 1u);
   EXPECT_EQ(c.failed, 1u);
@@ -69,13 +68,13 @@ TEST(SweepState, ItemsAreClaimedInOrderAndDoneLandsWithItsMeasurement) {
   EXPECT_EQ(s.done_summary({"grid", "scope-1"}).workers, 1u);
   EXPECT_EQ(s.items({"grid", "scope-1"}, ItemStatus::kFailed)[0].reason, "out of memory");
   // A late failure report never undoes a done item.
-  s.mark_failed(first->key, "the worker died");
+  s.mark_failed(first->key, "host:1", "the worker died");
   EXPECT_EQ(s.counts({"grid", "scope-1"}).done, 1u);
 }
 
-TEST(SweepState, AMeasurementAndItsDoneMarkLandTogetherOrNotAtAll) {
-  TempDb t;
-  Database db(t.path.string());
+TEST_P(SweepStateTest, AMeasurementAndItsDoneMarkLandTogetherOrNotAtAll) {
+  opcost::testing::TestDatabase t(GetParam());
+  Database db(t.location());
   SweepState s(db);
   s.enroll({"grid", "scope-1"}, {item(1)}, SweepState::Reset::kNone);
   auto it = s.claim({"grid", "scope-1"}, "host:1");
@@ -87,15 +86,15 @@ TEST(SweepState, AMeasurementAndItsDoneMarkLandTogetherOrNotAtAll) {
   EXPECT_EQ(s.counts({"grid", "scope-1"}).running, 1u);
 }
 
-TEST(SweepState, ResetsAndSharedItemsAndAbandonedWorkers) {
-  TempDb t;
-  Database db(t.path.string());
+TEST_P(SweepStateTest, ResetsAndSharedItemsAndAbandonedWorkers) {
+  opcost::testing::TestDatabase t(GetParam());
+  Database db(t.location());
   SweepState s(db);
   s.enroll({"a", "scope-1"}, {item(1), item(2)}, SweepState::Reset::kNone);
   auto one = s.claim({"a", "scope-1"}, "host:1");
-  db.insert(measurement_of(item(1)), [&](int64_t row) { s.mark_done(one->key, row); });
+  db.insert(measurement_of(item(1)), [&](int64_t row) { s.mark_done(one->key, "host:1", row); });
   auto two = s.claim({"a", "scope-1"}, "host:2");
-  s.mark_failed(two->key, "bad shape");
+  s.mark_failed(two->key, "host:2", "bad shape");
   // Another sweep with item 1: already done there, so nothing to claim for it.
   s.enroll({"b", "scope-1"}, {item(1), item(3)}, SweepState::Reset::kNone);
   EXPECT_EQ(s.counts({"b", "scope-1"}).done, 1u);
@@ -115,11 +114,11 @@ TEST(SweepState, ResetsAndSharedItemsAndAbandonedWorkers) {
   EXPECT_EQ(s.requeue_abandoned([](const std::string&) { return false; }), 0u);
 }
 
-TEST(SweepState, ARunSeesOnlyTheItemsOfItsScope) {
+TEST_P(SweepStateTest, ARunSeesOnlyTheItemsOfItsScope) {
   // The same grid at another target: its keys differ, and so does the run's scope. Neither run
   // claims or counts the other's items.
-  TempDb t;
-  Database db(t.path.string());
+  opcost::testing::TestDatabase t(GetParam());
+  Database db(t.location());
   SweepState s(db);
   auto at = [](int n, const std::string& settings) {
     SweepItem it = item(n);
@@ -128,7 +127,7 @@ TEST(SweepState, ARunSeesOnlyTheItemsOfItsScope) {
   };
   s.enroll({"g", "tight"}, {at(1, "tight"), at(2, "tight")}, SweepState::Reset::kNone);
   auto first = s.claim({"g", "tight"}, "host:1");
-  db.insert(measurement_of(item(1)), [&](int64_t row) { s.mark_done(first->key, row); });
+  db.insert(measurement_of(item(1)), [&](int64_t row) { s.mark_done(first->key, "host:1", row); });
   s.enroll({"g", "loose"}, {at(1, "loose")}, SweepState::Reset::kNone);
   EXPECT_EQ(s.counts({"g", "loose"}).pending, 1u);
   EXPECT_EQ(s.counts({"g", "loose"}).done, 0u);
@@ -139,9 +138,9 @@ TEST(SweepState, ARunSeesOnlyTheItemsOfItsScope) {
   EXPECT_EQ(s.items({"g", "tight"}).size(), 2u);
 }
 
-TEST(SweepState, ItemsTheSchemaRefusesAreFailedAtOnceWithTheirReason) {
-  TempDb t;
-  Database db(t.path.string());
+TEST_P(SweepStateTest, ItemsTheSchemaRefusesAreFailedAtOnceWithTheirReason) {
+  opcost::testing::TestDatabase t(GetParam());
+  Database db(t.location());
   SweepState s(db);
   s.enroll({"a", "scope-1"}, {item(1)}, SweepState::Reset::kNone, {{item(9), "no argument named 'alpha'"}});
   const auto c = s.counts({"a", "scope-1"});
@@ -149,6 +148,8 @@ TEST(SweepState, ItemsTheSchemaRefusesAreFailedAtOnceWithTheirReason) {
   EXPECT_EQ(c.failed, 1u);
   EXPECT_EQ(s.items({"a", "scope-1"}, ItemStatus::kFailed)[0].reason, "no argument named 'alpha'");
 }
+
+INSTANTIATE_TEST_SUITE_P(Engines, SweepStateTest, ::testing::Values("sqlite", "postgres"));
 
 TEST(Progress, PlainLinesAndTheBarSayDoneTotalRateAndWhatIsLeft) {
   EXPECT_EQ(progress_text("g", 0, 10, 0, false), "g: 0 of 10 items (0%)");
@@ -163,26 +164,53 @@ TEST(Progress, PlainLinesAndTheBarSayDoneTotalRateAndWhatIsLeft) {
 
 namespace {
 
-TEST(SweepState, AnExpiredLeaseGoesBackAndAHeartbeatKeepsIt) {
-  TempDb t;
-  Database db(t.path.string());
+TEST_P(SweepStateTest, AnExpiredLeaseGoesBackAndAHeartbeatKeepsIt) {
+  opcost::testing::TestDatabase t(GetParam());
+  Database db(t.location());
   SweepState s(db);
   s.enroll({"a", "scope-1"}, {item(1), item(2)}, SweepState::Reset::kNone);
-  auto lost = s.claim({"a", "scope-1"}, "node-1:7", 0.05);  // a worker on a node that goes away
-  auto kept = s.claim({"a", "scope-1"}, "node-2:8", 0.05);  // one that keeps renewing
+  const SweepState::Lease short_lease{0.05, 2};
+  auto lost = s.claim({"a", "scope-1"}, "node-1:7", short_lease);    // a worker on a node that goes away
+  auto kept = s.claim({"a", "scope-1"}, "node-2:8", short_lease);    // one that keeps renewing
+  EXPECT_FALSE(s.claim({"a", "scope-1"}, "node-3:9", short_lease));  // both held
   std::this_thread::sleep_for(std::chrono::milliseconds(30));
   EXPECT_TRUE(s.heartbeat(kept->key, "node-2:8", 60));
   EXPECT_FALSE(s.heartbeat(kept->key, "node-3:9", 60));  // only its own worker renews it
   std::this_thread::sleep_for(std::chrono::milliseconds(40));
-  // Both workers look alive to this host (other hosts): only the lease decides.
-  EXPECT_EQ(s.requeue_abandoned([](const std::string&) { return true; }), 1u);
-  EXPECT_EQ(s.claim({"a", "scope-1"}, "node-3:9")->key, lost->key);
+  // Both workers look alive to this host (other hosts): only the lease decides, and the next
+  // claim takes the item whose lease ran out.
+  EXPECT_EQ(s.requeue_abandoned([](const std::string&) { return true; }), 0u);
+  auto again = s.claim({"a", "scope-1"}, "node-3:9", short_lease);
+  ASSERT_TRUE(again);
+  EXPECT_EQ(again->key, lost->key);
+  EXPECT_EQ(again->attempts, 2);
   EXPECT_EQ(s.counts({"a", "scope-1"}).running, 2u);
+  // The worker that lost its item finishes late: its result is refused (rolled back with its
+  // row), so the item is stored once, by its new worker.
+  EXPECT_THROW(db.insert(measurement_of(item(1)), [&](int64_t row) { s.mark_done(lost->key, "node-1:7", row); }),
+               LeaseLost);
+  EXPECT_EQ(db.count(), 0u);
+  db.insert(measurement_of(item(1)), [&](int64_t row) { s.mark_done(again->key, "node-3:9", row); });
+  EXPECT_EQ(s.counts({"a", "scope-1"}).done, 1u);
+  // Its late failure report changes nothing either.
+  s.mark_failed(lost->key, "node-1:7", "late");
+  EXPECT_EQ(s.counts({"a", "scope-1"}).done, 1u);
+  // An item whose lease ran out on every try is failed, with why, instead of taken again.
+  EXPECT_TRUE(s.heartbeat(kept->key, "node-2:8", 0.05));  // node-2's last renewal
+  std::this_thread::sleep_for(std::chrono::milliseconds(60));
+  auto retry = s.claim({"a", "scope-1"}, "node-4:1", short_lease);
+  ASSERT_TRUE(retry);
+  EXPECT_EQ(retry->key, kept->key);
+  std::this_thread::sleep_for(std::chrono::milliseconds(60));
+  EXPECT_FALSE(s.claim({"a", "scope-1"}, "node-5:1", short_lease));
+  const auto failed = s.items({"a", "scope-1"}, ItemStatus::kFailed);
+  ASSERT_EQ(failed.size(), 1u);
+  EXPECT_NE(failed[0].reason.find("stopped renewing the lease 2 times"), std::string::npos) << failed[0].reason;
 }
 
-TEST(SweepState, AWorkerThatDiesInAnItemGetsItRetriedThenFailed) {
-  TempDb t;
-  Database db(t.path.string());
+TEST_P(SweepStateTest, AWorkerThatDiesInAnItemGetsItRetriedThenFailed) {
+  opcost::testing::TestDatabase t(GetParam());
+  Database db(t.location());
   SweepState s(db);
   s.enroll({"a", "scope-1"}, {item(1)}, SweepState::Reset::kNone);
   auto first = s.claim({"a", "scope-1"}, "host:1");

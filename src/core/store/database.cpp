@@ -1,10 +1,8 @@
 #include "core/store/database.h"
 
 #include <fmt/format.h>
-#include <sqlite3.h>
-#include <sys/resource.h>
-#include <sys/statvfs.h>
 
+#include <strings.h>
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
@@ -16,7 +14,7 @@
 #include "core/io/output_file.h"
 #include "core/report/report.h"
 #include "core/spec/op_call.h"
-#include "core/store/sqlite_statement.h"
+#include "core/store/sql_connection.h"
 #include "core/store/sweep_state.h"
 
 namespace opcost {
@@ -132,6 +130,18 @@ nlohmann::json row_values(const Measurement& m) {
           {"seconds", m.total_seconds}};
 }
 
+// The measurements' columns as the database lists them, in columns()' spelling: PostgreSQL
+// folds unquoted names to lower case (energy_per_call_mJ is energy_per_call_mj there).
+std::vector<std::string> stored_columns(SqlConnection& c) {
+  std::vector<std::string> names;
+  for (std::string name : c.columns("measurements")) {
+    for (const auto& [known, type] : columns())
+      if (strcasecmp(known, name.c_str()) == 0) name = known;
+    names.push_back(std::move(name));
+  }
+  return names;
+}
+
 }  // namespace
 
 std::string Database::default_path() {
@@ -152,86 +162,89 @@ Database::Key Database::Key::of(const std::string& op, const std::string& overlo
   return {op, overload, signature_hash(op, overload, canonical_args), device_name, cache_mode, autocast};
 }
 
-Database::Database(const std::string& path, Access access, bool create_parent) : path_(path), access_(access) {
+Database::Database(const std::string& location, Access access, bool create_parent)
+    : path_(display_location(location)), access_(access) {
   namespace fs = std::filesystem;
-  if (path.empty())
+  if (location.empty())
     throw std::invalid_argument(
         fmt::format("--db: the path is empty; give a file, or leave --db out for {}", default_path()));
-  std::error_code ec;
-  const fs::path parent = fs::path(path).parent_path();
-  if (access == Access::kReadOnly) {
-    if (!fs::exists(path, ec))
-      throw std::invalid_argument(
-          fmt::format("{}: no database there (nothing was measured into it; check --db or $OPCOST_DB)", path));
-  } else if (!parent.empty() && !fs::is_directory(parent, ec)) {
-    if (!create_parent)
-      throw std::invalid_argument(fmt::format("{}: the directory {} does not exist (create it, or choose another --db)",
-                                              path, parent.string()));
-    fs::create_directories(parent, ec);
-    if (ec)
-      throw DatabaseError(DatabaseError::Kind::kReadOnly,
-                          fmt::format("{}: cannot create the directory {}: {}", path, parent.string(), ec.message()));
-  }
-  const int flags = access == Access::kReadOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
-  if (sqlite3_open_v2(path.c_str(), &db_, flags, nullptr) != SQLITE_OK) {
-    const std::string msg = db_ ? sqlite3_errmsg(db_) : "out of memory";
-    sqlite3_close(db_);
-    db_ = nullptr;
-    throw DatabaseError(DatabaseError::Kind::kReadOnly,
-                        fmt::format("{}: cannot open the database: {} (use --db PATH)", path, msg));
-  }
-  sqlite3_busy_timeout(db_, 5000);
-  try {
-    if (access == Access::kReadWrite) {
-      migrate();
-      check_writable();
-    } else {
-      const auto present = present_columns();
-      if (present.empty())
-        throw DatabaseError(DatabaseError::Kind::kOther,
-                            fmt::format("{}: has no measurements table (is it an opcost database?)", path));
-      check_schema_version();
+  const SqlAccess sql_access = access == Access::kReadOnly ? SqlAccess::kReadOnly : SqlAccess::kReadWrite;
+  if (is_postgres_url(location)) {
+    conn_ = open_postgres(location, sql_access);
+  } else {
+    std::error_code ec;
+    const fs::path parent = fs::path(location).parent_path();
+    if (access == Access::kReadOnly) {
+      if (!fs::exists(location, ec))
+        throw std::invalid_argument(
+            fmt::format("{}: no database there (nothing was measured into it; check --db or $OPCOST_DB)", location));
+    } else if (!parent.empty() && !fs::is_directory(parent, ec)) {
+      if (!create_parent)
+        throw std::invalid_argument(fmt::format(
+            "{}: the directory {} does not exist (create it, or choose another --db)", location, parent.string()));
+      fs::create_directories(parent, ec);
+      if (ec)
+        throw DatabaseError(DatabaseError::Kind::kReadOnly, fmt::format("{}: cannot create the directory {}: {}",
+                                                                        location, parent.string(), ec.message()));
     }
-  } catch (...) {
-    sqlite3_close(db_);
-    db_ = nullptr;
-    throw;
+    conn_ = open_sqlite(location, sql_access);
+  }
+  if (access == Access::kReadWrite) {
+    conn_->with_schema_lock([&] { migrate(); });
+    check_writable();
+  } else {
+    present_ = stored_columns(*conn_);
+    if (present_.empty())
+      throw DatabaseError(DatabaseError::Kind::kOther,
+                          fmt::format("{}: has no measurements table (is it an opcost database?)", path_));
+    check_schema_version();
   }
 }
 
-std::vector<std::string> Database::present_columns() const {
-  std::vector<std::string> present;
-  for (Stmt info(db_, path_, "PRAGMA table_info(measurements)"); info.step();)
-    present.push_back(info.column(1).get<std::string>());
-  return present;
+bool Database::exists(const std::string& location) {
+  if (!is_postgres_url(location)) return std::filesystem::exists(location);
+  return open_postgres(location, SqlAccess::kReadOnly)->has_table("measurements");
 }
+
+namespace {
+
+// A column's type in the engine's words: 64-bit integers and doubles on both.
+std::string column_type(const std::string& type, const SqlDialect& d) {
+  if (type.rfind("INTEGER", 0) == 0) return d.integer + type.substr(7);
+  if (type.rfind("REAL", 0) == 0) return d.real + type.substr(4);
+  return type;
+}
+
+}  // namespace
 
 void Database::migrate() {
-  // Rollback journal with full sync: every committed row survives a killed process, and
-  // the database stays one self-contained file.
-  exec("PRAGMA journal_mode=DELETE; PRAGMA synchronous=FULL;");
+  const SqlDialect& d = conn_->dialect();
   std::string cols;
-  for (const auto& [name, type] : columns()) cols += fmt::format(", {} {}", name, type);
-  exec(fmt::format("CREATE TABLE IF NOT EXISTS measurements (id INTEGER PRIMARY KEY AUTOINCREMENT{});", cols));
-  // A file from an older opcost lacks the newer columns: add them (old rows get the default).
-  // They land at the end of the table, so everything reads columns by name.
-  const auto present = present_columns();
+  for (const auto& [name, type] : columns()) cols += fmt::format(", {} {}", name, column_type(type, d));
+  conn_->exec(fmt::format("CREATE TABLE IF NOT EXISTS measurements (id {}{});", d.id_column, cols));
+  // A database from an older opcost lacks the newer columns: add them (old rows get the
+  // default). They land at the end of the table, so everything reads columns by name.
+  present_ = stored_columns(*conn_);
   for (const auto& [name, type] : columns())
-    if (std::find(present.begin(), present.end(), name) == present.end())
-      exec(fmt::format("ALTER TABLE measurements ADD COLUMN {} {};", name, type));
-  exec(
+    if (std::find(present_.begin(), present_.end(), name) == present_.end()) {
+      conn_->exec(fmt::format("ALTER TABLE measurements ADD COLUMN {} {};", name, column_type(type, d)));
+      present_.push_back(name);
+    }
+  conn_->exec(
       "CREATE INDEX IF NOT EXISTS measurements_key ON measurements(op, overload, args_hash, device_name, "
       "cache_mode);");
-  exec("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);");
-  create_sweep_tables(db_, path_);
+  conn_->exec("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);");
+  create_sweep_tables(*conn_);
   if (check_schema_version() != kSchemaVersion)
-    exec(fmt::format("INSERT OR REPLACE INTO meta VALUES ('schema_version', '{}');", kSchemaVersion));
+    conn_->exec(fmt::format(
+        "INSERT INTO meta VALUES ('schema_version', '{}') ON CONFLICT(key) DO UPDATE SET value = excluded.value;",
+        kSchemaVersion));
 }
 
 int Database::check_schema_version() const {
-  Stmt v(db_, path_, "SELECT value FROM meta WHERE key='schema_version'");
-  if (!v.step()) return 0;  // a new file
-  const auto value = v.column(0);
+  auto v = conn_->prepare("SELECT value FROM meta WHERE key='schema_version'");
+  if (!v->step()) return 0;  // a new database
+  const auto value = v->column(0);
   const std::string text = value.is_string() ? value.get<std::string>() : value.dump();
   int found = 0;
   const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), found);
@@ -248,108 +261,131 @@ int Database::check_schema_version() const {
 }
 
 void Database::check_writable() {
-  // A change rolled back at once: it needs the write lock and the journal beside the file, as
-  // every insert does, so a file or directory that cannot be written fails here, before a
-  // single measurement is made and thrown away.
-  exec("BEGIN IMMEDIATE;");
+  // A change rolled back at once: it needs the write lock (and, for a file, the journal beside
+  // it), as every insert does, so a database that cannot be written fails here, before a single
+  // measurement is made and thrown away.
+  conn_->begin();
   try {
-    exec("UPDATE meta SET value = value WHERE key = 'schema_version';");
+    conn_->exec("UPDATE meta SET value = value WHERE key = 'schema_version';");
   } catch (...) {
-    if (!sqlite3_get_autocommit(db_)) sqlite3_exec(db_, "ROLLBACK;", nullptr, nullptr, nullptr);
+    conn_->rollback();
     throw;
   }
-  exec("ROLLBACK;");
+  conn_->rollback();
 }
 
-Database::~Database() { sqlite3_close(db_); }
-
-void Database::exec(const std::string& sql) const {
-  if (sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, nullptr) != SQLITE_OK)
-    throw_sqlite(db_, path_, access_ == Access::kReadOnly ? "cannot read" : "cannot write");
-}
+Database::~Database() = default;
 
 int64_t Database::insert(const Measurement& m, const std::function<void(int64_t)>& also) {
-  const nlohmann::json values = row_values(m);
+  nlohmann::json values = row_values(m);
+  values["result_json"] = to_json(m).dump();
+  return insert_values(values, also);
+}
+
+int64_t Database::insert_values(const nlohmann::json& values, const std::function<void(int64_t)>& also) {
+  // The columns `values` has: a row copied from an older database lacks the newer ones, which
+  // get their defaults.
+  std::vector<std::string> present;
   std::string names, marks;
-  for (const auto& [name, type] : columns()) {
-    names += (names.empty() ? "" : ", ") + std::string(name);
-    marks += marks.empty() ? "?" : ", ?";
-  }
-  return in_transaction(db_, path_, [&] {
-    Stmt s(db_, path_, fmt::format("INSERT INTO measurements ({}) VALUES ({});", names, marks));
-    int i = 1;
-    for (const auto& [name, type] : columns()) {
-      if (std::string(name) == "result_json")
-        s.bind(i++, to_json(m).dump());
-      else
-        s.bind(i++, values.at(name));
+  for (const auto& [name, type] : columns())
+    if (values.contains(name)) {
+      present.push_back(name);
+      names += (names.empty() ? "" : ", ") + std::string(name);
+      marks += fmt::format("{}?{}", marks.empty() ? "" : ", ", present.size());
     }
-    s.step();
-    const int64_t id = sqlite3_last_insert_rowid(db_);
+  return in_transaction(*conn_, [&] {
+    auto s = conn_->prepare(
+        fmt::format("INSERT INTO measurements ({}) VALUES ({}){};", names, marks, conn_->dialect().returning_id));
+    for (std::size_t i = 0; i < present.size(); ++i) s->bind(int(i) + 1, values.at(present[i]));
+    const int64_t id = conn_->inserted_id(*s);
     if (also) also(id);
     return id;
   });
 }
 
-static nlohmann::json document_of(Stmt& s, int id_col, int json_col) {
+void Database::each_row(const std::function<void(const nlohmann::json& row)>& visit) const {
+  std::string select = "id";
+  for (const auto& name : present_) select += name == "id" ? "" : ", " + name;
+  auto s = conn_->prepare(fmt::format("SELECT {} FROM measurements ORDER BY id", select));
+  std::vector<std::string> names{"id"};
+  for (const auto& name : present_)
+    if (name != "id") names.push_back(name);
+  while (s->step()) {
+    nlohmann::json row = nlohmann::json::object();
+    for (std::size_t i = 0; i < names.size(); ++i) row[names[i]] = s->column(int(i));
+    visit(row);
+  }
+}
+
+Database::Copied Database::insert_row(const nlohmann::json& row, const std::function<void(int64_t)>& also) {
+  auto same = conn_->prepare(
+      "SELECT id FROM measurements WHERE created_at = ?1 AND args_hash = ?2 AND result_json = ?3 LIMIT 1");
+  same->bind(1, row.value("created_at", ""));
+  same->bind(2, row.value("args_hash", ""));
+  same->bind(3, row.value("result_json", ""));
+  if (same->step()) return {same->column(0).get<int64_t>(), false};
+  return {insert_values(row, also), true};
+}
+
+static nlohmann::json document_of(SqlStatement& s, int id_col, int json_col) {
   auto doc = nlohmann::json::parse(s.column(json_col).get<std::string>());
   doc["db_id"] = s.column(id_col);
   return doc;
 }
 
 std::optional<nlohmann::json> Database::get(int64_t id) const {
-  Stmt s(db_, path_, "SELECT id, result_json FROM measurements WHERE id = ?");
-  s.bind(1, id);
-  if (!s.step()) return std::nullopt;
-  return document_of(s, 0, 1);
+  auto s = conn_->prepare("SELECT id, result_json FROM measurements WHERE id = ?1");
+  s->bind(1, id);
+  if (!s->step()) return std::nullopt;
+  return document_of(*s, 0, 1);
 }
 
 std::optional<nlohmann::json> Database::lookup(const Key& k, bool allow_flagged) const {
   // A file opened read-only is not migrated: one from before autocast has no such column.
-  const auto present = present_columns();
-  const bool has_autocast = std::find(present.begin(), present.end(), "autocast") != present.end();
-  Stmt s(db_, path_,
-         fmt::format("SELECT id, result_json FROM measurements WHERE op=? AND overload=? AND args_hash=? "
-                     "AND device_name=? AND cache_mode=? AND {}=? ORDER BY (flags = '') DESC, id DESC LIMIT 1",
-                     has_autocast ? "autocast" : "''"));
-  s.bind(1, k.op);
-  s.bind(2, k.overload);
-  s.bind(3, k.args_hash);
-  s.bind(4, k.device_name);
-  s.bind(5, k.cache_mode);
-  s.bind(6, k.autocast);
-  if (!s.step()) return std::nullopt;
-  auto doc = document_of(s, 0, 1);
+  const bool has_autocast = std::find(present_.begin(), present_.end(), "autocast") != present_.end();
+  auto s = conn_->prepare(
+      fmt::format("SELECT id, result_json FROM measurements WHERE op=?1 AND overload=?2 AND args_hash=?3 "
+                  "AND device_name=?4 AND cache_mode=?5 AND {}=?6 ORDER BY (flags = '') DESC, id DESC LIMIT 1",
+                  has_autocast ? "autocast" : "''"));
+  s->bind(1, k.op);
+  s->bind(2, k.overload);
+  s->bind(3, k.args_hash);
+  s->bind(4, k.device_name);
+  s->bind(5, k.cache_mode);
+  s->bind(6, k.autocast);
+  if (!s->step()) return std::nullopt;
+  auto doc = document_of(*s, 0, 1);
   if (!allow_flagged && !doc["flags"].empty()) return std::nullopt;
   return doc;
 }
 
 std::vector<Database::Summary> Database::list(const std::string& op_filter, int limit) const {
-  Stmt s(db_, path_,
-         "SELECT id, created_at, op, overload, args, device_name, cache_mode, flags, time_mean_us, "
-         "time_ci95_low_us, time_ci95_high_us, energy_per_call_mJ, energy_ci95_low_mJ, "
-         "energy_ci95_high_mJ, time_samples FROM measurements WHERE (?1 = '' OR op LIKE '%' || ?1 || '%') "
-         "ORDER BY id DESC LIMIT ?2");
-  s.bind(1, op_filter);
-  s.bind(2, limit);
+  auto s = conn_->prepare(
+      "SELECT id, created_at, op, overload, args, device_name, cache_mode, flags, time_mean_us, "
+      "time_ci95_low_us, time_ci95_high_us, energy_per_call_mJ, energy_ci95_low_mJ, "
+      "energy_ci95_high_mJ, time_samples FROM measurements WHERE (?1 = '' OR op LIKE '%' || ?1 || '%') "
+      "ORDER BY id DESC LIMIT ?2");
+  s->bind(1, op_filter);
+  s->bind(2, limit);
   std::vector<Summary> out;
-  while (s.step()) {
+  auto text = [&](int i) { return s->column(i).is_null() ? std::string() : s->column(i).get<std::string>(); };
+  while (s->step()) {
     Summary r;
-    r.id = s.column(0).get<int64_t>();
-    r.created_at = s.column(1).get<std::string>();
-    r.op = s.column(2).get<std::string>();
-    r.overload = s.column(3).get<std::string>();
-    r.args = s.column(4).get<std::string>();
-    r.device_name = s.column(5).is_null() ? "" : s.column(5).get<std::string>();
-    r.cache_mode = s.column(6).is_null() ? "" : s.column(6).get<std::string>();
-    r.flags = s.column(7).is_null() ? "" : s.column(7).get<std::string>();
-    r.time_us = s.column(8).get<double>();
+    r.id = s->column(0).get<int64_t>();
+    r.created_at = text(1);
+    r.op = text(2);
+    r.overload = text(3);
+    r.args = text(4);
+    r.device_name = text(5);
+    r.cache_mode = text(6);
+    r.flags = text(7);
+    r.time_us = s->column(8).get<double>();
     // One sample has no interval: none, never a misleading 0.
-    if (s.column(14).is_number() && s.column(14).get<int64_t>() >= 2 && r.time_us > 0)
-      r.time_rel_ci = (s.column(10).get<double>() - s.column(9).get<double>()) / 2 / r.time_us;
-    if (!s.column(11).is_null()) {
-      r.energy_mJ = s.column(11).get<double>();
-      r.energy_rel_ci = (s.column(13).get<double>() - s.column(12).get<double>()) / 2 / *r.energy_mJ;
+    if (s->column(14).is_number() && s->column(14).get<int64_t>() >= 2 && r.time_us > 0)
+      r.time_rel_ci = (s->column(10).get<double>() - s->column(9).get<double>()) / 2 / r.time_us;
+    if (!s->column(11).is_null()) {
+      r.energy_mJ = s->column(11).get<double>();
+      r.energy_rel_ci = (s->column(13).get<double>() - s->column(12).get<double>()) / 2 / *r.energy_mJ;
     }
     out.push_back(std::move(r));
   }
@@ -357,9 +393,9 @@ std::vector<Database::Summary> Database::list(const std::string& op_filter, int 
 }
 
 std::size_t Database::count() const {
-  Stmt s(db_, path_, "SELECT COUNT(*) FROM measurements");
-  s.step();
-  return std::size_t(s.column(0).get<int64_t>());
+  auto s = conn_->prepare("SELECT COUNT(*) FROM measurements");
+  s->step();
+  return std::size_t(s->column(0).get<int64_t>());
 }
 
 static std::string csv_field(const nlohmann::json& v) {
@@ -372,27 +408,26 @@ static std::string csv_field(const nlohmann::json& v) {
 }
 
 void Database::export_csv(OutputFile& out, const ExtraColumns& extra) const {
-  // By name, in columns() order: ALTER TABLE appends a migrated file's newer columns at the
+  // By name, in columns() order: ALTER TABLE appends a migrated database's newer columns at the
   // end, so SELECT * would put values under the wrong header. A column an unmigrated
   // (read-only) file lacks is written empty.
-  const auto present = present_columns();
   std::string header = "id", select = "id";
   for (const auto& [name, type] : columns()) {
     if (std::string(name) == "result_json") continue;
     header += fmt::format(",{}", name);
-    const bool has = std::find(present.begin(), present.end(), name) != present.end();
+    const bool has = std::find(present_.begin(), present_.end(), name) != present_.end();
     select += has ? fmt::format(", {}", name) : ", NULL";
   }
   for (const auto& name : extra.names) header += "," + csv_field(name);
   out.write(header + "\n");
-  Stmt s(db_, path_, fmt::format("SELECT {} FROM measurements ORDER BY id", select));
-  const int n = sqlite3_column_count(s.get());
+  auto s = conn_->prepare(fmt::format("SELECT {} FROM measurements ORDER BY id", select));
   std::string line;
-  while (s.step()) {
+  while (s->step()) {
     std::optional<std::vector<nlohmann::json>> more;
-    if (extra.values && !(more = extra.values(s.column(0).get<int64_t>()))) continue;
+    if (extra.values && !(more = extra.values(s->column(0).get<int64_t>()))) continue;
     line.clear();
-    for (int i = 0; i < n; ++i) line += (i ? "," : "") + csv_field(s.column(i));
+    const int n = s->column_count();
+    for (int i = 0; i < n; ++i) line += (i ? "," : "") + csv_field(s->column(i));
     if (more)
       for (const auto& v : *more) line += "," + csv_field(v);
     out.write(line + "\n");
@@ -400,14 +435,15 @@ void Database::export_csv(OutputFile& out, const ExtraColumns& extra) const {
 }
 
 void Database::export_json(OutputFile& out, const ExtraColumns& extra) const {
-  // Streamed a document at a time: a large database never has to fit in memory twice.
-  Stmt s(db_, path_, "SELECT id, result_json FROM measurements ORDER BY id");
+  // Streamed a document at a time from a file: a large database never has to fit in memory
+  // twice.
+  auto s = conn_->prepare("SELECT id, result_json FROM measurements ORDER BY id");
   bool first = true;
   out.write("[");
-  while (s.step()) {
+  while (s->step()) {
     std::optional<std::vector<nlohmann::json>> more;
-    if (extra.values && !(more = extra.values(s.column(0).get<int64_t>()))) continue;
-    nlohmann::json doc = document_of(s, 0, 1);
+    if (extra.values && !(more = extra.values(s->column(0).get<int64_t>()))) continue;
+    nlohmann::json doc = document_of(*s, 0, 1);
     if (more)
       for (std::size_t i = 0; i < extra.names.size() && i < more->size(); ++i) doc[extra.names[i]] = (*more)[i];
     out.write(first ? "\n" : ",\n");

@@ -1,9 +1,12 @@
 #pragma once
-// The measurement database: one SQLite file, one row per measurement. Each insert is its own
-// transaction, so a process killed mid-run loses at most the measurement in flight. Queryable
-// fields are columns; the full result document is kept beside them as JSON.
+// The measurement database, one row per measurement: a SQLite file (the default), or a
+// PostgreSQL server named by a postgresql:// URL, with the same schema and migrations
+// (core/store/sql_connection.h). Each insert is its own transaction, so a process killed
+// mid-run loses at most the measurement in flight. Queryable fields are columns; the full result
+// document is kept beside them as JSON.
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <stdexcept>
@@ -12,13 +15,12 @@
 
 #include "core/measurement.h"
 
-struct sqlite3;
-
 namespace opcost {
 
 class OutputFile;
+class SqlConnection;
 
-// A database operation that failed. Every message names the file.
+// A database operation that failed. Every message names the file or the server.
 class DatabaseError : public std::runtime_error {
  public:
   enum class Kind {
@@ -36,6 +38,11 @@ class DatabaseError : public std::runtime_error {
   Kind kind_;
 };
 
+// postgresql://… or postgres://… (libpq's URIs); anything else is a SQLite file's path.
+bool is_postgres_url(const std::string& location);
+// The location with any password replaced by ***: what messages and reports show.
+std::string display_location(const std::string& location);
+
 class Database {
  public:
   // $OPCOST_DB, else $XDG_DATA_HOME/opcost/opcost.db, else ~/.local/share/opcost/opcost.db.
@@ -45,13 +52,19 @@ class Database {
     kReadWrite,  // created if missing (its directory must exist), checked writable at once
     kReadOnly,   // must exist; never created, migrated or written
   };
-  // `create_parent`: create missing parent directories (for the default path, not for a path
-  // the user typed: a typo there must not create a tree of folders).
-  explicit Database(const std::string& path, Access access = Access::kReadWrite, bool create_parent = false);
+  // `location`: a SQLite file's path or a postgresql:// URL. `create_parent`: create a file's
+  // missing parent directories (for the default path, not for a path the user typed: a typo
+  // there must not create a tree of folders).
+  explicit Database(const std::string& location, Access access = Access::kReadWrite, bool create_parent = false);
+  // Whether `location` holds a database already (a file, or a server with the tables), so that
+  // a read can say "nothing measured yet" rather than create one. Throws when a server cannot
+  // be reached.
+  static bool exists(const std::string& location);
   ~Database();
   Database(const Database&) = delete;
   Database& operator=(const Database&) = delete;
 
+  // The file, or the server's URL without its password: what messages name.
   const std::string& path() const { return path_; }
   // Returns the row id; throws DatabaseError. `also` runs with that id inside the same
   // transaction (a sweep marks its item done there: both land or neither does).
@@ -90,17 +103,28 @@ class Database {
   // A JSON array of the result documents; extra columns become keys of each.
   void export_json(OutputFile& out, const ExtraColumns& extra = {}) const;
 
-  sqlite3* handle() const { return db_; }  // for the other tables of the file (sweep_state.h)
+  // Every stored row, as it is stored (db copy): the measurements' columns by name, with their id.
+  void each_row(const std::function<void(const nlohmann::json& row)>& visit) const;
+  // Stores a row read by each_row (of another database) under a new id, which it returns;
+  // `also` as for insert. A row that is here already (the same result document, made at the
+  // same moment) is not stored twice: its id here is returned, and `also` does not run.
+  struct Copied {
+    int64_t id;
+    bool added;
+  };
+  Copied insert_row(const nlohmann::json& row, const std::function<void(int64_t)>& also = {});
+
+  SqlConnection& connection() const { return *conn_; }  // for the other tables (sweep_state.h)
 
  private:
-  void exec(const std::string& sql) const;
   void migrate();
   int check_schema_version() const;  // the stored version (0: none yet); throws if unusable
   void check_writable();
-  std::vector<std::string> present_columns() const;
-  sqlite3* db_ = nullptr;
+  int64_t insert_values(const nlohmann::json& values, const std::function<void(int64_t)>& also);
+  std::unique_ptr<SqlConnection> conn_;
   std::string path_;
   Access access_;
+  std::vector<std::string> present_;  // the measurements' columns (a read-only file may lack newer ones)
 };
 
 }  // namespace opcost

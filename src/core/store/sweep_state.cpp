@@ -2,49 +2,43 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <stdexcept>
 
 #include "core/measurement.h"
 #include "core/spec/op_call.h"
 #include "core/store/database.h"
-#include "core/store/sqlite_statement.h"
+#include "core/store/sql_connection.h"
 
 namespace opcost {
 
-void create_sweep_tables(sqlite3* db, const std::string& path) {
+void create_sweep_tables(SqlConnection& c) {
+  const SqlDialect& d = c.dialect();
   // sweep_items: one row per key, shared by every sweep that has it; sweep_members: which
   // sweeps have it, where, and with which axis values.
-  const char* sql =
-      "CREATE TABLE IF NOT EXISTS sweep_items (key TEXT PRIMARY KEY, call TEXT NOT NULL, "
-      "autocast TEXT NOT NULL DEFAULT '', status TEXT NOT NULL, reason TEXT, measurement_id INTEGER, "
-      "attempts INTEGER NOT NULL DEFAULT 0, worker TEXT, updated_at TEXT);"
-      "CREATE INDEX IF NOT EXISTS sweep_items_status ON sweep_items(status);"
-      // lease_until: seconds since the epoch; a running item past it has lost its worker.
-      "CREATE TABLE IF NOT EXISTS sweep_members (sweep TEXT NOT NULL, key TEXT NOT NULL, "
-      "position INTEGER NOT NULL, axes TEXT NOT NULL, PRIMARY KEY (sweep, key));"
-      "CREATE INDEX IF NOT EXISTS sweep_members_order ON sweep_members(sweep, position);"
-      // Every measurement an item got (--force adds more): the export gives each its axes.
-      "CREATE TABLE IF NOT EXISTS sweep_results (measurement_id INTEGER PRIMARY KEY, key TEXT NOT NULL);";
-  if (sqlite3_exec(db, sql, nullptr, nullptr, nullptr) != SQLITE_OK) throw_sqlite(db, path, "cannot write");
+  c.exec(
+      fmt::format("CREATE TABLE IF NOT EXISTS sweep_items (key TEXT PRIMARY KEY, call TEXT NOT NULL, "
+                  "autocast TEXT NOT NULL DEFAULT '', status TEXT NOT NULL, reason TEXT, measurement_id {0}, "
+                  "attempts {0} NOT NULL DEFAULT 0, worker TEXT, updated_at TEXT);"
+                  "CREATE INDEX IF NOT EXISTS sweep_items_status ON sweep_items(status);"
+                  "CREATE TABLE IF NOT EXISTS sweep_members (sweep TEXT NOT NULL, key TEXT NOT NULL, "
+                  "position {0} NOT NULL, axes TEXT NOT NULL, PRIMARY KEY (sweep, key));"
+                  "CREATE INDEX IF NOT EXISTS sweep_members_order ON sweep_members(sweep, position);"
+                  // Every measurement an item got (--force adds more): the export gives each its axes.
+                  "CREATE TABLE IF NOT EXISTS sweep_results (measurement_id {0} PRIMARY KEY, key TEXT NOT NULL);",
+                  d.integer));
   // Tables made before leases get the column (NULL: no lease, judged by the worker's process).
-  bool has_lease = false;
-  for (Stmt info(db, path, "PRAGMA table_info(sweep_items)"); info.step();)
-    has_lease = has_lease || info.column(1).get<std::string>() == "lease_until";
-  if (!has_lease &&
-      sqlite3_exec(db, "ALTER TABLE sweep_items ADD COLUMN lease_until REAL;", nullptr, nullptr, nullptr) != SQLITE_OK)
-    throw_sqlite(db, path, "cannot write");
+  // lease_until: seconds since the epoch; a running item past it has lost its worker.
+  const auto items = c.columns("sweep_items");
+  if (std::find(items.begin(), items.end(), "lease_until") == items.end())
+    c.exec(fmt::format("ALTER TABLE sweep_items ADD COLUMN lease_until {};", d.real));
   // Members made before scopes get '' (a scope no run has): a run enrolls its keys again under
   // its own, and the items keep their states.
-  bool has_scope = false;
-  for (Stmt info(db, path, "PRAGMA table_info(sweep_members)"); info.step();)
-    has_scope = has_scope || info.column(1).get<std::string>() == "scope";
-  if (!has_scope && sqlite3_exec(db, "ALTER TABLE sweep_members ADD COLUMN scope TEXT NOT NULL DEFAULT '';", nullptr,
-                                 nullptr, nullptr) != SQLITE_OK)
-    throw_sqlite(db, path, "cannot write");
-  if (sqlite3_exec(db, "CREATE INDEX IF NOT EXISTS sweep_members_scope ON sweep_members(sweep, scope, position);",
-                   nullptr, nullptr, nullptr) != SQLITE_OK)
-    throw_sqlite(db, path, "cannot write");
+  const auto members = c.columns("sweep_members");
+  if (std::find(members.begin(), members.end(), "scope") == members.end())
+    c.exec("ALTER TABLE sweep_members ADD COLUMN scope TEXT NOT NULL DEFAULT '';");
+  c.exec("CREATE INDEX IF NOT EXISTS sweep_members_scope ON sweep_members(sweep, scope, position);");
 }
 
 const char* to_string(ItemStatus s) {
@@ -82,89 +76,83 @@ std::string sweep_item_key(const std::string& signature_hash, const std::string&
   return stable_hash(fmt::format("{}\n{}\n{}\n{}\n{}", signature_hash, device_name, cache_mode, autocast, settings));
 }
 
-SweepState::SweepState(Database& db) : db_(db) {
-  Stmt s(db.handle(), db.path(),
-         "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name IN ('sweep_items', 'sweep_members', "
-         "'sweep_results')");
-  s.step();
-  has_tables_ = s.column(0).get<int64_t>() == 3;
+SweepState::SweepState(Database& db) : db_(db.connection()) {
+  has_tables_ = db_.has_table("sweep_items") && db_.has_table("sweep_members") && db_.has_table("sweep_results");
 }
 
 void SweepState::enroll(const SweepId& sweep, const std::vector<SweepItem>& items, Reset reset,
                         const std::vector<std::pair<SweepItem, std::string>>& failed_now) {
-  sqlite3* h = db_.handle();
-  const std::string& path = db_.path();
-  in_transaction(h, path, [&] {
-    Stmt add(h, path,
-             "INSERT INTO sweep_items (key, call, autocast, status, updated_at) VALUES (?1, ?2, ?3, 'pending', ?4) "
-             "ON CONFLICT(key) DO NOTHING");
-    Stmt member(h, path,
-                "INSERT INTO sweep_members (sweep, key, position, axes, scope) VALUES (?1, ?2, ?3, ?4, ?5) "
-                "ON CONFLICT(sweep, key) DO UPDATE SET position = excluded.position, axes = excluded.axes, "
-                "scope = excluded.scope");
-    // A reset never touches an item a live worker holds: running stays running.
-    Stmt back(h, path,
-              reset == Reset::kAll
-                  ? "UPDATE sweep_items SET status = 'pending', reason = NULL, updated_at = ?2 WHERE key = ?1 AND "
-                    "status != 'running'"
-                  : "UPDATE sweep_items SET status = 'pending', reason = NULL, updated_at = ?2 WHERE key = ?1 AND "
-                    "status = 'failed'");
-    Stmt fail(h, path,
-              "UPDATE sweep_items SET status = 'failed', reason = ?2, updated_at = ?3 WHERE key = ?1 AND "
-              "status = 'pending'");
+  in_transaction(db_, [&] {
+    auto add = db_.prepare(
+        "INSERT INTO sweep_items (key, call, autocast, status, updated_at) VALUES (?1, ?2, ?3, 'pending', ?4) "
+        "ON CONFLICT(key) DO NOTHING");
+    auto member = db_.prepare(
+        "INSERT INTO sweep_members (sweep, key, position, axes, scope) VALUES (?1, ?2, ?3, ?4, ?5) "
+        "ON CONFLICT(sweep, key) DO UPDATE SET position = excluded.position, axes = excluded.axes, "
+        "scope = excluded.scope");
+    // A reset never touches an item a live worker holds: running stays running. Its attempts
+    // start again, as for an item never tried.
+    auto back = db_.prepare(
+        reset == Reset::kAll
+            ? "UPDATE sweep_items SET status = 'pending', reason = NULL, attempts = 0, updated_at = ?2 WHERE "
+              "key = ?1 AND status != 'running'"
+            : "UPDATE sweep_items SET status = 'pending', reason = NULL, attempts = 0, updated_at = ?2 WHERE "
+              "key = ?1 AND status = 'failed'");
+    auto fail = db_.prepare(
+        "UPDATE sweep_items SET status = 'failed', reason = ?2, updated_at = ?3 WHERE key = ?1 AND "
+        "status = 'pending'");
     const std::string now = utc_timestamp();
     int64_t position = 0;
     auto enroll_one = [&](const SweepItem& it) {
-      Stmt* stmts[] = {&add, &member, &back, &fail};
-      for (Stmt* s : stmts) sqlite3_reset(s->get());
-      add.bind(1, it.key);
-      add.bind(2, it.call);
-      add.bind(3, it.autocast);
-      add.bind(4, now);
-      add.step();
-      member.bind(1, sweep.name);
-      member.bind(2, it.key);
-      member.bind(3, position++);
-      member.bind(4, it.axes.dump());
-      member.bind(5, sweep.scope);
-      member.step();
+      for (auto* s : {add.get(), member.get(), back.get(), fail.get()}) s->reset();
+      add->bind(1, it.key);
+      add->bind(2, it.call);
+      add->bind(3, it.autocast);
+      add->bind(4, now);
+      add->step();
+      member->bind(1, sweep.name);
+      member->bind(2, it.key);
+      member->bind(3, position++);
+      member->bind(4, it.axes.dump());
+      member->bind(5, sweep.scope);
+      member->step();
       if (reset != Reset::kNone) {
-        back.bind(1, it.key);
-        back.bind(2, now);
-        back.step();
+        back->bind(1, it.key);
+        back->bind(2, now);
+        back->step();
       }
     };
     for (const auto& it : items) enroll_one(it);
     for (const auto& [it, reason] : failed_now) {
       enroll_one(it);
-      fail.bind(1, it.key);
-      fail.bind(2, reason);
-      fail.bind(3, now);
-      fail.step();
+      fail->bind(1, it.key);
+      fail->bind(2, reason);
+      fail->bind(3, now);
+      fail->step();
     }
     return 0;
   });
 }
 
 std::size_t SweepState::requeue_abandoned(const std::function<bool(const std::string&)>& alive) {
-  sqlite3* h = db_.handle();
-  const std::string& path = db_.path();
-  return in_transaction(h, path, [&] {
-    std::vector<std::string> gone;
-    const double now = epoch_seconds();
-    for (Stmt s(h, path, "SELECT key, worker, lease_until FROM sweep_items WHERE status = 'running'"); s.step();) {
-      const bool expired = s.column(2).is_number() && s.column(2).get<double>() < now;
-      if (expired || !alive(text_or_empty(s.column(1)))) gone.push_back(s.column(0).get<std::string>());
-    }
-    Stmt back(h, path, "UPDATE sweep_items SET status = 'pending', updated_at = ?2 WHERE key = ?1");
-    for (const auto& key : gone) {
-      sqlite3_reset(back.get());
-      back.bind(1, key);
-      back.bind(2, utc_timestamp());
-      back.step();
-    }
-    return gone.size();
-  });
+  std::vector<std::pair<std::string, std::string>> running;  // key, worker
+  for (auto s = db_.prepare("SELECT key, worker FROM sweep_items WHERE status = 'running'"); s->step();)
+    running.emplace_back(s->column(0).get<std::string>(), text_or_empty(s->column(1)));
+  // Each item back only if the same worker still holds it: another may have finished it since.
+  auto back = db_.prepare(
+      "UPDATE sweep_items SET status = 'pending', updated_at = ?3 WHERE key = ?1 AND worker = ?2 AND "
+      "status = 'running'");
+  std::size_t requeued = 0;
+  for (const auto& [key, worker] : running) {
+    if (alive(worker)) continue;
+    back->reset();
+    back->bind(1, key);
+    back->bind(2, worker);
+    back->bind(3, utc_timestamp());
+    back->step();
+    requeued += std::size_t(back->changed_rows());
+  }
+  return requeued;
 }
 
 namespace {
@@ -172,7 +160,7 @@ namespace {
 constexpr const char* kItemColumns =
     "i.key, i.call, i.autocast, m.axes, m.position, i.status, i.reason, i.measurement_id, i.attempts, i.worker";
 
-ItemState item_from(Stmt& s) {
+ItemState item_from(SqlStatement& s) {
   ItemState it;
   it.key = s.column(0).get<std::string>();
   it.call = s.column(1).get<std::string>();
@@ -189,104 +177,126 @@ ItemState item_from(Stmt& s) {
 
 }  // namespace
 
-std::optional<ItemState> SweepState::claim(const SweepId& sweep, const std::string& worker, double lease_s) {
-  sqlite3* h = db_.handle();
-  const std::string& path = db_.path();
-  // BEGIN IMMEDIATE takes the write lock first: two workers never claim the same item.
-  return in_transaction(h, path, [&]() -> std::optional<ItemState> {
-    Stmt next(h, path,
-              fmt::format("SELECT {} FROM sweep_members m JOIN sweep_items i ON i.key = m.key WHERE m.sweep = ?1 "
-                          "AND m.scope = ?2 AND i.status = 'pending' ORDER BY m.position LIMIT 1",
-                          kItemColumns));
-    next.bind(1, sweep.name);
-    next.bind(2, sweep.scope);
-    if (!next.step()) return std::nullopt;
-    ItemState it = item_from(next);
-    Stmt take(h, path,
-              "UPDATE sweep_items SET status = 'running', worker = ?2, attempts = attempts + 1, updated_at = ?3, "
-              "lease_until = ?4 WHERE key = ?1");
-    take.bind(1, it.key);
-    take.bind(2, worker);
-    take.bind(3, utc_timestamp());
-    take.bind(4, epoch_seconds() + lease_s);
-    take.step();
-    it.status = ItemStatus::kRunning;
-    it.worker = worker;
-    ++it.attempts;
-    return it;
+std::optional<ItemState> SweepState::claim(const SweepId& sweep, const std::string& worker, const Lease& lease) {
+  // SQLite: the write transaction (BEGIN IMMEDIATE) excludes every other worker. PostgreSQL:
+  // the candidate row is locked (FOR UPDATE … SKIP LOCKED), so workers claiming at once each
+  // get another item without waiting on each other.
+  return in_transaction(db_, [&]() -> std::optional<ItemState> {
+    auto next = db_.prepare(fmt::format(
+        "SELECT {} FROM sweep_members m JOIN sweep_items i ON i.key = m.key WHERE m.sweep = ?1 AND m.scope = ?2 "
+        "AND (i.status = 'pending' OR (i.status = 'running' AND i.lease_until < ?3)) ORDER BY m.position "
+        "LIMIT 1{}",
+        kItemColumns, db_.dialect().claim_lock));
+    auto take = db_.prepare(
+        "UPDATE sweep_items SET status = 'running', worker = ?2, attempts = attempts + 1, updated_at = ?3, "
+        "lease_until = ?4 WHERE key = ?1");
+    auto give_up = db_.prepare("UPDATE sweep_items SET status = 'failed', reason = ?2, updated_at = ?3 WHERE key = ?1");
+    while (true) {
+      const double now = epoch_seconds();
+      next->reset();
+      next->bind(1, sweep.name);
+      next->bind(2, sweep.scope);
+      next->bind(3, now);
+      if (!next->step()) return std::nullopt;
+      ItemState it = item_from(*next);
+      // A running item whose lease ran out: its worker stopped renewing it (killed, a lost
+      // node). Another try, unless that happened to every try so far.
+      if (it.status == ItemStatus::kRunning && it.attempts >= lease.max_attempts) {
+        give_up->reset();
+        give_up->bind(1, it.key);
+        give_up->bind(2, fmt::format("its worker stopped renewing the lease {} times (killed, or its node lost): "
+                                     "last by {}",
+                                     it.attempts, it.worker));
+        give_up->bind(3, utc_timestamp());
+        give_up->step();
+        continue;
+      }
+      take->reset();
+      take->bind(1, it.key);
+      take->bind(2, worker);
+      take->bind(3, utc_timestamp());
+      take->bind(4, now + lease.seconds);
+      take->step();
+      it.status = ItemStatus::kRunning;
+      it.worker = worker;
+      ++it.attempts;
+      return it;
+    }
   });
 }
 
 bool SweepState::heartbeat(const std::string& key, const std::string& worker, double lease_s) {
-  Stmt s(db_.handle(), db_.path(),
-         "UPDATE sweep_items SET lease_until = ?3 WHERE key = ?1 AND worker = ?2 AND status = 'running'");
-  s.bind(1, key);
-  s.bind(2, worker);
-  s.bind(3, epoch_seconds() + lease_s);
-  s.step();
-  return sqlite3_changes(db_.handle()) == 1;
+  auto s = db_.prepare("UPDATE sweep_items SET lease_until = ?3 WHERE key = ?1 AND worker = ?2 AND status = 'running'");
+  s->bind(1, key);
+  s->bind(2, worker);
+  s->bind(3, epoch_seconds() + lease_s);
+  s->step();
+  return s->changed_rows() == 1;
 }
 
 bool SweepState::worker_died(const std::string& key, const std::string& reason, int64_t max_attempts) {
-  sqlite3* h = db_.handle();
-  const std::string& path = db_.path();
-  return in_transaction(h, path, [&] {
-    Stmt s(h, path,
-           "UPDATE sweep_items SET status = CASE WHEN attempts >= ?3 THEN 'failed' ELSE 'pending' END, "
-           "reason = ?2, updated_at = ?4 WHERE key = ?1 AND status = 'running'");
-    s.bind(1, key);
-    s.bind(2, reason);
-    s.bind(3, max_attempts);
-    s.bind(4, utc_timestamp());
-    s.step();
-    Stmt now(h, path, "SELECT status FROM sweep_items WHERE key = ?1");
-    now.bind(1, key);
-    return now.step() && now.column(0).get<std::string>() == "failed";
+  return in_transaction(db_, [&] {
+    auto s = db_.prepare(
+        "UPDATE sweep_items SET status = CASE WHEN attempts >= ?3 THEN 'failed' ELSE 'pending' END, "
+        "reason = ?2, updated_at = ?4 WHERE key = ?1 AND status = 'running'");
+    s->bind(1, key);
+    s->bind(2, reason);
+    s->bind(3, max_attempts);
+    s->bind(4, utc_timestamp());
+    s->step();
+    auto now = db_.prepare("SELECT status FROM sweep_items WHERE key = ?1");
+    now->bind(1, key);
+    return now->step() && now->column(0).get<std::string>() == "failed";
   });
 }
 
-void SweepState::mark_done(const std::string& key, int64_t measurement_id) {
-  Stmt s(db_.handle(), db_.path(),
-         "UPDATE sweep_items SET status = 'done', reason = NULL, measurement_id = ?2, updated_at = ?3 WHERE key = ?1");
-  s.bind(1, key);
-  s.bind(2, measurement_id);
-  s.bind(3, utc_timestamp());
-  s.step();
-  if (sqlite3_changes(db_.handle()) != 1)
-    throw DatabaseError(DatabaseError::Kind::kOther,
-                        fmt::format("{}: sweep item {} is not in the database (was it removed?)", db_.path(), key));
-  Stmt r(db_.handle(), db_.path(), "INSERT INTO sweep_results (measurement_id, key) VALUES (?1, ?2)");
-  r.bind(1, measurement_id);
-  r.bind(2, key);
-  r.step();
+void SweepState::mark_done(const std::string& key, const std::string& worker, int64_t measurement_id) {
+  auto s = db_.prepare(
+      "UPDATE sweep_items SET status = 'done', reason = NULL, measurement_id = ?2, updated_at = ?3 WHERE key = ?1 "
+      "AND status = 'running' AND worker = ?4");
+  s->bind(1, key);
+  s->bind(2, measurement_id);
+  s->bind(3, utc_timestamp());
+  s->bind(4, worker);
+  s->step();
+  if (s->changed_rows() != 1) {
+    auto known = db_.prepare("SELECT status, worker FROM sweep_items WHERE key = ?1");
+    known->bind(1, key);
+    if (!known->step())
+      throw DatabaseError(
+          DatabaseError::Kind::kOther,
+          fmt::format("{}: sweep item {} is not in the database (was it removed?)", db_.location(), key));
+    throw LeaseLost(fmt::format("its lease ran out and it is now {} by {}", known->column(0).get<std::string>(),
+                                text_or_empty(known->column(1))));
+  }
+  auto r = db_.prepare("INSERT INTO sweep_results (measurement_id, key) VALUES (?1, ?2)");
+  r->bind(1, measurement_id);
+  r->bind(2, key);
+  r->step();
 }
 
-void SweepState::mark_failed(const std::string& key, const std::string& reason) {
-  sqlite3* h = db_.handle();
-  const std::string& path = db_.path();
-  in_transaction(h, path, [&] {
-    Stmt s(h, path,
-           "UPDATE sweep_items SET status = 'failed', reason = ?2, updated_at = ?3 WHERE key = ?1 AND "
-           "status != 'done'");
-    s.bind(1, key);
-    s.bind(2, reason);
-    s.bind(3, utc_timestamp());
-    s.step();
-    return 0;
-  });
+void SweepState::mark_failed(const std::string& key, const std::string& worker, const std::string& reason) {
+  auto s = db_.prepare(
+      "UPDATE sweep_items SET status = 'failed', reason = ?2, updated_at = ?3 WHERE key = ?1 AND "
+      "status = 'running' AND worker = ?4");
+  s->bind(1, key);
+  s->bind(2, reason);
+  s->bind(3, utc_timestamp());
+  s->bind(4, worker);
+  s->step();
 }
 
 SweepCounts SweepState::counts(const SweepId& sweep) const {
   if (!has_tables_) return {};
-  Stmt s(db_.handle(), db_.path(),
-         "SELECT i.status, COUNT(*) FROM sweep_members m JOIN sweep_items i ON i.key = m.key WHERE m.sweep = ?1 "
-         "AND m.scope = ?2 GROUP BY i.status");
-  s.bind(1, sweep.name);
-  s.bind(2, sweep.scope);
+  auto s = db_.prepare(
+      "SELECT i.status, COUNT(*) FROM sweep_members m JOIN sweep_items i ON i.key = m.key WHERE m.sweep = ?1 "
+      "AND m.scope = ?2 GROUP BY i.status");
+  s->bind(1, sweep.name);
+  s->bind(2, sweep.scope);
   SweepCounts c;
-  while (s.step()) {
-    const auto n = std::size_t(s.column(1).get<int64_t>());
-    switch (status_of(s.column(0).get<std::string>())) {
+  while (s->step()) {
+    const auto n = std::size_t(s->column(1).get<int64_t>());
+    switch (status_of(s->column(0).get<std::string>())) {
       case ItemStatus::kPending:
         c.pending = n;
         break;
@@ -306,37 +316,37 @@ SweepCounts SweepState::counts(const SweepId& sweep) const {
 
 std::size_t SweepState::items_elsewhere(const SweepId& sweep) const {
   if (!has_tables_) return 0;
-  Stmt s(db_.handle(), db_.path(), "SELECT COUNT(*) FROM sweep_members WHERE sweep = ?1 AND scope != ?2");
-  s.bind(1, sweep.name);
-  s.bind(2, sweep.scope);
-  s.step();
-  return std::size_t(s.column(0).get<int64_t>());
+  auto s = db_.prepare("SELECT COUNT(*) FROM sweep_members WHERE sweep = ?1 AND scope != ?2");
+  s->bind(1, sweep.name);
+  s->bind(2, sweep.scope);
+  s->step();
+  return std::size_t(s->column(0).get<int64_t>());
 }
 
 std::vector<ItemState> SweepState::items(const SweepId& sweep, std::optional<ItemStatus> only) const {
   if (!has_tables_) return {};
-  Stmt s(db_.handle(), db_.path(),
-         fmt::format("SELECT {} FROM sweep_members m JOIN sweep_items i ON i.key = m.key WHERE m.sweep = ?1 AND "
-                     "m.scope = ?3 AND (?2 = '' OR i.status = ?2) ORDER BY m.position",
-                     kItemColumns));
-  s.bind(1, sweep.name);
-  s.bind(2, only ? to_string(*only) : "");
-  s.bind(3, sweep.scope);
+  auto s = db_.prepare(
+      fmt::format("SELECT {} FROM sweep_members m JOIN sweep_items i ON i.key = m.key WHERE m.sweep = ?1 AND "
+                  "m.scope = ?3 AND (?2 = '' OR i.status = ?2) ORDER BY m.position",
+                  kItemColumns));
+  s->bind(1, sweep.name);
+  s->bind(2, only ? to_string(*only) : "");
+  s->bind(3, sweep.scope);
   std::vector<ItemState> out;
-  while (s.step()) out.push_back(item_from(s));
+  while (s->step()) out.push_back(item_from(*s));
   return out;
 }
 
 SweepState::DoneSummary SweepState::done_summary(const SweepId& sweep) const {
   if (!has_tables_) return {};
-  Stmt s(db_.handle(), db_.path(),
-         "SELECT AVG(me.seconds), COUNT(DISTINCT i.worker) FROM sweep_members m JOIN sweep_items i ON i.key = m.key "
-         "LEFT JOIN measurements me ON me.id = i.measurement_id WHERE m.sweep = ?1 AND m.scope = ?2 AND "
-         "i.status = 'done'");
-  s.bind(1, sweep.name);
-  s.bind(2, sweep.scope);
-  s.step();
-  return {s.column(0).is_number() ? s.column(0).get<double>() : 0, std::size_t(s.column(1).get<int64_t>())};
+  auto s = db_.prepare(
+      "SELECT AVG(me.seconds), COUNT(DISTINCT i.worker) FROM sweep_members m JOIN sweep_items i ON i.key = m.key "
+      "LEFT JOIN measurements me ON me.id = i.measurement_id WHERE m.sweep = ?1 AND m.scope = ?2 AND "
+      "i.status = 'done'");
+  s->bind(1, sweep.name);
+  s->bind(2, sweep.scope);
+  s->step();
+  return {s->column(0).is_number() ? s->column(0).get<double>() : 0, std::size_t(s->column(1).get<int64_t>())};
 }
 
 std::map<int64_t, SweepState::Origin> SweepState::origins(const std::string& sweep) const {
@@ -344,14 +354,14 @@ std::map<int64_t, SweepState::Origin> SweepState::origins(const std::string& swe
   if (!has_tables_) return out;
   // Every measurement of an item, not only its newest (--force adds rows): each row of the
   // export carries the axes it was measured for.
-  Stmt s(db_.handle(), db_.path(),
-         "SELECT r.measurement_id, m.sweep, m.axes FROM sweep_results r JOIN sweep_members m ON m.key = r.key "
-         "WHERE ?1 = '' OR m.sweep = ?1 ORDER BY m.rowid");
-  s.bind(1, sweep);
-  while (s.step()) {
-    const int64_t id = s.column(0).get<int64_t>();
+  auto s = db_.prepare(
+      "SELECT r.measurement_id, m.sweep, m.axes FROM sweep_results r JOIN sweep_members m ON m.key = r.key "
+      "WHERE ?1 = '' OR m.sweep = ?1 ORDER BY m.sweep, m.position");
+  s->bind(1, sweep);
+  while (s->step()) {
+    const int64_t id = s->column(0).get<int64_t>();
     if (!out.count(id))
-      out[id] = {s.column(1).get<std::string>(), nlohmann::json::parse(s.column(2).get<std::string>())};
+      out[id] = {s->column(1).get<std::string>(), nlohmann::json::parse(s->column(2).get<std::string>())};
   }
   return out;
 }
@@ -359,8 +369,8 @@ std::map<int64_t, SweepState::Origin> SweepState::origins(const std::string& swe
 std::vector<std::string> SweepState::sweeps() const {
   std::vector<std::string> out;
   if (!has_tables_) return out;
-  for (Stmt s(db_.handle(), db_.path(), "SELECT DISTINCT sweep FROM sweep_members ORDER BY sweep"); s.step();)
-    out.push_back(s.column(0).get<std::string>());
+  for (auto s = db_.prepare("SELECT DISTINCT sweep FROM sweep_members ORDER BY sweep"); s->step();)
+    out.push_back(s->column(0).get<std::string>());
   return out;
 }
 

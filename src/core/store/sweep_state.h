@@ -5,23 +5,25 @@
 // what is done, and two sweeps (or two models of a model list) that share an item measure it
 // once. A worker claims an item (running, with its name), and its measurement lands in the
 // same transaction that marks the item done: a killed worker loses at most the item in hand,
-// which goes back to pending, and nothing is measured twice. Torch-free.
+// which goes back to pending, and nothing is measured twice. The same queue serves workers on
+// one machine (SQLite or PostgreSQL) and on many (PostgreSQL: claims lock their row and skip the
+// rows other workers hold). Torch-free.
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
-
-struct sqlite3;
 
 namespace opcost {
 
 class Database;
+class SqlConnection;
 
 // The tables, made (if missing) when a database is opened for writing.
-void create_sweep_tables(sqlite3* db, const std::string& path);
+void create_sweep_tables(SqlConnection& c);
 
 enum class ItemStatus { kPending, kRunning, kDone, kFailed };
 const char* to_string(ItemStatus s);
@@ -59,6 +61,21 @@ struct SweepId {
   std::string scope;
 };
 
+// A worker's item was taken by another worker after its lease ran out (the worker stalled
+// longer than the lease): its result is not stored, since the other worker's will be.
+class LeaseLost : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// How long a worker holds an item without renewing it (a heartbeat every lease / 4), and how
+// many tries may end with the worker gone before the item is failed.
+constexpr double kSweepLeaseSeconds = 60;
+struct SweepLease {
+  double seconds = kSweepLeaseSeconds;  // a worker that stops renewing it loses the item after this
+  int64_t max_attempts = 2;             // tries whose worker died or stopped renewing
+};
+
 struct SweepCounts {
   std::size_t pending = 0, running = 0, done = 0, failed = 0;
   std::size_t total() const { return pending + running + done + failed; }
@@ -80,24 +97,28 @@ class SweepState {
   // anything runs (a shape the op's schema rejects), with the reason; they are marked failed.
   void enroll(const SweepId& sweep, const std::vector<SweepItem>& items, Reset reset,
               const std::vector<std::pair<SweepItem, std::string>>& failed_now = {});
-  // Running items whose worker is gone go back to pending: those whose lease ran out (a lost
-  // node, a worker that stopped renewing it) and those `alive` says are dead (a process of
-  // this host that no longer runs). Returns how many.
+  // Running items whose worker is a process of this host that no longer runs (`alive` says
+  // so) go back to pending. Returns how many. (Items whose lease ran out need no call: claim
+  // takes them.)
   std::size_t requeue_abandoned(const std::function<bool(const std::string& worker)>& alive);
-  // The sweep's next pending item, now running for `worker` with a lease of `lease_s` seconds
-  // (renewed by heartbeat()); none when nothing is pending.
-  std::optional<ItemState> claim(const SweepId& sweep, const std::string& worker, double lease_s = kLeaseSeconds);
+  static constexpr double kLeaseSeconds = kSweepLeaseSeconds;
+  using Lease = SweepLease;
+  // The sweep's next pending item, or a running one whose lease ran out, now running for
+  // `worker` under `lease` (renewed by heartbeat()); none when nothing is left to take. An item
+  // whose lease ran out on max_attempts tries is failed instead, with why.
+  std::optional<ItemState> claim(const SweepId& sweep, const std::string& worker, const Lease& lease = {});
   // Renews `worker`'s lease on its running item; false when the item is no longer its own.
   bool heartbeat(const std::string& key, const std::string& worker, double lease_s = kLeaseSeconds);
   // A worker died while measuring the item: it goes back to pending for another try, or, once
   // `max_attempts` workers died on it, it is failed with `reason` (an item that crashes the
   // process every time). Returns true when it was failed.
   bool worker_died(const std::string& key, const std::string& reason, int64_t max_attempts);
-  static constexpr double kLeaseSeconds = 60;  // a heartbeat every lease / 4
-  // Inside Database::insert's transaction (its `also`), with the new row's id.
-  void mark_done(const std::string& key, int64_t measurement_id);
-  // An item that is not done (a worker that died may have finished it just before).
-  void mark_failed(const std::string& key, const std::string& reason);
+  // Inside Database::insert's transaction (its `also`), with the new row's id. Throws LeaseLost
+  // when `worker` no longer holds the item (its lease ran out and another worker took it): the
+  // insert then rolls back, so no item is stored twice.
+  void mark_done(const std::string& key, const std::string& worker, int64_t measurement_id);
+  // An item `worker` holds failed (nothing happens when it no longer holds it).
+  void mark_failed(const std::string& key, const std::string& worker, const std::string& reason);
 
   SweepCounts counts(const SweepId& sweep) const;
   // Items the sweep (by name) has in other scopes: runs at other settings or on another device.
@@ -120,7 +141,7 @@ class SweepState {
   DoneSummary done_summary(const SweepId& sweep) const;
 
  private:
-  Database& db_;
+  SqlConnection& db_;
   bool has_tables_ = false;
 };
 

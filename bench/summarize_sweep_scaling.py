@@ -1,0 +1,48 @@
+"""Summarises bench/run_sweep_scaling's OUT directory as JSON: for each run (1 and 2 workers) the
+items, their rows, duplicates (calls stored more than once), the GPUs (UUIDs) the rows name, the
+wall time from the sweep's start to its end, items per second, and the mean seconds a measurement
+took; then the speed-up of 2 workers over 1 in items per second.
+
+    python3 bench/summarize_sweep_scaling.py OUT
+"""
+import csv
+import json
+import sys
+from collections import Counter
+from pathlib import Path
+
+
+def run_of(out: Path, workers: int, wall_s: float) -> dict:
+    with open(out / f"rows-{workers}.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    calls = Counter((r["op"], r["args"]) for r in rows)
+    flagged = [r for r in rows if r["flags"]]
+    return {
+        "workers": workers,
+        "rows": len(rows),
+        "distinct_calls": len(calls),
+        "duplicates": sum(n - 1 for n in calls.values()),
+        "gpus": sorted({r["device_uuid"] for r in rows}),
+        "rows_per_gpu": dict(Counter(r["device_uuid"] for r in rows)),
+        "flagged_rows": len(flagged),
+        "wall_s": round(wall_s, 2),
+        "items_per_s": round(len(calls) / wall_s, 4),
+        "mean_measurement_s": round(sum(float(r["seconds"]) for r in rows) / len(rows), 3),
+    }
+
+
+def main() -> None:
+    out = Path(sys.argv[1])
+    walls = {}
+    for line in (out / "wall.txt").read_text().splitlines():
+        workers, t0, t1 = line.split()
+        walls[int(workers)] = float(t1) - float(t0)
+    runs = [run_of(out, w, walls[w]) for w in sorted(walls)]
+    summary = {"runs": runs}
+    if len(runs) == 2:
+        summary["speedup_items_per_s"] = round(runs[1]["items_per_s"] / runs[0]["items_per_s"], 3)
+    print(json.dumps(summary, indent=2))
+
+
+if __name__ == "__main__":
+    main()

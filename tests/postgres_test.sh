@@ -1,0 +1,118 @@
+#!/usr/bin/env bash
+# opcost on PostgreSQL, end to end on the CPU, against a throw-away server this test starts
+# (tests/tools/postgres_cluster.sh: initdb and pg_ctl in a temporary directory, a Unix socket,
+# a user that is not root):
+#   - the engine-independent unit tests (database, sweep queue) on the server;
+#   - measure, db list/show/export on a postgresql:// database;
+#   - the queue under 8 sweeps started at once (8 "nodes" of one worker): every item done
+#     exactly once;
+#   - kill -9 of a sweep and its worker mid-item: another node's worker takes the item when its
+#     lease runs out, and it completes, once;
+#   - db copy SQLite -> PostgreSQL -> SQLite: the same rows and sweep columns; copying again
+#     adds nothing.
+# Skips (exit 77) where no PostgreSQL server programs are installed, saying so.
+set -uo pipefail
+bin=$1; core_tests=$2; dir=$3
+rm -rf "$dir"; mkdir -p "$dir"
+source "$(dirname "$0")/check.sh"
+cluster=$(dirname "$0")/tools/postgres_cluster.sh
+if ! base=$("$cluster" start "$dir/pg" 2>"$dir/pg-start.err"); then
+  if grep -q "no initdb" "$dir/pg-start.err"; then
+    echo "SKIP: $(cat "$dir/pg-start.err")"
+    exit 77
+  fi
+  cat "$dir/pg-start.err"; exit 1
+fi
+trap '"$cluster" stop "$dir/pg"' EXIT
+newdb() { "$cluster" createdb "$dir/pg" "$1"; }
+fast=(--device cpu --no-energy --max-time 0.05)
+slow=(--device cpu --no-energy --max-time 0.6 --target-ci 0.000001)
+rows() { "$bin" db export --csv --db "$1" 2>/dev/null | tail -n +2 | wc -l; }
+distinct_args() { "$bin" db export --json --db "$1" 2>/dev/null | grep -o '"args_hash":"[0-9a-f]*"' | sort -u | wc -l; }
+
+# 1. The unit tests of both engines, now with a server.
+OPCOST_TEST_POSTGRES=$base "$core_tests" --gtest_filter='Engines/*' --gtest_brief=1 >"$dir/unit.log" 2>&1
+check "database and queue unit tests pass on PostgreSQL" test $? -eq 0
+check "... and none of them skipped" lacks "$dir/unit.log" "SKIPPED"
+
+# 2. The commands on a postgresql:// database.
+url=$(newdb cli)
+"$bin" measure aten::relu self=f32[64] --db "$url" "${fast[@]}" >/dev/null 2>"$dir/m.err"
+check "measure stores into PostgreSQL" test $? -eq 0
+check "... and says where" has "$dir/m.err" "stored as row 1 in postgresql://opcost@"
+"$bin" db list --db "$url" >"$dir/list" 2>&1
+check "db list reads it" has "$dir/list" "aten::relu"
+"$bin" db show 1 --db "$url" >"$dir/show" 2>&1
+check "db show reads the document" has "$dir/show" '"op": "aten::relu"'
+"$bin" db list --db "${base}/nosuchdb" >"$dir/bad" 2>&1
+check "an unknown database is one line naming it" test "$(wc -l <"$dir/bad")" -eq 1 -a "$(grep -c 'nosuchdb: cannot connect' "$dir/bad")" -eq 1
+
+# 3. Eight sweeps at once on one database (eight nodes of one worker each): every item exactly once.
+cat >"$dir/grid.yaml" <<'YAML'
+name: queue-check
+op: aten::add
+args: {self: "f32[{n}]", other: "f32[{n}]"}
+axes: {n: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32]}
+YAML
+q=$(newdb queue)
+pids=()
+for i in $(seq 8); do
+  "$bin" sweep "$dir/grid.yaml" --db "$q" "${fast[@]}" --progress-every 0 >"$dir/q$i.out" 2>"$dir/q$i.err" &
+  pids+=($!)
+done
+ok=0
+for p in "${pids[@]}"; do wait "$p" || ok=1; done
+check "eight concurrent sweeps all succeed" test $ok -eq 0
+check "every item is stored once: 32 rows" test "$(rows "$q")" -eq 32
+check "... of 32 distinct calls" test "$(distinct_args "$q")" -eq 32
+"$bin" sweep status "$dir/grid.yaml" --db "$q" "${fast[@]}" >"$dir/qs" 2>&1
+check "status: 32 done" has "$dir/qs" "done     32"
+workers=$(grep -o 'workers  [0-9]*' "$dir/qs" | grep -o '[0-9]*$')
+check "more than one worker took items (${workers:-1})" test "${workers:-1}" -gt 1
+
+# 4. A node lost mid-item: its sweep and worker are killed with SIGKILL while another node's sweep
+#    runs. The other takes the item when the lease runs out; each item is stored once.
+cat >"$dir/slow.yaml" <<'YAML'
+name: lease-check
+op: aten::mul
+args: {self: "f32[{n}]", other: "f32[{n}]"}
+axes: {n: [1, 2, 3, 4, 5, 6]}
+YAML
+k=$(newdb lease)
+"$bin" sweep "$dir/slow.yaml" --db "$k" "${slow[@]}" --lease 3 --progress-every 0 >/dev/null 2>"$dir/lost.err" &
+lost=$!
+for _ in $(seq 100); do
+  "$bin" sweep status "$dir/slow.yaml" --db "$k" "${slow[@]}" 2>/dev/null | grep -q "running: " && break
+  sleep 0.1
+done
+"$bin" sweep "$dir/slow.yaml" --db "$k" "${slow[@]}" --lease 3 --progress-every 0 >/dev/null 2>"$dir/survivor.err" &
+survivor=$!
+sleep 0.5
+kill -9 "$lost"  # its worker dies with it (it asked for SIGKILL when its parent dies)
+wait "$lost" 2>/dev/null
+wait "$survivor"
+check "the surviving node's sweep finishes" test $? -eq 0
+"$bin" sweep status "$dir/slow.yaml" --db "$k" "${slow[@]}" >"$dir/ks" 2>&1
+check "every item done, the lost node's too" has "$dir/ks" "done     6"
+check "... each stored once" test "$(rows "$k")" -eq 6 -a "$(distinct_args "$k")" -eq 6
+check "the lost item was taken again after its lease (2 attempts)" \
+  test "$("$cluster" sql "$dir/pg" lease "SELECT max(attempts) FROM sweep_items")" -eq 2
+
+# 5. db copy: SQLite -> PostgreSQL -> SQLite gives the same rows and the same sweep columns.
+"$bin" sweep "$dir/grid.yaml" --db "$dir/local.db" "${fast[@]}" --progress-every 0 >/dev/null 2>&1
+"$bin" measure aten::relu self=f32[7] --db "$dir/local.db" "${fast[@]}" >/dev/null 2>&1
+c=$(newdb copy)
+"$bin" db copy "$dir/local.db" "$c" 2>"$dir/c1"
+check "db copy into PostgreSQL" has "$dir/c1" "copied 33 measurements"
+"$bin" db copy "$dir/local.db" "$c" 2>"$dir/c2"
+check "copying again adds nothing" has "$dir/c2" "copied 0 measurements .* (33 were there already)"
+"$bin" db copy "$c" "$dir/back.db" 2>"$dir/c3"
+check "db copy back into a new SQLite file" has "$dir/c3" "copied 33 measurements"
+"$bin" db export --csv --db "$dir/local.db" >"$dir/local.csv"
+"$bin" db export --csv --db "$dir/back.db" >"$dir/back.csv"
+check "the round trip keeps every row, column and axis" cmp -s "$dir/local.csv" "$dir/back.csv"
+check "... the sweep's axes among them" test "$(grep -c ',queue-check,' "$dir/back.csv")" -eq 32
+"$bin" sweep "$dir/grid.yaml" --db "$c" "${fast[@]}" 2>"$dir/c4"
+check "the copied sweep state says it is done" has "$dir/c4" "nothing to measure: 32 items done"
+
+finish
