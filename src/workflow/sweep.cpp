@@ -402,21 +402,25 @@ class EventWriter {
   std::FILE* out_;
 };
 
-// Renews a worker's lease on its item while it measures, from a thread with a connection of
-// its own: a worker that hangs or dies stops renewing, and the item goes back to pending.
+// Renews a worker's lease on the item in hand while it measures, from a thread with a
+// connection of its own, opened once for the worker's life: a worker that hangs or dies stops
+// renewing, and the item goes back to the queue.
 class LeaseKeeper {
  public:
-  LeaseKeeper(const std::string& db_path, std::string key, std::string worker, double lease_s)
-      : thread_([this, db_path, key = std::move(key), worker = std::move(worker), lease_s] {
+  LeaseKeeper(const std::string& db_location, std::string worker, double lease_s)
+      : thread_([this, db_location, worker = std::move(worker), lease_s] {
           try {
-            Database db(db_path);
+            Database db(db_location);
             SweepState state(db);
             std::unique_lock lock(mutex_);
-            while (!cv_.wait_for(lock, std::chrono::duration<double>(lease_s / 4), [this] { return stop_; }))
-              state.heartbeat(key, worker, lease_s);
+            while (!stop_) {
+              cv_.wait_for(lock, std::chrono::duration<double>(lease_s / 4));
+              if (!stop_ && !key_.empty()) state.heartbeat(key_, worker, lease_s);
+            }
           } catch (const std::exception&) {
-            // The measurement goes on; without renewals another run may take the item back
-            // after the lease, which costs a measurement, never a result.
+            // The measurement goes on; without renewals another worker may take the item
+            // after the lease, and this one's result is then refused: a measurement lost,
+            // never a result stored twice.
           }
         }) {}
   ~LeaseKeeper() {
@@ -427,12 +431,19 @@ class LeaseKeeper {
     cv_.notify_one();
     thread_.join();
   }
+  // The item now in hand ("" when none). Claiming set its lease: the first renewal is due
+  // a quarter of a lease later.
+  void hold(const std::string& key) {
+    std::lock_guard lock(mutex_);
+    key_ = key;
+  }
 
  private:
   std::mutex mutex_;
   std::condition_variable cv_;
   bool stop_ = false;
-  std::thread thread_;
+  std::string key_;
+  std::thread thread_;  // last: it starts once the members above exist
 };
 
 }  // namespace
@@ -463,9 +474,10 @@ int run_sweep_worker(const MeasureOptions& o, const SweepId& sweep, const SweepS
       std::this_thread::sleep_for(std::chrono::duration<double>(wait_s));
     }
   };
+  LeaseKeeper keeper(o.db, me, lease.seconds);
   while (auto item = next_item()) {
     events.write({{"event", "start"}, {"key", item->key}, {"call", item->call}, {"worker", me}});
-    const LeaseKeeper keeper(o.db, item->key, me, lease.seconds);
+    keeper.hold(item->key);
     auto fail = [&](const std::string& reason) {
       state.mark_failed(item->key, me, reason);
       events.write({{"event", "failed"}, {"key", item->key}, {"call", item->call}, {"reason", reason}});

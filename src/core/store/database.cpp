@@ -320,9 +320,7 @@ void Database::each_row(const std::function<void(const nlohmann::json& row)>& vi
 Database::Copied Database::insert_row(const nlohmann::json& row, const std::function<void(int64_t)>& also) {
   auto same = conn_->prepare(
       "SELECT id FROM measurements WHERE created_at = ?1 AND args_hash = ?2 AND result_json = ?3 LIMIT 1");
-  same->bind(1, row.value("created_at", ""));
-  same->bind(2, row.value("args_hash", ""));
-  same->bind(3, row.value("result_json", ""));
+  same->bind_all({row.value("created_at", ""), row.value("args_hash", ""), row.value("result_json", "")});
   if (same->step()) return {same->column(0).get<int64_t>(), false};
   return {insert_values(row, also), true};
 }
@@ -347,12 +345,7 @@ std::optional<nlohmann::json> Database::lookup(const Key& k, bool allow_flagged)
       fmt::format("SELECT id, result_json FROM measurements WHERE op=?1 AND overload=?2 AND args_hash=?3 "
                   "AND device_name=?4 AND cache_mode=?5 AND {}=?6 ORDER BY (flags = '') DESC, id DESC LIMIT 1",
                   has_autocast ? "autocast" : "''"));
-  s->bind(1, k.op);
-  s->bind(2, k.overload);
-  s->bind(3, k.args_hash);
-  s->bind(4, k.device_name);
-  s->bind(5, k.cache_mode);
-  s->bind(6, k.autocast);
+  s->bind_all({k.op, k.overload, k.args_hash, k.device_name, k.cache_mode, k.autocast});
   if (!s->step()) return std::nullopt;
   auto doc = document_of(*s, 0, 1);
   if (!allow_flagged && !doc["flags"].empty()) return std::nullopt;
@@ -365,8 +358,7 @@ std::vector<Database::Summary> Database::list(const std::string& op_filter, int 
       "time_ci95_low_us, time_ci95_high_us, energy_per_call_mJ, energy_ci95_low_mJ, "
       "energy_ci95_high_mJ, time_samples FROM measurements WHERE (?1 = '' OR op LIKE '%' || ?1 || '%') "
       "ORDER BY id DESC LIMIT ?2");
-  s->bind(1, op_filter);
-  s->bind(2, limit);
+  s->bind_all({op_filter, limit});
   std::vector<Summary> out;
   auto text = [&](int i) { return s->column(i).is_null() ? std::string() : s->column(i).get<std::string>(); };
   while (s->step()) {

@@ -38,15 +38,8 @@ CopyCounts copy_database(const Database& from, Database& to, const std::function
          s->step();) {
       item->reset();
       const std::string status = s->column(3).get<std::string>();
-      item->bind(1, s->column(0));
-      item->bind(2, s->column(1));
-      item->bind(3, s->column(2));
-      item->bind(4, status == "running" ? "pending" : status);
-      item->bind(5, s->column(4));
-      item->bind(6, mapped(s->column(5)));
-      item->bind(7, s->column(6));
-      item->bind(8, s->column(7));
-      item->bind(9, s->column(8));
+      item->bind_all({s->column(0), s->column(1), s->column(2), status == "running" ? "pending" : status, s->column(4),
+                      mapped(s->column(5)), s->column(6), s->column(7), s->column(8)});
       item->step();
       counts.items += std::size_t(item->changed_rows());
     }
@@ -67,8 +60,7 @@ CopyCounts copy_database(const Database& from, Database& to, const std::function
         const auto id = mapped(s->column(0));
         if (id.is_null()) continue;
         result->reset();
-        result->bind(1, id);
-        result->bind(2, s->column(1));
+        result->bind_all({id, s->column(1)});
         result->step();
       }
     }

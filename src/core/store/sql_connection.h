@@ -30,8 +30,11 @@ class SqlStatement {
  public:
   virtual ~SqlStatement() = default;
   virtual void bind(int index, const nlohmann::json& value) = 0;  // 1-based, as ?N
-  virtual bool step() = 0;                                        // true: a row is there
-  virtual nlohmann::json column(int index) = 0;                   // 0-based
+  void bind_all(const std::vector<nlohmann::json>& values) {      // to ?1, ?2, … in order
+    for (std::size_t i = 0; i < values.size(); ++i) bind(int(i) + 1, values[i]);
+  }
+  virtual bool step() = 0;                       // true: a row is there
+  virtual nlohmann::json column(int index) = 0;  // 0-based
   virtual int column_count() = 0;
   virtual void reset() = 0;            // to run again; the bound values stay
   virtual int64_t changed_rows() = 0;  // by the statement just run (UPDATE, INSERT, DELETE)

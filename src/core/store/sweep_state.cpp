@@ -105,29 +105,19 @@ void SweepState::enroll(const SweepId& sweep, const std::vector<SweepItem>& item
     int64_t position = 0;
     auto enroll_one = [&](const SweepItem& it) {
       for (auto* s : {add.get(), member.get(), back.get(), fail.get()}) s->reset();
-      add->bind(1, it.key);
-      add->bind(2, it.call);
-      add->bind(3, it.autocast);
-      add->bind(4, now);
+      add->bind_all({it.key, it.call, it.autocast, now});
       add->step();
-      member->bind(1, sweep.name);
-      member->bind(2, it.key);
-      member->bind(3, position++);
-      member->bind(4, it.axes.dump());
-      member->bind(5, sweep.scope);
+      member->bind_all({sweep.name, it.key, position++, it.axes.dump(), sweep.scope});
       member->step();
       if (reset != Reset::kNone) {
-        back->bind(1, it.key);
-        back->bind(2, now);
+        back->bind_all({it.key, now});
         back->step();
       }
     };
     for (const auto& it : items) enroll_one(it);
     for (const auto& [it, reason] : failed_now) {
       enroll_one(it);
-      fail->bind(1, it.key);
-      fail->bind(2, reason);
-      fail->bind(3, now);
+      fail->bind_all({it.key, reason, now});
       fail->step();
     }
     return 0;
@@ -146,9 +136,7 @@ std::size_t SweepState::requeue_abandoned(const std::function<bool(const std::st
   for (const auto& [key, worker] : running) {
     if (alive(worker)) continue;
     back->reset();
-    back->bind(1, key);
-    back->bind(2, worker);
-    back->bind(3, utc_timestamp());
+    back->bind_all({key, worker, utc_timestamp()});
     back->step();
     requeued += std::size_t(back->changed_rows());
   }
@@ -194,9 +182,7 @@ std::optional<ItemState> SweepState::claim(const SweepId& sweep, const std::stri
     while (true) {
       const double now = epoch_seconds();
       next->reset();
-      next->bind(1, sweep.name);
-      next->bind(2, sweep.scope);
-      next->bind(3, now);
+      next->bind_all({sweep.name, sweep.scope, now});
       if (!next->step()) return std::nullopt;
       ItemState it = item_from(*next);
       // A running item whose lease ran out: its worker stopped renewing it (killed, a lost
@@ -212,10 +198,7 @@ std::optional<ItemState> SweepState::claim(const SweepId& sweep, const std::stri
         continue;
       }
       take->reset();
-      take->bind(1, it.key);
-      take->bind(2, worker);
-      take->bind(3, utc_timestamp());
-      take->bind(4, now + lease.seconds);
+      take->bind_all({it.key, worker, utc_timestamp(), now + lease.seconds});
       take->step();
       it.status = ItemStatus::kRunning;
       it.worker = worker;
@@ -227,9 +210,7 @@ std::optional<ItemState> SweepState::claim(const SweepId& sweep, const std::stri
 
 bool SweepState::heartbeat(const std::string& key, const std::string& worker, double lease_s) {
   auto s = db_.prepare("UPDATE sweep_items SET lease_until = ?3 WHERE key = ?1 AND worker = ?2 AND status = 'running'");
-  s->bind(1, key);
-  s->bind(2, worker);
-  s->bind(3, epoch_seconds() + lease_s);
+  s->bind_all({key, worker, epoch_seconds() + lease_s});
   s->step();
   return s->changed_rows() == 1;
 }
@@ -239,10 +220,7 @@ bool SweepState::worker_died(const std::string& key, const std::string& reason, 
     auto s = db_.prepare(
         "UPDATE sweep_items SET status = CASE WHEN attempts >= ?3 THEN 'failed' ELSE 'pending' END, "
         "reason = ?2, updated_at = ?4 WHERE key = ?1 AND status = 'running'");
-    s->bind(1, key);
-    s->bind(2, reason);
-    s->bind(3, max_attempts);
-    s->bind(4, utc_timestamp());
+    s->bind_all({key, reason, max_attempts, utc_timestamp()});
     s->step();
     auto now = db_.prepare("SELECT status FROM sweep_items WHERE key = ?1");
     now->bind(1, key);
@@ -254,10 +232,7 @@ void SweepState::mark_done(const std::string& key, const std::string& worker, in
   auto s = db_.prepare(
       "UPDATE sweep_items SET status = 'done', reason = NULL, measurement_id = ?2, updated_at = ?3 WHERE key = ?1 "
       "AND status = 'running' AND worker = ?4");
-  s->bind(1, key);
-  s->bind(2, measurement_id);
-  s->bind(3, utc_timestamp());
-  s->bind(4, worker);
+  s->bind_all({key, measurement_id, utc_timestamp(), worker});
   s->step();
   if (s->changed_rows() != 1) {
     auto known = db_.prepare("SELECT status, worker FROM sweep_items WHERE key = ?1");
@@ -270,8 +245,7 @@ void SweepState::mark_done(const std::string& key, const std::string& worker, in
                                 text_or_empty(known->column(1))));
   }
   auto r = db_.prepare("INSERT INTO sweep_results (measurement_id, key) VALUES (?1, ?2)");
-  r->bind(1, measurement_id);
-  r->bind(2, key);
+  r->bind_all({measurement_id, key});
   r->step();
 }
 
@@ -279,10 +253,7 @@ void SweepState::mark_failed(const std::string& key, const std::string& worker, 
   auto s = db_.prepare(
       "UPDATE sweep_items SET status = 'failed', reason = ?2, updated_at = ?3 WHERE key = ?1 AND "
       "status = 'running' AND worker = ?4");
-  s->bind(1, key);
-  s->bind(2, reason);
-  s->bind(3, utc_timestamp());
-  s->bind(4, worker);
+  s->bind_all({key, reason, utc_timestamp(), worker});
   s->step();
 }
 
@@ -291,8 +262,7 @@ SweepCounts SweepState::counts(const SweepId& sweep) const {
   auto s = db_.prepare(
       "SELECT i.status, COUNT(*) FROM sweep_members m JOIN sweep_items i ON i.key = m.key WHERE m.sweep = ?1 "
       "AND m.scope = ?2 GROUP BY i.status");
-  s->bind(1, sweep.name);
-  s->bind(2, sweep.scope);
+  s->bind_all({sweep.name, sweep.scope});
   SweepCounts c;
   while (s->step()) {
     const auto n = std::size_t(s->column(1).get<int64_t>());
@@ -317,8 +287,7 @@ SweepCounts SweepState::counts(const SweepId& sweep) const {
 std::size_t SweepState::items_elsewhere(const SweepId& sweep) const {
   if (!has_tables_) return 0;
   auto s = db_.prepare("SELECT COUNT(*) FROM sweep_members WHERE sweep = ?1 AND scope != ?2");
-  s->bind(1, sweep.name);
-  s->bind(2, sweep.scope);
+  s->bind_all({sweep.name, sweep.scope});
   s->step();
   return std::size_t(s->column(0).get<int64_t>());
 }
@@ -329,9 +298,7 @@ std::vector<ItemState> SweepState::items(const SweepId& sweep, std::optional<Ite
       fmt::format("SELECT {} FROM sweep_members m JOIN sweep_items i ON i.key = m.key WHERE m.sweep = ?1 AND "
                   "m.scope = ?3 AND (?2 = '' OR i.status = ?2) ORDER BY m.position",
                   kItemColumns));
-  s->bind(1, sweep.name);
-  s->bind(2, only ? to_string(*only) : "");
-  s->bind(3, sweep.scope);
+  s->bind_all({sweep.name, only ? to_string(*only) : "", sweep.scope});
   std::vector<ItemState> out;
   while (s->step()) out.push_back(item_from(*s));
   return out;
@@ -343,8 +310,7 @@ SweepState::DoneSummary SweepState::done_summary(const SweepId& sweep) const {
       "SELECT AVG(me.seconds), COUNT(DISTINCT i.worker) FROM sweep_members m JOIN sweep_items i ON i.key = m.key "
       "LEFT JOIN measurements me ON me.id = i.measurement_id WHERE m.sweep = ?1 AND m.scope = ?2 AND "
       "i.status = 'done'");
-  s->bind(1, sweep.name);
-  s->bind(2, sweep.scope);
+  s->bind_all({sweep.name, sweep.scope});
   s->step();
   return {s->column(0).is_number() ? s->column(0).get<double>() : 0, std::size_t(s->column(1).get<int64_t>())};
 }
