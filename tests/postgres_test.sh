@@ -115,4 +115,20 @@ check "... the sweep's axes among them" test "$(grep -c ',queue-check,' "$dir/ba
 "$bin" sweep "$dir/grid.yaml" --db "$c" "${fast[@]}" 2>"$dir/c4"
 check "the copied sweep state says it is done" has "$dir/c4" "nothing to measure: 32 items done"
 
+# 6. From Python: opcost.sweep into a postgresql:// database (where the extension is built).
+if [ -n "${OPCOST_PYTHON:-}" ] && PYTHONPATH=${OPCOST_PYTHONPATH:-} "$OPCOST_PYTHON" -c "import opcost" 2>/dev/null; then
+  py=$(newdb python)
+  PYTHONPATH=${OPCOST_PYTHONPATH:-} "$OPCOST_PYTHON" - "$dir/grid.yaml" "$py" >"$dir/py.out" 2>"$dir/py.err" <<'PY'
+import sys
+import opcost
+r = opcost.sweep(sys.argv[1], db=sys.argv[2], device="cpu", energy=False, max_time=0.05, workers=2, progress=False)
+s = opcost.sweep_status(sys.argv[1], db=sys.argv[2], device="cpu", energy=False, max_time=0.05)
+print("measured", r.measured, "done", s.done)
+PY
+  check "opcost.sweep from Python into PostgreSQL, 2 workers" has "$dir/py.out" "measured 32 done 32"
+  check "... every call stored once" test "$(rows "$py")" -eq 32 -a "$(distinct_args "$py")" -eq 32
+else
+  echo "SKIPPED: the Python check (no opcost extension for \$OPCOST_PYTHON)"
+fi
+
 finish
