@@ -97,6 +97,18 @@ class DatabaseEngineTest : public ::testing::TestWithParam<std::string> {
 
 INSTANTIATE_TEST_SUITE_P(Engines, DatabaseEngineTest, ::testing::Values("sqlite", "postgres"));
 
+TEST(Database, AUrlNamesPostgresAndMessagesHideItsPassword) {
+  EXPECT_TRUE(is_postgres_url("postgresql://me@db.lab/opcost"));
+  EXPECT_TRUE(is_postgres_url("postgres://me@db.lab/opcost"));
+  EXPECT_FALSE(is_postgres_url("ops.db"));
+  EXPECT_FALSE(is_postgres_url("./postgresql://x"));  // a file's path, however odd
+  EXPECT_EQ(display_location("postgresql://me:s3cret@db.lab:5433/opcost"), "postgresql://me:***@db.lab:5433/opcost");
+  EXPECT_EQ(display_location("postgresql://me@db.lab/opcost?password=s3cret&sslmode=require"),
+            "postgresql://me@db.lab/opcost?password=***&sslmode=require");
+  EXPECT_EQ(display_location("postgresql://me@%2Ftmp%2Fpg:5432/opcost"), "postgresql://me@%2Ftmp%2Fpg:5432/opcost");
+  EXPECT_EQ(display_location("/data/ops.db"), "/data/ops.db");
+}
+
 TEST_P(DatabaseEngineTest, RoundTripsAMeasurement) {
   int64_t id;
   {

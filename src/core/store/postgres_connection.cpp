@@ -4,6 +4,7 @@
 // it, a postgresql:// database is refused with how to get it.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <stdexcept>
 
 #include "core/store/database.h"
@@ -24,15 +25,24 @@ bool is_postgres_url(const std::string& location) {
 
 std::string display_location(const std::string& location) {
   if (!is_postgres_url(location)) return location;
-  // scheme://user:password@host…: the password is what lies between the first ':' after the
-  // scheme and the '@' that ends the credentials.
-  const std::size_t start = location.find("://") + 3;
-  const std::size_t at = location.find('@', start);
-  const std::size_t slash = location.find('/', start);
-  if (at == std::string::npos || (slash != std::string::npos && slash < at)) return location;
-  const std::size_t colon = location.find(':', start);
-  if (colon == std::string::npos || colon > at) return location;
-  return location.substr(0, colon + 1) + "***" + location.substr(at);
+  std::string shown = location;
+  // scheme://user:password@host…: the password lies between the first ':' after the scheme and
+  // the '@' that ends the credentials.
+  const std::size_t start = shown.find("://") + 3;
+  const std::size_t at = shown.find('@', start);
+  const std::size_t slash = shown.find('/', start);
+  if (at != std::string::npos && (slash == std::string::npos || at < slash)) {
+    const std::size_t colon = shown.find(':', start);
+    if (colon != std::string::npos && colon < at) shown = shown.substr(0, colon + 1) + "***" + shown.substr(at);
+  }
+  // …?password=secret&… among the parameters.
+  if (const std::size_t query = shown.find('?'); query != std::string::npos)
+    for (std::size_t p = query; (p = shown.find("password=", p + 1)) != std::string::npos;)
+      if (shown[p - 1] == '?' || shown[p - 1] == '&') {
+        const std::size_t value = p + 9, end = std::min(shown.find('&', value), shown.size());
+        shown.replace(value, end - value, "***");
+      }
+  return shown;
 }
 
 #ifndef OPCOST_HAS_POSTGRES
