@@ -481,12 +481,14 @@ int main(int argc, char** argv) {
   PredictOptions po;
   bool predict_json = false;
   struct Budgets {
-    double op_time, op_energy, op_energy_capped, step_time, short_loops_after;
+    double op_time, op_energy, op_energy_capped, step_time, short_loops_after, energy_settle;
+    std::size_t energy_min_windows;
     bool no_energy = false;
   };
   auto budgets_of = [](const PredictOptions& d) {
-    return Budgets{d.op_config.time.max_seconds, d.op_config.energy_max_s, d.op_config.energy_max_capped_s,
-                   d.step_config.time.max_seconds, d.short_loops_after};
+    return Budgets{d.op_config.time.max_seconds,   d.op_config.energy_max_s, d.op_config.energy_max_capped_s,
+                   d.step_config.time.max_seconds, d.short_loops_after,      d.op_config.energy_settle_s,
+                   d.op_config.energy_min_windows};
   };
   Budgets validate_budgets = budgets_of(PredictOptions::validate()),
           model_budgets = budgets_of(PredictOptions::model_to());
@@ -514,6 +516,14 @@ int main(int argc, char** argv) {
         ->check(CLI::PositiveNumber)
         ->capture_default_str();
     c->add_flag("--no-energy", b.no_energy, "skip the energy loops");
+    c->add_option("--energy-settle", b.energy_settle,
+                  "seconds an operator's energy loop runs before its windows count (short loops: at most 0.15)")
+        ->check(CLI::NonNegativeNumber)
+        ->capture_default_str();
+    c->add_option("--energy-min-windows", b.energy_min_windows,
+                  "counter periods an operator's energy loop spans at least (short loops: at most 3)")
+        ->check(CLI::Range(2, 100))
+        ->capture_default_str();
     c->add_option("--short-loops-after", b.short_loops_after,
                   "once the measured operators explain this share of the step, measure the rest with short loops "
                   "(1: never)")
@@ -593,6 +603,8 @@ int main(int argc, char** argv) {
       const Budgets& b = modelcmd->parsed() ? model_budgets : validate_budgets;
       po.set_budgets(b.op_time, b.op_energy, b.op_energy_capped, b.step_time, b.no_energy);
       po.short_loops_after = b.short_loops_after;
+      po.op_config.energy_settle_s = b.energy_settle;
+      po.op_config.energy_min_windows = b.energy_min_windows;
       const PredictReport report = run_predict(po, Notes::to_stderr());
       fmt::print("{}", predict_json ? to_json(report).dump(2) + "\n" : to_text(report));
       std::fflush(stdout);

@@ -56,7 +56,7 @@ MeasureConfig PredictOptions::short_op_config() const {
   c.time.max_seconds = op_config.time.max_seconds / 5;
   c.time.target_rel_ci95 = std::max(op_config.time.target_rel_ci95, 0.02);
   c.energy_settle_s = std::min(op_config.energy_settle_s, 0.15);
-  c.energy_min_windows = 3;
+  c.energy_min_windows = std::min<std::size_t>(op_config.energy_min_windows, 3);
   c.energy_target_rel_ci95 = std::max(op_config.energy_target_rel_ci95, 0.05);
   c.energy_max_s = op_config.energy_max_s / 2;
   c.energy_max_capped_s = op_config.energy_max_capped_s / 2;
