@@ -4,12 +4,12 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <optional>
 #include <stdexcept>
 
 #include "cli/exit_codes.h"
 #include "core/io/output_file.h"
 #include "core/store/database.h"
-#include "core/store/sql_connection.h"
 #include "core/sys/child_process.h"
 
 namespace opcost {
@@ -106,7 +106,14 @@ int run_slurm_sweep(const SweepCliOptions& o, const std::vector<std::string>& ar
   OutputFile file(path);
   file.write(script);
   file.close();
-  ChildProcess sbatch({"sbatch", "--parsable", path}, {});
+  std::optional<ChildProcess> started;
+  try {
+    started.emplace(std::vector<std::string>{"sbatch", "--parsable", path});
+  } catch (const std::runtime_error& e) {
+    throw std::runtime_error(fmt::format(
+        "--slurm: {} (is this a Slurm login node, with sbatch on PATH? --dry-run prints the script)", e.what()));
+  }
+  ChildProcess& sbatch = *started;
   std::string out;
   while (const auto line = sbatch.read_line()) out += *line + "\n";
   const std::string ended = sbatch.wait();

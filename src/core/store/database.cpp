@@ -162,8 +162,7 @@ Database::Key Database::Key::of(const std::string& op, const std::string& overlo
   return {op, overload, signature_hash(op, overload, canonical_args), device_name, cache_mode, autocast};
 }
 
-Database::Database(const std::string& location, Access access, bool create_parent)
-    : path_(display_location(location)), access_(access) {
+Database::Database(const std::string& location, Access access, bool create_parent) : path_(display_location(location)) {
   namespace fs = std::filesystem;
   if (location.empty())
     throw std::invalid_argument(

@@ -123,7 +123,6 @@ class Database {
   int64_t insert_values(const nlohmann::json& values, const std::function<void(int64_t)>& also);
   std::unique_ptr<SqlConnection> conn_;
   std::string path_;
-  Access access_;
   std::vector<std::string> present_;  // the measurements' columns (a read-only file may lack newer ones)
 };
 
