@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <map>
 
+#include "core/predict/op_weight.h"
 #include "core/report/report.h"
 #include "core/spec/op_call.h"
 #include "core/spec/spec_file.h"
@@ -76,17 +77,6 @@ const char* kGapProbeArgs = "self=f32[1] other=f32[1]";
 
 // Expected share of an entry before it is measured: tensor elements touched × calls. Cheap,
 // and ranks convolutions and matmuls above views and small pointwise ops.
-double expected_weight(const InventoryEntry& e) {
-  double elements = 0;
-  for (const auto& a : parse_call_line(e.signature(), "inventory").args)
-    if (auto* t = std::get_if<TensorSpec>(&a.value.v)) {
-      double n = 1;
-      for (auto d : t->shape) n *= double(d);
-      elements += n;
-    }
-  return (elements + 1000) * double(e.count);  // + a floor for the host cost every call has
-}
-
 std::optional<std::size_t> entry_of(const Inventory& inv, const std::string& signature) {
   for (std::size_t e = 0; e < inv.entries.size(); ++e)
     if (inv.entries[e].signature() == signature) return e;
@@ -307,8 +297,11 @@ PredictReport run_predict(const PredictOptions& o, RunnableModel& runnable, cons
     std::vector<std::size_t> todo;
     for (std::size_t i = 0; i < inv.entries.size(); ++i)
       if (!costs.count(i)) todo.push_back(i);
-    std::stable_sort(todo.begin(), todo.end(),
-                     [&](auto a, auto b) { return expected_weight(inv.entries[a]) > expected_weight(inv.entries[b]); });
+    std::vector<double> weight(inv.entries.size());
+    for (std::size_t i : todo)
+      weight[i] = expected_weight(parse_call_line(inv.entries[i].signature(), "inventory"), inv.entries[i].count);
+    auto weight_of = [&](std::size_t i) { return weight[i]; };
+    std::stable_sort(todo.begin(), todo.end(), [&](auto a, auto b) { return weight_of(a) > weight_of(b); });
     std::size_t done = 0;
     bool short_loops = false;
     for (std::size_t i : todo) {
@@ -318,13 +311,16 @@ PredictReport run_predict(const PredictOptions& o, RunnableModel& runnable, cons
       }
       const bool may_switch = !short_loops && o.short_loops_after < 1;
       const Prediction p = step && (may_switch || o.target > 0) ? predict(inv, costs, pin) : Prediction{};
-      if (step && may_switch && explains(p, o.short_loops_after)) {
+      // 0: short loops from the first operator (explains() needs one measured to say yes).
+      if (step && may_switch && (o.short_loops_after == 0 || explains(p, o.short_loops_after))) {
         short_loops = true;
         MeasureConfig c = o.short_op_config();
         c.progress = notes.progress;
         runner().reconfigure(c);
-        notes.say(fmt::format("measured operators explain {:.0f}% of the step: the rest get short loops",
-                              100 * o.short_loops_after));
+        notes.say(o.short_loops_after == 0
+                      ? std::string("every operator gets short loops (--short-loops-after 0)")
+                      : fmt::format("measured operators explain {:.0f}% of the step: the rest get short loops",
+                                    100 * o.short_loops_after));
       }
       if (o.target > 0 && step) {  // `model`: stop once the measured operators explain enough
         if (explains(p, o.target)) {

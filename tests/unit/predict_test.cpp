@@ -3,8 +3,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/predict/op_weight.h"
 #include "core/predict/prediction.h"
 #include "core/predict/timeline.h"
+#include "core/spec/spec_file.h"
 
 namespace opcost {
 namespace {
@@ -228,4 +230,31 @@ TEST(Prediction, CostsComeFromStoredDocuments) {
 }
 
 }  // namespace
+}  // namespace opcost
+
+namespace opcost {
+
+TEST(ExpectedWeight, ArithmeticOutranksBytesWhereItSetsTheTime) {
+  const auto call = [](const std::string& line) { return parse_call_line(line, "test"); };
+  // A 3×3 convolution has fewer elements than an add of its input's size, but does far more
+  // arithmetic (118 GFLOP against 154 MB moved).
+  const double conv =
+      expected_weight(call("aten::conv2d input=f32[32,512,28,28] weight=f32[512,512,3,3] padding=[1,1]"), 1);
+  const double add = expected_weight(call("aten::add.Tensor self=f32[32,512,28,28] other=f32[32,512,28,28]"), 1);
+  const double small_add = expected_weight(call("aten::add.Tensor self=f32[32,256,14,14] other=f32[32,256,14,14]"), 1);
+  EXPECT_GT(conv, add);
+  EXPECT_GT(add, small_add);
+  // Stride shrinks the output, and so the arithmetic.
+  const double strided = expected_weight(
+      call("aten::conv2d input=f32[32,512,28,28] weight=f32[512,512,3,3] stride=[2,2] padding=[1,1]"), 1);
+  EXPECT_NEAR(conv / strided, 4.0, 0.6);
+  // Calls per step multiply; a tiny call still weighs its host floor.
+  EXPECT_DOUBLE_EQ(expected_weight(call("aten::relu self=f32[8]"), 6),
+                   6 * expected_weight(call("aten::relu self=f32[8]"), 1));
+  EXPECT_GT(expected_weight(call("aten::relu self=f32[1]"), 1), 0);
+  // 16-bit products reach their balance later: the same GEMM in bf16 weighs less than in fp32.
+  EXPECT_LT(expected_weight(call("aten::mm self=bf16[4096,4096] mat2=bf16[4096,4096]"), 1),
+            expected_weight(call("aten::mm self=f32[4096,4096] mat2=f32[4096,4096]"), 1));
+}
+
 }  // namespace opcost
