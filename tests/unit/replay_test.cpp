@@ -267,3 +267,10 @@ TEST(ReplayErrors, CheckFindsBindingErrorsWithoutMakingTensors) {
   EXPECT_NE(PreparedCall::check(call_of("aten::add self=f32[4] other=f32[4]"), o).find("aten::add.Tensor"),
             std::string::npos);
 }
+
+TEST(Bind, EveryDtypeOfTheSpecLanguageHasTorchsElementSize) {
+  // The torch-free table (core/spec) states sizes for the operator order of `model`; torch
+  // is the authority.
+  for (const auto& d : dtype_names())
+    EXPECT_EQ(d.bytes, int(c10::elementSize(scalar_type_of(d.canonical)))) << d.canonical;
+}

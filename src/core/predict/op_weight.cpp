@@ -8,13 +8,6 @@ namespace opcost {
 
 namespace {
 
-double bytes_per_element(const std::string& dtype) {
-  if (dtype == "f64" || dtype == "i64" || dtype == "c64") return 8;
-  if (dtype == "f16" || dtype == "bf16" || dtype == "i16") return 2;
-  if (dtype == "i8" || dtype == "u8" || dtype == "b8" || dtype.rfind("f8", 0) == 0) return 1;
-  return 4;
-}
-
 double elements(const TensorSpec& t) {
   double n = 1;
   for (auto d : t.shape) n *= double(d);
@@ -78,10 +71,11 @@ double expected_weight(const OpCall& call, std::size_t calls) {
   double bytes = 0, largest = 0, balance = 100;
   for (const auto& a : call.args)
     if (auto* t = std::get_if<TensorSpec>(&a.value.v)) {
-      const double b = elements(*t) * bytes_per_element(t->dtype);
+      const double b = elements(*t) * dtype_bytes(t->dtype);
       bytes += b;
       largest = std::max(largest, b);
-      if (bytes_per_element(t->dtype) <= 2) balance = 300;
+      const bool narrow_float = t->dtype == "f16" || t->dtype == "bf16" || t->dtype.rfind("f8", 0) == 0;
+      if (narrow_float) balance = 300;
     }
   constexpr double kHostFloorBytes = 4000;  // every call costs the host something
   return (std::max(bytes + largest, flops(call) / balance) + kHostFloorBytes) * double(calls);

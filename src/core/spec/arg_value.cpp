@@ -15,22 +15,28 @@ namespace opcost {
 
 const std::vector<DtypeName>& dtype_names() {
   static const std::vector<DtypeName> names = {
-      {"f64", "float64", {"float64", "double", "fp64"}},
-      {"f32", "float32", {"float32", "float", "fp32"}},
-      {"f16", "float16", {"float16", "half", "fp16"}},
-      {"bf16", "bfloat16", {"bfloat16"}},
-      {"i64", "int64", {"int64", "long"}},
-      {"i32", "int32", {"int32", "int"}},
-      {"i16", "int16", {"int16", "short"}},
-      {"i8", "int8", {"int8"}},
-      {"u8", "uint8", {"uint8"}},
-      {"bool", "bool", {"b8"}},
-      {"c64", "complex64", {"complex64", "cfloat"}},
-      {"c128", "complex128", {"complex128", "cdouble"}},
-      {"f8e4m3", "float8_e4m3fn", {"float8_e4m3fn"}},
-      {"f8e5m2", "float8_e5m2", {"float8_e5m2"}},
+      {"f64", "float64", {"float64", "double", "fp64"}, 8},
+      {"f32", "float32", {"float32", "float", "fp32"}, 4},
+      {"f16", "float16", {"float16", "half", "fp16"}, 2},
+      {"bf16", "bfloat16", {"bfloat16"}, 2},
+      {"i64", "int64", {"int64", "long"}, 8},
+      {"i32", "int32", {"int32", "int"}, 4},
+      {"i16", "int16", {"int16", "short"}, 2},
+      {"i8", "int8", {"int8"}, 1},
+      {"u8", "uint8", {"uint8"}, 1},
+      {"bool", "bool", {"b8"}, 1},
+      {"c64", "complex64", {"complex64", "cfloat"}, 8},
+      {"c128", "complex128", {"complex128", "cdouble"}, 16},
+      {"f8e4m3", "float8_e4m3fn", {"float8_e4m3fn"}, 1},
+      {"f8e5m2", "float8_e5m2", {"float8_e5m2"}, 1},
   };
   return names;
+}
+
+int dtype_bytes(std::string_view canonical) {
+  for (const auto& d : dtype_names())
+    if (canonical == d.canonical) return d.bytes;
+  return 4;
 }
 
 std::optional<std::string> canonical_dtype(std::string_view name) {

@@ -26,8 +26,11 @@ struct DtypeName {
   const char* canonical;   // "f32"
   const char* torch_name;  // "float32", used by the adapter to look up the ScalarType
   std::vector<const char*> aliases;
+  int bytes;  // per element
 };
 const std::vector<DtypeName>& dtype_names();
+// Bytes per element of a canonical dtype code; 4 for one the table lacks.
+int dtype_bytes(std::string_view canonical);
 // Canonical code for a dtype spelling ("float" -> "f32"), or nullopt.
 std::optional<std::string> canonical_dtype(std::string_view name);
 
