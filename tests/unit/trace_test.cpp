@@ -218,6 +218,19 @@ TEST(TraceEnergy, KernelsAtTheirOperatorsPowerAndIdleTimeScaledToTheUntracedStep
   EXPECT_NE(text.find("1 calls: its operator is not measured"), std::string::npos) << text;
   const auto j = to_json(layers);
   EXPECT_NEAR(j["energy"]["error"].get<double>(), -0.125, 1e-12);
+  // The Chrome trace gives each call its energy with its interval: A's operator's 0.09 mJ and
+  // its idle time at the idle power's 5 W.
+  std::string doc;
+  write_chrome_trace(run, select_for_file(run, {}), [&](std::string_view s) { doc += s; });
+  int seen = 0;
+  const auto trace = nlohmann::json::parse(doc);
+  for (const auto& ev : trace["traceEvents"])
+    if (ev.value("cat", "") == "cpu_op" && ev["args"].contains("energy uJ") && ev["name"] == run.ops[0].name) {
+      ++seen;
+      EXPECT_NEAR(ev["args"]["energy uJ"].get<double>(), e.calls[0].mJ() * 1e3, 1e-9);
+      EXPECT_NEAR(ev["args"]["energy ci95 uJ"].get<double>(), (0.09 + e.calls[0].gap_us * 5e-3) * 1e3, 1e-9);
+    }
+  EXPECT_EQ(seen, 1);
 }
 
 TEST(TraceEnergy, AStepWithoutEnergyOrAMismatchedPowerListIsRefused) {

@@ -75,6 +75,8 @@ struct CallEnergy {
   double kernels_ci_mJ = 0;  // 95% half-width from its operator's energy measurement
   int64_t measurement = -1;  // that measurement: calls sharing one share its error
   double mJ() const { return kernels_mJ + gaps_mJ; }
+  // Its 95% half-width: its operator's, and the idle power's over the idle time it owns.
+  double ci_mJ(double gap_power_ci_W) const { return kernels_ci_mJ + gap_us * gap_power_ci_W * 1e-3; }
 };
 
 // A run's attributed energy in total, and the check against the untraced steps' measured

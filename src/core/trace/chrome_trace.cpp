@@ -98,6 +98,7 @@ void write_chrome_trace(const TraceRun& run, const TraceSelection& keep,
     if (run.energy) {  // attributed (opcost trace --energy): its kernels and the idle time before them
       const CallEnergy& e = run.energy->calls[i];
       args["energy uJ"] = e.mJ() * 1e3;
+      args["energy ci95 uJ"] = e.ci_mJ(run.energy->gap_power_ci_W) * 1e3;
       args["GPU idle before its kernels us"] = e.gap_us;
     }
     w.slice(o.name, "cpu_op", kHostPid, o.thread, o.start_ns, o.end_ns, std::move(args));

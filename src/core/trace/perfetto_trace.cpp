@@ -214,6 +214,7 @@ void write_perfetto_trace(const TraceRun& run, const TraceSelection& keep,
     if (o.step >= 0) annotate(e, "step", run.steps[std::size_t(o.step)].name);
     if (run.energy) {
       annotate(e, "energy uJ", run.energy->calls[i].mJ() * 1e3);
+      annotate(e, "energy ci95 uJ", run.energy->calls[i].ci_mJ(run.energy->gap_power_ci_W) * 1e3);
       annotate(e, "GPU idle before its kernels us", run.energy->calls[i].gap_us);
     }
     for (std::size_t k : keep.launched[i]) e.fixed64(event::kFlowIds, k + 1);  // an arrow to each kernel
