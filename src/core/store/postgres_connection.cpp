@@ -61,12 +61,20 @@ namespace {
 // libpq's type ids (pg_type.oid) of the columns that are numbers; everything else is text.
 constexpr Oid kBool = 16, kInt8 = 20, kInt2 = 21, kInt4 = 23, kOid = 26, kFloat4 = 700, kFloat8 = 701, kNumeric = 1700;
 
+// libpq's message as one line of ours: its first line, or all of them joined.
+std::string one_line(std::string text, bool first_only) {
+  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
+  if (first_only) return text.substr(0, text.find('\n'));
+  std::replace(text.begin(), text.end(), '\n', ' ');
+  return text;
+}
+
 [[noreturn]] void throw_postgres(const std::string& where, const std::string& doing, const PGresult* result,
                                  PGconn* conn) {
   using Kind = DatabaseError::Kind;
-  std::string why = result ? PQresultErrorMessage(result) : (conn ? PQerrorMessage(conn) : "out of memory");
-  while (!why.empty() && (why.back() == '\n' || why.back() == ' ')) why.pop_back();
-  if (const auto nl = why.find('\n'); nl != std::string::npos) why.resize(nl);  // the first line: the error
+  // The first line is the error; DETAIL and HINT lines follow it.
+  const std::string why =
+      one_line(result ? PQresultErrorMessage(result) : (conn ? PQerrorMessage(conn) : "out of memory"), true);
   const char* state = result ? PQresultErrorField(result, PG_DIAG_SQLSTATE) : nullptr;
   const std::string sqlstate = state ? state : "";
   Kind kind = Kind::kOther;
@@ -188,10 +196,8 @@ class PostgresConnection : public SqlConnection {
   PostgresConnection(const std::string& url, SqlAccess access) : SqlConnection(display_location(url)) {
     conn_ = PQconnectdb(url.c_str());
     if (!conn_ || PQstatus(conn_) != CONNECTION_OK) {
-      std::string why = conn_ ? PQerrorMessage(conn_) : "out of memory";
-      while (!why.empty() && (why.back() == '\n' || why.back() == ' ')) why.pop_back();
-      for (auto& ch : why)
-        if (ch == '\n') ch = ' ';
+      // Every line: a failed connection names each address it tried.
+      const std::string why = one_line(conn_ ? PQerrorMessage(conn_) : "out of memory", false);
       PQfinish(conn_);
       throw DatabaseError(DatabaseError::Kind::kReadOnly,
                           fmt::format("{}: cannot connect: {}; check the URL (postgresql://USER@HOST[:PORT]/DBNAME), "

@@ -189,11 +189,11 @@ std::optional<ItemState> SweepState::claim(const SweepId& sweep, const std::stri
       // node). Another try, unless that happened to every try so far.
       if (it.status == ItemStatus::kRunning && it.attempts >= lease.max_attempts) {
         give_up->reset();
-        give_up->bind(1, it.key);
-        give_up->bind(2, fmt::format("its worker stopped renewing the lease {} times (killed, or its node lost): "
-                                     "last by {}",
-                                     it.attempts, it.worker));
-        give_up->bind(3, utc_timestamp());
+        give_up->bind_all({it.key,
+                           fmt::format("its worker stopped renewing the lease {} times (killed, or its node lost): "
+                                       "last by {}",
+                                       it.attempts, it.worker),
+                           utc_timestamp()});
         give_up->step();
         continue;
       }
