@@ -481,14 +481,14 @@ int main(int argc, char** argv) {
   PredictOptions po;
   bool predict_json = false;
   struct Budgets {
-    double op_time, op_energy, op_energy_capped, step_time, short_loops_after, energy_settle;
+    double op_time, op_energy, op_energy_capped, step_time, short_loops_after, energy_settle, ops_energy_ci;
     std::size_t energy_min_windows;
     bool no_energy = false;
   };
   auto budgets_of = [](const PredictOptions& d) {
-    return Budgets{d.op_config.time.max_seconds,   d.op_config.energy_max_s, d.op_config.energy_max_capped_s,
-                   d.step_config.time.max_seconds, d.short_loops_after,      d.op_config.energy_settle_s,
-                   d.op_config.energy_min_windows};
+    return Budgets{d.op_config.time.max_seconds,   d.op_config.energy_max_s,      d.op_config.energy_max_capped_s,
+                   d.step_config.time.max_seconds, d.short_loops_after,           d.op_config.energy_settle_s,
+                   d.ops_energy_rel_ci95,          d.op_config.energy_min_windows};
   };
   Budgets validate_budgets = budgets_of(PredictOptions::validate()),
           model_budgets = budgets_of(PredictOptions::model_to());
@@ -523,6 +523,11 @@ int main(int argc, char** argv) {
     c->add_option("--energy-min-windows", b.energy_min_windows,
                   "counter periods an operator's energy loop spans at least (short loops: at most 3)")
         ->check(CLI::Range(2, 100))
+        ->capture_default_str();
+    c->add_option("--ops-energy-ci", b.ops_energy_ci,
+                  "with short loops, the relative 95% interval the operators' energies may add to the step's "
+                  "(each stops at its share's: a 1% operator at 10 times it; 0: each at 5%)")
+        ->check(CLI::Range(0.0, 1.0))
         ->capture_default_str();
     c->add_option("--short-loops-after", b.short_loops_after,
                   "once the measured operators explain this share of the step, measure the rest with short loops "
@@ -605,6 +610,7 @@ int main(int argc, char** argv) {
       po.short_loops_after = b.short_loops_after;
       po.op_config.energy_settle_s = b.energy_settle;
       po.op_config.energy_min_windows = b.energy_min_windows;
+      po.ops_energy_rel_ci95 = b.ops_energy_ci;
       const PredictReport report = run_predict(po, Notes::to_stderr());
       fmt::print("{}", predict_json ? to_json(report).dump(2) + "\n" : to_text(report));
       std::fflush(stdout);

@@ -255,6 +255,15 @@ void Runner::time_cuda(PreparedCall& call, Measurement& m) {
 #endif
 }
 
+double Runner::share_of_whole(const Measurement& m) const {
+  return cfg_.part_of->calls * m.time.per_call_us.median / cfg_.part_of->time_us;
+}
+
+double Runner::energy_target_rel_ci95(const Measurement& m) const {
+  if (!cfg_.part_of || !(cfg_.part_of->time_us > 0)) return cfg_.energy_target_rel_ci95;
+  return part_rel_ci95(cfg_.part_of->energy_rel_ci95, share_of_whole(m));
+}
+
 void Runner::measure_energy(PreparedCall& call, Measurement& m) {
   auto& e = m.energy;
   if (!probe_) {
@@ -280,6 +289,7 @@ void Runner::measure_energy(PreparedCall& call, Measurement& m) {
   }
   const c10::Stream stream =
       cuda ? at::accelerator::getCurrentStream(index_) : c10::Stream(c10::Stream::DEFAULT, c10::Device(c10::kCPU));
+  const double target_rel_ci95 = energy_target_rel_ci95(m);
   EnergyMonitor monitor(*probe_);
   monitor.start();
   const double start = now_s();
@@ -322,8 +332,7 @@ void Runner::measure_energy(PreparedCall& call, Measurement& m) {
     windows = make_windows(edges, timeline, settle_end, periods_per_window);
     drop_stalled_windows(windows);
     est = estimate_energy(windows, *e.idle_power_W);
-    const bool enough =
-        windows.size() >= cfg_.energy_min_windows && est.per_call_mJ.rel_ci95() <= cfg_.energy_target_rel_ci95;
+    const bool enough = windows.size() >= cfg_.energy_min_windows && est.per_call_mJ.rel_ci95() <= target_rel_ci95;
     if (enough || over_budget) break;
   }
   if (cuda) at::accelerator::synchronizeDevice(index_);
@@ -403,6 +412,9 @@ Measurement Runner::measure(PreparedCall& call) {
   if (probe_) m.after = probe_->state(true);
   if (m.energy.available)
     m.method += fmt::format("; energy from {} over {} aligned windows", m.energy.source, m.energy.windows);
+  if (m.energy.available && cfg_.part_of && cfg_.part_of->time_us > 0)
+    m.method += fmt::format(" to a ±{:.1f}% target ({:.2f}% of the whole's time)", 100 * energy_target_rel_ci95(m),
+                            100 * share_of_whole(m));
   m.flags = hygiene_flags(m.before, m.after, m.during);
   for (auto& f : measurement_flags(m)) m.flags.push_back(std::move(f));
   m.total_seconds = now_s() - t0;

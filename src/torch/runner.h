@@ -26,6 +26,16 @@ struct MeasureConfig {
   double energy_max_s = 2.0;
   // At the power cap the clock control oscillates (~1 s period): more windows are needed.
   double energy_max_capped_s = 3.5;
+  // The measurement is one part of a whole (an operator of a model's step, in `model` and
+  // `validate`): its energy interval target follows its share of the whole's time, calls ×
+  // its median time / the whole's (part_rel_ci95), in place of energy_target_rel_ci95, so that
+  // the operators together keep the whole's interval. Unset: a measurement on its own.
+  struct Whole {
+    double time_us = 0;             // the whole's time
+    double calls = 1;               // how often the part runs in it
+    double energy_rel_ci95 = 0.02;  // the interval the parts together may add to the whole
+  };
+  std::optional<Whole> part_of;
   bool keep_power_trace = false;
   // The call synchronises itself (a whole model step): time it by wall clock, as on the CPU,
   // instead of CUDA events behind a sleep-kernel prefill.
@@ -59,6 +69,10 @@ class Runner {
   double budget_s() const;
   void time_cpu(PreparedCall& call, Measurement& m);
   void measure_energy(PreparedCall& call, Measurement& m);
+  // The energy loop's stopping target: cfg_'s, or as part of a whole, by the part's share of it
+  // (from the timing loop's median).
+  double energy_target_rel_ci95(const Measurement& m) const;
+  double share_of_whole(const Measurement& m) const;
   std::optional<double> idle_power();
 
   std::string kind_;

@@ -304,6 +304,7 @@ PredictReport run_predict(const PredictOptions& o, RunnableModel& runnable, cons
     std::stable_sort(todo.begin(), todo.end(), [&](auto a, auto b) { return weight_of(a) > weight_of(b); });
     std::size_t done = 0;
     bool short_loops = false;
+    MeasureConfig short_config;
     for (std::size_t i : todo) {
       if (!stopped.empty()) {
         notes.say("stopped measuring: " + stopped);
@@ -314,9 +315,9 @@ PredictReport run_predict(const PredictOptions& o, RunnableModel& runnable, cons
       // 0: short loops from the first operator (explains() needs one measured to say yes).
       if (step && may_switch && (o.short_loops_after == 0 || explains(p, o.short_loops_after))) {
         short_loops = true;
-        MeasureConfig c = o.short_op_config();
-        c.progress = notes.progress;
-        runner().reconfigure(c);
+        short_config = o.short_op_config();
+        short_config.progress = notes.progress;
+        runner().reconfigure(short_config);
         notes.say(o.short_loops_after == 0
                       ? std::string("every operator gets short loops (--short-loops-after 0)")
                       : fmt::format("measured operators explain {:.0f}% of the step: the rest get short loops",
@@ -331,6 +332,13 @@ PredictReport run_predict(const PredictOptions& o, RunnableModel& runnable, cons
         }
       }
       const auto& e = inv.entries[i];
+      if (short_loops && step && o.ops_energy_rel_ci95 > 0) {
+        // Its energy interval as its share of the step allows (see ops_energy_rel_ci95).
+        MeasureConfig c = short_config;
+        c.part_of = MeasureConfig::Whole{step->time_us, double(e.count), o.ops_energy_rel_ci95};
+        c.energy_min_windows = std::min<std::size_t>(c.energy_min_windows, 2);
+        runner().reconfigure(c);
+      }
       notes.say(fmt::format("[{}/{}] {} ×{}", ++done, todo.size(), e.signature(), e.count));
       if (auto doc = measure_one(e.signature(), inv.autocast, o.cache)) costs[i] = op_cost_from_document(*doc, on_gpu);
     }

@@ -32,6 +32,10 @@ struct PredictOptions {
   // intervals hardly widen the step's. 1 or more: never; 0: from the start (`model`).
   double short_loops_after = 0.8;
   MeasureConfig step_config;  // for the whole step
+  // With short loops, the relative 95% interval the operators' energies may together add to
+  // the step's prediction: each operator's energy loop stops at its share's target
+  // (part_rel_ci95; a 1% operator ±20%), from 2 counter periods on. 0: short_op_config's 5%.
+  double ops_energy_rel_ci95 = 0.02;
   // On a GPU, after every loop: the kernels of each call in the model against its operator's
   // replayed alone (KernelReport).
   bool check_kernels = true;

@@ -1,6 +1,8 @@
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <random>
+#include <vector>
 
 #include "core/stats/stopping.h"
 #include "core/stats/summary.h"
@@ -116,4 +118,27 @@ TEST(AdaptiveStop, MinimumTimeHoldsOffALuckyStart) {
   while (!stop.done()) stop.add(1.0, 0.01 * ++n);  // zero noise
   EXPECT_EQ(stop.reason(), StopReason::kConverged);
   EXPECT_EQ(n, 20);
+}
+
+TEST(PartRelCi95, PartsAtTheirTargetsKeepTheWholeWithinItsOwn) {
+  // Shares as a model's operators hold them: a few large, many small, summing to 1.
+  const std::vector<double> shares = {0.3, 0.2, 0.1, 0.1, 0.08, 0.07, 0.05, 0.04, 0.03, 0.02, 0.01};
+  double sum = 0, variance = 0;
+  for (double s : shares) {
+    sum += s;
+    const double r = part_rel_ci95(0.02, s);
+    variance += s * s * r * r;  // the part's interval in units of the whole
+  }
+  ASSERT_NEAR(sum, 1.0, 1e-12);
+  EXPECT_NEAR(std::sqrt(variance), 0.02, 1e-12);
+  // A 1% part may be ten times as loose as the whole; the whole itself as tight as asked.
+  EXPECT_NEAR(part_rel_ci95(0.02, 0.01), 0.2, 1e-12);
+  EXPECT_NEAR(part_rel_ci95(0.02, 1.0), 0.02, 1e-12);
+  EXPECT_GT(part_rel_ci95(0.02, 0.04), part_rel_ci95(0.02, 0.09));
+}
+
+TEST(PartRelCi95, AVanishingShareIsCappedAtHundredPercent) {
+  EXPECT_EQ(part_rel_ci95(0.02, 1e-9), 1.0);
+  EXPECT_EQ(part_rel_ci95(0.02, 0.0), 1.0);
+  EXPECT_EQ(part_rel_ci95(0.02, -0.5), 1.0);
 }

@@ -1,5 +1,8 @@
 #include "core/stats/stopping.h"
 
+#include <algorithm>
+#include <cmath>
+
 namespace opcost {
 
 std::string to_string(StopReason r) {
@@ -26,6 +29,11 @@ void AdaptiveStop::add(double sample, double elapsed_s) {
   } else if (stats_.count() >= c_.max_samples) {
     reason_ = StopReason::kSampleBudget;
   }
+}
+
+double part_rel_ci95(double whole_rel_ci95, double share) {
+  if (!(share > 0)) return 1.0;
+  return std::min(1.0, whole_rel_ci95 / std::sqrt(share));
 }
 
 }  // namespace opcost

@@ -35,4 +35,11 @@ class AdaptiveStop {
   StopReason reason_ = StopReason::kRunning;
 };
 
+// The relative 95% interval a part of a whole needs (an operator in a model's step), so that
+// the whole keeps `whole_rel_ci95`: parts holding shares s_i of the whole (Σ s_i ≤ 1) with
+// relative intervals whole / √s_i add in quadrature to whole² × Σ s_i ≤ whole². A small
+// part may be loose (a 1% share: ten times the whole's interval), a large one is held tighter
+// than the whole. At most 1 (±100%); a share of 0 or less gets that.
+double part_rel_ci95(double whole_rel_ci95, double share);
+
 }  // namespace opcost
