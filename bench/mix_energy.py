@@ -38,8 +38,25 @@ class Mlp(nn.Module):
         return x + self.down(nn.functional.gelu(self.up(self.norm(x))))
 
 
+class HeadAndUps(nn.Module):
+    """The output GEMM (about 510 W alone, below the power limit) and `ups` MLP up-projections
+    (about 780 W alone, at the limit) on the same tokens, back to back: as `ups` grows, the
+    step's power climbs from the one's towards the other's, with no idle between kernels."""
+
+    def __init__(self, ups: int, head: bool = True):
+        super().__init__()
+        self.head = nn.Linear(768, 50257, bias=False) if head else None
+        self.up = nn.Linear(768, 3072)
+        self.ups = ups
+
+    def forward(self, x):
+        outs = [self.head(x)] if self.head is not None else []
+        return outs + [self.up(x) for _ in range(self.ups)]
+
+
 def cases():
-    """name -> (module, input): one GEMM, the GEMM after a light operator, MLP blocks."""
+    """name -> (module, input): one GEMM, the GEMM after a light operator, MLP blocks, and the
+    output GEMM diluting more and more up-projections."""
     bf16 = {"device": "cuda", "dtype": torch.bfloat16}
     tokens = torch.randn(4096, 768, **bf16)  # distilgpt2 at batch 8 x 512
     return {
@@ -49,6 +66,10 @@ def cases():
         "mlp-x6": (nn.Sequential(*[Mlp() for _ in range(6)]), tokens),
         "mlp-x6+lm-head": (nn.Sequential(*[Mlp() for _ in range(6)], nn.LayerNorm(768),
                                          nn.Linear(768, 50257, bias=False)), tokens),
+        "lm-head+up-x4": (HeadAndUps(4), tokens),
+        "lm-head+up-x16": (HeadAndUps(16), tokens),
+        "lm-head+up-x64": (HeadAndUps(64), tokens),
+        "up-x64": (HeadAndUps(64, head=False), tokens),
     }
 
 
@@ -87,7 +108,9 @@ def main() -> None:
                     "paired_energy_error": p.paired_energy_error, "step_time_us": measured["time_us"],
                     "step_energy_mJ": measured["energy_mJ"], "step_power_W": step_W,
                     "predicted_energy_mJ": predicted["energy_mJ"], "gap_energy_mJ": predicted["gap_energy_mJ"],
-                    "gap_power_W": doc.get("gap_power_W"), "ops": op_rows(db)}
+                    "gap_power_W": doc.get("gap_power_W"), "paired_time_error": p.paired_time_error,
+                    "host_drift": p.host_drift, "timeline": predicted["timeline"], "paired": doc.get("paired"),
+                    "ops": op_rows(db)}
         results["cases"].append(case)
         print(f"{name:16s} step {case['step_time_us']:8.1f} us {step_W:5.0f} W  energy error "
               f"{100 * case['energy_error']:+5.1f}%  time error {100 * case['time_error']:+5.1f}%  ops alone: "
