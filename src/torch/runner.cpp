@@ -176,8 +176,7 @@ bool Runner::waits_for_device(PreparedCall& call) {
 #endif
 }
 
-void Runner::time_cuda(PreparedCall& call, Measurement& m) {
-  const c10::Stream stream = at::accelerator::getCurrentStream(index_);
+Runner::CudaWarmUp Runner::warm_up_cuda(PreparedCall& call, Measurement& m) {
   auto sync = [&] { at::accelerator::synchronizeDevice(index_); };
   // Warm-up in synchronised chunks (the queue never grows unbounded).
   const double t0 = now_s();
@@ -203,6 +202,14 @@ void Runner::time_cuda(PreparedCall& call, Measurement& m) {
     n += 10;
   }
 #endif
+  m.total_calls += n;
+  return {per_call, issue_per_call};
+}
+
+void Runner::time_cuda(PreparedCall& call, Measurement& m, const CudaWarmUp& warm) {
+  const c10::Stream stream = at::accelerator::getCurrentStream(index_);
+  const double per_call = warm.per_call_s, issue_per_call = warm.issue_per_call_s;
+  std::size_t n = 0;
   const std::size_t batch = std::clamp<std::size_t>(std::size_t(cfg_.target_sample_s / per_call), 1, 200);
   c10::Event start(c10::DeviceType::CUDA, c10::EventFlag::BACKEND_DEFAULT);
   c10::Event end(c10::DeviceType::CUDA, c10::EventFlag::BACKEND_DEFAULT);
@@ -255,16 +262,30 @@ void Runner::time_cuda(PreparedCall& call, Measurement& m) {
 #endif
 }
 
-double Runner::share_of_whole(const Measurement& m) const {
-  return cfg_.part_of->calls * m.time.per_call_us.median / cfg_.part_of->time_us;
+double Runner::share_of_whole(double per_call_us) const {
+  return cfg_.part_of->calls * per_call_us / cfg_.part_of->time_us;
 }
 
-double Runner::energy_target_rel_ci95(const Measurement& m) const {
+double Runner::energy_target_rel_ci95(double per_call_us) const {
   if (!cfg_.part_of || !(cfg_.part_of->time_us > 0)) return cfg_.energy_target_rel_ci95;
-  return part_rel_ci95(cfg_.part_of->energy_rel_ci95, share_of_whole(m));
+  return part_rel_ci95(cfg_.part_of->energy_rel_ci95, share_of_whole(per_call_us));
 }
 
-void Runner::measure_energy(PreparedCall& call, Measurement& m) {
+bool Runner::take_settle_timing(const SettleTiming& t, Measurement& m) const {
+  // Too few samples: the GPU waited for the host (a launch-bound op); its own loop times it.
+  if (t.per_call_us.size() < cfg_.time.min_samples) return false;
+  m.time.per_call_us = summarize(t.per_call_us);
+  const bool converged = m.time.per_call_us.rel_ci95() <= cfg_.time.target_rel_ci95;
+  m.time.stop_reason = to_string(converged ? StopReason::kConverged : StopReason::kTimeBudget);
+  m.time.calls_per_sample = t.calls_per_sample;
+  m.time.host_us_per_call = median_of(t.host_us);
+  m.time.host_cpu_us_per_call = median_of(t.cpu_us);
+  m.time.host_bound_samples = 0;
+  m.method = fmt::format("cuda-events, batches of {} back to back in the energy loop's settle", t.calls_per_sample);
+  return true;
+}
+
+void Runner::measure_energy(PreparedCall& call, Measurement& m, double per_call_s, SettleTiming* timing) {
   auto& e = m.energy;
   if (!probe_) {
     e.unavailable_reason = energy_why_;
@@ -279,17 +300,22 @@ void Runner::measure_energy(PreparedCall& call, Measurement& m) {
   // Loop continuously; record when each batch is known complete. On CUDA two batches are in
   // flight, so the GPU never waits for the host unless the op itself is launch-bound.
   const double batch_s = 0.002;
-  const double per_call_s = std::max(m.time.per_call_us.median, m.time.host_us_per_call) * 1e-6;
   const std::size_t batch = std::clamp<std::size_t>(std::size_t(batch_s / std::max(per_call_s, 1e-7)), 1, 2000);
   std::vector<CompletionPoint> timeline;
-  std::optional<c10::Event> events[2];
-  if (cuda) {
-    events[0].emplace(c10::DeviceType::CUDA, c10::EventFlag::PYTORCH_DEFAULT);
-    events[1].emplace(c10::DeviceType::CUDA, c10::EventFlag::PYTORCH_DEFAULT);
-  }
+  // Timing the settle needs events that keep time, and the one before the last (a ring of 3).
+  const bool time_settle = cuda && timing;
+  const auto event_flag = time_settle ? c10::EventFlag::BACKEND_DEFAULT : c10::EventFlag::PYTORCH_DEFAULT;
+  std::optional<c10::Event> events[3];
+  bool queued_while_busy[3] = {false, false, false};  // queued before the batch ahead of it ended
+  double issued_at[3] = {0, 0, 0};
+  if (cuda)
+    for (auto& ev : events) ev.emplace(c10::DeviceType::CUDA, event_flag);
+  if (timing) timing->calls_per_sample = batch;
   const c10::Stream stream =
       cuda ? at::accelerator::getCurrentStream(index_) : c10::Stream(c10::Stream::DEFAULT, c10::Device(c10::kCPU));
-  const double target_rel_ci95 = energy_target_rel_ci95(m);
+  // The target follows the op's share of a whole, known from its time: from the timing loop
+  // before, or from the settle's samples (fixed once the settle is over).
+  std::optional<double> target_rel_ci95;
   EnergyMonitor monitor(*probe_);
   monitor.start();
   const double start = now_s();
@@ -301,13 +327,27 @@ void Runner::measure_energy(PreparedCall& call, Measurement& m) {
   std::size_t periods_per_window = 1;
   std::size_t edges_seen = 0;
   while (true) {
+    const double w0 = now_s(), c0 = time_settle ? thread_cpu_s() : 0;
     for (std::size_t i = 0; i < batch; ++i) call.call();
     issued += batch;
     if (cuda) {
-      events[k % 2]->record(stream);
+      const std::size_t slot = k % 3;
+      events[slot]->record(stream);
+      if (time_settle && w0 < settle_end) {
+        timing->host_us.push_back((now_s() - w0) * 1e6 / double(batch));
+        timing->cpu_us.push_back((thread_cpu_s() - c0) * 1e6 / double(batch));
+      }
+      issued_at[slot] = w0;
       if (k > 0) {
-        events[(k - 1) % 2]->synchronize();
+        c10::Event& previous = *events[(k - 1) % 3];
+        queued_while_busy[slot] = !previous.query();
+        previous.synchronize();
         timeline.push_back({now_s(), double(issued - batch)});
+        // Batch k-1 is done. Its events time its kernels alone when it was queued while batch
+        // k-2 still ran: the GPU then never waited for the host between them.
+        const std::size_t done = (k - 1) % 3;
+        if (time_settle && k >= 2 && queued_while_busy[done] && issued_at[done] < settle_end)
+          timing->per_call_us.push_back(double(events[(k - 2) % 3]->elapsedTime(previous)) * 1e3 / double(batch));
       } else {
         timeline.push_back({now_s(), 0.0});
       }
@@ -332,7 +372,13 @@ void Runner::measure_energy(PreparedCall& call, Measurement& m) {
     windows = make_windows(edges, timeline, settle_end, periods_per_window);
     drop_stalled_windows(windows);
     est = estimate_energy(windows, *e.idle_power_W);
-    const bool enough = windows.size() >= cfg_.energy_min_windows && est.per_call_mJ.rel_ci95() <= target_rel_ci95;
+    if (!target_rel_ci95) {
+      const double per_call_us = timing && !timing->per_call_us.empty() ? median_of(timing->per_call_us)
+                                 : m.time.per_call_us.n > 0             ? m.time.per_call_us.median
+                                                                        : per_call_s * 1e6;
+      target_rel_ci95 = energy_target_rel_ci95(per_call_us);
+    }
+    const bool enough = windows.size() >= cfg_.energy_min_windows && est.per_call_mJ.rel_ci95() <= *target_rel_ci95;
     if (enough || over_budget) break;
   }
   if (cuda) at::accelerator::synchronizeDevice(index_);
@@ -401,20 +447,30 @@ Measurement Runner::measure(PreparedCall& call) {
   // An op that waits for the device cannot run ahead of it: no prefill can hide its issue
   // time, so it is timed by wall clock, each batch ending in a synchronisation.
   const bool synchronous = cfg_.synchronous_calls || (kind_ == "cuda" && waits_for_device(call));
+  auto estimate_s = [&] { return std::max(m.time.per_call_us.median, m.time.host_us_per_call) * 1e-6; };
   if (kind_ == "cuda" && !synchronous) {
-    time_cuda(call, m);
+    const CudaWarmUp warm = warm_up_cuda(call, m);
+    if (cfg_.time_in_energy_settle && probe_) {
+      SettleTiming settle;
+      measure_energy(call, m, std::max(warm.per_call_s, warm.issue_per_call_s), &settle);
+      if (!take_settle_timing(settle, m)) time_cuda(call, m, warm);
+    } else {
+      time_cuda(call, m, warm);
+      measure_energy(call, m, estimate_s(), nullptr);
+    }
   } else {
     time_cpu(call, m);
     if (kind_ == "cuda" && !cfg_.synchronous_calls) m.method += kWaitsForDeviceNote;
+    measure_energy(call, m, estimate_s(), nullptr);
   }
-  measure_energy(call, m);
   watch_ = nullptr;
   if (probe_) m.after = probe_->state(true);
   if (m.energy.available)
     m.method += fmt::format("; energy from {} over {} aligned windows", m.energy.source, m.energy.windows);
   if (m.energy.available && cfg_.part_of && cfg_.part_of->time_us > 0)
-    m.method += fmt::format(" to a ±{:.1f}% target ({:.2f}% of the whole's time)", 100 * energy_target_rel_ci95(m),
-                            100 * share_of_whole(m));
+    m.method += fmt::format(" to a ±{:.1f}% target ({:.2f}% of the whole's time)",
+                            100 * energy_target_rel_ci95(m.time.per_call_us.median),
+                            100 * share_of_whole(m.time.per_call_us.median));
   m.flags = hygiene_flags(m.before, m.after, m.during);
   for (auto& f : measurement_flags(m)) m.flags.push_back(std::move(f));
   m.total_seconds = now_s() - t0;

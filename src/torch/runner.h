@@ -4,6 +4,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "core/energy/probe.h"
 #include "core/measure/watchdog.h"
@@ -36,6 +37,11 @@ struct MeasureConfig {
     double energy_rel_ci95 = 0.02;  // the interval the parts together may add to the whole
   };
   std::optional<Whole> part_of;
+  // Time the op from the energy loop's settle (batches back to back, each queued while the
+  // one ahead of it ran: events then time its kernels alone), not in a loop of its own; an op
+  // that leaves the GPU waiting for the host still gets its own loop. Short loops use it: the
+  // settle is spent anyway.
+  bool time_in_energy_settle = false;
   bool keep_power_trace = false;
   // The call synchronises itself (a whole model step): time it by wall clock, as on the CPU,
   // instead of CUDA events behind a sleep-kernel prefill.
@@ -63,16 +69,30 @@ class Runner {
   const std::string& energy_unavailable_reason() const { return energy_why_; }
 
  private:
-  void time_cuda(PreparedCall& call, Measurement& m);
+  struct CudaWarmUp {
+    double per_call_s = 0;        // a call's time in synchronised chunks of ten
+    double issue_per_call_s = 0;  // its host issue time behind a GPU sleep
+  };
+  CudaWarmUp warm_up_cuda(PreparedCall& call, Measurement& m);
+  void time_cuda(PreparedCall& call, Measurement& m, const CudaWarmUp& warm);
+  // The GPU times of the energy loop's batches during its settle, each queued while the batch
+  // ahead of it still ran (MeasureConfig::time_in_energy_settle).
+  struct SettleTiming {
+    std::vector<double> per_call_us, host_us, cpu_us;
+    std::size_t calls_per_sample = 0;
+  };
+  // Fills m.time from them, or says there are too few (the GPU waited for the host).
+  bool take_settle_timing(const SettleTiming& t, Measurement& m) const;
   // Whether a call blocks until the device is idle (.item(), nonzero, a copy to the host).
   bool waits_for_device(PreparedCall& call);
   double budget_s() const;
   void time_cpu(PreparedCall& call, Measurement& m);
-  void measure_energy(PreparedCall& call, Measurement& m);
-  // The energy loop's stopping target: cfg_'s, or as part of a whole, by the part's share of it
-  // (from the timing loop's median).
-  double energy_target_rel_ci95(const Measurement& m) const;
-  double share_of_whole(const Measurement& m) const;
+  // Batches of about 2 ms from `per_call_s`; `timing`, when given, collects the settle's GPU
+  // times (energy before timing).
+  void measure_energy(PreparedCall& call, Measurement& m, double per_call_s, SettleTiming* timing);
+  // The energy loop's stopping target: cfg_'s, or as part of a whole, by the part's share of it.
+  double energy_target_rel_ci95(double per_call_us) const;
+  double share_of_whole(double per_call_us) const;
   std::optional<double> idle_power();
 
   std::string kind_;

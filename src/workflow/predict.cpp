@@ -61,6 +61,7 @@ MeasureConfig PredictOptions::short_op_config() const {
   // the 0.05 s minimum): 0.02 s of each is enough here.
   c.warmup_s = std::min(op_config.warmup_s, 0.02);
   c.time.min_seconds = std::min(op_config.time.min_seconds, 0.02);
+  c.time_in_energy_settle = c.energy;
   c.energy_settle_s = std::min(op_config.energy_settle_s, 0.15);
   c.energy_min_windows = std::min<std::size_t>(op_config.energy_min_windows, 3);
   c.energy_target_rel_ci95 = std::max(op_config.energy_target_rel_ci95, 0.05);
