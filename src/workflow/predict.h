@@ -45,8 +45,9 @@ struct PredictOptions {
   static PredictOptions predict_only();
   static PredictOptions validate();
   static PredictOptions model_to(double target = 0.9);
-  // op_config with a fifth of its timing budget (2% target, 0.02 s warm-up and minimum), a
-  // 0.15 s settle and 3 to 5 counter periods of energy (5% target; see ops_energy_rel_ci95).
+  // op_config with a fifth of its timing budget (2% target, 0.02 s warm-up and minimum), GPU
+  // time from the energy loop's settle where the GPU never waits for the host, a 0.15 s settle
+  // and 3 to 5 counter periods of energy (5% target; see ops_energy_rel_ci95).
   MeasureConfig short_op_config() const;
   // Budgets in seconds, as the command line sets them (timing and energy loops per operator,
   // energy at the power cap, timing of the whole step); no_energy skips the energy loops.
