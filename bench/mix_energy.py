@@ -12,6 +12,7 @@ step: its average power, each operator's power alone, and how that power moved a
 energy windows (first and last window), temperatures and clocks.
 
     PYTHONPATH=build/python python3 bench/mix_energy.py OUT.json
+    python3 bench/mix_energy.py --summarize OUT.json...   # the tables of the results' README
 """
 import json
 import sqlite3
@@ -93,7 +94,42 @@ def op_rows(db: Path):
     return rows
 
 
+def summarize(paths) -> None:
+    """Per case: the errors and powers; the output GEMM's energy alone against its temperature;
+    each up-projection's energy inside the diluted steps against alone."""
+    for path in paths:
+        cases = {c["case"]: c for c in json.loads(Path(path).read_text())["cases"]}
+        print(f"== {path}")
+        print("case | step µs | step W | energy error | paired | time error | gap mJ | operators alone (W, max °C, min SM MHz)")
+        for c in cases.values():
+            paired = c["paired_energy_error"]
+            ops = "; ".join(f"{o['args'].split(' ')[1] if ' ' in o['args'] else o['op']} {o['power_W']:.0f} W "
+                            f"{o['temperature_C']['max']} °C {o['sm_clock_MHz']['sm_min']}" for o in c["ops"])
+            print(f"{c['case']} | {c['step_time_us']:.0f} | {c['step_power_W']:.0f} | {100 * c['energy_error']:+.1f}% | "
+                  + (f"{100 * paired:+.1f}%" if paired is not None else "-")
+                  + f" | {100 * c['time_error']:+.1f}% | {c['gap_energy_mJ']:.1f} | {ops}")
+        print("output GEMM alone, by case: mJ per call at its loop's highest temperature")
+        for c in cases.values():
+            for o in c["ops"]:
+                if "50257" in o["args"]:
+                    print(f"  {c['case']}: {o['energy_mJ']:.1f} mJ at {o['temperature_C']['max']} °C, {o['power_W']:.0f} W")
+        if "lm-head" in cases and "lm-head+up-x4" in cases:
+            head = cases["lm-head"]
+            for k in (4, 16, 64):
+                c = cases.get(f"lm-head+up-x{k}")
+                if not c:
+                    continue
+                up = next(o for o in c["ops"] if "3072" in o["args"])
+                print(f"  up-projection in lm-head+up-x{k}: (step - lm-head step) / {k} = "
+                      f"{(c['step_energy_mJ'] - head['step_energy_mJ']) / k:.1f} mJ, "
+                      f"{(c['step_time_us'] - head['step_time_us']) / k:.1f} µs; alone {up['energy_mJ']:.1f} mJ, "
+                      f"{up['time_us']:.1f} µs")
+
+
 def main() -> None:
+    if sys.argv[1] == "--summarize":
+        summarize(sys.argv[2:])
+        return
     out = Path(sys.argv[1])
     results = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "cases": []}
     for name, (module, x) in cases().items():
