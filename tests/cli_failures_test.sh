@@ -152,6 +152,9 @@ check "no zero energy" lacks "$dir/o24" "energy 0 mJ"
 check "model that met its target exits 0" test $? -eq 0
 check "model says the target was met" has "$dir/o25" "target: 1% of the step's time: met"
 check "model never calls a met target INCOMPLETE" lacks "$dir/o25" "INCOMPLETE"
+"$bin" model mnist-cnn --device cpu --ops-energy-ci 2 --db "$dir/model.db" >/dev/null 2>"$dir/e25b"
+check "an --ops-energy-ci outside 0..1 exits 2" test $? -eq 2
+check "it names the option and its range" has "$dir/e25b" "--ops-energy-ci: Value 2 not in range 0.000000 to 1.000000"
 
 # 16. A slow measurement shows progress (plain lines when not on a terminal).
 "$bin" measure aten::mm self=f32[128,128] mat2=f32[128,128] --device cpu --no-store --no-energy --max-time 4 \

@@ -125,9 +125,19 @@ TEST(Bind, CanonicalFormOmitsDefaultsAndNormalises) {
 }
 
 TEST(Bind, SeededDataIsReproducibleAndIndicesAreInRange) {
-  auto a = bind_call(call_of("aten::embedding weight=f32[50,4] indices=i64[1000]"), c10::Device(at::kCPU), 42);
-  auto b = bind_call(call_of("aten::embedding weight=f32[50,4] indices=i64[1000]"), c10::Device(at::kCPU), 42);
+  // Drawn on the test device (CUDA in the GPU run) by a generator of its own: the same seed
+  // gives the same data, another seed other data, and torch's own generator is not touched.
+  const c10::Device dev = test_device();
+  at::Generator global = at::globalContext().defaultGenerator(dev);
+  const uint64_t global_seed = global.current_seed();
+  auto a = bind_call(call_of("aten::embedding weight=f32[50,4] indices=i64[1000]"), dev, 42);
+  auto b = bind_call(call_of("aten::embedding weight=f32[50,4] indices=i64[1000]"), dev, 42);
+  auto c = bind_call(call_of("aten::embedding weight=f32[50,4] indices=i64[1000]"), dev, 43);
+  EXPECT_EQ(a.inputs[0].toTensor().device(), dev);
   EXPECT_TRUE(at::equal(a.inputs[0].toTensor(), b.inputs[0].toTensor()));
+  EXPECT_TRUE(at::equal(a.inputs[1].toTensor(), b.inputs[1].toTensor()));
+  EXPECT_FALSE(at::equal(a.inputs[0].toTensor(), c.inputs[0].toTensor()));
+  EXPECT_EQ(global.current_seed(), global_seed);
   const auto idx = a.inputs[1].toTensor();
   EXPECT_GE(idx.min().item<int64_t>(), 0);
   EXPECT_LT(idx.max().item<int64_t>(), 50);

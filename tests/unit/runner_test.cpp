@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <nlohmann/json.hpp>
 
 #include "core/report/report.h"
@@ -84,4 +85,41 @@ TEST(Runner, AbandonsAMeasurementFarPastItsBudget) {
     EXPECT_NE(std::string(e.what()).find("aten::mm self=f32[256,256] mat2=f32[256,256]: abandoned"), std::string::npos)
         << e.what();
   }
+}
+
+// tests/gpu/run sets OPCOST_TEST_DEVICE=cuda; elsewhere these skip.
+bool on_test_gpu() {
+  const char* d = std::getenv("OPCOST_TEST_DEVICE");
+  return d && std::string(d) == "cuda";
+}
+
+TEST(RunnerOnGpu, ShortLoopsTimeAGpuBoundOpInTheEnergySettleAndALaunchBoundOneInItsOwnLoop) {
+  if (!on_test_gpu()) GTEST_SKIP() << "a GPU test: OPCOST_TEST_DEVICE=cuda (tests/gpu/run)";
+  MeasureConfig cfg;
+  cfg.time_in_energy_settle = true;
+  cfg.time.max_seconds = 0.1;
+  cfg.energy_settle_s = 0.15;
+  cfg.energy_min_windows = 2;
+  cfg.energy_max_s = 0.6;
+  cfg.part_of = MeasureConfig::Whole{20000, 2, 0.02};  // two calls of a 20 ms step
+  Runner runner("cuda", 0, cfg);
+  if (!runner.energy_unavailable_reason().empty()) GTEST_SKIP() << runner.energy_unavailable_reason();
+  ReplayOptions o;
+  o.device = "cuda";
+  auto gemm = PreparedCall::prepare(parse_call("aten::mm", {"self=bf16[2048,2048]", "mat2=bf16[2048,2048]"}), o);
+  const Measurement m = runner.measure(*gemm);
+  EXPECT_NE(m.method.find("back to back in the energy loop's settle"), std::string::npos) << m.method;
+  EXPECT_GE(m.time.per_call_us.n, 10u);
+  EXPECT_GT(m.time.per_call_us.median, 0.0);
+  EXPECT_LE(m.time.per_call_us.min, m.time.per_call_us.median);
+  EXPECT_GT(m.time.host_us_per_call, 0.0);
+  ASSERT_TRUE(m.energy.available) << m.energy.unavailable_reason;
+  EXPECT_GE(m.energy.windows, 2u);
+  EXPECT_NE(m.method.find("% target ("), std::string::npos) << m.method;  // its share's target, stated
+  // One element: the GPU finishes each batch before the host has issued the next one, so no
+  // batch times kernels alone; the op gets the timing loop behind a sleep-kernel prefill.
+  auto tiny = PreparedCall::prepare(parse_call("aten::add.Tensor", {"self=f32[1]", "other=f32[1]"}), o);
+  const Measurement t = runner.measure(*tiny);
+  EXPECT_NE(t.method.find("behind a sleep-kernel prefill"), std::string::npos) << t.method;
+  EXPECT_GE(t.time.per_call_us.n, 10u);
 }
