@@ -186,23 +186,23 @@ struct Binder {
     if (out.dtype.empty() || (!at::isFloatingType(scalar_type_of(out.dtype)) && at::isFloatingType(st)))
       out.dtype = t.dtype;
     if (dry) return at::Tensor();
-    const auto cpu = at::TensorOptions().device(gen.device());  // where the generator draws
+    const auto draw = at::TensorOptions().device(gen.device());  // where the generator draws
     at::Tensor flat;
     if (at::isFloatingType(st) || at::isComplexType(st)) {
       const auto gen_type = at::isComplexType(st) ? st : at::kFloat;
       if (t.range) {
-        flat = at::rand({storage}, gen, cpu.dtype(gen_type)) * (t.range->second - t.range->first) + t.range->first;
+        flat = at::rand({storage}, gen, draw.dtype(gen_type)) * (t.range->second - t.range->first) + t.range->first;
       } else {
-        flat = at::randn({storage}, gen, cpu.dtype(gen_type));
+        flat = at::randn({storage}, gen, draw.dtype(gen_type));
       }
     } else if (st == at::kBool) {
-      flat = at::randint(0, 2, {storage}, gen, cpu.dtype(at::kLong));
+      flat = at::randint(0, 2, {storage}, gen, draw.dtype(at::kLong));
     } else {
       auto [lo, hi] = int_range(a, t, list_pos);
-      flat = at::randint(int64_t(lo), int64_t(hi), {storage}, gen, cpu.dtype(at::kLong));
+      flat = at::randint(int64_t(lo), int64_t(hi), {storage}, gen, draw.dtype(at::kLong));
     }
     if (t.zeros_fraction && *t.zeros_fraction > 0)
-      flat.masked_fill_(at::rand({storage}, gen, cpu.dtype(at::kFloat)) < *t.zeros_fraction, 0);
+      flat.masked_fill_(at::rand({storage}, gen, draw.dtype(at::kFloat)) < *t.zeros_fraction, 0);
     at::Tensor x = flat.to(st).to(dev);
     return t.strides ? x.as_strided(t.shape, *t.strides) : x.view(t.shape);
   }
