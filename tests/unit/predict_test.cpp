@@ -176,6 +176,30 @@ TEST(Prediction, CostsFromAnotherBoardAreCounted) {
   EXPECT_EQ(predict(inv, costs, in).from_other_board, 1u);
 }
 
+TEST(Prediction, EnergyFromOperatorsMeasuredAtThePowerCapIsCountedAndSaid) {
+  Inventory inv = two_layer_inventory();
+  PredictionInputs in;
+  in.gap_power_W = 100;
+  std::map<std::size_t, OpCost> costs = {{0, cost(5, 4, 1.2, 4)}, {1, cost(10, 4, 1.2, 10)}, {2, cost(3, 0, 0.3, 3)}};
+  const Prediction none = predict(inv, costs, in);
+  EXPECT_EQ(none.capped_signatures, 0u);
+  EXPECT_EQ(none.capped_energy_mJ, 0.0);
+  EXPECT_EQ(to_table(none, inv, nullptr).find("power cap"), std::string::npos);
+  costs[1].flags = {"throttled:sw_power_cap"};
+  costs[2].flags = {"throttled:hw_slowdown", "clock_changed:1300-1980MHz"};  // slowed, but not by the cap
+  const Prediction p = predict(inv, costs, in);
+  EXPECT_EQ(p.capped_signatures, 1u);
+  // Every call of signature 1, at its active energy (its loop's energy less its own gaps).
+  std::size_t calls_of_1 = 0;
+  for (const auto& c : inv.sequence) calls_of_1 += c.entry == 1;
+  ASSERT_GT(calls_of_1, 0u);
+  EXPECT_NEAR(p.capped_energy_mJ, double(calls_of_1) * active_energy_mJ(costs[1], in), 1e-12);
+  ASSERT_TRUE(p.energy_mJ);
+  EXPECT_LT(p.capped_energy_mJ, *p.energy_mJ);
+  EXPECT_NE(to_table(p, inv, nullptr).find("1 measured signatures ("), std::string::npos) << to_table(p, inv, nullptr);
+  EXPECT_EQ(to_json(p, inv, nullptr)["capped"]["signatures"], 1);
+}
+
 TEST(Prediction, AMissingOperatorIsReportedNeverFree) {
   Inventory inv = two_layer_inventory();
   PredictionInputs in;

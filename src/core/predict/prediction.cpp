@@ -34,6 +34,12 @@ double active_energy_mJ(const OpCost& c, const PredictionInputs& in) {
   return std::max(0.0, *c.energy_mJ - *in.gap_power_W * own_gap_us * 1e-3);
 }
 
+bool measured_at_power_cap(const OpCost& c) {
+  return std::any_of(c.flags.begin(), c.flags.end(), [](const std::string& f) {
+    return f.starts_with("throttled:") && f.find("sw_power_cap") != std::string::npos;
+  });
+}
+
 OpCost op_cost_from_document(const nlohmann::json& d, bool on_gpu) {
   OpCost c;
   c.db_id = d.value("db_id", int64_t(-1));
@@ -124,6 +130,7 @@ Prediction predict(const Inventory& inv, const std::map<std::size_t, OpCost>& co
       p.energy_why = fmt::format("{} has no energy figure: {}", inv.entries[e].signature(), it->second.energy_why);
     }
     if (!it->second.flags.empty()) p.flagged.push_back(inv.entries[e].signature());
+    if (measured_at_power_cap(it->second)) ++p.capped_signatures;
     if (!in.gpu_uuid.empty() && !it->second.gpu_uuid.empty() && it->second.gpu_uuid != in.gpu_uuid)
       ++p.from_other_board;
   }
@@ -164,7 +171,10 @@ Prediction predict(const Inventory& inv, const std::map<std::size_t, OpCost>& co
     if (it != costs.end()) {
       ++p.measured_calls;
       ++calls_of[call.entry];
-      if (energy) energy_sum += active_energy_mJ(it->second, in);
+      if (energy) {
+        energy_sum += active_energy_mJ(it->second, in);
+        if (measured_at_power_cap(it->second)) p.capped_energy_mJ += active_energy_mJ(it->second, in);
+      }
     }
   }
   // One measurement serves all calls of a signature: its error repeats (count × half-width);
@@ -273,6 +283,7 @@ nlohmann::json to_json(const Prediction& p, const Inventory& inv, const StepMeas
                       {"missing", missing},
                       {"flagged", p.flagged},
                       {"from_other_board", p.from_other_board},
+                      {"capped", {{"signatures", p.capped_signatures}, {"energy_mJ", p.capped_energy_mJ}}},
                       {"layers", rows_json(p.layers)},
                       {"ops", rows_json(p.ops)}};
   if (m) {
@@ -365,6 +376,12 @@ std::string to_table(const Prediction& p, const Inventory& inv, const StepMeasur
   if (!p.flagged.empty())
     out +=
         fmt::format("{} measured signatures were flagged (throttling, clocks or other processes)\n", p.flagged.size());
+  if (p.capped_signatures && p.energy_mJ && *p.energy_mJ > 0)
+    out += fmt::format(
+        "{} measured signatures ({:.0f}% of the predicted energy) reached the power cap in their own loops: where "
+        "the step stays below the cap, their energy may not carry over (on the H100 such steps missed by -12 to +10%: "
+        "docs/prediction.md)\n",
+        p.capped_signatures, 100 * p.capped_energy_mJ / *p.energy_mJ);
   if (p.from_other_board)
     out += fmt::format(
         "{} measured signatures come from another board of this GPU model: energy sensors differ between boards "

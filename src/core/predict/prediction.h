@@ -62,6 +62,11 @@ struct Prediction {
   std::vector<PredictedRow> layers, ops;  // sorted by time, largest first
   std::vector<std::string> flagged;       // signatures whose measurement was flagged
   std::size_t from_other_board = 0;       // signatures measured on another board (PredictionInputs::gpu_uuid)
+  // Of energy_mJ, what operators measured at the power cap in their own loops contribute
+  // (their flag names sw_power_cap), and how many signatures: a step that stays below the cap
+  // runs them at higher clocks, where their energy differs (docs/prediction.md).
+  double capped_energy_mJ = 0;
+  std::size_t capped_signatures = 0;
   // `model`: the missing signatures were left unmeasured on purpose (the target was met).
   bool unmeasured_by_choice = false;
   bool complete() const { return missing.empty(); }
@@ -84,6 +89,8 @@ ModelHostTimes model_host_times(const Inventory& inv);
 // launch-bound loop idles between its kernels; a model run has its own gaps, charged apart).
 // `c` must have an energy figure.
 double active_energy_mJ(const OpCost& c, const PredictionInputs& in);
+// Its measurement was flagged throttled by the software power cap.
+bool measured_at_power_cap(const OpCost& c);
 
 // costs: inventory entry index -> cost (entries absent from the map are missing; the
 // prediction then covers only the measured calls, and says so).
