@@ -133,6 +133,13 @@ class Prediction(_Document):
         return self._doc["predicted"]["energy_unavailable"]
 
     @property
+    def capped_energy_mJ(self) -> float:
+        """Of ``energy_mJ``, what operators measured at the GPU's power cap in their own loops
+        contribute (0 when none was). Where the step stays below the cap their energy may not
+        carry over: see docs/prediction.md."""
+        return self._doc["capped"]["energy_mJ"]
+
+    @property
     def complete(self) -> bool:
         return self._doc["complete"]
 

@@ -172,6 +172,7 @@ def test_predict_and_validate_end_to_end(tmp_path):
     assert not before.complete and before.missing and not db.exists()  # predict never creates a database
     val = opcost.validate(net, x, db=db, max_time=0.02, step_max_time=0.2, energy=False)
     assert val.complete and val.measured_time_us > 0 and val.time_error is not None
+    assert val.capped_energy_mJ == 0 and val.to_dict()["capped"]["signatures"] == 0  # no power cap on a CPU
     # The prediction's host times and the step, timed in the same rounds: one error per round.
     paired = val.to_dict()["paired"]
     assert paired["rounds"] >= 5 and len(paired["predicted_us"]) == paired["rounds"]
