@@ -64,7 +64,7 @@ struct Prediction {
   std::size_t from_other_board = 0;       // signatures measured on another board (PredictionInputs::gpu_uuid)
   // Of energy_mJ, what operators measured at the power cap in their own loops contribute
   // (their flag names sw_power_cap), and how many signatures: a step that stays below the cap
-  // runs them at higher clocks, where their energy differs (docs/prediction.md).
+  // may run them at higher clocks, where their energy may differ (docs/prediction.md).
   double capped_energy_mJ = 0;
   std::size_t capped_signatures = 0;
   // `model`: the missing signatures were left unmeasured on purpose (the target was met).
