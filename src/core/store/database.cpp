@@ -1,6 +1,7 @@
 #include "core/store/database.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <strings.h>
 #include <algorithm>
@@ -303,12 +304,10 @@ int64_t Database::insert_values(const nlohmann::json& values, const std::functio
 }
 
 void Database::each_row(const std::function<void(const nlohmann::json& row)>& visit) const {
-  std::string select = "id";
-  for (const auto& name : present_) select += name == "id" ? "" : ", " + name;
-  auto s = conn_->prepare(fmt::format("SELECT {} FROM measurements ORDER BY id", select));
   std::vector<std::string> names{"id"};
   for (const auto& name : present_)
     if (name != "id") names.push_back(name);
+  auto s = conn_->prepare(fmt::format("SELECT {} FROM measurements ORDER BY id", fmt::join(names, ", ")));
   while (s->step()) {
     nlohmann::json row = nlohmann::json::object();
     for (std::size_t i = 0; i < names.size(); ++i) row[names[i]] = s->column(int(i));
@@ -319,11 +318,11 @@ void Database::each_row(const std::function<void(const nlohmann::json& row)>& vi
 Database::Copied Database::insert_row(const nlohmann::json& row, const std::function<void(int64_t)>& also) {
   // By the signature first, which the measurements' index leads with: a copy of n rows looks up
   // the few rows of each signature, not all n.
-  auto same = conn_->prepare(
+  auto same = conn_->query(
       "SELECT id FROM measurements WHERE op = ?1 AND overload = ?2 AND args_hash = ?3 AND created_at = ?4 AND "
-      "result_json = ?5 LIMIT 1");
-  same->bind_all({row.value("op", ""), row.value("overload", ""), row.value("args_hash", ""),
-                  row.value("created_at", ""), row.value("result_json", "")});
+      "result_json = ?5 LIMIT 1",
+      {row.value("op", ""), row.value("overload", ""), row.value("args_hash", ""), row.value("created_at", ""),
+       row.value("result_json", "")});
   if (same->step()) return {same->column(0).get<int64_t>(), false};
   return {insert_values(row, also), true};
 }
@@ -344,11 +343,11 @@ std::optional<nlohmann::json> Database::get(int64_t id) const {
 std::optional<nlohmann::json> Database::lookup(const Key& k, bool allow_flagged) const {
   // A file opened read-only is not migrated: one from before autocast has no such column.
   const bool has_autocast = std::find(present_.begin(), present_.end(), "autocast") != present_.end();
-  auto s = conn_->prepare(
+  auto s = conn_->query(
       fmt::format("SELECT id, result_json FROM measurements WHERE op=?1 AND overload=?2 AND args_hash=?3 "
                   "AND device_name=?4 AND cache_mode=?5 AND {}=?6 ORDER BY (flags = '') DESC, id DESC LIMIT 1",
-                  has_autocast ? "autocast" : "''"));
-  s->bind_all({k.op, k.overload, k.args_hash, k.device_name, k.cache_mode, k.autocast});
+                  has_autocast ? "autocast" : "''"),
+      {k.op, k.overload, k.args_hash, k.device_name, k.cache_mode, k.autocast});
   if (!s->step()) return std::nullopt;
   auto doc = document_of(*s, 0, 1);
   if (!allow_flagged && !doc["flags"].empty()) return std::nullopt;
@@ -356,12 +355,12 @@ std::optional<nlohmann::json> Database::lookup(const Key& k, bool allow_flagged)
 }
 
 std::vector<Database::Summary> Database::list(const std::string& op_filter, int limit) const {
-  auto s = conn_->prepare(
+  auto s = conn_->query(
       "SELECT id, created_at, op, overload, args, device_name, cache_mode, flags, time_mean_us, "
       "time_ci95_low_us, time_ci95_high_us, energy_per_call_mJ, energy_ci95_low_mJ, "
       "energy_ci95_high_mJ, time_samples FROM measurements WHERE (?1 = '' OR op LIKE '%' || ?1 || '%') "
-      "ORDER BY id DESC LIMIT ?2");
-  s->bind_all({op_filter, limit});
+      "ORDER BY id DESC LIMIT ?2",
+      {op_filter, limit});
   std::vector<Summary> out;
   auto text = [&](int i) { return s->column(i).is_null() ? std::string() : s->column(i).get<std::string>(); };
   while (s->step()) {

@@ -47,6 +47,18 @@ class SqlConnection {
   const std::string& location() const { return location_; }
   virtual const SqlDialect& dialect() const = 0;
   virtual std::unique_ptr<SqlStatement> prepare(const std::string& sql) = 0;
+  // Prepared and bound to ?1, ?2, … in order, ready to step.
+  std::unique_ptr<SqlStatement> query(const std::string& sql, const std::vector<nlohmann::json>& values) {
+    auto s = prepare(sql);
+    s->bind_all(values);
+    return s;
+  }
+  // Runs a statement that returns no rows (UPDATE, INSERT, DELETE); the rows it changed.
+  int64_t execute(const std::string& sql, const std::vector<nlohmann::json>& values) {
+    auto s = query(sql, values);
+    s->step();
+    return s->changed_rows();
+  }
   virtual void exec(const std::string& sql) = 0;  // statements without parameters
   // A write transaction: SQLite takes the file's write lock at once (BEGIN IMMEDIATE).
   virtual void begin() = 0;

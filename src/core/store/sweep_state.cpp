@@ -209,19 +209,16 @@ std::optional<ItemState> SweepState::claim(const SweepId& sweep, const std::stri
 }
 
 bool SweepState::heartbeat(const std::string& key, const std::string& worker, double lease_s) {
-  auto s = db_.prepare("UPDATE sweep_items SET lease_until = ?3 WHERE key = ?1 AND worker = ?2 AND status = 'running'");
-  s->bind_all({key, worker, epoch_seconds() + lease_s});
-  s->step();
-  return s->changed_rows() == 1;
+  return db_.execute("UPDATE sweep_items SET lease_until = ?3 WHERE key = ?1 AND worker = ?2 AND status = 'running'",
+                     {key, worker, epoch_seconds() + lease_s}) == 1;
 }
 
 bool SweepState::worker_died(const std::string& key, const std::string& reason, int64_t max_attempts) {
   return in_transaction(db_, [&] {
-    auto s = db_.prepare(
+    db_.execute(
         "UPDATE sweep_items SET status = CASE WHEN attempts >= ?3 THEN 'failed' ELSE 'pending' END, "
-        "reason = ?2, updated_at = ?4 WHERE key = ?1 AND status = 'running'");
-    s->bind_all({key, reason, max_attempts, utc_timestamp()});
-    s->step();
+        "reason = ?2, updated_at = ?4 WHERE key = ?1 AND status = 'running'",
+        {key, reason, max_attempts, utc_timestamp()});
     auto now = db_.prepare("SELECT status FROM sweep_items WHERE key = ?1");
     now->bind(1, key);
     return now->step() && now->column(0).get<std::string>() == "failed";
@@ -229,12 +226,11 @@ bool SweepState::worker_died(const std::string& key, const std::string& reason, 
 }
 
 void SweepState::mark_done(const std::string& key, const std::string& worker, int64_t measurement_id) {
-  auto s = db_.prepare(
+  const int64_t taken = db_.execute(
       "UPDATE sweep_items SET status = 'done', reason = NULL, measurement_id = ?2, updated_at = ?3 WHERE key = ?1 "
-      "AND status = 'running' AND worker = ?4");
-  s->bind_all({key, measurement_id, utc_timestamp(), worker});
-  s->step();
-  if (s->changed_rows() != 1) {
+      "AND status = 'running' AND worker = ?4",
+      {key, measurement_id, utc_timestamp(), worker});
+  if (taken != 1) {
     auto known = db_.prepare("SELECT status, worker FROM sweep_items WHERE key = ?1");
     known->bind(1, key);
     if (!known->step())
@@ -244,25 +240,22 @@ void SweepState::mark_done(const std::string& key, const std::string& worker, in
     throw LeaseLost(fmt::format("its lease ran out and it is now {} by {}", known->column(0).get<std::string>(),
                                 text_or_empty(known->column(1))));
   }
-  auto r = db_.prepare("INSERT INTO sweep_results (measurement_id, key) VALUES (?1, ?2)");
-  r->bind_all({measurement_id, key});
-  r->step();
+  db_.execute("INSERT INTO sweep_results (measurement_id, key) VALUES (?1, ?2)", {measurement_id, key});
 }
 
 void SweepState::mark_failed(const std::string& key, const std::string& worker, const std::string& reason) {
-  auto s = db_.prepare(
+  db_.execute(
       "UPDATE sweep_items SET status = 'failed', reason = ?2, updated_at = ?3 WHERE key = ?1 AND "
-      "status = 'running' AND worker = ?4");
-  s->bind_all({key, reason, utc_timestamp(), worker});
-  s->step();
+      "status = 'running' AND worker = ?4",
+      {key, reason, utc_timestamp(), worker});
 }
 
 SweepCounts SweepState::counts(const SweepId& sweep) const {
   if (!has_tables_) return {};
-  auto s = db_.prepare(
+  auto s = db_.query(
       "SELECT i.status, COUNT(*) FROM sweep_members m JOIN sweep_items i ON i.key = m.key WHERE m.sweep = ?1 "
-      "AND m.scope = ?2 GROUP BY i.status");
-  s->bind_all({sweep.name, sweep.scope});
+      "AND m.scope = ?2 GROUP BY i.status",
+      {sweep.name, sweep.scope});
   SweepCounts c;
   while (s->step()) {
     const auto n = std::size_t(s->column(1).get<int64_t>());
@@ -286,19 +279,18 @@ SweepCounts SweepState::counts(const SweepId& sweep) const {
 
 std::size_t SweepState::items_elsewhere(const SweepId& sweep) const {
   if (!has_tables_) return 0;
-  auto s = db_.prepare("SELECT COUNT(*) FROM sweep_members WHERE sweep = ?1 AND scope != ?2");
-  s->bind_all({sweep.name, sweep.scope});
+  auto s = db_.query("SELECT COUNT(*) FROM sweep_members WHERE sweep = ?1 AND scope != ?2", {sweep.name, sweep.scope});
   s->step();
   return std::size_t(s->column(0).get<int64_t>());
 }
 
 std::vector<ItemState> SweepState::items(const SweepId& sweep, std::optional<ItemStatus> only) const {
   if (!has_tables_) return {};
-  auto s = db_.prepare(
-      fmt::format("SELECT {} FROM sweep_members m JOIN sweep_items i ON i.key = m.key WHERE m.sweep = ?1 AND "
-                  "m.scope = ?3 AND (?2 = '' OR i.status = ?2) ORDER BY m.position",
-                  kItemColumns));
-  s->bind_all({sweep.name, only ? to_string(*only) : "", sweep.scope});
+  auto s =
+      db_.query(fmt::format("SELECT {} FROM sweep_members m JOIN sweep_items i ON i.key = m.key WHERE m.sweep = ?1 AND "
+                            "m.scope = ?3 AND (?2 = '' OR i.status = ?2) ORDER BY m.position",
+                            kItemColumns),
+                {sweep.name, only ? to_string(*only) : "", sweep.scope});
   std::vector<ItemState> out;
   while (s->step()) out.push_back(item_from(*s));
   return out;
@@ -306,11 +298,11 @@ std::vector<ItemState> SweepState::items(const SweepId& sweep, std::optional<Ite
 
 SweepState::DoneSummary SweepState::done_summary(const SweepId& sweep) const {
   if (!has_tables_) return {};
-  auto s = db_.prepare(
+  auto s = db_.query(
       "SELECT AVG(me.seconds), COUNT(DISTINCT i.worker) FROM sweep_members m JOIN sweep_items i ON i.key = m.key "
       "LEFT JOIN measurements me ON me.id = i.measurement_id WHERE m.sweep = ?1 AND m.scope = ?2 AND "
-      "i.status = 'done'");
-  s->bind_all({sweep.name, sweep.scope});
+      "i.status = 'done'",
+      {sweep.name, sweep.scope});
   s->step();
   return {s->column(0).is_number() ? s->column(0).get<double>() : 0, std::size_t(s->column(1).get<int64_t>())};
 }

@@ -101,14 +101,13 @@ class SweepState {
   // so) go back to pending. Returns how many. (Items whose lease ran out need no call: claim
   // takes them.)
   std::size_t requeue_abandoned(const std::function<bool(const std::string& worker)>& alive);
-  static constexpr double kLeaseSeconds = kSweepLeaseSeconds;
-  using Lease = SweepLease;
+  using Lease = SweepLease;  // outside the class: a default argument below needs it complete
   // The sweep's next pending item, or a running one whose lease ran out, now running for
   // `worker` under `lease` (renewed by heartbeat()); none when nothing is left to take. An item
   // whose lease ran out on max_attempts tries is failed instead, with why.
   std::optional<ItemState> claim(const SweepId& sweep, const std::string& worker, const Lease& lease = {});
   // Renews `worker`'s lease on its running item; false when the item is no longer its own.
-  bool heartbeat(const std::string& key, const std::string& worker, double lease_s = kLeaseSeconds);
+  bool heartbeat(const std::string& key, const std::string& worker, double lease_s = kSweepLeaseSeconds);
   // A worker died while measuring the item: it goes back to pending for another try, or, once
   // `max_attempts` workers died on it, it is failed with `reason` (an item that crashes the
   // process every time). Returns true when it was failed.
