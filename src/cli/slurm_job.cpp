@@ -117,12 +117,14 @@ int run_slurm_sweep(const SweepCliOptions& o, const std::vector<std::string>& ar
   std::string out;
   while (const auto line = sbatch.read_line()) out += *line + "\n";
   const std::string ended = sbatch.wait();
-  if (!ended.empty())
-    throw std::runtime_error(
-        fmt::format("--slurm: sbatch {} {}: {}(is this a Slurm login node? --dry-run prints the "
-                    "script)",
-                    path, ended, out.empty() ? "" : out + " "));
   while (!out.empty() && out.back() == '\n') out.pop_back();
+  if (!ended.empty()) {
+    std::replace(out.begin(), out.end(), '\n', ' ');  // sbatch's lines, in our one line
+    throw std::runtime_error(
+        fmt::format("--slurm: sbatch {} {}{}{} (is this a Slurm login node? --dry-run prints the "
+                    "script)",
+                    path, ended, out.empty() ? "" : ": ", out));
+  }
   fmt::print(stderr, "opcost: submitted {} as Slurm job {} ({} tasks); `opcost sweep status {} --db …` follows it\n",
              path, out, o.slurm_tasks, o.file);
   return kExitSuccess;

@@ -307,7 +307,6 @@ void Runner::measure_energy(PreparedCall& call, Measurement& m, double per_call_
   const auto event_flag = time_settle ? c10::EventFlag::BACKEND_DEFAULT : c10::EventFlag::PYTORCH_DEFAULT;
   std::optional<c10::Event> events[3];
   bool queued_while_busy[3] = {false, false, false};  // queued before the batch ahead of it ended
-  double issued_at[3] = {0, 0, 0};
   if (cuda)
     for (auto& ev : events) ev.emplace(c10::DeviceType::CUDA, event_flag);
   if (timing) timing->calls_per_sample = batch;
@@ -327,26 +326,27 @@ void Runner::measure_energy(PreparedCall& call, Measurement& m, double per_call_
   std::size_t periods_per_window = 1;
   std::size_t edges_seen = 0;
   while (true) {
-    const double w0 = now_s(), c0 = time_settle ? thread_cpu_s() : 0;
+    const double w0 = now_s();
+    const bool timing_this = time_settle && w0 < settle_end;  // a batch of the settle, timed
+    const double c0 = timing_this ? thread_cpu_s() : 0;
     for (std::size_t i = 0; i < batch; ++i) call.call();
     issued += batch;
     if (cuda) {
       const std::size_t slot = k % 3;
       events[slot]->record(stream);
-      if (time_settle && w0 < settle_end) {
+      if (timing_this) {
         timing->host_us.push_back((now_s() - w0) * 1e6 / double(batch));
         timing->cpu_us.push_back((thread_cpu_s() - c0) * 1e6 / double(batch));
       }
-      issued_at[slot] = w0;
       if (k > 0) {
         c10::Event& previous = *events[(k - 1) % 3];
-        queued_while_busy[slot] = !previous.query();
+        queued_while_busy[slot] = timing_this && !previous.query();
         previous.synchronize();
         timeline.push_back({now_s(), double(issued - batch)});
         // Batch k-1 is done. Its events time its kernels alone when it was queued while batch
         // k-2 still ran: the GPU then never waited for the host between them.
         const std::size_t done = (k - 1) % 3;
-        if (time_settle && k >= 2 && queued_while_busy[done] && issued_at[done] < settle_end)
+        if (k >= 2 && queued_while_busy[done])  // set only for the settle's batches
           timing->per_call_us.push_back(double(events[(k - 2) % 3]->elapsedTime(previous)) * 1e3 / double(batch));
       } else {
         timeline.push_back({now_s(), 0.0});

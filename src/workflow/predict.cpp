@@ -81,8 +81,6 @@ const char* kGapProbeOp = "aten::add";
 const char* kGapProbeOverload = "Tensor";
 const char* kGapProbeArgs = "self=f32[1] other=f32[1]";
 
-// Expected share of an entry before it is measured: tensor elements touched × calls. Cheap,
-// and ranks convolutions and matmuls above views and small pointwise ops.
 std::optional<std::size_t> entry_of(const Inventory& inv, const std::string& signature) {
   for (std::size_t e = 0; e < inv.entries.size(); ++e)
     if (inv.entries[e].signature() == signature) return e;
@@ -306,8 +304,8 @@ PredictReport run_predict(const PredictOptions& o, RunnableModel& runnable, cons
     std::vector<double> weight(inv.entries.size());
     for (std::size_t i : todo)
       weight[i] = expected_weight(parse_call_line(inv.entries[i].signature(), "inventory"), inv.entries[i].count);
-    auto weight_of = [&](std::size_t i) { return weight[i]; };
-    std::stable_sort(todo.begin(), todo.end(), [&](auto a, auto b) { return weight_of(a) > weight_of(b); });
+    // Heaviest first (core/predict/op_weight.h): `model` then needs fewer to reach its target.
+    std::stable_sort(todo.begin(), todo.end(), [&](auto a, auto b) { return weight[a] > weight[b]; });
     std::size_t done = 0;
     bool short_loops = false;
     MeasureConfig short_config;

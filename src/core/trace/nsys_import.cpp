@@ -128,9 +128,10 @@ TraceRun import_nsys_sqlite(const std::string& path) {
       "LEFT JOIN StringIds s ON n.textId = s.id WHERE n.eventType IN (59, 60) AND n.end >= n.start",
       [&](sqlite3_stmt* s) {
         const std::string full = text(s, 3);
-        const HostRange span = span_of(s, full);
+        HostRange span = span_of(s, full);
         if (full.rfind("ProfilerStep#", 0) == 0) {
-          run.steps.push_back(span_of(s, full.substr(0, full.find(", "))));
+          span.name = full.substr(0, full.find(", "));
+          run.steps.push_back(std::move(span));
         } else if (full.rfind(kBackwardPrefix, 0) == 0) {
           run.backward_ranges.push_back({span.thread, span.start_ns, span.end_ns, parse_range_name(full).seq});
         } else if (is_call(full)) {
