@@ -93,8 +93,15 @@ def summary_row(name: str, d: dict) -> dict:
     # speed reproduces that step), else as measured.
     energy_paired = pe.get("energy_error")
     energy_err = energy_paired if headline_paired and energy_paired is not None else err.get("energy")
+    # The same with every call launching as it returns and no launch latency (the timeline
+    # without a traced step), where the report has it.
+    at_return = d["predicted"].get("time_us_launched_at_return")
+    measured_us = d.get("measured", {}).get("time_us")
+    at_return_err = (paired.get("time_error_median_launched_at_return") if headline_paired
+                     else at_return / measured_us - 1 if at_return and measured_us else None)
     bench = d.get("bench", {})
-    return {"case": name, "calls": d.get("calls"), "predicted_us": d["predicted"]["time_us"],
+    return {"case": name, "time_error_headline_at_return": at_return_err,
+            "launch_latency_us": d.get("launches", {}).get("latency_us"), "calls": d.get("calls"), "predicted_us": d["predicted"]["time_us"],
             "measured_us": d.get("measured", {}).get("time_us"), "time_error": err.get("time"),
             "paired_time_error": paired.get("time_error_median"), "host_drift": paired.get("host_drift"),
             "headline": err.get("headline", "unpaired"), "time_error_headline": time_err,
@@ -126,8 +133,9 @@ def summarize(out: Path, python_jsons) -> int:
     rows.sort(key=lambda r: order.get(r["case"], len(order)))
     rows += python_rows(python_jsons)
     lines = ["| case | calls | predicted µs | measured µs | time error | paired | drift | energy error | paired energy "
-             "| host × | gap µs | GPU busy µs | mismatches | wall s | new ops |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "| host × | gap µs | GPU busy µs | mismatches | wall s | new ops | headline time, launched at return "
+             "| launch latency µs |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         if "failed" in r:
             lines.append(f"| {r['case']} | failed: {' '.join(r['failed'])} |")
@@ -140,7 +148,8 @@ def summarize(out: Path, python_jsons) -> int:
             f"{100 * (r['host_drift'] or 0):.0f}% | {bold(r['energy_error'], r['energy_error_headline'] == r['energy_error'])} | "
             f"{bold(r['paired_energy_error'], r['energy_error_headline'] == r['paired_energy_error'] and r['paired_energy_error'] is not None)} | "
             f"{r['host_scale'] or 0:.2f} | {r['gap_us']:.0f} | {r['gpu_busy_us']:.0f} | {r['mismatches']} | "
-            f"{r['wall_s'] or 0:.0f} | {r['new_measurements'] or 0} |")
+            f"{r['wall_s'] or 0:.0f} | {r['new_measurements'] or 0} | {pct(r['time_error_headline_at_return'])} | "
+            f"{'n/a' if r['launch_latency_us'] is None else format(r['launch_latency_us'], '.1f')} |")
     ok = [r for r in rows if "failed" not in r]
 
     def dist(key):
@@ -154,6 +163,8 @@ def summarize(out: Path, python_jsons) -> int:
     head = [f"Cases: {len(rows)} ({len(rows) - len(ok)} failed). Bold: the headline figure of each case.", "",
             f"- time, headline (paired where the host drifted): {dist('time_error_headline')}",
             f"- time, unpaired: {dist('time_error')}",
+            f"- time, headline, had every call launched as it returned (no traced launches): "
+            f"{dist('time_error_headline_at_return')}",
             f"- energy, headline: {dist('energy_error_headline')}",
             f"- energy, unpaired: {dist('energy_error')}",
             f"- energy, paired (where a host speed reproduces the step): {dist('paired_energy_error')}",

@@ -140,6 +140,25 @@ class Prediction(_Document):
         return self._doc["capped"]["energy_mJ"]
 
     @property
+    def launch_latency_us(self) -> Optional[float]:
+        """On a GPU: the delay from a kernel's launch to its start on an idle GPU, as one traced
+        step of the model shows it; the prediction adds it wherever the GPU waits for the host.
+        None where launches were not traced (on the CPU: ``launches_why`` says why)."""
+        return (self._doc.get("launches") or {}).get("latency_us")
+
+    @property
+    def launches_why(self) -> Optional[str]:
+        """Why each call's kernels were taken as launched when it returns, or None when the
+        launches were traced."""
+        return (self._doc.get("launches") or {}).get("why")
+
+    @property
+    def time_us_launched_at_return(self) -> Optional[float]:
+        """With traced launches: the predicted time had every call launched its kernels as it
+        returned, with no launch latency (the timeline without a trace)."""
+        return self._doc["predicted"].get("time_us_launched_at_return")
+
+    @property
     def complete(self) -> bool:
         return self._doc["complete"]
 

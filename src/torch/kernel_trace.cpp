@@ -8,6 +8,7 @@
 #include <torch/csrc/autograd/profiler_kineto.h>
 
 #include <set>
+#include <unordered_map>
 #include <unordered_set>
 
 namespace opcost {
@@ -17,6 +18,13 @@ namespace {
 bool is_device_activity(uint8_t type) {
   using T = libkineto::ActivityType;
   return type == uint8_t(T::CONCURRENT_KERNEL) || type == uint8_t(T::GPU_MEMCPY) || type == uint8_t(T::GPU_MEMSET);
+}
+
+// The runtime or driver call that launched a device activity (cudaLaunchKernel, cuLaunchKernel,
+// cudaMemsetAsync): it shares the activity's CUPTI correlation id.
+bool is_launch_call(uint8_t type) {
+  using T = libkineto::ActivityType;
+  return type == uint8_t(T::CUDA_RUNTIME) || type == uint8_t(T::CUDA_DRIVER);
 }
 
 }  // namespace
@@ -43,14 +51,22 @@ std::vector<CallKernels> trace_kernels(const std::function<void()>& body) {
   for (const auto& n : c10::Dispatcher::singleton().getAllOpNames()) op_names.insert(n.name);
   std::vector<TraceOp> ops;
   std::vector<TraceKernel> kernels;
+  std::vector<uint64_t> kernel_correlation;  // CUPTI's: the launch call's and its activity's
+  std::unordered_map<uint64_t, uint64_t> launch_start_ns;
   for (const auto& e : result->events()) {
     if (e.deviceType() == c10::DeviceType::CUDA && is_device_activity(e.activityType())) {
-      kernels.push_back({e.name(), e.linkedCorrelationId(), e.durationNs()});
+      kernels.push_back({e.name(), e.linkedCorrelationId(), e.durationNs(), e.startNs()});
+      kernel_correlation.push_back(e.correlationId());
+    } else if (e.deviceType() == c10::DeviceType::CPU && is_launch_call(e.activityType())) {
+      launch_start_ns.emplace(e.correlationId(), e.startNs());
     } else if (e.deviceType() == c10::DeviceType::CPU && e.activityType() == uint8_t(libkineto::ActivityType::CPU_OP) &&
                op_names.count(e.name())) {
       ops.push_back({e.name(), e.startThreadId(), e.startNs(), e.endNs(), e.correlationId()});
     }
   }
+  for (std::size_t k = 0; k < kernels.size(); ++k)
+    if (auto it = launch_start_ns.find(kernel_correlation[k]); it != launch_start_ns.end())
+      kernels[k].launch_ns = it->second;
   return kernels_per_call(std::move(ops), kernels);
 }
 

@@ -87,11 +87,11 @@ std::optional<std::size_t> entry_of(const Inventory& inv, const std::string& sig
   return std::nullopt;
 }
 
-// The kernels of every call in the model (one traced step) against each signature replayed
+// The kernels of every call in the model (`traced`: one step) against each signature replayed
 // alone, as `measure` replays it.
-KernelReport check_kernels(RunnableModel& model, const Inventory& inv, const std::string& device, const Notes& notes) {
-  notes.say("tracing the kernels of the model and of each operator replayed alone");
-  const auto traced = trace_kernels([&] { model.step(); });
+KernelReport check_kernels(const std::vector<CallKernels>& traced, const Inventory& inv, const std::string& device,
+                           const Notes& notes) {
+  notes.say("tracing the kernels of each operator replayed alone");
   std::vector<OpCall> calls;
   for (const auto& e : inv.entries) calls.push_back(parse_call_line(e.signature(), "inventory"));
   ReplayOptions ro;
@@ -102,8 +102,10 @@ KernelReport check_kernels(RunnableModel& model, const Inventory& inv, const std
 
 // validate: rounds of the step with its host times observed, each predicted with the host
 // times of its own round and compared with its own plain steps.
+// `own` receives each compared round's host times, to predict the rounds again (predict_rounds)
+// once launches are traced.
 PairedRounds paired_rounds(RunnableModel& model, Inventory& inv, const std::map<std::size_t, OpCost>& costs,
-                           const PredictionInputs& pin, const Notes& notes) {
+                           const PredictionInputs& pin, std::vector<Inventory>& own, const Notes& notes) {
   notes.say("timing the step and the host times of its calls in interleaved rounds");
   PairedRounds out;
   std::vector<HostRound> rounds;
@@ -115,9 +117,9 @@ PairedRounds paired_rounds(RunnableModel& model, Inventory& inv, const std::map<
     const HostRound& r = rounds.back();
     plain_host.push_back(r.plain_step_us);
     if (!same_calls(inv, r.observed)) continue;
-    Inventory own = inv;
-    take_host_times(own, {r});
-    out.predicted_us.push_back(predict(own, costs, pin).time_us);
+    own.push_back(inv);
+    take_host_times(own.back(), {r});
+    out.predicted_us.push_back(predict(own.back(), costs, pin).time_us);
     out.measured_us.push_back(r.plain_wall_us);
   }
   out.seconds = elapsed_s();
@@ -128,6 +130,12 @@ PairedRounds paired_rounds(RunnableModel& model, Inventory& inv, const std::map<
   out.host_drift = (plain_host[std::min(n - 1, 9 * n / 10)] - plain_host[n / 10]) / median_of(plain_host);
   take_host_times(inv, rounds);  // the prediction's host times: these rounds', next to the step
   return out;
+}
+
+void predict_rounds(PairedRounds& paired, const std::vector<Inventory>& own, const std::map<std::size_t, OpCost>& costs,
+                    const PredictionInputs& pin) {
+  paired.predicted_at_return_us = paired.predicted_us;
+  for (std::size_t i = 0; i < own.size(); ++i) paired.predicted_us[i] = predict(own[i], costs, pin).time_us;
 }
 
 void pair_energy(PredictReport& r) {
@@ -349,6 +357,7 @@ PredictReport run_predict(const PredictOptions& o, RunnableModel& runnable, cons
   }
   // validate: the prediction's host times and the step in the same rounds, just before the
   // final step measurement, so that the prediction sees the host as the step does.
+  std::vector<Inventory> round_host_times;  // validate: each paired round's
   if (o.measure && o.target == 0 && !costs.empty()) {
     // The GPU's power between kernels moves with its temperature and clocks: measured again.
     if (on_gpu) {
@@ -357,7 +366,7 @@ PredictReport run_predict(const PredictOptions& o, RunnableModel& runnable, cons
       if (auto doc = measure_one(gap_probe, "", "warm")) gap_doc = doc;
       use_gap_power();
     }
-    report.paired = paired_rounds(*model, report.inventory, costs, pin, notes);
+    report.paired = paired_rounds(*model, report.inventory, costs, pin, round_host_times, notes);
   }
   if (o.measure && (!step || before_ops)) measure_step();
   // The host can change speed within seconds: the same step timed before the operator loops
@@ -378,26 +387,45 @@ PredictReport run_predict(const PredictOptions& o, RunnableModel& runnable, cons
   // between them: its energy then belongs to another step time (see pair_energy).
   if (step && step->energy_loop_time_us) flag_drift(*step->energy_loop_time_us, "in its energy loop");
 
+  // Last, after every timed loop: the profiler's tracing must not touch a measurement. One
+  // traced step serves the kernel check and the launch points.
+  report.kernels_why = !on_gpu ? "kernels are traced on a GPU only" : o.check_kernels ? "" : "not asked for";
+  report.launches_why = !on_gpu ? "launches are traced on a GPU only" : o.trace_launches ? "" : "not asked for";
+  if (on_gpu && (o.check_kernels || o.trace_launches)) {
+    std::optional<std::vector<CallKernels>> traced;
+    try {
+      notes.say("tracing the kernels of one step of the model");
+      traced = trace_kernels([&] { model->step(); });
+    } catch (const std::exception& e) {
+      report.kernels_why = report.launches_why = e.what();
+    }
+    if (traced && o.check_kernels) try {
+        report.kernels = check_kernels(*traced, inv, device, notes);
+      } catch (const std::exception& e) {
+        report.kernels_why = e.what();
+      }
+    if (traced && o.trace_launches) try {
+        report.launches = launch_profiles(inv, *traced);
+        pin.launches_by_entry = report.launches->by_entry;
+        pin.launch_latency_us = report.launches->latency_us.value_or(0);
+        if (report.paired) predict_rounds(*report.paired, round_host_times, costs, pin);
+      } catch (const std::exception& e) {
+        report.launches_why = e.what();
+      }
+  }
   report.prediction = predict(inv, costs, pin);
   report.prediction.unmeasured_by_choice = stopped_at_target;
   // Judged on the final prediction too: the last operator measured may be the one that meets it.
   report.target_met = o.target > 0 && step && explains(report.prediction, o.target);
   if (step && o.target == 0) pair_energy(report);
-  // Last, after every timed loop: the profiler's tracing must not touch a measurement.
-  report.kernels_why = !on_gpu ? "kernels are traced on a GPU only" : o.check_kernels ? "" : "not asked for";
-  if (on_gpu && o.check_kernels) {
-    try {
-      report.kernels = check_kernels(*model, inv, device, notes);
-    } catch (const std::exception& e) {
-      report.kernels_why = e.what();
-    }
-  }
   return report;
 }
 
-double PairedRounds::error_median() const {
+double PairedRounds::error_median() const { return error_median(predicted_us, measured_us); }
+
+double PairedRounds::error_median(const std::vector<double>& predicted_us, const std::vector<double>& measured_us) {
   std::vector<double> e;
-  for (std::size_t i = 0; i < rounds(); ++i) e.push_back(predicted_us[i] / measured_us[i] - 1);
+  for (std::size_t i = 0; i < measured_us.size(); ++i) e.push_back(predicted_us[i] / measured_us[i] - 1);
   return e.empty() ? 0 : median_of(e);
 }
 
@@ -420,12 +448,30 @@ bool PredictReport::paired_is_headline() const {
   return false;
 }
 
+namespace {
+
+std::size_t placed_signatures(const LaunchProfiles& l) {
+  return std::count_if(l.by_entry.begin(), l.by_entry.end(), [](const auto& p) { return !p.empty(); });
+}
+
+nlohmann::json launches_json(const PredictReport& r) {
+  if (!r.launches) return {{"traced", false}, {"why", r.launches_why}};
+  const LaunchProfiles& l = *r.launches;
+  return {{"traced", true},
+          {"signatures_placed", placed_signatures(l)},
+          {"latency_us", l.latency_us ? nlohmann::json(*l.latency_us) : nlohmann::json(nullptr)},
+          {"idle_launches", l.idle_launches}};
+}
+
+}  // namespace
+
 nlohmann::json to_json(const PredictReport& r) {
   const Inventory& inv = r.inventory;
   const StepMeasurement* m = r.step ? &*r.step : nullptr;
   nlohmann::json j = to_json(r.prediction, inv, m);
   j["kernels"] =
       r.kernels ? to_json(*r.kernels, inv, r.costs) : nlohmann::json{{"checked", false}, {"why", r.kernels_why}};
+  j["launches"] = launches_json(r);
   if (r.paired && r.paired->rounds() > 0) {
     const PairedRounds& pr = *r.paired;
     const auto [low, high] = pr.error_range();
@@ -433,6 +479,9 @@ nlohmann::json to_json(const PredictReport& r) {
         {"rounds", pr.rounds()},           {"seconds", pr.seconds},        {"time_error_median", pr.error_median()},
         {"time_error_low", low},           {"time_error_high", high},      {"host_drift", pr.host_drift},
         {"predicted_us", pr.predicted_us}, {"measured_us", pr.measured_us}};
+    if (!pr.predicted_at_return_us.empty())
+      j["paired"]["time_error_median_launched_at_return"] =
+          PairedRounds::error_median(pr.predicted_at_return_us, pr.measured_us);
     if (j.contains("error")) j["error"]["headline"] = r.paired_is_headline() ? "paired" : "unpaired";
   }
   if (r.paired_energy) {
@@ -484,6 +533,18 @@ std::string to_text(const PredictReport& r) {
   std::string out = to_table(r.prediction, r.inventory, m);
   out += r.kernels ? to_table(*r.kernels, r.inventory, r.costs)
                    : fmt::format("kernels: not checked ({})\n", r.kernels_why);
+  if (r.launches) {
+    const LaunchProfiles& l = *r.launches;
+    out +=
+        fmt::format("launches:  placed within their calls as one traced step shows them ({} of {} signatures){}\n",
+                    placed_signatures(l), l.by_entry.size(),
+                    l.latency_us ? fmt::format("; {:.1f} µs from a launch to its kernel on an idle GPU (median of {})",
+                                               *l.latency_us, l.idle_launches)
+                                 : fmt::format("; no launch latency ({} kernels launched onto an idle GPU, {} needed)",
+                                               l.idle_launches, LaunchProfiles::kMinIdleLaunches));
+  } else {
+    out += fmt::format("launches:  each call's kernels as it returns ({})\n", r.launches_why);
+  }
   if (r.paired && r.paired->rounds() > 0) {
     const PairedRounds& pr = *r.paired;
     const auto [low, high] = pr.error_range();

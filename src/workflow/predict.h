@@ -12,6 +12,7 @@
 #include "core/inventory/inventory.h"
 #include "core/measurement.h"
 #include "core/predict/kernels.h"
+#include "core/predict/launches.h"
 #include "core/predict/prediction.h"
 #include "torch/runner.h"
 #include "workflow/model_inventory.h"
@@ -39,6 +40,10 @@ struct PredictOptions {
   // On a GPU, after every loop: the kernels of each call in the model against its operator's
   // replayed alone (KernelReport).
   bool check_kernels = true;
+  // On a GPU: place each call's kernel launches within its host time, and the GPU's delay from
+  // a launch to its kernel, as one traced step shows them (core/predict/launches.h). Off: every
+  // call launches its kernels as it returns, with no delay.
+  bool trace_launches = true;
 
   // The three commands' defaults. `model` measures many operators to reach its target, so
   // its loops are shorter (the budgets that keep GPU-bound predictions within a few percent).
@@ -59,9 +64,12 @@ struct PredictOptions {
 // on a shared machine, is the same on both sides of each comparison.
 struct PairedRounds {
   std::vector<double> predicted_us, measured_us;  // per round (measured: plain steps' wall time)
+  // With traced launches: each round's prediction had every call launched as it returned.
+  std::vector<double> predicted_at_return_us;
   double seconds = 0;
   std::size_t rounds() const { return measured_us.size(); }
-  double error_median() const;                    // of predicted / measured − 1 over the rounds
+  double error_median() const;  // of predicted / measured − 1 over the rounds
+  static double error_median(const std::vector<double>& predicted_us, const std::vector<double>& measured_us);
   std::pair<double, double> error_range() const;  // its lowest and highest
   // How much the host moved across the rounds: the plain step's host time, (p90 − p10) / median.
   double host_drift = 0;
@@ -85,10 +93,12 @@ struct PredictReport {
   PredictionInputs inputs;
   std::map<std::size_t, OpCost> costs;  // by inventory entry
   Prediction prediction;
-  std::optional<StepMeasurement> step;  // validate / model
-  std::optional<KernelReport> kernels;  // on a GPU
-  std::string kernels_why;              // why they were not checked
-  std::optional<PairedRounds> paired;   // validate
+  std::optional<StepMeasurement> step;     // validate / model
+  std::optional<KernelReport> kernels;     // on a GPU
+  std::string kernels_why;                 // why they were not checked
+  std::optional<LaunchProfiles> launches;  // on a GPU: the prediction's launch points
+  std::string launches_why;                // why there are none
+  std::optional<PairedRounds> paired;      // validate
   std::optional<PairedEnergy> paired_energy;
   std::string paired_energy_why;  // validate: why there is none
   std::size_t failures = 0;       // measurements that failed or could not be stored

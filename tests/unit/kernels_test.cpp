@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/predict/kernels.h"
+#include "core/predict/launches.h"
 
 namespace opcost {
 namespace {
@@ -39,6 +40,19 @@ TEST(KernelsPerCall, AnOpAndItsOnlyNestedCallWithEqualTimestampsStayOneCall) {
   ASSERT_EQ(calls.size(), 1u);
   EXPECT_EQ(calls[0].op, "aten::conv2d");
   EXPECT_EQ(calls[0].kernels, std::vector<std::string>{"implicit_gemm"});
+}
+
+TEST(KernelsPerCall, EachKernelKeepsItsLaunchAndStartTimes) {
+  std::vector<TraceOp> ops = {{"aten::linear", 1, 1000, 2000, 1}};
+  std::vector<TraceKernel> kernels = {{"gemm", 1, 300, 1500, 1400}, {"bias", 1, 100, 1800, 1900}};
+  const auto calls = kernels_per_call(ops, kernels);
+  ASSERT_EQ(calls.size(), 1u);
+  EXPECT_EQ(calls[0].start_ns, 1000u);
+  EXPECT_EQ(calls[0].end_ns, 2000u);
+  ASSERT_EQ(calls[0].launches.size(), 2u);
+  EXPECT_EQ(calls[0].launches[1].launch_ns, 1900u);
+  EXPECT_EQ(calls[0].launches[1].start_ns, 1800u);
+  EXPECT_EQ(calls[0].launches[1].duration_ns, 100u);
 }
 
 Inventory two_convs_and_a_view() {
@@ -105,6 +119,52 @@ TEST(KernelCheck, ATraceThatDoesNotLineUpWithTheInventoryIsAnError) {
   EXPECT_THROW(compare_kernels(inv, {{"aten::conv2d", {}}}, {}), std::runtime_error);
   EXPECT_THROW(compare_kernels(inv, {{"aten::conv2d", {}}, {"aten::relu", {}}, {"aten::conv2d", {}}}, {}),
                std::runtime_error);
+}
+
+TEST(LaunchProfiles, PointsAreMediansOfEachEntrysCallsAndTheLatencyIsMeasuredOnAnIdleGpu) {
+  Inventory inv = two_convs_and_a_view();  // conv, view, conv
+  // Times in ns. The first conv (host 0-10000) launches at 2000 and 8000: 3000 and 1000 ns of
+  // kernels, the first on an idle GPU (starts 5000 after its launch). The second conv (host
+  // 20000-30000) launches at 24000 and 30000 (its end). The view launches nothing.
+  CallKernels conv1{"aten::conv2d", {"a", "b"}, 4000, 0, 10000, {{2000, 7000, 3000}, {8000, 12000, 1000}}};
+  CallKernels view{"aten::view", {}, 0, 12000, 13000, {}};
+  CallKernels conv2{"aten::conv2d", {"a", "b"}, 4000, 20000, 30000, {{30000, 35000, 1000}, {24000, 29000, 3000}}};
+  LaunchProfiles l = launch_profiles(inv, {conv1, view, conv2});
+  ASSERT_EQ(l.by_entry.size(), 2u);
+  ASSERT_EQ(l.by_entry[0].size(), 2u);
+  // Per launch in launch order: at 0.2 and 0.4 → 0.3; 0.8 and 1.0 → 0.9; shares 3/4 both times.
+  EXPECT_DOUBLE_EQ(l.by_entry[0][0].at_fraction, 0.3);
+  EXPECT_DOUBLE_EQ(l.by_entry[0][1].at_fraction, 0.9);
+  EXPECT_DOUBLE_EQ(l.by_entry[0][0].gpu_share, 0.75);
+  EXPECT_DOUBLE_EQ(l.by_entry[0][1].gpu_share, 0.25);
+  EXPECT_TRUE(l.by_entry[1].empty());
+  // Launches onto an idle GPU: 2000 (starts 5000 ns later) and 24000 (the GPU is free from
+  // 13000; 5000 ns). The others found the GPU busy. Fewer than 5 give no latency.
+  EXPECT_EQ(l.idle_launches, 2u);
+  EXPECT_FALSE(l.latency_us);
+  // Six calls of one kernel 1 µs long every 10 µs, starting 4, 5, 5, 6, 5 and 90 µs after their
+  // launches; the one at 90 µs delays the next, which found the GPU busy and is no sample.
+  Inventory many;
+  many.entries = {{"aten::relu", "", "self=f32[8]", "forward", 7}};
+  std::vector<CallKernels> traced;
+  const uint64_t delays_ns[] = {4000, 5000, 5000, 6000, 5000, 90000, 1000};
+  for (std::size_t i = 0; i < 7; ++i) {
+    const uint64_t t0 = i * 10000, start = t0 + 1000 + delays_ns[i];
+    many.sequence.push_back({0, "r"});
+    traced.push_back({"aten::relu", {"k"}, 1000, t0, t0 + 2000, {{t0 + 1000, start, 1000}}});
+  }
+  traced.back().launches[0].start_ns = 60000 + 1000 + 90000 + 1000;  // queued behind the slow one
+  l = launch_profiles(many, traced);
+  EXPECT_EQ(l.idle_launches, 6u);
+  ASSERT_TRUE(l.latency_us);
+  EXPECT_DOUBLE_EQ(*l.latency_us, 5);
+  EXPECT_DOUBLE_EQ(l.by_entry[0][0].at_fraction, 0.5);
+  // A launch the trace did not see goes to the call's return.
+  conv1.launches[0].launch_ns = 0;
+  l = launch_profiles(inv, {conv1, view, conv2});
+  EXPECT_DOUBLE_EQ(l.by_entry[0].back().at_fraction, 1.0);  // median of 1.0 (unseen) and 1.0 (conv2's end)
+  // A trace that does not line up with the inventory is an error.
+  EXPECT_THROW(launch_profiles(inv, {conv1, view}), std::runtime_error);
 }
 
 }  // namespace

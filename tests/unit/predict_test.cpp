@@ -45,6 +45,36 @@ TEST(Timeline, MixedViewsAndKernels) {
   EXPECT_DOUBLE_EQ(stalls + t.gpu_busy_us + t.tail_us, t.wall_us);
 }
 
+TEST(Timeline, KernelsLaunchedWithinACallStartBeforeItReturns) {
+  // 20 µs of the model's code, then an 80 µs call that launches 30% of its 50 µs of GPU time
+  // halfway through and the rest at its end: the GPU starts at 20 + 40 = 60, not at 100.
+  TimelineOp conv{100, 50, false, 20, {{0.5, 0.3}, {1.0, 0.7}}};
+  Timeline t = simulate({conv});
+  // 60-75, then the second launch at 100: 100-135.
+  EXPECT_DOUBLE_EQ(t.wall_us, 135);
+  EXPECT_DOUBLE_EQ(t.stall_us[0], 60 + 25);
+  EXPECT_DOUBLE_EQ(t.gpu_busy_us, 50);
+  EXPECT_DOUBLE_EQ(t.gap_us, 85);
+  // Launched early enough, the GPU runs the whole call's work before it returns.
+  conv.launches = {{0.1, 0.5}, {0.2, 0.5}};
+  t = simulate({conv});
+  EXPECT_DOUBLE_EQ(t.wall_us, 100);  // GPU 28-78; the host returns at 100
+  EXPECT_DOUBLE_EQ(t.tail_us, 22);
+  // The points are ignored for a call without GPU time.
+  conv.gpu_us = 0;
+  EXPECT_DOUBLE_EQ(simulate({conv}).gpu_busy_us, 0);
+}
+
+TEST(Timeline, ALaunchLatencyDelaysKernelsOnlyWhereTheGpuWaits) {
+  // Host-bound: every kernel waits for its launch, and starts 3 µs after it.
+  Timeline t = simulate({{10, 2}, {10, 2}, {10, 2}}, 0, 3);
+  EXPECT_DOUBLE_EQ(t.wall_us, 30 + 3 + 2);
+  EXPECT_EQ(t.stall_us, (std::vector<double>{13, 8, 8}));
+  // GPU-bound: only the first kernel pays it.
+  t = simulate({{5, 100}, {5, 100}, {5, 100}}, 0, 3);
+  EXPECT_DOUBLE_EQ(t.wall_us, 5 + 3 + 300);
+}
+
 Inventory two_layer_inventory() {
   InventoryBuilder b;
   b.add("aten::linear", "", "input=f32[8,64] weight=f32[64,64]", "fc1", {});
@@ -134,6 +164,33 @@ TEST(Prediction, TheModelsHostTimesLessTheObserversShareDelayLaunches) {
   costs[1].waits_for_device = false;
   costs[1].cpu_us = 7;
   EXPECT_DOUBLE_EQ(predict(inv, costs, in).timeline.cpu_us, 0.25 + 500 + 2 + 7 + 2.5 + 500 + 250.5 + 500 + 5);
+}
+
+TEST(Prediction, LaunchPointsAndLatencyComeFromTheInputsPerEntry) {
+  Inventory inv = two_layer_inventory();  // host times 5, 10, 5, 3 µs in the calls, no gaps
+  PredictionInputs in;
+  in.gap_power_W = 100;
+  std::map<std::size_t, OpCost> costs = {{0, cost(5, 2, 1, 2)}, {1, cost(10, 2, 1, 10)}, {2, cost(3, 0, 0, 3)}};
+  Prediction p = predict(inv, costs, in);
+  // fc1 cpu 0-5 gpu 5-7; relu cpu 5-15 gpu 15-17; fc2 cpu 15-20 gpu 20-22; view cpu 20-23.
+  EXPECT_DOUBLE_EQ(p.time_us, 23);
+  EXPECT_FALSE(p.time_us_launched_at_return);
+  // relu launches at the start of its call; every kernel starts 1 µs after its launch.
+  in.launches_by_entry = {{}, {{0.0, 1.0}}, {}};
+  in.launch_latency_us = 1;
+  p = predict(inv, costs, in);
+  // fc1 gpu 6-8; relu launches at 5, gpu 8-10; fc2 launches at 20, gpu 21-23; the host ends at 23.
+  EXPECT_DOUBLE_EQ(p.timeline.gpu_busy_us, 6);
+  EXPECT_DOUBLE_EQ(p.time_us, 23);
+  EXPECT_EQ(p.timeline.stall_us, (std::vector<double>{6, 0, 11, 0, 0}));
+  ASSERT_TRUE(p.time_us_launched_at_return);
+  EXPECT_DOUBLE_EQ(*p.time_us_launched_at_return, 23);
+  // With a longer kernel on relu the early launch shortens the step.
+  costs[1].gpu_us = 20;
+  p = predict(inv, costs, in);
+  // relu gpu 8-28, fc2 28-30.
+  EXPECT_DOUBLE_EQ(p.time_us, 30);
+  EXPECT_DOUBLE_EQ(*p.time_us_launched_at_return, 37);  // relu 15-35, fc2 35-37
 }
 
 TEST(Prediction, AHostScaleStretchesTheModelsHostTimesAndIsFoundFromAStepTime) {

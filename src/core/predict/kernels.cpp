@@ -43,7 +43,10 @@ std::vector<CallKernels> kernels_per_call(std::vector<TraceOp> ops, const std::v
   std::vector<CallKernels> out(outer.size());
   for (std::size_t r = 0; r < order.size(); ++r) {
     rank[order[r]] = r;
-    out[r].op = ops[outer[order[r]]].name;
+    const TraceOp& op = ops[outer[order[r]]];
+    out[r].op = op.name;
+    out[r].start_ns = op.start_ns;
+    out[r].end_ns = op.end_ns;
   }
   std::unordered_map<uint64_t, std::size_t> by_correlation;
   for (std::size_t i = 0; i < ops.size(); ++i) by_correlation.emplace(ops[i].correlation, i);
@@ -57,6 +60,7 @@ std::vector<CallKernels> kernels_per_call(std::vector<TraceOp> ops, const std::v
     auto& call = out[rank[outer_of[it->second]]];
     call.kernels.push_back(k.name);
     call.device_ns += k.duration_ns;
+    call.launches.push_back({k.launch_ns, k.start_ns, k.duration_ns});
   }
   if (unattributed) *unattributed = lost;
   return out;

@@ -25,13 +25,23 @@ struct TraceKernel {
   std::string name;
   uint64_t linked_correlation = 0;
   uint64_t duration_ns = 0;
+  uint64_t start_ns = 0;   // on the device, in the host's clock
+  uint64_t launch_ns = 0;  // its launch call's start on the host; 0: not traced
+};
+
+// A device activity as its call launched it (core/predict/launches.h places launches in time).
+struct TracedLaunch {
+  uint64_t launch_ns = 0;  // 0: its launch call was not traced
+  uint64_t start_ns = 0, duration_ns = 0;
 };
 
 // One outermost op call and the device activities it (or an op nested in it) launched.
 struct CallKernels {
   std::string op;
-  std::vector<std::string> kernels;  // in launch order
-  uint64_t device_ns = 0;            // their summed durations
+  std::vector<std::string> kernels;    // in launch order
+  uint64_t device_ns = 0;              // their summed durations
+  uint64_t start_ns = 0, end_ns = 0;   // the call on the host
+  std::vector<TracedLaunch> launches;  // one per kernel, in the same order
 };
 
 // The outermost op calls (time nesting per thread; threads merged in start order), each with

@@ -90,12 +90,14 @@ namespace {
 // (replayed alone, a call misses the model's caches and Python's argument handling), except
 // for calls that wait for the device, whose in-model time is mostly that wait: they take their
 // measured wall time after the wait. On the CPU the call's time is its measured wall time.
-TimelineOp timeline_op(const ModelHostTimes& host, std::size_t i, const OpCost* c, bool on_gpu) {
+// A call launches its GPU work where the traced step's calls of its entry did (`launches`).
+TimelineOp timeline_op(const ModelHostTimes& host, std::size_t i, const OpCost* c, bool on_gpu,
+                       const std::vector<LaunchPoint>* launches) {
   const double before = host.before_us[i];
   if (!c) return {before, 0};  // unmeasured: counts as zero, only the model's code around it stays
   if (!on_gpu) return {before + c->cpu_us, 0};
   if (c->waits_for_device) return {before + c->gpu_us, 0, true};
-  return {before + host.in_call_us[i], c->gpu_us};
+  return {before + host.in_call_us[i], c->gpu_us, false, before, launches ? *launches : std::vector<LaunchPoint>{}};
 }
 }  // namespace
 
@@ -111,10 +113,17 @@ Prediction predict(const Inventory& inv, const std::map<std::size_t, OpCost>& co
   ops.reserve(inv.sequence.size() + 1);
   for (std::size_t i = 0; i < inv.sequence.size(); ++i) {
     auto it = costs.find(inv.sequence[i].entry);
-    ops.push_back(timeline_op(host, i, it == costs.end() ? nullptr : &it->second, in.on_gpu));
+    const std::size_t entry = inv.sequence[i].entry;
+    const auto* launches = entry < in.launches_by_entry.size() ? &in.launches_by_entry[entry] : nullptr;
+    ops.push_back(timeline_op(host, i, it == costs.end() ? nullptr : &it->second, in.on_gpu, launches));
   }
   ops.push_back({host.after_last_us, 0});  // the step's own code after its last call
-  p.timeline = simulate(ops, in.sync_us);
+  p.timeline = simulate(ops, in.sync_us, in.launch_latency_us);
+  if (!in.launches_by_entry.empty() || in.launch_latency_us > 0) {
+    std::vector<TimelineOp> at_return = ops;
+    for (auto& op : at_return) op.launches.clear();
+    p.time_us_launched_at_return = simulate(at_return, in.sync_us).wall_us;
+  }
   p.time_us = p.timeline.wall_us;
   p.calls = inv.sequence.size();
 
@@ -286,6 +295,7 @@ nlohmann::json to_json(const Prediction& p, const Inventory& inv, const StepMeas
                       {"capped", {{"signatures", p.capped_signatures}, {"energy_mJ", p.capped_energy_mJ}}},
                       {"layers", rows_json(p.layers)},
                       {"ops", rows_json(p.ops)}};
+  if (p.time_us_launched_at_return) j["predicted"]["time_us_launched_at_return"] = *p.time_us_launched_at_return;
   if (m) {
     j["measured"] = {{"time_us", m->time_us},
                      {"time_ci95_us", m->time_ci_us},
@@ -338,6 +348,10 @@ std::string to_table(const Prediction& p, const Inventory& inv, const StepMeasur
                            ? fmt::format("; CPU issue {:.1f} µs, GPU busy {:.1f} µs, GPU idle {:.1f} µs",
                                          p.timeline.cpu_us, p.timeline.gpu_busy_us, p.timeline.gap_us)
                            : std::string("; host only"));
+    if (p.time_us_launched_at_return)
+      out += fmt::format(
+          "           ({:.2f} µs had every call launched its kernels as it returned, with no launch latency)\n",
+          *p.time_us_launched_at_return);
     out += p.energy_mJ ? fmt::format("           energy {:.4g} mJ ± {:.2g} mJ (95%; {:.3g} mJ of it in GPU gaps)\n",
                                      *p.energy_mJ, *p.energy_ci_mJ, p.gap_energy_mJ)
                        : fmt::format("           energy unavailable: {}\n", p.energy_why);

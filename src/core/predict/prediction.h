@@ -39,6 +39,11 @@ struct PredictionInputs {
   // This board: costs measured on another board of the same model are counted apart (boards'
   // energy sensors differ by about ±5%). Empty: not known, nothing is counted.
   std::string gpu_uuid;
+  // From a traced step (core/predict/launches.h): per inventory entry, where its calls launch
+  // their GPU work (empty, or an empty entry: as each call returns), and the idle GPU's delay
+  // from a launch to its kernel's start.
+  std::vector<std::vector<LaunchPoint>> launches_by_entry;
+  double launch_latency_us = 0;
 };
 
 struct PredictedRow {
@@ -69,6 +74,9 @@ struct Prediction {
   std::size_t capped_signatures = 0;
   // `model`: the missing signatures were left unmeasured on purpose (the target was met).
   bool unmeasured_by_choice = false;
+  // With launch points or a launch latency in the inputs: the time had every call launched its
+  // GPU work as it returned, with no latency (what the timeline assumes without a trace).
+  std::optional<double> time_us_launched_at_return;
   bool complete() const { return missing.empty(); }
   // The CPU's issue time, not the GPU, sets the step's time: the interval, which carries the
   // GPU times' uncertainty only, is then narrower than the prediction's real uncertainty.

@@ -4,19 +4,24 @@
 
 namespace opcost {
 
-Timeline simulate(const std::vector<TimelineOp>& ops, double sync_us) {
+Timeline simulate(const std::vector<TimelineOp>& ops, double sync_us, double launch_latency_us) {
   Timeline t;
   t.stall_us.resize(ops.size(), 0);
   double cpu = 0, gpu = 0;  // when each resource is next free
+  static const std::vector<LaunchPoint> at_return = {LaunchPoint{}};
   for (std::size_t i = 0; i < ops.size(); ++i) {
-    if (ops[i].waits_for_device) cpu = std::max(cpu, gpu);
-    cpu += ops[i].cpu_us;  // the launch leaves the host at the end of the call
-    if (ops[i].gpu_us > 0) {
-      const double start = std::max(gpu, cpu);
-      t.stall_us[i] = start - gpu;
-      gpu = start + ops[i].gpu_us;
-      t.gpu_busy_us += ops[i].gpu_us;
+    const TimelineOp& op = ops[i];
+    if (op.waits_for_device) cpu = std::max(cpu, gpu);
+    const double call_start = cpu + op.call_starts_after_us;
+    const double call_us = op.cpu_us - op.call_starts_after_us;
+    cpu += op.cpu_us;
+    if (op.gpu_us <= 0) continue;
+    for (const LaunchPoint& l : op.launches.empty() ? at_return : op.launches) {
+      const double start = std::max(gpu, call_start + l.at_fraction * call_us + launch_latency_us);
+      t.stall_us[i] += start - gpu;
+      gpu = start + l.gpu_share * op.gpu_us;
     }
+    t.gpu_busy_us += op.gpu_us;
   }
   t.cpu_us = cpu;
   t.tail_us = std::max(0.0, cpu - gpu);

@@ -4,16 +4,37 @@
 // in order (its GPU time), starting when both the launch has been issued and the previous
 // kernel is done. At small batches the GPU waits for the CPU; at large ones the CPU runs ahead
 // and waits at the final synchronisation. Torch-free.
+#include <utility>
 #include <vector>
 
 namespace opcost {
 
+// Where a call submits part of its GPU work: at this fraction of the call's own host time
+// (0: as it starts, 1: as it returns), this share of its GPU time. A cuDNN convolution's
+// backward launches its first kernels early in a call of 170 µs; placing them all at its end
+// delays the GPU by most of that call (core/predict/launches.h measures the points).
+struct LaunchPoint {
+  double at_fraction = 1;
+  double gpu_share = 1;
+};
+
 struct TimelineOp {
+  TimelineOp(double cpu = 0, double gpu = 0, bool waits = false, double starts_after = 0,
+             std::vector<LaunchPoint> points = {})
+      : cpu_us(cpu),
+        gpu_us(gpu),
+        waits_for_device(waits),
+        call_starts_after_us(starts_after),
+        launches(std::move(points)) {}
   double cpu_us = 0;  // host time to issue the call (dispatch, launch)
   double gpu_us = 0;  // device time of its kernels; 0 for views and CPU-only work
   // The call returns only when the device has finished all earlier work (aten::item, a copy
   // to the host): the host waits, then spends cpu_us.
   bool waits_for_device = false;
+  // Of cpu_us, the model's own code before the call proper (launch points are placed in the rest).
+  double call_starts_after_us = 0;
+  // In order, shares adding to 1; empty: all of gpu_us is launched as the call returns.
+  std::vector<LaunchPoint> launches;
 };
 
 struct Timeline {
@@ -26,6 +47,8 @@ struct Timeline {
 };
 
 // `sync_us` is added at the end: the host's cost to observe the device finishing.
-Timeline simulate(const std::vector<TimelineOp>& ops, double sync_us = 0);
+// `launch_latency_us`: from a launch to its kernel's start on an idle GPU (a busy one starts it
+// when the kernel ahead ends).
+Timeline simulate(const std::vector<TimelineOp>& ops, double sync_us = 0, double launch_latency_us = 0);
 
 }  // namespace opcost

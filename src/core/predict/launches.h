@@ -1,0 +1,32 @@
+#pragma once
+// Where each call of a model submits its GPU work within its own host time, and how long an
+// idle GPU takes to start a launched kernel, from one traced step. Without them the timeline
+// launches a call's whole GPU time as the call returns, and a kernel starts the moment it is
+// launched: a host-bound step whose calls launch early (cuDNN's backward convolutions) comes
+// out too slow, and one whose GPU keeps catching up with the host too fast. Torch-free.
+#include <cstddef>
+#include <optional>
+#include <vector>
+
+#include "core/inventory/inventory.h"
+#include "core/predict/kernels.h"
+#include "core/predict/timeline.h"
+
+namespace opcost {
+
+struct LaunchProfiles {
+  // Per inventory entry: its calls' launch points, each the median over the calls traced;
+  // empty where the trace shows no launch (a view, an op on the CPU).
+  std::vector<std::vector<LaunchPoint>> by_entry;
+  // From a launch call's start to its kernel's start, over the kernels launched while the GPU
+  // had nothing else to run (their median); nullopt with fewer than kMinIdleLaunches of them.
+  std::optional<double> latency_us;
+  std::size_t idle_launches = 0;
+  static constexpr std::size_t kMinIdleLaunches = 5;
+};
+
+// `traced`: one step, a CallKernels per inventory call in order (trace_kernels). Throws
+// std::runtime_error when it does not line up with the inventory.
+LaunchProfiles launch_profiles(const Inventory& inv, const std::vector<CallKernels>& traced);
+
+}  // namespace opcost
