@@ -101,6 +101,7 @@ def summary_row(name: str, d: dict) -> dict:
                      else at_return / measured_us - 1 if at_return and measured_us else None)
     bench = d.get("bench", {})
     return {"case": name, "time_error_headline_at_return": at_return_err,
+            "unmeasured_calls": d.get("calls", 0) - d.get("measured_calls", 0),
             "launch_latency_us": d.get("launches", {}).get("latency_us"), "calls": d.get("calls"), "predicted_us": d["predicted"]["time_us"],
             "measured_us": d.get("measured", {}).get("time_us"), "time_error": err.get("time"),
             "paired_time_error": paired.get("time_error_median"), "host_drift": paired.get("host_drift"),
@@ -134,8 +135,8 @@ def summarize(out: Path, python_jsons) -> int:
     rows += python_rows(python_jsons)
     lines = ["| case | calls | predicted µs | measured µs | time error | paired | drift | energy error | paired energy "
              "| host × | gap µs | GPU busy µs | mismatches | wall s | new ops | headline time, launched at return "
-             "| launch latency µs |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "| launch latency µs | unmeasured calls |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         if "failed" in r:
             lines.append(f"| {r['case']} | failed: {' '.join(r['failed'])} |")
@@ -149,7 +150,8 @@ def summarize(out: Path, python_jsons) -> int:
             f"{bold(r['paired_energy_error'], r['energy_error_headline'] == r['paired_energy_error'] and r['paired_energy_error'] is not None)} | "
             f"{r['host_scale'] or 0:.2f} | {r['gap_us']:.0f} | {r['gpu_busy_us']:.0f} | {r['mismatches']} | "
             f"{r['wall_s'] or 0:.0f} | {r['new_measurements'] or 0} | {pct(r['time_error_headline_at_return'])} | "
-            f"{'n/a' if r['launch_latency_us'] is None else format(r['launch_latency_us'], '.1f')} |")
+            f"{'n/a' if r['launch_latency_us'] is None else format(r['launch_latency_us'], '.1f')} | "
+            f"{r['unmeasured_calls']} |")
     ok = [r for r in rows if "failed" not in r]
 
     def dist(key):

@@ -245,6 +245,9 @@ struct Binder {
         if (v.is_none()) return c10::IValue();
         return convert(a, type->castRaw<c10::OptionalType>()->getElementType(), v);
       case K::TensorType: {
+        // C++ callers pass an undefined tensor where no tensor is meant, even to an argument
+        // the schema does not mark optional (cuDNN attention's backward takes attn_bias so).
+        if (v.is_none()) return at::Tensor();
         auto* t = std::get_if<TensorSpec>(&v.v);
         if (!t) fail(a, fmt::format("expected a tensor like f32[2,3], got '{}'", format_value(v)));
         return make_tensor(a, *t, 0);
@@ -396,7 +399,9 @@ std::vector<NamedArg> drop_defaults(const c10::FunctionSchema& schema, std::vect
   for (std::size_t i = 0; i < args.size() && i < values.size(); ++i) {
     const auto& a = args[i];
     if (a.default_value() && format_value(values[i]) == default_text(a)) continue;
-    if (values[i].is_none() && !a.default_value()) continue;
+    // An optional argument without a default binds to None when left out; any other must be
+    // written (an undefined tensor given to a plain Tensor argument: None).
+    if (values[i].is_none() && !a.default_value() && a.type()->kind() == c10::TypeKind::OptionalType) continue;
     out.push_back({a.name(), std::move(values[i])});
   }
   return out;
@@ -662,7 +667,8 @@ class PreparedCallImpl : public PreparedCall {
             std::clamp<std::size_t>(bytes ? (opt.cold_footprint_bytes + bytes - 1) / bytes : 1, 2, 256);
         for (std::size_t i = 1; i < n; ++i) {
           std::vector<c10::IValue> copy;
-          for (const auto& iv : sets_.front()) copy.push_back(iv.isTensor() ? c10::IValue(iv.toTensor().clone()) : iv);
+          for (const auto& iv : sets_.front())
+            copy.push_back(iv.isTensor() && iv.toTensor().defined() ? c10::IValue(iv.toTensor().clone()) : iv);
           sets_.push_back(std::move(copy));
         }
       } else if (opt.cache_mode != "warm") {

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <functional>
 
+#include "core/spec/arg_value.h"
 #include "core/spec/op_call.h"
 #include "core/spec/spec_file.h"
 #include "torch/bind.h"
@@ -122,6 +123,42 @@ TEST(Bind, CanonicalFormOmitsDefaultsAndNormalises) {
   EXPECT_EQ(format_args(b.canonical), "input=f32[1,3,8,8] weight=f32[4,3,3,3] padding=[1,1]");
   EXPECT_EQ(b.dtype, "f32");
   EXPECT_EQ(b.tensor_bytes, std::size_t(1 * 3 * 8 * 8 + 4 * 3 * 3 * 3) * 4);
+}
+
+TEST(Bind, AnUndefinedTensorGivenToAPlainTensorArgumentIsWrittenAndBoundAsNone) {
+  // cuDNN attention's backward takes attn_bias and the cumulative lengths as plain Tensors, and
+  // autograd passes them undefined: the signature must say None for the replay to bind them.
+  const auto& op =
+      c10::Dispatcher::singleton().findSchemaOrThrow("aten::_scaled_dot_product_cudnn_attention_backward", "");
+  const auto& schema = op.schema();
+  std::vector<ArgValue> values;
+  for (const auto& a : schema.arguments()) {
+    const auto k = a.type()->kind();
+    if (a.name() == "attn_bias" || a.name() == "cum_seq_q" || a.name() == "cum_seq_k" || a.name() == "scale")
+      values.push_back(ArgValue{ArgValue::None{}});
+    else if (k == c10::TypeKind::TensorType)
+      values.push_back(parse_value(a.name() == "logsumexp" ? "f32[1,2,8,1]" : "f16[1,2,8,4]"));
+    else if (k == c10::TypeKind::FloatType)
+      values.push_back(ArgValue{0.0});
+    else if (k == c10::TypeKind::BoolType)
+      values.push_back(ArgValue{true});
+    else
+      values.push_back(ArgValue{int64_t(8)});
+  }
+  const std::string text = format_args(drop_defaults(schema, values));
+  EXPECT_NE(text.find("attn_bias=None cum_seq_q=None cum_seq_k=None"), std::string::npos) << text;
+  EXPECT_EQ(text.find("scale"), std::string::npos) << text;  // optional with default None: left out
+  BoundCall b =
+      bind_call(call_of("aten::_scaled_dot_product_cudnn_attention_backward " + text), c10::Device(at::kCPU), 0);
+  const auto& args = schema.arguments();
+  for (std::size_t i = 0; i < args.size(); ++i)
+    if (args[i].name() == "attn_bias") EXPECT_TRUE(b.inputs[i].isTensor() && !b.inputs[i].toTensor().defined());
+  EXPECT_EQ(format_args(b.canonical), text);
+  // Left out, such an argument is still an error that names it.
+  EXPECT_THROW(bind_call(call_of("aten::_scaled_dot_product_cudnn_attention_backward " +
+                                 text.substr(0, text.find(" attn_bias"))),
+                         c10::Device(at::kCPU), 0),
+               ReplayError);
 }
 
 TEST(Bind, SeededDataIsReproducibleAndIndicesAreInRange) {
