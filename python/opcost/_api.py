@@ -224,8 +224,7 @@ def _predict(model: Any, inputs: Sequence[Any], kwargs: Dict[str, Any], *, measu
         raise ValueError(f"cache={cache!r}: use 'warm' or 'cold'")
     options = {"measure": measure, "target": float(target), "db": path, "db_is_default": is_default,
                "cache": cache, "energy": bool(energy), "max_time": None}
-    if budgets:
-        options.update({k: float(v) for k, v in budgets.items()})
+    options.update({k: float(v) for k, v in (budgets or {}).items()})
     with _layer_names(model) as names:
         out = _core.predict(step, dict(d, name_layers=names), options, **_notes())
     return Prediction(json.loads(out["json"]), out["text"])
@@ -245,14 +244,27 @@ def validate(model: Any, *inputs: Any, db: Optional[str] = None, cache: str = "w
              loss_fn: Optional[Callable] = None, optimizer: Any = None, autocast: Optional[str] = None,
              name: Optional[str] = None, energy: bool = True, max_time: Optional[float] = None,
              energy_max_time: float = 2.0, energy_max_time_capped: float = 3.5, step_max_time: float = 3.0,
+             short_loops_after: Optional[float] = None, ops_energy_ci: Optional[float] = None,
              **kwargs: Any) -> Prediction:
     """Measures what the database lacks (stored as it goes), then the whole step, and returns
     the prediction beside the measurement (``time_error``, ``energy_error``). Budgets are per
-    operator in seconds; ``max_time`` None keeps the command line's defaults."""
-    budgets = None
+    operator in seconds; ``max_time`` None keeps the command line's defaults.
+
+    As ``opcost validate --short-loops-after --ops-energy-ci``: once the measured operators
+    explain ``short_loops_after`` of the step (0 to 1; 0: from the first, 1: never), the rest
+    get short loops, and each short loop's energy stops at the interval its share of the step
+    needs for the operators together to add ``ops_energy_ci`` (relative 95%, 0 to 1; 0: each at
+    5%). None keeps the command line's defaults."""
+    budgets: Dict[str, float] = {}
     if max_time is not None:
         budgets = {"max_time": max_time, "energy_max_time": energy_max_time,
                    "energy_max_time_capped": energy_max_time_capped, "step_max_time": step_max_time}
+    for key, value in (("short_loops_after", short_loops_after), ("ops_energy_ci", ops_energy_ci)):
+        if value is None:
+            continue
+        if not 0 <= value <= 1:
+            raise ValueError(f"{key}={value!r}: use a number from 0 to 1")
+        budgets[key] = value
     return _predict(model, inputs, kwargs, measure=True, target=0, db=db, cache=cache, train=train, loss_fn=loss_fn,
                     optimizer=optimizer, autocast=autocast, name=name, energy=energy, budgets=budgets)
 

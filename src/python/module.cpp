@@ -121,6 +121,9 @@ py::dict predict_step(py::function step, const py::dict& description, const py::
                   !o["energy"].cast<bool>());
   else if (!o["energy"].cast<bool>())
     p.op_config.energy = p.step_config.energy = false;
+  // None: the command's default.
+  if (o.contains("short_loops_after")) p.short_loops_after = o["short_loops_after"].cast<double>();
+  if (o.contains("ops_energy_ci")) p.ops_energy_rel_ci95 = o["ops_energy_ci"].cast<double>();
   const PredictReport r = run_predict(p, model, python_notes(note, progress));
   py::dict out;
   out["json"] = to_json(r).dump();

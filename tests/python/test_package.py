@@ -6,6 +6,7 @@ the errors a user meets. Nothing is downloaded: models have random weights."""
 from __future__ import annotations
 
 import json
+import logging
 import os
 import subprocess
 import sys
@@ -190,6 +191,18 @@ def test_predict_and_validate_end_to_end(tmp_path):
     assert {row["name"] for row in doc["layers"]} >= {"blocks.0.fc1", "head", "(top)"}
     pandas = pytest.importorskip("pandas")
     assert isinstance(after.to_pandas(by="op"), pandas.DataFrame)
+
+
+def test_validate_takes_the_short_loop_options(tmp_path, caplog):
+    net, x = Net().eval(), torch.randn(8, 16)
+    with caplog.at_level(logging.INFO, logger="opcost"):
+        val = opcost.validate(net, x, db=tmp_path / "ops.db", max_time=0.02, step_max_time=0.2, energy=False,
+                              short_loops_after=0, ops_energy_ci=0.05)
+    assert val.complete
+    assert any("every operator gets short loops" in r.getMessage() for r in caplog.records), caplog.text
+    for bad in (dict(short_loops_after=1.5), dict(ops_energy_ci=-0.1)):
+        with pytest.raises(ValueError, match=next(iter(bad))):
+            opcost.validate(net, x, db=tmp_path / "ops.db", **bad)
 
 
 def test_measure_from_python_values():
