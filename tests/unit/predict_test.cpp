@@ -55,6 +55,8 @@ TEST(Timeline, KernelsLaunchedWithinACallStartBeforeItReturns) {
   EXPECT_DOUBLE_EQ(t.stall_us[0], 60 + 25);
   EXPECT_DOUBLE_EQ(t.gpu_busy_us, 50);
   EXPECT_DOUBLE_EQ(t.gap_us, 85);
+  // Without its launch points the whole call launches as it returns.
+  EXPECT_DOUBLE_EQ(simulate({conv}, 0, 0, false).wall_us, 150);
   // Launched early enough, the GPU runs the whole call's work before it returns.
   conv.launches = {{0.1, 0.5}, {0.2, 0.5}};
   t = simulate({conv});

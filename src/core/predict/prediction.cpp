@@ -119,11 +119,8 @@ Prediction predict(const Inventory& inv, const std::map<std::size_t, OpCost>& co
   }
   ops.push_back({host.after_last_us, 0});  // the step's own code after its last call
   p.timeline = simulate(ops, in.sync_us, in.launch_latency_us);
-  if (!in.launches_by_entry.empty() || in.launch_latency_us > 0) {
-    std::vector<TimelineOp> at_return = ops;
-    for (auto& op : at_return) op.launches.clear();
-    p.time_us_launched_at_return = simulate(at_return, in.sync_us).wall_us;
-  }
+  if (!in.launches_by_entry.empty() || in.launch_latency_us > 0)
+    p.time_us_launched_at_return = simulate(ops, in.sync_us, 0, false).wall_us;
   p.time_us = p.timeline.wall_us;
   p.calls = inv.sequence.size();
 

@@ -4,7 +4,7 @@
 
 namespace opcost {
 
-Timeline simulate(const std::vector<TimelineOp>& ops, double sync_us, double launch_latency_us) {
+Timeline simulate(const std::vector<TimelineOp>& ops, double sync_us, double launch_latency_us, bool launch_points) {
   Timeline t;
   t.stall_us.resize(ops.size(), 0);
   double cpu = 0, gpu = 0;  // when each resource is next free
@@ -16,7 +16,7 @@ Timeline simulate(const std::vector<TimelineOp>& ops, double sync_us, double lau
     const double call_us = op.cpu_us - op.call_starts_after_us;
     cpu += op.cpu_us;
     if (op.gpu_us <= 0) continue;
-    for (const LaunchPoint& l : op.launches.empty() ? at_return : op.launches) {
+    for (const LaunchPoint& l : op.launches.empty() || !launch_points ? at_return : op.launches) {
       const double start = std::max(gpu, call_start + l.at_fraction * call_us + launch_latency_us);
       t.stall_us[i] += start - gpu;
       gpu = start + l.gpu_share * op.gpu_us;

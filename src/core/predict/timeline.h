@@ -48,7 +48,8 @@ struct Timeline {
 
 // `sync_us` is added at the end: the host's cost to observe the device finishing.
 // `launch_latency_us`: from a launch to its kernel's start on an idle GPU (a busy one starts it
-// when the kernel ahead ends).
-Timeline simulate(const std::vector<TimelineOp>& ops, double sync_us = 0, double launch_latency_us = 0);
+// when the kernel ahead ends). `launch_points` false: every call launches as it returns.
+Timeline simulate(const std::vector<TimelineOp>& ops, double sync_us = 0, double launch_latency_us = 0,
+                  bool launch_points = true);
 
 }  // namespace opcost
