@@ -399,12 +399,15 @@ PredictReport run_predict(const PredictOptions& o, RunnableModel& runnable, cons
     } catch (const std::exception& e) {
       report.kernels_why = report.launches_why = e.what();
     }
-    if (traced && o.check_kernels) try {
+    if (traced && o.check_kernels) {
+      try {
         report.kernels = check_kernels(*traced, inv, device, notes);
       } catch (const std::exception& e) {
         report.kernels_why = e.what();
       }
-    if (traced && o.trace_launches) try {
+    }
+    if (traced && o.trace_launches) {
+      try {
         report.launches = launch_profiles(inv, *traced);
         pin.launches_by_entry = report.launches->by_entry;
         pin.launch_latency_us = report.launches->latency_us.value_or(0);
@@ -412,6 +415,7 @@ PredictReport run_predict(const PredictOptions& o, RunnableModel& runnable, cons
       } catch (const std::exception& e) {
         report.launches_why = e.what();
       }
+    }
   }
   report.prediction = predict(inv, costs, pin);
   report.prediction.unmeasured_by_choice = stopped_at_target;
