@@ -100,12 +100,10 @@ KernelReport check_kernels(const std::vector<CallKernels>& traced, const Invento
   return compare_kernels(inv, traced, isolation_kernels(calls, ro));
 }
 
-// validate: rounds of the step with its host times observed, each predicted with the host
-// times of its own round and compared with its own plain steps.
-// `own` receives each compared round's host times, to predict the rounds again (predict_rounds)
-// once launches are traced.
-PairedRounds paired_rounds(RunnableModel& model, Inventory& inv, const std::map<std::size_t, OpCost>& costs,
-                           const PredictionInputs& pin, std::vector<Inventory>& own, const Notes& notes) {
+// validate: rounds of the step with its host times observed. Each round that took the model's
+// path is kept in `compared` with its plain steps' wall time, for predict_rounds; the rounds'
+// medians become the inventory's host times.
+PairedRounds paired_rounds(RunnableModel& model, Inventory& inv, std::vector<HostRound>& compared, const Notes& notes) {
   notes.say("timing the step and the host times of its calls in interleaved rounds");
   PairedRounds out;
   std::vector<HostRound> rounds;
@@ -117,9 +115,7 @@ PairedRounds paired_rounds(RunnableModel& model, Inventory& inv, const std::map<
     const HostRound& r = rounds.back();
     plain_host.push_back(r.plain_step_us);
     if (!same_calls(inv, r.observed)) continue;
-    own.push_back(inv);
-    take_host_times(own.back(), {r});
-    out.predicted_us.push_back(predict(own.back(), costs, pin).time_us);
+    compared.push_back(r);
     out.measured_us.push_back(r.plain_wall_us);
   }
   out.seconds = elapsed_s();
@@ -132,10 +128,17 @@ PairedRounds paired_rounds(RunnableModel& model, Inventory& inv, const std::map<
   return out;
 }
 
-void predict_rounds(PairedRounds& paired, const std::vector<Inventory>& own, const std::map<std::size_t, OpCost>& costs,
-                    const PredictionInputs& pin) {
-  paired.predicted_at_return_us = paired.predicted_us;
-  for (std::size_t i = 0; i < own.size(); ++i) paired.predicted_us[i] = predict(own[i], costs, pin).time_us;
+// Each compared round predicted with the host times of its own round (and, with traced
+// launches, as if every call launched as it returned), once the prediction's inputs are final.
+void predict_rounds(PairedRounds& paired, const Inventory& inv, const std::vector<HostRound>& compared,
+                    const std::map<std::size_t, OpCost>& costs, const PredictionInputs& pin) {
+  for (const HostRound& r : compared) {
+    Inventory own = inv;
+    take_host_times(own, {r});
+    const Prediction p = predict(own, costs, pin);
+    paired.predicted_us.push_back(p.time_us);
+    if (p.time_us_launched_at_return) paired.predicted_at_return_us.push_back(*p.time_us_launched_at_return);
+  }
 }
 
 void pair_energy(PredictReport& r) {
@@ -357,7 +360,7 @@ PredictReport run_predict(const PredictOptions& o, RunnableModel& runnable, cons
   }
   // validate: the prediction's host times and the step in the same rounds, just before the
   // final step measurement, so that the prediction sees the host as the step does.
-  std::vector<Inventory> round_host_times;  // validate: each paired round's
+  std::vector<HostRound> paired_host_rounds;  // validate: the rounds compared with their steps
   if (o.measure && o.target == 0 && !costs.empty()) {
     // The GPU's power between kernels moves with its temperature and clocks: measured again.
     if (on_gpu) {
@@ -366,7 +369,7 @@ PredictReport run_predict(const PredictOptions& o, RunnableModel& runnable, cons
       if (auto doc = measure_one(gap_probe, "", "warm")) gap_doc = doc;
       use_gap_power();
     }
-    report.paired = paired_rounds(*model, report.inventory, costs, pin, round_host_times, notes);
+    report.paired = paired_rounds(*model, report.inventory, paired_host_rounds, notes);
   }
   if (o.measure && (!step || before_ops)) measure_step();
   // The host can change speed within seconds: the same step timed before the operator loops
@@ -411,12 +414,12 @@ PredictReport run_predict(const PredictOptions& o, RunnableModel& runnable, cons
         report.launches = launch_profiles(inv, *traced);
         pin.launches_by_entry = report.launches->by_entry;
         pin.launch_latency_us = report.launches->latency_us.value_or(0);
-        if (report.paired) predict_rounds(*report.paired, round_host_times, costs, pin);
       } catch (const std::exception& e) {
         report.launches_why = e.what();
       }
     }
   }
+  if (report.paired) predict_rounds(*report.paired, inv, paired_host_rounds, costs, pin);
   report.prediction = predict(inv, costs, pin);
   report.prediction.unmeasured_by_choice = stopped_at_target;
   // Judged on the final prediction too: the last operator measured may be the one that meets it.
