@@ -144,13 +144,13 @@ class Prediction(_Document):
         """On a GPU: the delay from a kernel's launch to its start on an idle GPU, as one traced
         step of the model shows it; the prediction adds it wherever the GPU waits for the host.
         None where launches were not traced (on the CPU: ``launches_why`` says why)."""
-        return (self._doc.get("launches") or {}).get("latency_us")
+        return self._optional("launches", "latency_us")
 
     @property
     def launches_why(self) -> Optional[str]:
         """Why each call's kernels were taken as launched when it returns, or None when the
         launches were traced."""
-        return (self._doc.get("launches") or {}).get("why")
+        return self._optional("launches", "why")
 
     @property
     def time_us_launched_at_return(self) -> Optional[float]:
@@ -167,37 +167,38 @@ class Prediction(_Document):
         """Signatures without a measurement (they count as zero in the prediction)."""
         return [m["signature"] for m in self._doc["missing"]]
 
-    def _of_measured_step(self, section: str, key: str) -> Any:
-        """A figure that exists only when the step was measured (validate), else None."""
+    def _optional(self, section: str, key: str) -> Any:
+        """A figure of a section the report may lack (the measured step's, validate's; the traced
+        launches', a GPU's), else None."""
         return (self._doc.get(section) or {}).get(key)
 
     @property
     def measured_time_us(self) -> Optional[float]:
-        return self._of_measured_step("measured", "time_us")
+        return self._optional("measured", "time_us")
 
     @property
     def measured_energy_mJ(self) -> Optional[float]:
-        return self._of_measured_step("measured", "energy_mJ")
+        return self._optional("measured", "energy_mJ")
 
     @property
     def time_error(self) -> Optional[float]:
         """predicted / measured − 1, when the step was measured."""
-        return self._of_measured_step("error", "time")
+        return self._optional("error", "time")
 
     @property
     def energy_error(self) -> Optional[float]:
-        return self._of_measured_step("error", "energy")
+        return self._optional("error", "energy")
 
     @property
     def paired_time_error(self) -> Optional[float]:
         """validate: the median over interleaved rounds of each round's prediction against
         that round's own steps, so that the host's speed is the same on both sides. The one to
         read when the host drifted (``headline == "paired"``)."""
-        return self._of_measured_step("paired", "time_error_median")
+        return self._optional("paired", "time_error_median")
 
     @property
     def paired_time_error_range(self) -> Optional[Tuple[float, float]]:
-        low, high = self._of_measured_step("paired", "time_error_low"), self._of_measured_step("paired", "time_error_high")
+        low, high = self._optional("paired", "time_error_low"), self._optional("paired", "time_error_high")
         return None if low is None else (low, high)
 
     @property
@@ -206,23 +207,23 @@ class Prediction(_Document):
         that energy was measured (the GPU idles between kernels for as long as the host takes to
         issue them). None when no host speed reproduces that step time (a GPU-bound step:
         then the energy does not depend on the host, and ``energy_error`` is the one to read)."""
-        return self._of_measured_step("paired_energy", "energy_error")
+        return self._optional("paired_energy", "energy_error")
 
     @property
     def host_drift(self) -> Optional[float]:
         """How much the host's speed moved across the paired rounds: the plain step's host time,
         (90th − 10th percentile) / median."""
-        return self._of_measured_step("paired", "host_drift")
+        return self._optional("paired", "host_drift")
 
     @property
     def headline(self) -> Optional[str]:
         """Which time error to read: "paired" where the host drifted, else "unpaired"."""
-        return self._of_measured_step("error", "headline")
+        return self._optional("error", "headline")
 
     @property
     def flags(self) -> List[str]:
         """The measured step's flags (drift, throttling, other processes)."""
-        return list(self._of_measured_step("measured", "flags") or [])
+        return list(self._optional("measured", "flags") or [])
 
     def to_pandas(self, by: str = "layer"):
         """One row per layer (``by="layer"``) or per operator signature (``by="op"``)."""
