@@ -100,8 +100,21 @@ p=d['paired']; assert p['rounds']>=5 and len(p['measured_us'])==p['rounds'] and 
 assert p['time_error_low']<=p['time_error_median']<=p['time_error_high'] and d['error']['headline'] in ('paired','unpaired')
 h=d['host']; assert h['rounds']>=5 and h['plain_step_us']>0 and h['in_calls_us']>0, h
 assert d['measured']['before_ops_time_us']>0 and 'drift' in d['measured'], d['measured']
-assert d['kernels']['checked'] is False, d['kernels']"
+assert d['kernels']['checked'] is False, d['kernels']
+assert d['cache']=='auto' and d['cache_auto']['why']=='on the CPU every input is warm', d['cache_auto']"
 "$bin" predict mnist-cnn --device cpu --batch 2 --db "$pdb" >"$dir/o19" 2>/dev/null
 check "predict from the database alone is complete" test $? -eq 0
+# Inputs classed against a cache smaller than the step: the weights come from memory, and
+# those signatures are measured again with their weights rotated.
+"$bin" validate mnist-cnn --device cpu --batch 2 --db "$pdb" --cache-bytes 64KiB --max-time 0.05 \
+  --step-max-time 0.3 --json >"$dir/o20" 2>/dev/null
+check "validate --cache-bytes measures cold weights apart" python3 -c "
+import json, sqlite3; d=json.load(open('$dir/o20'))
+assert d['complete'] and d['cache_auto']=={'l2_bytes': 65536, 'signatures_with_cold_inputs': d['cache_auto']['signatures_with_cold_inputs']}, d['cache_auto']
+assert d['cache_auto']['signatures_with_cold_inputs']>=3, d['cache_auto']
+modes={r[0] for r in sqlite3.connect('$pdb').execute('SELECT cache_mode FROM measurements WHERE op=\"aten::linear\"')}
+assert 'warm' in modes and any(m.startswith('cold:') and 'weight' in m for m in modes), modes"
+"$bin" validate mnist-cnn --device cpu --batch 2 --db "$pdb" --cache lukewarm >"$dir/o21" 2>"$dir/e21"
+check "an unknown --cache is refused" has "$dir/e21" "lukewarm"
 
 finish

@@ -121,12 +121,20 @@ sweep=$!
 # Each item loops for its whole 2 s, so 24 items on 8 workers take 6 s or more: a worker that
 # status shows with an item is killed while it measures it.
 check "eight workers have items in hand" wait_for "$dir/many.yaml" "$dir/w.db" "^running: " "${many[@]}"
-victim=$("$bin" sweep status "$dir/many.yaml" --db "$dir/w.db" "${many[@]}" | sed -n 's/^running: .*(worker .*:\([0-9]*\))$/\1/p' | head -1)
+# A worker between two items shows none: ask again (a loaded machine may catch them all so).
+victim=
+for _ in $(seq 20); do
+  victim=$("$bin" sweep status "$dir/many.yaml" --db "$dir/w.db" "${many[@]}" | sed -n 's/^running: .*(worker .*:\([0-9]*\))$/\1/p' | head -1)
+  [ -n "$victim" ] && break
+  sleep 0.2
+done
 check "a worker to kill" test -n "$victim"
 kill -9 "$victim"
 wait $sweep
 check "eight workers, one killed: exit 0" test $? -eq 0
-check "... its item went back" has "$dir/e20" "it goes back for another try"
+# Killed mid-item, its item goes back; a loaded machine may let it finish the item first (the
+# crash is then counted with no item lost: the checks below).
+check "... its item went back, or it died between items" has "$dir/e20" "it goes back for another try\\|1 worker crash"
 "$bin" sweep status "$dir/many.yaml" --db "$dir/w.db" "${many[@]}" >"$dir/s20"
 check "eight workers: all 24 done" has "$dir/s20" "done     24"
 check "... by more than one worker" grep -qE "workers  ([2-9]) " "$dir/s20"

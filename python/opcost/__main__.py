@@ -109,7 +109,8 @@ def main(argv=None) -> int:
         p.add_argument("-o", "--output", help="write to this file (default: standard output)")
         if name != "inventory":
             p.add_argument("--db", help="the database (default: $OPCOST_DB or ~/.local/share/opcost/opcost.db)")
-            p.add_argument("--cache", default="warm", choices=["warm", "cold"])
+            p.add_argument("--cache", default="auto", choices=["auto", "warm", "cold"],
+                           help="operator inputs as the model reads them (auto), or all warm or all cold")
         if name == "validate":
             p.add_argument("--max-time", type=float, help="timing budget per operator, seconds")
             p.add_argument("--no-energy", action="store_true", help="skip the energy loops")
@@ -137,7 +138,8 @@ def main(argv=None) -> int:
                    help="energy per operator and layer: first measure, as validate does, what the database lacks and "
                         "the untraced step (on a GPU)")
     p.add_argument("--db", help="the database for --energy (default: $OPCOST_DB or ~/.local/share/opcost/opcost.db)")
-    p.add_argument("--cache", default="warm", choices=["warm", "cold"])
+    p.add_argument("--cache", default="auto", choices=["auto", "warm", "cold"],
+                   help="--energy: operator inputs as the model reads them (auto), or all warm or all cold")
     p.add_argument("-o", "--output", help="trace file to write: Chrome JSON (.json) or Perfetto's protobuf "
                                           "(.pftrace), gzip-compressed when it ends in .gz")
     p.add_argument("--table", action="store_true", help="print the table too (the default without --output)")

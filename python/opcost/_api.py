@@ -214,33 +214,45 @@ def inventory(model: Any, *inputs: Any, train: bool = False, loss_fn: Optional[C
 
 
 def _predict(model: Any, inputs: Sequence[Any], kwargs: Dict[str, Any], *, measure: bool, target: float,
-             db: Optional[str], cache: str, train: bool, loss_fn: Optional[Callable], optimizer: Any,
+             db: Optional[str], cache: str, cache_bytes: Optional[int], train: bool, loss_fn: Optional[Callable],
+             optimizer: Any,
              autocast: Optional[str], name: Optional[str], energy: bool, budgets: Optional[Dict[str, float]]):
     d = _describe(model, inputs, kwargs, train, autocast, name)
     step = _checked_step(_make_step(model, inputs, kwargs, train, loss_fn, optimizer, autocast,
                                     _device_of(model, inputs)), d)
     path, is_default = _db_path(db)
-    if cache not in ("warm", "cold"):
-        raise ValueError(f"cache={cache!r}: use 'warm' or 'cold'")
+    if cache not in ("auto", "warm", "cold"):
+        raise ValueError(f"cache={cache!r}: use 'auto', 'warm' or 'cold'")
+    if cache_bytes is not None and (not isinstance(cache_bytes, int) or cache_bytes <= 0):
+        raise ValueError(f"cache_bytes={cache_bytes!r}: use a positive number of bytes, or None for the GPU's L2")
     options = {"measure": measure, "target": float(target), "db": path, "db_is_default": is_default,
-               "cache": cache, "energy": bool(energy), "max_time": None}
+               "cache": cache, "cache_bytes": cache_bytes or 0, "energy": bool(energy), "max_time": None}
     options.update({k: float(v) for k, v in (budgets or {}).items()})
     with _layer_names(model) as names:
         out = _core.predict(step, dict(d, name_layers=names), options, **_notes())
     return Prediction(json.loads(out["json"]), out["text"])
 
 
-def predict(model: Any, *inputs: Any, db: Optional[str] = None, cache: str = "warm", train: bool = False,
+def predict(model: Any, *inputs: Any, db: Optional[str] = None, cache: str = "auto",
+            cache_bytes: Optional[int] = None, train: bool = False,
             loss_fn: Optional[Callable] = None, optimizer: Any = None, autocast: Optional[str] = None,
             name: Optional[str] = None, **kwargs: Any) -> Prediction:
     """The step's time and energy predicted from the operator database ``db`` (default: the
     command line's). Nothing is measured: signatures the database lacks are listed in
-    ``missing`` and count as zero (``complete`` is False)."""
-    return _predict(model, inputs, kwargs, measure=False, target=0, db=db, cache=cache, train=train, loss_fn=loss_fn,
+    ``missing`` and count as zero (``complete`` is False).
+
+    ``cache``: which operator measurements to use. ``"auto"`` takes each input as the model
+    reads it on a GPU: from memory where the step touched more than the L2 holds since that data
+    was last used (a weight read once a step), else from L2 (an activation just written); on the
+    CPU all warm. ``cache_bytes`` classes them against that many bytes instead of the GPU's L2.
+    ``"warm"`` or ``"cold"``: every input reused, or rotated over 256 MiB."""
+    return _predict(model, inputs, kwargs, measure=False, target=0, db=db, cache=cache, cache_bytes=cache_bytes,
+                    train=train, loss_fn=loss_fn,
                     optimizer=optimizer, autocast=autocast, name=name, energy=True, budgets=None)
 
 
-def validate(model: Any, *inputs: Any, db: Optional[str] = None, cache: str = "warm", train: bool = False,
+def validate(model: Any, *inputs: Any, db: Optional[str] = None, cache: str = "auto",
+             cache_bytes: Optional[int] = None, train: bool = False,
              loss_fn: Optional[Callable] = None, optimizer: Any = None, autocast: Optional[str] = None,
              name: Optional[str] = None, energy: bool = True, max_time: Optional[float] = None,
              energy_max_time: float = 2.0, energy_max_time_capped: float = 3.5, step_max_time: float = 3.0,
@@ -265,7 +277,8 @@ def validate(model: Any, *inputs: Any, db: Optional[str] = None, cache: str = "w
         if not 0 <= value <= 1:
             raise ValueError(f"{key}={value!r}: use a number from 0 to 1")
         budgets[key] = value
-    return _predict(model, inputs, kwargs, measure=True, target=0, db=db, cache=cache, train=train, loss_fn=loss_fn,
+    return _predict(model, inputs, kwargs, measure=True, target=0, db=db, cache=cache, cache_bytes=cache_bytes,
+                    train=train, loss_fn=loss_fn,
                     optimizer=optimizer, autocast=autocast, name=name, energy=energy, budgets=budgets)
 
 

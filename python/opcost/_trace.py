@@ -159,7 +159,7 @@ def trace(model: Any = None, *, schedule: Optional[Schedule] = None, shapes: boo
 
 
 def trace_model(model: Any, *inputs: Any, schedule: Optional[Schedule] = None, energy: bool = False,
-                db: Optional[str] = None, cache: str = "warm", train: bool = False, loss_fn: Optional[Any] = None,
+                db: Optional[str] = None, cache: str = "auto", train: bool = False, loss_fn: Optional[Any] = None,
                 optimizer: Any = None, autocast: Optional[str] = None, shapes: bool = False, flops: bool = False,
                 nvtx: bool = False, name: Optional[str] = None, **kwargs: Any) -> Trace:
     """Traces steps of ``model(*inputs, **kwargs)`` that opcost runs itself, as ``validate``
@@ -181,8 +181,8 @@ def trace_model(model: Any, *inputs: Any, schedule: Optional[Schedule] = None, e
               "flops": bool(flops), "nvtx": bool(nvtx)}
     energy_options = None
     if energy:
-        if cache not in ("warm", "cold"):
-            raise ValueError(f"cache={cache!r}: use 'warm' or 'cold'")
+        if cache not in ("auto", "warm", "cold"):
+            raise ValueError(f"cache={cache!r}: use 'auto', 'warm' or 'cold'")
         path, is_default = _db_path(db)
         energy_options = {"db": path, "db_is_default": is_default, "cache": cache}
     with _layer_names(model) as names:

@@ -496,9 +496,16 @@ int main(int argc, char** argv) {
     auto* c = app.add_subcommand(name, help);
     add_model_options(c, po.model);
     c->add_flag("--json", predict_json, "print JSON");
-    c->add_option("--cache", po.cache, "operator measurements with warm inputs, or cold (rotated over 256 MiB)")
-        ->check(CLI::IsMember({"warm", "cold"}))
+    c->add_option("--cache", po.cache,
+                  "operator inputs as the model reads them: auto (a weight read once a step from memory, an "
+                  "activation just written from L2; by the GPU's L2 size), warm (all reused), cold (all rotated "
+                  "over 256 MiB)")
+        ->check(CLI::IsMember({"auto", "warm", "cold"}))
         ->capture_default_str();
+    c->add_option("--cache-bytes", po.cache_bytes,
+                  "--cache auto: the cache the inputs are classed against, as 50MiB or bytes (default: the GPU's L2; "
+                  "on the CPU, none: all warm)")
+        ->transform(CLI::AsSizeValue(false));
     return c;
   };
   auto add_measuring = [&](CLI::App* c, Budgets& b) {

@@ -115,6 +115,7 @@ py::dict predict_step(py::function step, const py::dict& description, const py::
   p.db = o["db"].cast<std::string>();
   p.db_create_parent = o["db_is_default"].cast<bool>();
   p.cache = o["cache"].cast<std::string>();
+  p.cache_bytes = o["cache_bytes"].cast<std::uint64_t>();
   if (!o["max_time"].is_none())
     p.set_budgets(o["max_time"].cast<double>(), o["energy_max_time"].cast<double>(),
                   o["energy_max_time_capped"].cast<double>(), o["step_max_time"].cast<double>(),

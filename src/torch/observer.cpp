@@ -16,6 +16,7 @@
 #include <utility>
 #include <variant>
 
+#include "core/inventory/cache_reuse.h"
 #include "torch/bind.h"
 
 namespace opcost {
@@ -56,6 +57,8 @@ struct TensorSlot {
   // (`x * 0.5` is aten::mul.Tensor with other=f64[] on the CPU) must replay so, not on the GPU.
   bool cpu = false;
   c10::SmallVector<int64_t, 5> sizes, strides;  // strides only when not contiguous
+  std::uintptr_t address = 0;                   // where its data starts, and how many bytes it
+  std::uint64_t bytes = 0;                      // spans: only where inputs are classed by cache
 };
 
 // What the observer keeps of an input: tensors as dtype and geometry (no data, no reference
@@ -71,6 +74,7 @@ struct Call {
   // Host clock (ns) after the call's inputs were recorded, and when it returned: the call's
   // host time in the model, and the host time between calls (module code, scopes, freeing).
   int64_t start_ns = 0, end_ns = 0, gap_ns = 0;
+  std::vector<TensorTouch> outputs;  // only where inputs are classed by cache
 };
 
 // One observation. Callbacks may run on several threads (autograd's device threads), so
@@ -119,9 +123,23 @@ ThreadState& state_for(const Capture& c) {
   return tl;
 }
 
-TensorSlot tensor_slot(const at::Tensor& t) {
+// Where a tensor's data lies, for the cache classing: its first element and the bytes of its
+// elements. Tensors without storage (none in an eager model) count as touching nothing.
+TensorTouch touch_of(const at::Tensor& t, int arg) {
+  if (!t.has_storage() || !t.storage().data()) return {0, 0, arg};
+  const auto first =
+      reinterpret_cast<std::uintptr_t>(t.storage().data()) + std::uintptr_t(t.storage_offset()) * t.itemsize();
+  return {first, std::uint64_t(t.numel()) * t.itemsize(), arg};
+}
+
+TensorSlot tensor_slot(const at::Tensor& t, bool locate) {
   TensorSlot s{t.scalar_type(), t.is_cpu(), c10::SmallVector<int64_t, 5>(t.sizes().begin(), t.sizes().end()), {}};
   if (!t.is_contiguous()) s.strides.assign(t.strides().begin(), t.strides().end());
+  if (locate) {
+    const TensorTouch where = touch_of(t, 0);
+    s.address = where.address;
+    s.bytes = where.bytes;
+  }
   return s;
 }
 
@@ -133,15 +151,15 @@ TensorSpec spec_of(const TensorSlot& s) {
   return t;
 }
 
-Slot slot_of(const c10::IValue& v) {
+Slot slot_of(const c10::IValue& v, bool locate) {
   if (v.isTensor()) {
     const auto& t = v.toTensor();
     if (!t.defined()) return c10::IValue();  // C++'s "no tensor" is Python's None
-    return tensor_slot(t);
+    return tensor_slot(t, locate);
   }
   if (v.isTensorList()) {
     std::vector<TensorSlot> slots;
-    for (const at::Tensor& t : v.toTensorList()) slots.push_back(tensor_slot(t));
+    for (const at::Tensor& t : v.toTensorList()) slots.push_back(tensor_slot(t, locate));
     return slots;
   }
   return v;
@@ -244,7 +262,8 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
   if (c->options->inputs) {  // timing steps allocate nothing per call
     call.nested.reserve(8);
     call.slots.reserve(fn.num_inputs());
-    for (const auto& v : fn.inputs()) call.slots.push_back(slot_of(v));
+    const bool locate = c->options->cache_bytes > 0;
+    for (const auto& v : fn.inputs()) call.slots.push_back(slot_of(v, locate));
   }
   const bool host_times_only = c->options->host_times_only;
   if (!t.scopes.empty()) {
@@ -281,8 +300,15 @@ void on_end(const at::RecordFunction& fn, at::ObserverContext*) {
     const int64_t end = now_ns();
     if (c->options->host_times_only) at::enableRecordFunction(true);
     std::lock_guard lock(c->mu);
-    c->calls[top].end_ns = end;
+    Call& call = c->calls[top];
+    call.end_ns = end;
     c->last_end_ns = std::max(c->last_end_ns, end);
+    if (c->options->cache_bytes > 0)
+      for (const auto& v : fn.outputs()) {
+        if (v.isTensor() && v.toTensor().defined()) call.outputs.push_back(touch_of(v.toTensor(), -1));
+        if (v.isTensorList())
+          for (const at::Tensor& t : v.toTensorList()) call.outputs.push_back(touch_of(t, -1));
+      }
   }
   if (--t.open_ops == 0) t.outer = -1;
 }
@@ -320,6 +346,7 @@ Inventory observe(const std::function<void()>& body, const ObserveOptions& optio
   if (!options.host_times_only) scopes.insert({at::RecordScope::USER_SCOPE, at::RecordScope::BACKWARD_FUNCTION});
   const auto handle = at::addGlobalCallback(at::RecordFunctionCallback(on_start, on_end)
                                                 .needsInputs(options.inputs && !options.host_times_only)
+                                                .needsOutputs(options.cache_bytes > 0 && !options.host_times_only)
                                                 .scopes(scopes));
   auto stop = [&] {
     at::removeCallback(handle);
@@ -336,21 +363,43 @@ Inventory observe(const std::function<void()>& body, const ObserveOptions& optio
   }
   stop();
 
+  // Which inputs the model reads from memory rather than L2, by argument index.
+  std::vector<std::vector<int>> cold;
+  if (options.cache_bytes > 0 && options.inputs && !options.host_times_only) {
+    std::vector<CallTouches> touches;
+    touches.reserve(capture.calls.size());
+    for (const auto& call : capture.calls) {
+      CallTouches& t = touches.emplace_back();
+      for (std::size_t i = 0; i < call.slots.size(); ++i) {
+        if (auto* s = std::get_if<TensorSlot>(&call.slots[i])) t.push_back({s->address, s->bytes, int(i)});
+        if (auto* ts = std::get_if<std::vector<TensorSlot>>(&call.slots[i]))
+          for (const auto& s : *ts) t.push_back({s.address, s.bytes, int(i)});
+      }
+      t.insert(t.end(), call.outputs.begin(), call.outputs.end());
+    }
+    cold = cold_inputs(touches, options.cache_bytes);
+  }
   InventoryBuilder builder;
   std::unordered_map<std::string, std::string> formatted;  // call key -> canonical args
   std::string key;
-  for (const auto& call : capture.calls) {
+  for (std::size_t n = 0; n < capture.calls.size(); ++n) {
+    const Call& call = capture.calls[n];
     const auto& schema = call.handle->schema();
     const auto& args = schema.arguments();
     std::vector<std::string> nested;
     for (uint32_t id : call.nested) nested.push_back(capture.names[id]);
     const char* phase = call.backward ? "backward" : "forward";
+    std::vector<std::string> cold_args;
+    if (!cold.empty())
+      for (int i : cold[n])
+        if (std::size_t(i) < args.size()) cold_args.push_back(args[i].name());
     key.assign(schema.name()).append(1, '.').append(schema.overload_name()).append(1, '\0');
     bool keyed = true;
     for (const auto& s : call.slots) keyed = keyed && append_key(key, s);
     if (keyed)
       if (auto it = formatted.find(key); it != formatted.end()) {
-        builder.add(schema.name(), schema.overload_name(), it->second, capture.names[call.layer], nested, phase);
+        builder.add(schema.name(), schema.overload_name(), it->second, capture.names[call.layer], nested, phase,
+                    cold_args);
         builder.time_last((call.end_ns - call.start_ns) * 1e-3, call.gap_ns * 1e-3);
         continue;
       }
@@ -380,11 +429,12 @@ Inventory observe(const std::function<void()>& body, const ObserveOptions& optio
       }
     }
     std::string text = format_args(drop_defaults(schema, std::move(values)));
-    builder.add(schema.name(), schema.overload_name(), text, capture.names[call.layer], nested, phase);
+    builder.add(schema.name(), schema.overload_name(), text, capture.names[call.layer], nested, phase, cold_args);
     builder.time_last((call.end_ns - call.start_ns) * 1e-3, call.gap_ns * 1e-3);
     if (keyed) formatted.emplace(key, std::move(text));
   }
   Inventory inv = builder.take();
+  if (!cold.empty()) inv.cache_bytes = options.cache_bytes;
   inv.host_step_us = (body_end_ns - capture.body_start_ns) * 1e-3;
   inv.host_after_last_call_us = (body_end_ns - capture.last_end_ns) * 1e-3;
   return inv;

@@ -1,6 +1,7 @@
 #pragma once
 // Records every ATen call a piece of code makes, through a RecordFunction observer, and
 // builds the inventory. Torch-free header.
+#include <cstdint>
 #include <functional>
 #include <string>
 
@@ -23,6 +24,10 @@ struct ObserveOptions {
   // so its nested calls (most of a step's dispatcher calls) cost the model nothing extra.
   // For the timing steps, whose calls are the signature step's.
   bool host_times_only = false;
+  // Class each call's inputs as read from the GPU's L2 or from memory, against this capacity
+  // (core/inventory/cache_reuse; InventoryEntry::cold_args). 0: not classed. Needs `inputs`,
+  // and asks for every outermost call's outputs too.
+  std::uint64_t cache_bytes = 0;
 };
 
 // Runs `body` once with the observer installed. The first call's host gap is the time from the

@@ -15,6 +15,7 @@
 #include <mutex>
 #include <optional>
 #include <set>
+#include <sstream>
 #include <unordered_map>
 
 #include "core/sys/host_memory.h"
@@ -639,6 +640,51 @@ CallInfo info_of(const OpCall& call, const BoundCall& b, c10::Device device) {
   return info;
 }
 
+// The schema argument indices a cache mode rotates: none when warm, every tensor argument when
+// "cold", the named ones for "cold:<arg>,<arg>".
+std::vector<std::size_t> cold_arguments(const std::string& mode, const c10::FunctionSchema& schema) {
+  const auto& args = schema.arguments();
+  std::vector<std::size_t> out;
+  if (mode == "warm") return out;
+  if (mode == "cold") {
+    for (std::size_t i = 0; i < args.size(); ++i) out.push_back(i);
+    return out;
+  }
+  if (mode.rfind("cold:", 0) != 0)
+    throw ReplayError(fmt::format("unknown cache mode '{}' (use warm, cold, or cold:<argument>,...)", mode));
+  std::stringstream names(mode.substr(5));
+  for (std::string name; std::getline(names, name, ',');) {
+    auto it = std::find_if(args.begin(), args.end(), [&](const c10::Argument& a) { return a.name() == name; });
+    if (it == args.end()) {
+      std::vector<std::string> names;
+      for (const auto& a : args) names.push_back(a.name());
+      throw ReplayError(fmt::format("cache mode '{}': {} has no argument '{}' (its arguments: {})", mode, schema.name(),
+                                    name, fmt::join(names, ", ")));
+    }
+    out.push_back(std::size_t(it - args.begin()));
+  }
+  return out;
+}
+
+std::size_t ivalue_tensor_bytes(const c10::IValue& iv) {
+  if (iv.isTensor()) return iv.toTensor().defined() ? iv.toTensor().nbytes() : 0;
+  std::size_t bytes = 0;
+  if (iv.isTensorList())
+    for (const at::Tensor& t : iv.toTensorList()) bytes += t.defined() ? t.nbytes() : 0;
+  return bytes;
+}
+
+// A copy of an argument's tensors (a list's each); anything else as it is.
+c10::IValue cloned(const c10::IValue& iv) {
+  if (iv.isTensor()) return iv.toTensor().defined() ? c10::IValue(iv.toTensor().clone()) : iv;
+  if (iv.isTensorList()) {
+    c10::List<at::Tensor> copies;
+    for (const at::Tensor& t : iv.toTensorList()) copies.push_back(t.defined() ? t.clone() : t);
+    return copies;
+  }
+  return iv;
+}
+
 class PreparedCallImpl : public PreparedCall {
  public:
   PreparedCallImpl(const OpCall& call, const ReplayOptions& opt) {
@@ -651,6 +697,7 @@ class PreparedCallImpl : public PreparedCall {
       // tries (and the system may kill the process instead of failing the allocation).
       const BoundCall sizes = check_call(call, device);
       needed = sizes.tensor_bytes;
+      const std::vector<std::size_t> cold = cold_arguments(opt.cache_mode, sizes.handle->schema());
       const auto free = available_host_memory_bytes();
       if (free && sizes.host_bytes_peak > *free)
         throw ReplayError(
@@ -659,21 +706,20 @@ class PreparedCallImpl : public PreparedCall {
       BoundCall b = bind_call(call, device, opt.seed);
       handle_ = b.handle;
       info_ = info_of(call, b, device);
-      const std::size_t bytes = info_.input_bytes;
       sets_.push_back(std::move(b.inputs));
-      if (opt.cache_mode == "cold") {
-        // Rotate over enough input copies that each call finds its inputs out of cache.
+      if (!cold.empty()) {
+        // Rotate over enough copies of the cold inputs that each call finds them out of cache.
+        std::size_t bytes = 0;
+        for (std::size_t a : cold) bytes += ivalue_tensor_bytes(sets_.front()[a]);
         const std::size_t n =
             std::clamp<std::size_t>(bytes ? (opt.cold_footprint_bytes + bytes - 1) / bytes : 1, 2, 256);
         for (std::size_t i = 1; i < n; ++i) {
-          std::vector<c10::IValue> copy;
-          for (const auto& iv : sets_.front())
-            copy.push_back(iv.isTensor() && iv.toTensor().defined() ? c10::IValue(iv.toTensor().clone()) : iv);
+          std::vector<c10::IValue> copy = sets_.front();
+          for (std::size_t a : cold) copy[a] = cloned(copy[a]);
           sets_.push_back(std::move(copy));
         }
-      } else if (opt.cache_mode != "warm") {
-        throw ReplayError(fmt::format("unknown cache mode '{}' (use warm or cold)", opt.cache_mode));
       }
+      info_.cache_mode = opt.cache_mode;
       info_.input_sets = sets_.size();
       device_type_ = device.type();
       autocast_ = autocast_dtype(opt.autocast);  // resolved once: call() stays lean

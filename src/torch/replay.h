@@ -13,7 +13,10 @@ namespace opcost {
 struct ReplayOptions {
   std::string device = "auto";  // "auto" (CUDA when present), "cpu", "cuda", "cuda:N"
   uint64_t seed = 0;
-  std::string cache_mode = "warm";                // "warm": one input set; "cold": rotate sets
+  // "warm": one input set; "cold": rotate sets; "cold:<arg>,<arg>": rotate copies of those
+  // arguments only, the others stay warm (a weight the model reads from memory beside an
+  // activation its producer has just written; core/inventory/cache_reuse).
+  std::string cache_mode = "warm";
   std::size_t cold_footprint_bytes = 256u << 20;  // cold: input sets span at least this much
   std::string autocast;                           // "", "bf16" or "fp16": replay under autocast, as the model ran
 };
@@ -34,9 +37,10 @@ struct CallInfo {
   std::string device_kind;  // "cuda" or "cpu"
   std::string autocast;     // "" or the autocast dtype
   int device_index = 0;
-  std::size_t input_sets = 1;   // > 1 in cold mode
-  std::size_t input_bytes = 0;  // of one input set
-  std::string resolution_note;  // how the overload was chosen, when the call named none
+  std::size_t input_sets = 1;       // > 1 in cold mode
+  std::string cache_mode = "warm";  // as applied: ReplayOptions::cache_mode
+  std::size_t input_bytes = 0;      // of one input set
+  std::string resolution_note;      // how the overload was chosen, when the call named none
 };
 
 // Something the measurement engine loops on: one operator replayed, or a whole model step.

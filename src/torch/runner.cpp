@@ -433,7 +433,7 @@ Measurement Runner::measure(PreparedCall& call) {
   m.args = call.canonical_args();
   m.args_hash = signature_hash(m.op, m.overload, m.args);
   m.dtype = call.dtype();
-  m.cache_mode = call.input_sets() > 1 ? "cold" : "warm";
+  m.cache_mode = call.info().cache_mode;
   m.autocast = call.autocast();
   m.env = env_;
   m.created_at = utc_timestamp();

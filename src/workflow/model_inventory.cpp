@@ -50,12 +50,13 @@ void take_host_times(Inventory& inv, const std::vector<HostRound>& rounds) {
   inv.host_calibration.observed_step_us = with_observer.empty() ? 0 : median_of(with_observer);
 }
 
-Inventory take_inventory(RunnableModel& model, const ModelOptions& o, int host_rounds) {
+Inventory take_inventory(RunnableModel& model, const ModelOptions& o, int host_rounds, std::uint64_t cache_bytes) {
   for (int i = 0; i < model.warmup_steps(); ++i) model.step();
   model.synchronize();
   ObserveOptions oo;
   oo.backward = o.in.train;
   oo.layer_source = model.layer_source();
+  oo.cache_bytes = cache_bytes;
   // The calls, their signatures and layers come from one step observed with inputs. Its host
   // times are not used: asking for inputs makes the dispatcher box every op's arguments, and
   // naming layers may cost the model (Python's hooks), so host times come from timing rounds.

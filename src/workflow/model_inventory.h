@@ -1,6 +1,7 @@
 #pragma once
 // A model as the workflows take it (a built-in name or a TorchScript file, its input, dtype,
 // device and mode), and its inventory: every operator call of an observed step. Torch-free.
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -27,7 +28,10 @@ HostRound time_host_round(RunnableModel& model);
 // Runs the model's warm-up, then observes one step with its layers and inputs (the calls and
 // their signatures), then times `host_rounds` rounds: each call's host times are medians over
 // the rounds' observed steps, calibrated by the plain steps (Inventory::host_calibration).
-Inventory take_inventory(RunnableModel& model, const ModelOptions& o, int host_rounds = 8);
+// `cache_bytes` > 0 classes each call's inputs as read from L2 or memory against that capacity
+// (ObserveOptions::cache_bytes).
+Inventory take_inventory(RunnableModel& model, const ModelOptions& o, int host_rounds = 8,
+                         std::uint64_t cache_bytes = 0);
 
 // The median host times of `rounds` whose calls are `inv`'s, and their calibration.
 void take_host_times(Inventory& inv, const std::vector<HostRound>& rounds);

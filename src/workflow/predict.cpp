@@ -16,6 +16,7 @@
 #include "core/spec/spec_file.h"
 #include "core/stats/summary.h"
 #include "core/store/database.h"
+#include "core/sys/cuda_cache.h"
 #include "torch/kernel_trace.h"
 #include "torch/model_call.h"
 
@@ -181,7 +182,17 @@ PredictReport run_predict(const PredictOptions& o, RunnableModel& runnable, cons
     notes.say(fmt::format("no CUDA GPU found; predicting {} on the CPU", o.model.model));
   PredictReport report;
   report.cache = o.cache;
-  report.inventory = take_inventory(*model, o.model);
+  if (o.cache != "auto" && o.cache != "warm" && o.cache != "cold")
+    throw std::invalid_argument(fmt::format("cache '{}' is not one of auto, warm, cold", o.cache));
+  if (o.cache == "auto") {
+    if (o.cache_bytes > 0)
+      report.cache_bytes = o.cache_bytes;
+    else if (!on_gpu)
+      report.cache_why = "on the CPU every input is warm";
+    else if (auto l2 = cuda_l2_cache_bytes(index, &report.cache_why))
+      report.cache_bytes = *l2;
+  }
+  report.inventory = take_inventory(*model, o.model, 8, report.cache_bytes);
   const Inventory& inv = report.inventory;
   report.env = describe_environment(kind, index);
   const Environment& env = report.env;
@@ -244,11 +255,13 @@ PredictReport run_predict(const PredictOptions& o, RunnableModel& runnable, cons
     }
   };
 
+  // Each entry's inputs as the model reads them (auto), or all as asked.
+  auto cache_mode_of = [&](const InventoryEntry& e) { return o.cache == "auto" ? e.cache_mode() : o.cache; };
   // Costs already in the database.
   std::map<std::size_t, OpCost>& costs = report.costs;
   for (std::size_t i = 0; i < inv.entries.size(); ++i) {
     const auto& e = inv.entries[i];
-    if (auto doc = lookup(e.op, e.overload, e.args, inv.autocast, o.cache))
+    if (auto doc = lookup(e.op, e.overload, e.args, inv.autocast, cache_mode_of(e)))
       costs[i] = op_cost_from_document(*doc, on_gpu);
   }
   PredictionInputs& pin = report.inputs;
@@ -355,7 +368,8 @@ PredictReport run_predict(const PredictOptions& o, RunnableModel& runnable, cons
         runner().reconfigure(c);
       }
       notes.say(fmt::format("[{}/{}] {} ×{}", ++done, todo.size(), e.signature(), e.count));
-      if (auto doc = measure_one(e.signature(), inv.autocast, o.cache)) costs[i] = op_cost_from_document(*doc, on_gpu);
+      if (auto doc = measure_one(e.signature(), inv.autocast, cache_mode_of(e)))
+        costs[i] = op_cost_from_document(*doc, on_gpu);
     }
   }
   // validate: the prediction's host times and the step in the same rounds, just before the
@@ -467,7 +481,9 @@ nlohmann::json launches_json(const PredictReport& r) {
   return {{"traced", true},
           {"signatures_placed", placed_signatures(l)},
           {"latency_us", l.latency_us ? nlohmann::json(*l.latency_us) : nlohmann::json(nullptr)},
-          {"idle_launches", l.idle_launches}};
+          {"idle_launches", l.idle_launches},
+          {"traced_step_us", l.traced_step_us},
+          {"traced_step_timeline_us", l.traced_step_timeline_us}};
 }
 
 }  // namespace
@@ -515,6 +531,13 @@ nlohmann::json to_json(const PredictReport& r) {
   j["gpu"] = r.env.device_name;
   j["gpu_uuid"] = r.env.device_uuid;
   j["cache"] = r.cache;
+  if (r.cache == "auto") {
+    std::size_t cold = 0;
+    for (const auto& e : inv.entries) cold += e.cold_args.empty() ? 0 : 1;
+    j["cache_auto"] = r.cache_bytes > 0
+                          ? nlohmann::json{{"l2_bytes", r.cache_bytes}, {"signatures_with_cold_inputs", cold}}
+                          : nlohmann::json{{"why", r.cache_why}};
+  }
   if (r.target > 0) j["target"] = {{"share", r.target}, {"met", r.target_met}};
   j["target_met"] = r.target_met;
   j["failures"] = r.failures;

@@ -4,6 +4,7 @@
 // compare. Options and their defaults live here, the result is a typed report, and rendering
 // (text, JSON) is apart from the run. Torch-free header.
 #include <cstddef>
+#include <cstdint>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -26,8 +27,13 @@ struct PredictOptions {
   bool db_create_parent = false;  // opcost's default location: its directories may be made
   bool measure = false;           // validate / model: measure what the database lacks, and the whole step
   double target = 0;              // model: stop measuring operators once both shares reach this
-  std::string cache = "warm";     // operator measurements to use and make: warm or cold inputs
-  MeasureConfig op_config;        // for operators
+  // Operator measurements to use and make. "auto": each input as the model reads it, from the
+  // GPU's L2 or from memory (core/inventory/cache_reuse; all warm on the CPU); "warm" or
+  // "cold": every input so.
+  std::string cache = "auto";
+  // auto: the capacity inputs are classed against; 0: the GPU's L2.
+  std::uint64_t cache_bytes = 0;
+  MeasureConfig op_config;  // for operators
   // Once the measured operators explain this share of the step's time and energy, the rest
   // (each a small share of it) get the short loops of short_op_config(): their wider
   // intervals hardly widen the step's. 1 or more: never; 0: from the start (`model`).
@@ -88,6 +94,8 @@ struct PairedEnergy {
 
 struct PredictReport {
   std::string cache;
+  std::uint64_t cache_bytes = 0;  // auto: the capacity the inputs were classed against; 0: none
+  std::string cache_why;          // auto: why they were not classed
   Environment env;
   Inventory inventory;
   PredictionInputs inputs;

@@ -205,6 +205,21 @@ def test_validate_takes_the_short_loop_options(tmp_path, caplog):
             opcost.validate(net, x, db=tmp_path / "ops.db", **bad)
 
 
+def test_validate_classes_inputs_against_a_given_cache(tmp_path):
+    net, x = Net().eval(), torch.randn(8, 16)
+    db = tmp_path / "ops.db"
+    val = opcost.validate(net, x, db=db, max_time=0.02, step_max_time=0.2, energy=False, cache_bytes=256)
+    auto = val.to_dict()["cache_auto"]
+    assert val.complete and auto["l2_bytes"] == 256 and auto["signatures_with_cold_inputs"] >= 1, auto
+    # The default on the CPU classes nothing, and says so; its warm signatures are other rows.
+    default = opcost.predict(net, x, db=db)
+    assert default.to_dict()["cache_auto"] == {"why": "on the CPU every input is warm"}
+    with pytest.raises(ValueError, match="cache_bytes"):
+        opcost.validate(net, x, db=db, cache_bytes=-1)
+    with pytest.raises(ValueError, match="tepid"):
+        opcost.predict(net, x, db=db, cache="tepid")
+
+
 def test_measure_from_python_values():
     m = opcost.measure("aten::add", self="f32[32,32]", other=torch.ones(32, 32), alpha=2, device="cpu",
                        max_time=0.05, energy=False, store=False)

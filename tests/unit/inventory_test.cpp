@@ -1,6 +1,8 @@
 // Inventory grouping and its JSON document (torch-free).
 #include "core/inventory/inventory.h"
 
+#include "core/inventory/cache_reuse.h"
+
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -111,6 +113,49 @@ TEST(InventoryHostTimes, MediansAddUpToTheMedianStep) {
   EXPECT_NEAR(inv.sequence[0].host_us, 10 * scale, 1e-9);
   EXPECT_NEAR(inv.sequence[1].host_gap_us, 2 * scale, 1e-9);
   EXPECT_NEAR(inv.host_after_last_call_us, 4 * scale, 1e-9);
+}
+
+// A step of three calls: x, w1 -> a; a -> b; b, w2 -> c (addresses and bytes made up).
+std::vector<CallTouches> three_calls() {
+  return {{{1, 10, 0}, {1000, 100, 1}, {2000, 50, -1}},
+          {{2000, 50, 0}, {3000, 50, -1}},
+          {{3000, 50, 0}, {4000, 100, 1}, {5000, 50, -1}}};
+}
+
+TEST(CacheReuse, AWeightReadOnceAStepIsColdAndAnActivationJustWrittenIsWarm) {
+  const auto cold = cold_inputs(three_calls(), 120);
+  ASSERT_EQ(cold.size(), 3u);
+  // w1: since the step before read it, c, w2, b and a (250 bytes) passed through; x alone is
+  // too small to matter (its 10 bytes are cold too, by the same rule).
+  EXPECT_EQ(cold[0], (std::vector<int>{0, 1}));
+  EXPECT_TRUE(cold[1].empty());               // a: its producer has just written it
+  EXPECT_EQ(cold[2], (std::vector<int>{1}));  // w2 cold, b warm
+}
+
+TEST(CacheReuse, AStepThatFitsTheCacheIsWarmThroughout) {
+  for (const auto& c : cold_inputs(three_calls(), 1000)) EXPECT_TRUE(c.empty());
+}
+
+TEST(CacheReuse, AListArgumentIsColdWhenMostOfItsBytesAre) {
+  // call 1 reads a list (argument 0) of a (just written, 50 bytes) and w (read a step ago).
+  auto touches = [](std::uint64_t w_bytes) {
+    return std::vector<CallTouches>{{{2000, 50, -1}, {6000, 400, -1}}, {{2000, 50, 0}, {7000, w_bytes, 0}}};
+  };
+  EXPECT_EQ(cold_inputs(touches(100), 300)[1], std::vector<int>{0});
+  EXPECT_TRUE(cold_inputs(touches(10), 300)[1].empty());
+}
+
+TEST(CacheReuse, ColdInputsSplitASignatureIntoEntriesWithTheirCacheMode) {
+  InventoryBuilder b;
+  b.add("aten::linear", "", "input=f32[2,8] weight=f32[4,8]", "fc1", {}, "forward", {"weight"});
+  b.add("aten::linear", "", "input=f32[2,8] weight=f32[4,8]", "fc2", {}, "forward", {});
+  b.add("aten::linear", "", "input=f32[2,8] weight=f32[4,8]", "fc3", {}, "forward", {"weight"});
+  const Inventory inv = b.take();
+  ASSERT_EQ(inv.entries.size(), 2u);
+  EXPECT_EQ(inv.entries[0].cache_mode(), "cold:weight");
+  EXPECT_EQ(inv.entries[0].count, 2u);
+  EXPECT_EQ(inv.entries[1].cache_mode(), "warm");
+  EXPECT_EQ(to_json(inv)["ops"][0]["cold_args"], nlohmann::json::array({"weight"}));
 }
 
 }  // namespace

@@ -159,6 +159,12 @@ TEST(LaunchProfiles, PointsAreMediansOfEachEntrysCallsAndTheLatencyIsMeasuredOnA
   ASSERT_TRUE(l.latency_us);
   EXPECT_DOUBLE_EQ(*l.latency_us, 5);
   EXPECT_DOUBLE_EQ(l.by_entry[0][0].at_fraction, 0.5);
+  // The traced step (0 to conv2's last kernel's end at 36 µs) replayed through the timeline:
+  // without a latency (2 idle launches are too few) every kernel starts at its launch, and
+  // conv2's last ends at 31 µs.
+  l = launch_profiles(inv, {conv1, view, conv2});
+  EXPECT_DOUBLE_EQ(l.traced_step_us, 36);
+  EXPECT_DOUBLE_EQ(l.traced_step_timeline_us, 31);
   // A launch the trace did not see goes to the call's return.
   conv1.launches[0].launch_ns = 0;
   l = launch_profiles(inv, {conv1, view, conv2});

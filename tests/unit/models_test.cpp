@@ -120,6 +120,37 @@ TEST(Inventory, MnistLayersAndCompositeOpsAreTheUnit) {
   EXPECT_EQ(find(inv, "aten::flatten")->layers, std::vector<std::string>{""});  // the model's own forward
 }
 
+TEST(Inventory, InputsAreClassedAsTheModelReadsThemAgainstACacheSize) {
+  auto m = make_builtin_model("mnist-cnn", small());
+  for (int i = 0; i < m->warmup_steps(); ++i) m->step();
+  ObserveOptions o;
+  o.cache_bytes = 64 << 10;  // fc1's weight alone is 1.6 MB
+  const Inventory inv = observe([&] { m->step(); }, o);
+  EXPECT_EQ(inv.cache_bytes, 64u << 10);
+  const InventoryEntry* fc1 = nullptr;
+  for (const auto& e : inv.entries)
+    if (e.op == "aten::linear" && e.layers == std::vector<std::string>{"fc1"}) fc1 = &e;
+  ASSERT_NE(fc1, nullptr);
+  // Its weight was last read a step ago; its input is the flatten of the pool just written.
+  EXPECT_NE(std::find(fc1->cold_args.begin(), fc1->cold_args.end(), "weight"), fc1->cold_args.end());
+  EXPECT_EQ(std::find(fc1->cold_args.begin(), fc1->cold_args.end(), "input"), fc1->cold_args.end());
+  for (const auto& e : inv.entries)
+    if (e.op == "aten::relu") EXPECT_TRUE(e.cold_args.empty()) << e.signature() << " " << e.cache_mode();
+  // Every cold entry replays in its cache mode.
+  for (const auto& e : inv.entries) {
+    ReplayOptions ro;
+    ro.device = test_device();
+    ro.cache_mode = e.cache_mode();
+    ro.cold_footprint_bytes = 1 << 20;
+    EXPECT_NO_THROW(PreparedCall::prepare(parse_call_line(e.signature(), "inventory"), ro)) << e.signature();
+  }
+  // A cache that holds the whole step: every input warm, and the same entries as unclassed.
+  o.cache_bytes = 1ull << 30;
+  const Inventory roomy = observe([&] { m->step(); }, o);
+  for (const auto& e : roomy.entries) EXPECT_TRUE(e.cold_args.empty()) << e.signature();
+  EXPECT_EQ(roomy.entries.size(), observe([&] { m->step(); }).entries.size());
+}
+
 TEST(Inventory, HostTimingStepsSeeTheSignatureStepsCallsAndAccountForTheWholeStep) {
   // Timing steps switch RecordFunction off inside each outermost call: they must still see
   // every outermost call (and its end), in the same order, forward and backward.

@@ -201,15 +201,19 @@ TEST(Bind, StridedTensorsKeepTheirStrides) {
   EXPECT_EQ(format_args(b.canonical), "self=f32[4,8]:stride[1,4]");
 }
 
-static std::string replay_error(const std::string& line) {
+static std::string replay_error_with(const OpCall& call, const ReplayOptions& o) {
   try {
-    ReplayOptions o;
-    o.device = "cpu";
-    PreparedCall::prepare(call_of(line), o);
+    PreparedCall::prepare(call, o);
   } catch (const ReplayError& e) {
     return e.what();
   }
   return "";
+}
+
+static std::string replay_error(const std::string& line) {
+  ReplayOptions o;
+  o.device = "cpu";
+  return replay_error_with(call_of(line), o);
 }
 
 TEST(ReplayErrors, NameTheOpTheArgumentAndTheSchema) {
@@ -254,6 +258,23 @@ TEST(Replay, PreparedCallRunsAndRotatesColdInputs) {
   EXPECT_EQ(p->device_kind(), "cpu");
   EXPECT_EQ(p->overload(), "Tensor");
   for (int i = 0; i < 5; ++i) p->call();
+}
+
+TEST(Replay, ColdArgumentsAloneAreRotated) {
+  ReplayOptions o;
+  o.device = "cpu";
+  o.cache_mode = "cold:mat2";
+  o.cold_footprint_bytes = 1 << 20;
+  auto p = PreparedCall::prepare(call_of("aten::mm self=f32[64,256] mat2=f32[256,256]"), o);
+  EXPECT_EQ(p->input_sets(), 4u);  // 1 MiB / the 256 KiB of mat2 alone
+  EXPECT_EQ(p->info().cache_mode, "cold:mat2");
+  for (int i = 0; i < 5; ++i) p->call();
+  o.cache_mode = "cold:weight";
+  const std::string e = replay_error_with(call_of("aten::mm self=f32[64,256] mat2=f32[256,256]"), o);
+  EXPECT_NE(e.find("has no argument 'weight' (its arguments: self, mat2)"), std::string::npos) << e;
+  o.cache_mode = "tepid";
+  EXPECT_NE(replay_error_with(call_of("aten::mm self=f32[4,4] mat2=f32[4,4]"), o).find("unknown cache mode 'tepid'"),
+            std::string::npos);
 }
 
 TEST(Overloads, ChosenFromTheArgumentsWhenTheOpHasNoDefault) {

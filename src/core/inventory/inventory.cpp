@@ -1,6 +1,7 @@
 #include "core/inventory/inventory.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
@@ -17,11 +18,17 @@ std::size_t Inventory::layer_count() const {
   return layers.size();
 }
 
+std::string InventoryEntry::cache_mode() const {
+  return cold_args.empty() ? "warm" : fmt::format("cold:{}", fmt::join(cold_args, ","));
+}
+
 void InventoryBuilder::add(const std::string& op, const std::string& overload, const std::string& args,
-                           const std::string& layer, const std::vector<std::string>& nested, const std::string& phase) {
-  const std::string key = phase + " " + (overload.empty() ? op : op + "." + overload) + " " + args;
+                           const std::string& layer, const std::vector<std::string>& nested, const std::string& phase,
+                           const std::vector<std::string>& cold_args) {
+  const std::string key =
+      fmt::format("{} {} {} {}", phase, overload.empty() ? op : op + "." + overload, args, fmt::join(cold_args, ","));
   auto [it, fresh] = index_.try_emplace(key, inv_.entries.size());
-  if (fresh) inv_.entries.push_back({op, overload, args, phase, 0, {}, {}});
+  if (fresh) inv_.entries.push_back({op, overload, args, phase, 0, {}, {}, cold_args});
   InventoryEntry& e = inv_.entries[it->second];
   ++e.count;
   if (std::find(e.layers.begin(), e.layers.end(), layer) == e.layers.end()) e.layers.push_back(layer);
@@ -101,7 +108,8 @@ nlohmann::json to_json(const Inventory& inv) {
                    {"phase", e.phase},
                    {"count", e.count},
                    {"layers", e.layers},
-                   {"nested", e.nested}});
+                   {"nested", e.nested},
+                   {"cold_args", e.cold_args}});
   nlohmann::json seq = nlohmann::json::array();
   for (const auto& c : inv.sequence)
     seq.push_back({c.entry, c.layer, std::round(c.host_us * 100) / 100, std::round(c.host_gap_us * 100) / 100});
@@ -112,6 +120,7 @@ nlohmann::json to_json(const Inventory& inv) {
           {"mode", inv.mode},
           {"autocast", inv.autocast.empty() ? nlohmann::json() : nlohmann::json(inv.autocast)},
           {"parameters", inv.parameters},
+          {"cache_bytes", inv.cache_bytes},
           {"totals",
            {{"calls", inv.sequence.size()}, {"unique_signatures", inv.entries.size()}, {"layers", inv.layer_count()}}},
           {"ops", ops},
@@ -139,6 +148,7 @@ std::string to_table(const Inventory& inv) {
       layers += (k ? ", " : "") + (e.layers[k].empty() ? "(top)" : e.layers[k]);
     if (e.layers.size() > 4) layers += fmt::format(", +{} more", e.layers.size() - 4);
     out += fmt::format("{:>44}layers: {}\n", "", layers);
+    if (!e.cold_args.empty()) out += fmt::format("{:>44}from memory, not L2: {}\n", "", fmt::join(e.cold_args, ", "));
     if (!e.nested.empty()) {
       std::string nested;
       for (const auto& [name, n] : e.nested)

@@ -16,8 +16,13 @@ struct InventoryEntry {
   std::size_t count = 0;
   std::vector<std::string> layers;            // in order of first use
   std::map<std::string, std::size_t> nested;  // nested op -> calls, summed over `count` calls
+  // Inputs the model reads from memory, not from the GPU's L2 (core/inventory/cache_reuse): a
+  // weight read once a step. Empty where every input is warm, or where it was not analysed.
+  std::vector<std::string> cold_args;
   std::string display_name() const { return overload.empty() ? op : op + "." + overload; }
   std::string signature() const { return display_name() + " " + args; }
+  // The replay's cache mode that matches the model: "warm", or "cold:<arg>,<arg>".
+  std::string cache_mode() const;
 };
 
 struct InventoryCall {
@@ -47,6 +52,8 @@ struct Inventory {
   // its last call returned (building outputs, Python).
   double host_step_us = 0, host_after_last_call_us = 0;
   HostCalibration host_calibration;
+  // The L2 capacity the inputs were classed against (cold_args); 0: not classed.
+  std::uint64_t cache_bytes = 0;
   std::vector<InventoryEntry> entries;  // in order of first call
   std::vector<InventoryCall> sequence;  // every outermost call, in issue order
   std::size_t layer_count() const;
@@ -67,11 +74,14 @@ std::size_t take_median_host_times(Inventory& inv, const std::vector<Inventory>&
 // belong to the same calls).
 bool same_calls(const Inventory& a, const Inventory& b);
 
-// Groups recorded calls: each call is (signature parts, layer, nested op names, phase).
+// Groups recorded calls: each call is (signature parts, layer, nested op names, phase, cold
+// inputs). Calls of one signature with different cold inputs are different entries: they are
+// measured apart.
 class InventoryBuilder {
  public:
   void add(const std::string& op, const std::string& overload, const std::string& args, const std::string& layer,
-           const std::vector<std::string>& nested, const std::string& phase = "forward");
+           const std::vector<std::string>& nested, const std::string& phase = "forward",
+           const std::vector<std::string>& cold_args = {});
   // Sets the observed host times of the call added last.
   void time_last(double host_us, double host_gap_us);
   Inventory take() { return std::move(inv_); }

@@ -31,6 +31,25 @@ std::vector<LaunchPoint> points_of(const CallKernels& call) {
   return out;
 }
 
+// LaunchProfiles::traced_step_timeline_us: each traced call as a timeline op of its own host
+// time (since the previous call returned) and kernel time, launched at its own points.
+void replay_through_timeline(const std::vector<CallKernels>& traced, LaunchProfiles& out) {
+  if (traced.empty()) return;
+  const uint64_t first_ns = traced.front().start_ns;
+  uint64_t last_return_ns = first_ns, end_ns = first_ns;
+  std::vector<TimelineOp> ops;
+  for (const auto& call : traced) {
+    const double before_us = call.start_ns > last_return_ns ? (call.start_ns - last_return_ns) / 1e3 : 0;
+    const double through_us = call.end_ns > last_return_ns ? (call.end_ns - last_return_ns) / 1e3 : 0;
+    ops.emplace_back(through_us, call.device_ns / 1e3, false, before_us, points_of(call));
+    last_return_ns = std::max(last_return_ns, call.end_ns);
+    end_ns = std::max(end_ns, call.end_ns);
+    for (const auto& l : call.launches) end_ns = std::max(end_ns, l.start_ns + l.duration_ns);
+  }
+  out.traced_step_us = (end_ns - first_ns) / 1e3;
+  out.traced_step_timeline_us = simulate(ops, 0, out.latency_us.value_or(0)).wall_us;
+}
+
 }  // namespace
 
 LaunchProfiles launch_profiles(const Inventory& inv, const std::vector<CallKernels>& traced) {
@@ -79,6 +98,7 @@ LaunchProfiles launch_profiles(const Inventory& inv, const std::vector<CallKerne
   }
   out.idle_launches = latency_us.size();
   if (latency_us.size() >= LaunchProfiles::kMinIdleLaunches) out.latency_us = median_of(latency_us);
+  replay_through_timeline(traced, out);
   return out;
 }
 

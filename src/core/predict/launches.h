@@ -23,6 +23,13 @@ struct LaunchProfiles {
   std::optional<double> latency_us;
   std::size_t idle_launches = 0;
   static constexpr std::size_t kMinIdleLaunches = 5;
+  // The timeline's own check: the traced step replayed through it with the trace's host times,
+  // kernel times and launch points (each call its own), against the traced step (from its
+  // first call's start to its last kernel's or call's end). Where the two differ the timeline
+  // misses a mechanism; where they agree and the prediction misses, its inputs do. The traced
+  // kernel times leave out the GPU's few µs between back-to-back kernels, which the
+  // operators' loop times include.
+  double traced_step_us = 0, traced_step_timeline_us = 0;
 };
 
 // `traced`: one step, a CallKernels per inventory call in order (trace_kernels). Throws
