@@ -11,7 +11,12 @@ For every case of ROUND_DIR/cases/*.json (bench/validate_grid.py's output):
 - host time the timeline drops: the model's host times add up to the plain step's host time;
   the timeline's CPU time is less by the in-call time of calls it has no measurement for;
 - energy: the headline error against the combined 95% half-width of prediction and measurement,
-  and, with an earlier round, how far the same case moved between the rounds.
+  and, with an earlier round, how far the same case moved between the rounds;
+- with an earlier round, each case's headline time error in both, with its signatures that
+  have cold inputs (`--cache auto`) and its loops' GPU time against the kernels traced in the
+  model (the loops include the GPU's gaps between back-to-back kernels, the trace does not);
+- the traced step replayed through the timeline with its own host and kernel times
+  (launches.traced_step_us against launches.traced_step_timeline_us).
 """
 
 from __future__ import annotations
@@ -86,7 +91,46 @@ def main() -> int:
         moved.sort()
         print(f"The same case between the two rounds moved by a median of {100 * statistics.median(moved):.2f} points "
               f"(90th percentile {100 * moved[int(0.9 * len(moved))]:.2f}, most {100 * moved[-1]:.2f}).")
+    if earlier:
+        print_time_moves(cases, earlier)
+    print_trace_replay(cases)
     return 0
+
+
+def loops_over_traced(d: dict) -> str:
+    k = d.get("kernels", {})
+    loops, traced = k.get("device_us_from_loops"), k.get("device_us_traced_in_model")
+    return f"{100 * (loops / traced - 1):+.1f}%" if loops and traced else "-"
+
+
+def print_time_moves(cases: dict, earlier: dict) -> None:
+    print("\n\n## Time: the headline error in both rounds\n")
+    print("| case | earlier round | this round | signatures with cold inputs | loops' GPU time / traced, earlier | "
+          "this round |")
+    print("|---|---|---|---|---|---|")
+    for name, d in cases.items():
+        if name not in earlier:
+            continue
+        cold = d.get("cache_auto", {}).get("signatures_with_cold_inputs", "-")
+        print(f"| {name} | {100 * headline_time(earlier[name]):+.2f}% | {100 * headline_time(d):+.2f}% | {cold} | "
+              f"{loops_over_traced(earlier[name])} | {loops_over_traced(d)} |")
+
+
+def print_trace_replay(cases: dict) -> None:
+    diffs = []
+    for name, d in cases.items():
+        launches = d.get("launches", {})
+        traced, replayed = launches.get("traced_step_us"), launches.get("traced_step_timeline_us")
+        if traced and replayed:
+            diffs.append((replayed / traced - 1, name, traced))
+    if not diffs:
+        return
+    diffs.sort(key=lambda x: abs(x[0]))
+    print("\n\n## The traced step replayed through the timeline (its own host, kernel and launch times)\n")
+    within = sum(1 for x in diffs if abs(x[0]) <= 0.002)
+    print(f"{within} of {len(diffs)} within 0.2%; the largest differences:")
+    for diff, name, traced in diffs[-5:]:
+        print(f"- {name}: traced step {traced:.0f} µs, through the timeline {100 * diff:+.2f}%")
 
 
 if __name__ == "__main__":

@@ -28,7 +28,8 @@ struct LaunchProfiles {
   // first call's start to its last kernel's or call's end). Where the two differ the timeline
   // misses a mechanism; where they agree and the prediction misses, its inputs do. The traced
   // kernel times leave out the GPU's few µs between back-to-back kernels, which the
-  // operators' loop times include.
+  // operators' loop times include; and the profiler slows the host (tenfold on a short step),
+  // so the traced step is mostly host-bound and checks the host chain more than the GPU's.
   double traced_step_us = 0, traced_step_timeline_us = 0;
 };
 
