@@ -123,12 +123,14 @@ sweep=$!
 check "eight workers have items in hand" wait_for "$dir/many.yaml" "$dir/w.db" "^running: " "${many[@]}"
 # A worker between two items shows none: ask again (a loaded machine may catch them all so).
 victim=
-for _ in $(seq 20); do
-  victim=$("$bin" sweep status "$dir/many.yaml" --db "$dir/w.db" "${many[@]}" | sed -n 's/^running: .*(worker .*:\([0-9]*\))$/\1/p' | head -1)
+for _ in $(seq 100); do
+  "$bin" sweep status "$dir/many.yaml" --db "$dir/w.db" "${many[@]}" >"$dir/s19" 2>&1
+  victim=$(sed -n 's/^running: .*(worker .*:\([0-9]*\))$/\1/p' "$dir/s19" | head -1)
   [ -n "$victim" ] && break
-  sleep 0.2
+  sleep 0.1
 done
 check "a worker to kill" test -n "$victim"
+[ -n "$victim" ] || sed 's/^/  status: /' "$dir/s19" | head -12  # what status showed instead
 kill -9 "$victim"
 wait $sweep
 check "eight workers, one killed: exit 0" test $? -eq 0
