@@ -102,7 +102,10 @@ def summary_row(name: str, d: dict) -> dict:
     bench = d.get("bench", {})
     return {"case": name, "time_error_headline_at_return": at_return_err,
             "unmeasured_calls": d.get("calls", 0) - d.get("measured_calls", 0),
-            "launch_latency_us": d.get("launches", {}).get("latency_us"), "calls": d.get("calls"), "predicted_us": d["predicted"]["time_us"],
+            "launch_latency_us": d.get("launches", {}).get("latency_us"),
+            # Rounds before the untraced probe have the traced figure as latency_us.
+            "launch_latency_traced_us": d.get("launches", {}).get("latency_traced_us", d.get("launches", {}).get("latency_us")),
+            "calls": d.get("calls"), "predicted_us": d["predicted"]["time_us"],
             "measured_us": d.get("measured", {}).get("time_us"), "time_error": err.get("time"),
             "paired_time_error": paired.get("time_error_median"), "host_drift": paired.get("host_drift"),
             "headline": err.get("headline", "unpaired"), "time_error_headline": time_err,
@@ -128,6 +131,10 @@ def pct(v):
     return "n/a" if v is None else f"{100 * v:+.2f}%"
 
 
+def us1(v):
+    return "n/a" if v is None else f"{v:.1f}"
+
+
 def summarize(out: Path, python_jsons) -> int:
     rows = [summary_row(p.stem, json.loads(p.read_text())) for p in sorted((out / "cases").glob("*.json"))]
     order = {name: i for i, (name, _) in enumerate(grid())}
@@ -135,7 +142,7 @@ def summarize(out: Path, python_jsons) -> int:
     rows += python_rows(python_jsons)
     lines = ["| case | calls | predicted µs | measured µs | time error | paired | drift | energy error | paired energy "
              "| host × | gap µs | GPU busy µs | mismatches | wall s | new ops | headline time, launched at return "
-             "| launch latency µs | unmeasured calls |",
+             "| launch latency µs (traced) | unmeasured calls |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         if "failed" in r:
@@ -150,7 +157,7 @@ def summarize(out: Path, python_jsons) -> int:
             f"{bold(r['paired_energy_error'], r['energy_error_headline'] == r['paired_energy_error'] and r['paired_energy_error'] is not None)} | "
             f"{r['host_scale'] or 0:.2f} | {r['gap_us']:.0f} | {r['gpu_busy_us']:.0f} | {r['mismatches']} | "
             f"{r['wall_s'] or 0:.0f} | {r['new_measurements'] or 0} | {pct(r['time_error_headline_at_return'])} | "
-            f"{'n/a' if r['launch_latency_us'] is None else format(r['launch_latency_us'], '.1f')} | "
+            f"{us1(r['launch_latency_us'])} ({us1(r.get('launch_latency_traced_us'))}) | "
             f"{r['unmeasured_calls']} |")
     ok = [r for r in rows if "failed" not in r]
 

@@ -141,10 +141,17 @@ class Prediction(_Document):
 
     @property
     def launch_latency_us(self) -> Optional[float]:
-        """On a GPU: the delay from a kernel's launch to its start on an idle GPU, as one traced
-        step of the model shows it; the prediction adds it wherever the GPU waits for the host.
-        None where launches were not traced (on the CPU: ``launches_why`` says why)."""
+        """On a GPU: the delay from a kernel's launch to its start on an idle GPU that the
+        prediction adds wherever the GPU waits for the host: measured without the profiler
+        (``launch_latency_traced_us`` is the traced step's, lengthened by the profiler's
+        callbacks). None where launches were not traced (on the CPU: ``launches_why`` says why)."""
         return self._optional("launches", "latency_us")
+
+    @property
+    def launch_latency_traced_us(self) -> Optional[float]:
+        """The launch latency as the traced step shows it (median over its launches onto an idle
+        GPU), or None where launches were not traced or too few found the GPU idle."""
+        return self._optional("launches", "latency_traced_us")
 
     @property
     def launches_why(self) -> Optional[str]:

@@ -528,4 +528,37 @@ double synchronize_latency_us(const std::string& device_kind, int device_index) 
   return median_of(us);
 }
 
+std::optional<double> launch_latency_untraced_us(const std::string& device_kind, int device_index, double sync_us) {
+#if defined(OPCOST_TORCH_HAS_CUDA)
+  if (device_kind != "cuda") return std::nullopt;
+  const auto device = c10::DeviceIndex(device_index);
+  const c10::Stream stream = at::accelerator::getCurrentStream(device);
+  c10::Event a(c10::DeviceType::CUDA, c10::EventFlag::BACKEND_DEFAULT);
+  c10::Event b(c10::DeviceType::CUDA, c10::EventFlag::BACKEND_DEFAULT);
+  // A kernel of ~2 µs: short, so that a clock that moves between the two halves of a round
+  // moves its time by a fraction of a µs.
+  const auto cycles = int64_t(2e-6 * sleep_cycles_per_s(device));
+  std::vector<double> kernel_us, round_trip_us;
+  for (int i = 0; i < 200; ++i) {
+    // The kernel's own time: queued behind a prefill, nothing but it lies between the events.
+    gpu_sleep_s(50e-6);
+    a.record(stream);
+    at::cuda::sleep(cycles);
+    b.record(stream);
+    b.synchronize();
+    kernel_us.push_back(double(a.elapsedTime(b)) * 1e3);
+    // The same kernel launched onto the idle GPU and waited for, as a step's last one is.
+    at::accelerator::synchronizeDevice(device);
+    const double t0 = now_s();
+    at::cuda::sleep(cycles);
+    at::accelerator::synchronizeDevice(device);
+    round_trip_us.push_back((now_s() - t0) * 1e6);
+  }
+  return std::max(0.0, median_of(round_trip_us) - median_of(kernel_us) - sync_us);
+#else
+  (void)device_kind, (void)device_index, (void)sync_us;
+  return std::nullopt;
+#endif
+}
+
 }  // namespace opcost

@@ -117,6 +117,12 @@ void synchronize_device(const std::string& device_kind, int device_index);
 // Median host time to observe an idle device finishing (a synchronise with nothing queued).
 double synchronize_latency_us(const std::string& device_kind, int device_index);
 
+// From a launch onto an idle GPU to the host seeing its kernel done, less the kernel's own
+// time and `sync_us` (an idle synchronisation): the launch latency as the timeline adds it,
+// measured without a profiler (median of 200 launches of a ~2 µs spin kernel). nullopt on the
+// CPU or in a build without CUDA.
+std::optional<double> launch_latency_untraced_us(const std::string& device_kind, int device_index, double sync_us);
+
 // What one measurement may take at these settings, in seconds: set-up, warm-up, timing, and
 // with energy the idle-power probe and the energy loop at its longest (at the power cap). The
 // watchdog's budget, and the upper bound `measure --dry-run` gives.

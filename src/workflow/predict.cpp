@@ -426,8 +426,9 @@ PredictReport run_predict(const PredictOptions& o, RunnableModel& runnable, cons
     if (traced && o.trace_launches) {
       try {
         report.launches = launch_profiles(inv, *traced);
+        report.launches->untraced_latency_us = launch_latency_untraced_us(kind, index, pin.sync_us);
         pin.launches_by_entry = report.launches->by_entry;
-        pin.launch_latency_us = report.launches->latency_us.value_or(0);
+        pin.launch_latency_us = report.launches->timeline_latency_us();
       } catch (const std::exception& e) {
         report.launches_why = e.what();
       }
@@ -475,15 +476,27 @@ std::size_t placed_signatures(const LaunchProfiles& l) {
   return std::count_if(l.by_entry.begin(), l.by_entry.end(), [](const auto& p) { return !p.empty(); });
 }
 
+std::string launch_latency_text(const LaunchProfiles& l) {
+  const std::string traced = l.latency_us ? fmt::format("{:.1f} µs traced (median of {} launches onto an idle GPU)",
+                                                        *l.latency_us, l.idle_launches)
+                                          : fmt::format("none traced ({} kernels launched onto an idle GPU, {} needed)",
+                                                        l.idle_launches, LaunchProfiles::kMinIdleLaunches);
+  if (!l.untraced_latency_us) return fmt::format("; launch latency {}", traced);
+  return fmt::format("; launch latency {:.1f} µs without the profiler ({})", *l.untraced_latency_us, traced);
+}
+
 nlohmann::json launches_json(const PredictReport& r) {
   if (!r.launches) return {{"traced", false}, {"why", r.launches_why}};
   const LaunchProfiles& l = *r.launches;
-  return {{"traced", true},
-          {"signatures_placed", placed_signatures(l)},
-          {"latency_us", l.latency_us ? nlohmann::json(*l.latency_us) : nlohmann::json(nullptr)},
-          {"idle_launches", l.idle_launches},
-          {"traced_step_us", l.traced_step_us},
-          {"traced_step_timeline_us", l.traced_step_timeline_us}};
+  return {
+      {"traced", true},
+      {"signatures_placed", placed_signatures(l)},
+      {"latency_us", l.timeline_latency_us()},
+      {"latency_traced_us", l.latency_us ? nlohmann::json(*l.latency_us) : nlohmann::json(nullptr)},
+      {"latency_untraced_us", l.untraced_latency_us ? nlohmann::json(*l.untraced_latency_us) : nlohmann::json(nullptr)},
+      {"idle_launches", l.idle_launches},
+      {"traced_step_us", l.traced_step_us},
+      {"traced_step_timeline_us", l.traced_step_timeline_us}};
 }
 
 }  // namespace
@@ -565,13 +578,8 @@ std::string to_text(const PredictReport& r) {
                    : fmt::format("kernels: not checked ({})\n", r.kernels_why);
   if (r.launches) {
     const LaunchProfiles& l = *r.launches;
-    out +=
-        fmt::format("launches:  placed within their calls as one traced step shows them ({} of {} signatures){}\n",
-                    placed_signatures(l), l.by_entry.size(),
-                    l.latency_us ? fmt::format("; {:.1f} µs from a launch to its kernel on an idle GPU (median of {})",
-                                               *l.latency_us, l.idle_launches)
-                                 : fmt::format("; no launch latency ({} kernels launched onto an idle GPU, {} needed)",
-                                               l.idle_launches, LaunchProfiles::kMinIdleLaunches));
+    out += fmt::format("launches:  placed within their calls as one traced step shows them ({} of {} signatures){}\n",
+                       placed_signatures(l), l.by_entry.size(), launch_latency_text(l));
   } else {
     out += fmt::format("launches:  each call's kernels as it returns ({})\n", r.launches_why);
   }

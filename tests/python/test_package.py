@@ -175,7 +175,8 @@ def test_predict_and_validate_end_to_end(tmp_path):
     assert val.complete and val.measured_time_us > 0 and val.time_error is not None
     assert val.capped_energy_mJ == 0 and val.to_dict()["capped"]["signatures"] == 0  # no power cap on a CPU
     # Launches are traced on a GPU only: on the CPU the prediction says why it has none.
-    assert val.launch_latency_us is None and val.time_us_launched_at_return is None
+    assert val.launch_latency_us is None and val.launch_latency_traced_us is None
+    assert val.time_us_launched_at_return is None
     assert "GPU" in val.launches_why
     # The prediction's host times and the step, timed in the same rounds: one error per round.
     paired = val.to_dict()["paired"]

@@ -142,6 +142,7 @@ TEST(LaunchProfiles, PointsAreMediansOfEachEntrysCallsAndTheLatencyIsMeasuredOnA
   // 13000; 5000 ns). The others found the GPU busy. Fewer than 5 give no latency.
   EXPECT_EQ(l.idle_launches, 2u);
   EXPECT_FALSE(l.latency_us);
+  EXPECT_DOUBLE_EQ(l.timeline_latency_us(), 0);  // none: every kernel starts at its launch
   // Six calls of one kernel 1 µs long every 10 µs, starting 4, 5, 5, 6, 5 and 90 µs after their
   // launches; the one at 90 µs delays the next, which found the GPU busy and is no sample.
   Inventory many;
@@ -158,6 +159,9 @@ TEST(LaunchProfiles, PointsAreMediansOfEachEntrysCallsAndTheLatencyIsMeasuredOnA
   EXPECT_EQ(l.idle_launches, 6u);
   ASSERT_TRUE(l.latency_us);
   EXPECT_DOUBLE_EQ(*l.latency_us, 5);
+  EXPECT_DOUBLE_EQ(l.timeline_latency_us(), 5);  // traced only: the traced figure
+  l.untraced_latency_us = 3.5;                   // the profiler-free probe's, where there is one
+  EXPECT_DOUBLE_EQ(l.timeline_latency_us(), 3.5);
   EXPECT_DOUBLE_EQ(l.by_entry[0][0].at_fraction, 0.5);
   // The traced step (0 to conv2's last kernel's end at 36 µs) replayed through the timeline:
   // without a latency (2 idle launches are too few) every kernel starts at its launch, and

@@ -23,6 +23,14 @@ struct LaunchProfiles {
   std::optional<double> latency_us;
   std::size_t idle_launches = 0;
   static constexpr std::size_t kMinIdleLaunches = 5;
+  // The same latency from a probe without the profiler (launch_latency_untraced_us): from a
+  // launch onto an idle GPU to the host seeing its kernel done, less the kernel and an idle
+  // synchronisation, as the timeline ends a step. The profiler's callbacks lengthen launch
+  // calls, so the traced figure is the longer one, and on a short host-bound step the
+  // difference is prediction error. Unset on the CPU or without the probe.
+  std::optional<double> untraced_latency_us;
+  // What the timeline uses: the untraced figure where there is one, else the traced, else none.
+  double timeline_latency_us() const { return untraced_latency_us.value_or(latency_us.value_or(0)); }
   // The timeline's own check: the traced step replayed through it with the trace's host times,
   // kernel times and launch points (each call its own), against the traced step (from its
   // first call's start to its last kernel's or call's end). Where the two differ the timeline
