@@ -71,6 +71,33 @@ assert d['totals']=={'calls':10,'unique_signatures':10,'layers':8}, d['totals']
 ops={}
 [ops.setdefault(o['op'], o) for o in d['ops']]
 assert ops['aten::linear']['layers']==['fc1'] and ops['aten::conv2d']['count']==1 and d['parameters']==431080"
+check "on the CPU the inventory classes no inputs" python3 -c "
+import json; d=json.load(open('$dir/inv.json')); assert d['cache_bytes']==0 and not any(o['cold_args'] for o in d['ops'])"
+# Against a cache smaller than fc1's weight (1.6 MB), that weight is read from memory: the table
+# says so, the JSON names it, and the classed inventory still measures as a spec.
+"$bin" inventory mnist-cnn --device cpu --batch 2 --cache-bytes 64KiB >"$dir/o12b" 2>/dev/null
+check "inventory --cache-bytes: a summary line" has "$dir/o12b" "inputs classed against a 64.0 KiB cache: [1-9][0-9]* of 10 signatures read some from memory"
+check "... and the cold arguments under their signature" has "$dir/o12b" "from memory, not L2: weight"
+"$bin" inventory mnist-cnn --device cpu --batch 2 --cache-bytes 64KiB --json -o "$dir/inv12c.json" 2>/dev/null
+check "... fc1's weight cold in the JSON, its input warm" python3 -c "
+import json; d=json.load(open('$dir/inv12c.json'))
+fc1=[o for o in d['ops'] if o['op']=='aten::linear' and o['layers']==['fc1']][0]
+assert d['cache_bytes']==65536 and 'weight' in fc1['cold_args'] and 'input' not in fc1['cold_args'], fc1"
+"$bin" measure --spec "$dir/inv12c.json" --device cpu --db "$dir/inv12c.db" --no-energy --max-time 0.02 >/dev/null 2>&1
+check "measure --spec of a classed inventory rotates the inputs it names" python3 -c "
+import json, sqlite3
+d=json.load(open('$dir/inv12c.json'))
+want=sorted('cold:'+','.join(o['cold_args']) if o['cold_args'] else 'warm' for o in d['ops'])
+got=sorted(r[0] for r in sqlite3.connect('$dir/inv12c.db').execute('SELECT cache_mode FROM measurements'))
+assert got==want and any(m.startswith('cold:') for m in got), (got, want)"
+"$bin" measure aten::mm "self=f32[4,4]" "mat2=f32[4,4]" --device cpu --db "$dir/inv12c.db" --no-energy --max-time 0.01 \
+  --cache cold:mat2 >/dev/null 2>&1
+check "measure --cache cold:ARG is taken and stored" python3 -c "
+import sqlite3; assert sqlite3.connect('$dir/inv12c.db').execute('SELECT count(*) FROM measurements WHERE cache_mode=\"cold:mat2\"').fetchone()[0]==1"
+"$bin" measure aten::mm "self=f32[4,4]" "mat2=f32[4,4]" --device cpu --no-store --cache tepid >/dev/null 2>"$dir/e12e"
+check "a bad --cache says what fits" has "$dir/e12e" "use warm, cold or cold:ARG"
+"$bin" inventory mnist-cnn --device cpu --cache-bytes lots >/dev/null 2>"$dir/e12d"
+check "a bad --cache-bytes is refused, naming the option" has "$dir/e12d" "cache-bytes"
 "$bin" measure --spec "$dir/inv.json" --device cpu --no-store --no-energy --max-time 0.02 >/dev/null 2>"$dir/e13"
 check "every inventory signature measures" has "$dir/e13" "10 measured, 0 skipped, 0 failed"
 "$bin" inventory mnist-cnn --device cpu --train >"$dir/o14" 2>/dev/null
@@ -112,6 +139,8 @@ check "validate --cache-bytes measures cold weights apart" python3 -c "
 import json, sqlite3; d=json.load(open('$dir/o20'))
 assert d['complete'] and d['cache_auto']=={'l2_bytes': 65536, 'signatures_with_cold_inputs': d['cache_auto']['signatures_with_cold_inputs']}, d['cache_auto']
 assert d['cache_auto']['signatures_with_cold_inputs']>=3, d['cache_auto']
+cold=[o for o in d['ops'] if '(from memory: ' in o['name']]
+assert len(cold)==d['cache_auto']['signatures_with_cold_inputs'], [o['name'] for o in d['ops']]
 modes={r[0] for r in sqlite3.connect('$pdb').execute('SELECT cache_mode FROM measurements WHERE op=\"aten::linear\"')}
 assert 'warm' in modes and any(m.startswith('cold:') and 'weight' in m for m in modes), modes"
 "$bin" validate mnist-cnn --device cpu --batch 2 --db "$pdb" --cache lukewarm >"$dir/o21" 2>"$dir/e21"

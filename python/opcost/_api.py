@@ -196,20 +196,29 @@ def _db_path(db: Optional[str | os.PathLike]) -> tuple[str, bool]:
     return path, False
 
 
+def _check_cache_bytes(cache_bytes: Optional[int]) -> None:
+    if cache_bytes is not None and (not isinstance(cache_bytes, int) or isinstance(cache_bytes, bool)
+                                    or cache_bytes <= 0):
+        raise ValueError(f"cache_bytes={cache_bytes!r}: use a positive number of bytes, or None for the GPU's L2")
+
+
 def inventory(model: Any, *inputs: Any, train: bool = False, loss_fn: Optional[Callable] = None,
               optimizer: Any = None, autocast: Optional[str] = None, name: Optional[str] = None,
-              **kwargs: Any) -> Inventory:
+              cache_bytes: Optional[int] = None, **kwargs: Any) -> Inventory:
     """Every ATen call one step of ``model(*inputs, **kwargs)`` makes, with its module path.
 
     ``model`` is an ``nn.Module`` or any callable (a whole training step). With ``train=True``
     the step is forward, loss (``loss_fn(output)``, else the sum of the output) and backward,
     plus ``optimizer.step()`` when one is given; backward ops are attributed to the forward
-    layer that created them. ``autocast`` ("bf16", "fp16") runs the step under autocast."""
+    layer that created them. ``autocast`` ("bf16", "fp16") runs the step under autocast.
+    On a GPU each call's inputs are classed as read from its L2 or from memory
+    (``OpEntry.cold_args``); ``cache_bytes`` classes them against another size, on any device."""
+    _check_cache_bytes(cache_bytes)
     d = _describe(model, inputs, kwargs, train, autocast, name)
     step = _checked_step(_make_step(model, inputs, kwargs, train, loss_fn, optimizer, autocast,
                                     _device_of(model, inputs)), d)
     with _layer_names(model) as names:
-        out = _core.inventory(step, dict(d, name_layers=names))
+        out = _core.inventory(step, dict(d, name_layers=names), cache_bytes or 0)
     return Inventory(json.loads(out["json"]), out["text"])
 
 
@@ -223,8 +232,7 @@ def _predict(model: Any, inputs: Sequence[Any], kwargs: Dict[str, Any], *, measu
     path, is_default = _db_path(db)
     if cache not in ("auto", "warm", "cold"):
         raise ValueError(f"cache={cache!r}: use 'auto', 'warm' or 'cold'")
-    if cache_bytes is not None and (not isinstance(cache_bytes, int) or cache_bytes <= 0):
-        raise ValueError(f"cache_bytes={cache_bytes!r}: use a positive number of bytes, or None for the GPU's L2")
+    _check_cache_bytes(cache_bytes)
     options = {"measure": measure, "target": float(target), "db": path, "db_is_default": is_default,
                "cache": cache, "cache_bytes": cache_bytes or 0, "energy": bool(energy), "max_time": None}
     options.update({k: float(v) for k, v in (budgets or {}).items()})

@@ -57,6 +57,8 @@ class OpEntry:
     layers: Tuple[str, ...]
     phase: str
     nested: Dict[str, int]
+    # The arguments read from memory rather than the L2 (empty: all from L2, or not classed).
+    cold_args: Tuple[str, ...] = ()
 
 
 class Inventory(_Document):
@@ -69,9 +71,15 @@ class Inventory(_Document):
     def ops(self) -> List[OpEntry]:
         return [
             OpEntry(o["op"], o["overload"], o["args"], o["signature"], o["count"], tuple(o["layers"]), o["phase"],
-                    dict(o.get("nested", {})))
+                    dict(o.get("nested", {})), tuple(o.get("cold_args", ())))
             for o in self._doc["ops"]
         ]
+
+    @property
+    def cache_bytes(self) -> Optional[int]:
+        """The cache the inputs were classed against (the GPU's L2, or ``cache_bytes=``), or None
+        where they were not classed (on the CPU)."""
+        return self._doc.get("cache_bytes") or None
 
     @property
     def calls(self) -> int:
@@ -100,7 +108,7 @@ class Inventory(_Document):
         """One row per unique signature."""
         return _pandas().DataFrame(
             [{"op": o.op, "overload": o.overload, "args": o.args, "count": o.count, "layers": ",".join(o.layers),
-              "phase": o.phase} for o in self.ops])
+              "phase": o.phase, "cold_args": ",".join(o.cold_args)} for o in self.ops])
 
     def __repr__(self) -> str:
         return (f"<opcost.Inventory {self._doc['model']} input={self._doc['input']}: {self.calls} calls, "

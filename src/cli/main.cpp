@@ -181,13 +181,17 @@ struct InventoryOptions {
   ModelOptions model;
   bool json = false;
   std::string output;
+  std::uint64_t cache_bytes = 0;  // 0: the GPU's L2
 };
 
 int run_inventory(const InventoryOptions& o) {
   auto model = make_model(o.model.model, o.model.inputs, o.model.in);
   if (o.model.in.device == "auto" && model->device_kind() == "cpu")
     fmt::print(stderr, "opcost: no CUDA GPU found; running {} on the CPU\n", o.model.model);
-  Inventory inv = take_inventory(*model, o.model);
+  std::string not_classed_why;
+  Inventory inv = take_inventory(*model, o.model, 8, cache_bytes_to_class(*model, o.cache_bytes, &not_classed_why));
+  if (inv.cache_bytes == 0 && model->device_kind() == "cuda")
+    fmt::print(stderr, "opcost: inputs not classed as read from L2 or memory: {}\n", not_classed_why);
   const std::string text = o.json ? to_json(inv).dump(2) + "\n" : to_table(inv);
   write_file(o.output, text);
   if (!o.output.empty())
@@ -303,8 +307,15 @@ int main(int argc, char** argv) {
     MeasureConfig& cfg = m.config;
     ReplayOptions& mr = m.replay;
     c->add_option("--device", mr.device, "auto (CUDA when present), cpu, cuda, cuda:N")->capture_default_str();
-    c->add_option("--cache", mr.cache_mode, "warm: reuse inputs; cold: rotate inputs over 256 MiB")
-        ->check(CLI::IsMember({"warm", "cold"}))
+    c->add_option("--cache", mr.cache_mode,
+                  "warm: reuse inputs; cold: rotate inputs over 256 MiB; cold:ARG,...: rotate those arguments only "
+                  "(an inventory spec's entries rotate the inputs the model reads from memory, unless cold)")
+        ->check(
+            [](const std::string& v) {
+              return v == "warm" || v == "cold" || v.rfind("cold:", 0) == 0 ? std::string()
+                                                                            : "use warm, cold or cold:ARG,...";
+            },
+            "warm|cold|cold:ARG,...")
         ->capture_default_str();
     c->add_option("--seed", mr.seed, "seed of the random input data")->capture_default_str();
     c->add_option("--max-time", cfg.time.max_seconds, "timing budget per operator, seconds")
@@ -475,6 +486,11 @@ int main(int argc, char** argv) {
   add_model_options(inventory, io.model);
   inventory->add_flag("--json", io.json, "write JSON (ops, layers, nested ops, the call sequence)");
   inventory->add_option("-o,--output", io.output, "file to write (default: standard output)");
+  inventory
+      ->add_option("--cache-bytes", io.cache_bytes,
+                   "class each call's inputs as read from L2 or memory against this cache, as 50MiB or bytes "
+                   "(default: the GPU's L2; on the CPU, none)")
+      ->transform(CLI::AsSizeValue(false));
 
   // predict / validate / model share their options; each sets what it measures. The defaults
   // are the workflow library's (PredictOptions::validate(), ::model_to()).

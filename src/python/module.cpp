@@ -94,9 +94,11 @@ MeasureConfig measure_config(const py::dict& o) {
   return c;
 }
 
-py::dict inventory_of(py::function step, const py::dict& description) {
+py::dict inventory_of(py::function step, const py::dict& description, std::uint64_t cache_bytes) {
   PythonModel model(std::move(step), description);
-  const Inventory inv = take_inventory(model, model_options(description));
+  std::string not_classed_why;  // nothing classed: on the CPU, or the driver does not say
+  const Inventory inv =
+      take_inventory(model, model_options(description), 8, cache_bytes_to_class(model, cache_bytes, &not_classed_why));
   py::dict out;
   out["json"] = to_json(inv).dump();
   out["text"] = to_table(inv);
@@ -308,8 +310,9 @@ PYBIND11_MODULE(_core, m) {
   py::register_exception<ReplayError>(m, "InputError", PyExc_ValueError);
   py::register_exception<DatabaseError>(m, "DatabaseError", PyExc_OSError);
   py::register_exception<MeasurementAbandoned>(m, "MeasurementAbandoned", PyExc_RuntimeError);
-  m.def("inventory", &inventory_of, py::arg("step"), py::arg("description"),
-        "Observe a few steps of `step` (after a warm-up): the inventory as JSON and text");
+  m.def("inventory", &inventory_of, py::arg("step"), py::arg("description"), py::arg("cache_bytes") = 0,
+        "Observe a few steps of `step` (after a warm-up): the inventory as JSON and text; each call's inputs "
+        "classed against `cache_bytes` of cache (0: the GPU's L2)");
   m.def("predict", &predict_step, py::arg("step"), py::arg("description"), py::arg("options"),
         py::arg("note") = py::none(), py::arg("progress") = py::none(),
         "predict / validate / model: the report as JSON and text");

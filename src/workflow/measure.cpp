@@ -13,6 +13,8 @@ namespace {
 // The options for one call: a call's own autocast (an inventory's) unless it contradicts.
 ReplayOptions options_for(const OpCall& c, const ReplayOptions& given) {
   ReplayOptions out = given;
+  // An inventory's cold inputs are rotated, unless every input is (--cache cold).
+  if (!c.cache_mode.empty() && given.cache_mode == "warm") out.cache_mode = c.cache_mode;
   if (!c.autocast.empty()) {
     if (!given.autocast.empty() && canonical_dtype(given.autocast) != canonical_dtype(c.autocast))
       throw std::invalid_argument(
@@ -76,7 +78,8 @@ MeasureRun measure_calls(const std::vector<OpCall>& calls, const std::vector<std
     out.kind = MeasureOutcome::Kind::kMeasured;
     out.call = &c;
     try {
-      auto prepared = PreparedCall::prepare(c, options_for(c, o.replay));
+      const ReplayOptions replay = options_for(c, o.replay);
+      auto prepared = PreparedCall::prepare(c, replay);
       out.resolution_note = prepared->resolution_note();
       if (!out.resolution_note.empty()) notes.say(out.resolution_note);
       if (!runner) {
@@ -89,7 +92,7 @@ MeasureRun measure_calls(const std::vector<OpCall>& calls, const std::vector<std
       }
       if (o.resume && db) {
         const auto key = Database::Key::of(prepared->op(), prepared->overload(), prepared->canonical_args(),
-                                           run.device_name, o.replay.cache_mode, prepared->autocast());
+                                           run.device_name, replay.cache_mode, prepared->autocast());
         if (auto row = db->lookup(key)) {
           out.kind = MeasureOutcome::Kind::kSkipped;
           out.existing_row = (*row)["db_id"].get<int64_t>();

@@ -4,6 +4,7 @@
 
 #include "core/spec/arg_value.h"
 #include "core/stats/summary.h"
+#include "core/sys/cuda_cache.h"
 #include "torch/observer.h"
 
 namespace opcost {
@@ -48,6 +49,15 @@ void take_host_times(Inventory& inv, const std::vector<HostRound>& rounds) {
   inv.host_calibration.rounds = int(observed.size());
   inv.host_calibration.plain_step_us = plain.empty() ? 0 : median_of(plain);
   inv.host_calibration.observed_step_us = with_observer.empty() ? 0 : median_of(with_observer);
+}
+
+std::uint64_t cache_bytes_to_class(const RunnableModel& model, std::uint64_t requested, std::string* why) {
+  if (requested > 0) return requested;
+  if (model.device_kind() != "cuda") {
+    *why = "on the CPU every input is warm";
+    return 0;
+  }
+  return cuda_l2_cache_bytes(model.device_index(), why).value_or(0);
 }
 
 Inventory take_inventory(RunnableModel& model, const ModelOptions& o, int host_rounds, std::uint64_t cache_bytes) {

@@ -33,6 +33,11 @@ HostRound time_host_round(RunnableModel& model);
 Inventory take_inventory(RunnableModel& model, const ModelOptions& o, int host_rounds = 8,
                          std::uint64_t cache_bytes = 0);
 
+// The capacity take_inventory classes inputs against: `requested` where > 0 (on any device:
+// "what if the cache were this size"), else the L2 of the model's GPU; 0 (nothing classed) on
+// the CPU or where the driver cannot say, with why in `why`.
+std::uint64_t cache_bytes_to_class(const RunnableModel& model, std::uint64_t requested, std::string* why);
+
 // The median host times of `rounds` whose calls are `inv`'s, and their calibration.
 void take_host_times(Inventory& inv, const std::vector<HostRound>& rounds);
 

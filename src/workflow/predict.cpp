@@ -16,7 +16,6 @@
 #include "core/spec/spec_file.h"
 #include "core/stats/summary.h"
 #include "core/store/database.h"
-#include "core/sys/cuda_cache.h"
 #include "torch/kernel_trace.h"
 #include "torch/model_call.h"
 
@@ -82,9 +81,9 @@ const char* kGapProbeOp = "aten::add";
 const char* kGapProbeOverload = "Tensor";
 const char* kGapProbeArgs = "self=f32[1] other=f32[1]";
 
-std::optional<std::size_t> entry_of(const Inventory& inv, const std::string& signature) {
+std::optional<std::size_t> entry_of(const Inventory& inv, const std::string& row_name) {
   for (std::size_t e = 0; e < inv.entries.size(); ++e)
-    if (inv.entries[e].signature() == signature) return e;
+    if (inv.entries[e].row_name() == row_name) return e;
   return std::nullopt;
 }
 
@@ -184,14 +183,7 @@ PredictReport run_predict(const PredictOptions& o, RunnableModel& runnable, cons
   report.cache = o.cache;
   if (o.cache != "auto" && o.cache != "warm" && o.cache != "cold")
     throw std::invalid_argument(fmt::format("cache '{}' is not one of auto, warm, cold", o.cache));
-  if (o.cache == "auto") {
-    if (o.cache_bytes > 0)
-      report.cache_bytes = o.cache_bytes;
-    else if (!on_gpu)
-      report.cache_why = "on the CPU every input is warm";
-    else if (auto l2 = cuda_l2_cache_bytes(index, &report.cache_why))
-      report.cache_bytes = *l2;
-  }
+  if (o.cache == "auto") report.cache_bytes = cache_bytes_to_class(*model, o.cache_bytes, &report.cache_why);
   report.inventory = take_inventory(*model, o.model, 8, report.cache_bytes);
   const Inventory& inv = report.inventory;
   report.env = describe_environment(kind, index);

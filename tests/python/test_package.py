@@ -221,6 +221,22 @@ def test_validate_classes_inputs_against_a_given_cache(tmp_path):
         opcost.predict(net, x, db=db, cache="tepid")
 
 
+def test_inventory_classes_inputs_against_a_given_cache():
+    net, x = Net().eval(), torch.randn(8, 16)
+    plain = opcost.inventory(net, x)
+    assert plain.cache_bytes is None and not any(o.cold_args for o in plain.ops)  # the CPU: nothing classed
+    small = opcost.inventory(net, x, cache_bytes=256)
+    assert small.cache_bytes == 256
+    # A weight is read once a step: against 256 bytes, from memory; an activation just written is not.
+    linears = [o for o in small.ops if o.op == "aten::linear"]
+    assert linears and all("weight" in o.cold_args for o in linears), linears
+    assert any("input" not in o.cold_args for o in linears), linears
+    assert "weight" in small.to_pandas()["cold_args"].str.cat(sep=",")
+    for bad in (0, -1, 1.5, True):
+        with pytest.raises(ValueError, match="cache_bytes"):
+            opcost.inventory(net, x, cache_bytes=bad)
+
+
 def test_measure_from_python_values():
     m = opcost.measure("aten::add", self="f32[32,32]", other=torch.ones(32, 32), alpha=2, device="cpu",
                        max_time=0.05, energy=False, store=False)

@@ -259,6 +259,22 @@ TEST(Prediction, EnergyFromOperatorsMeasuredAtThePowerCapIsCountedAndSaid) {
   EXPECT_EQ(to_json(p, inv, nullptr)["capped"]["signatures"], 1);
 }
 
+TEST(Prediction, ASignaturesWarmAndColdCallsAreTwoRowsEachWithItsOwnCost) {
+  InventoryBuilder b;
+  b.add("aten::linear", "", "input=f32[8,64] weight=f32[64,64]", "fc1", {}, "forward", {"weight"});
+  b.add("aten::linear", "", "input=f32[8,64] weight=f32[64,64]", "fc2", {}, "forward", {});
+  Inventory inv = b.take();
+  ASSERT_EQ(inv.entries.size(), 2u);
+  PredictionInputs in;
+  in.gap_power_W = 100;
+  const Prediction p = predict(inv, {{0, cost(5, 40, 12.0, 40)}, {1, cost(5, 4, 1.2, 4)}}, in);
+  ASSERT_EQ(p.ops.size(), 2u);
+  std::map<std::string, double> gpu_us;
+  for (const auto& r : p.ops) gpu_us[r.name] = r.gpu_us;
+  EXPECT_EQ(gpu_us["aten::linear input=f32[8,64] weight=f32[64,64] (from memory: weight)"], 40);
+  EXPECT_EQ(gpu_us["aten::linear input=f32[8,64] weight=f32[64,64]"], 4);
+}
+
 TEST(Prediction, AMissingOperatorIsReportedNeverFree) {
   Inventory inv = two_layer_inventory();
   PredictionInputs in;

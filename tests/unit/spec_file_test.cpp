@@ -113,14 +113,17 @@ TEST(SpecFile, ReadsAnInventoryDocument) {
   const std::string doc = R"({"model": "mnist-cnn", "autocast": "bf16", "ops": [
     {"op": "aten::linear", "overload": "", "args": "input=f32[2,800] weight=f32[500,800]",
      "signature": "aten::linear input=f32[2,800] weight=f32[500,800]", "count": 1, "layers": ["fc1"],
-     "nested": {"aten::addmm": 1}, "phase": "forward"},
-    {"signature": "aten::add.Tensor self=f32[2] other=f32[2]", "count": 3}]})";
+     "nested": {"aten::addmm": 1}, "phase": "forward", "cold_args": ["weight", "bias"]},
+    {"signature": "aten::add.Tensor self=f32[2] other=f32[2]", "count": 3, "cold_args": []}]})";
   auto calls = parse_spec_text(doc, "inv.json").calls;
   ASSERT_EQ(calls.size(), 2u);
   EXPECT_EQ(calls[0].op, "aten::linear");
   EXPECT_EQ(format_args(calls[0].args), "input=f32[2,800] weight=f32[500,800]");
   EXPECT_EQ(calls[0].autocast, "bf16");
   EXPECT_EQ(calls[1].overload, "Tensor");
+  // The inputs the model read from memory are rotated when measured; none: as the command says.
+  EXPECT_EQ(calls[0].cache_mode, "cold:weight,bias");
+  EXPECT_EQ(calls[1].cache_mode, "");
   EXPECT_EQ(parse_spec_text(R"({"ops": [{"signature": "aten::add self=f32[2"}]})", "bad.json").errors.size(), 1u);
 }
 

@@ -9,6 +9,7 @@
 #include <set>
 
 #include "core/stats/summary.h"
+#include "core/text/text.h"
 
 namespace opcost {
 
@@ -20,6 +21,10 @@ std::size_t Inventory::layer_count() const {
 
 std::string InventoryEntry::cache_mode() const {
   return cold_args.empty() ? "warm" : fmt::format("cold:{}", fmt::join(cold_args, ","));
+}
+
+std::string InventoryEntry::row_name() const {
+  return cold_args.empty() ? signature() : fmt::format("{} (from memory: {})", signature(), fmt::join(cold_args, ", "));
 }
 
 void InventoryBuilder::add(const std::string& op, const std::string& overload, const std::string& args,
@@ -138,6 +143,12 @@ nlohmann::json to_json(const Inventory& inv) {
 std::string to_table(const Inventory& inv) {
   std::string out = fmt::format("{} input={} on {} ({}{}, {})\n", inv.model, inv.input, inv.device, inv.dtype,
                                 inv.autocast.empty() ? "" : ", autocast " + inv.autocast, inv.mode);
+  if (inv.cache_bytes > 0) {
+    const auto cold =
+        std::count_if(inv.entries.begin(), inv.entries.end(), [](const auto& e) { return !e.cold_args.empty(); });
+    out += fmt::format("inputs classed against a {} cache: {} of {} signatures read some from memory\n",
+                       format_bytes(double(inv.cache_bytes)), cold, inv.entries.size());
+  }
   out += fmt::format("{:>4} {:>6}  {:<32} {}\n", "#", "calls", "operator", "arguments / layers / nested");
   for (std::size_t i = 0; i < inv.entries.size(); ++i) {
     const auto& e = inv.entries[i];

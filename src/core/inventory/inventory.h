@@ -23,6 +23,9 @@ struct InventoryEntry {
   std::string signature() const { return display_name() + " " + args; }
   // The replay's cache mode that matches the model: "warm", or "cold:<arg>,<arg>".
   std::string cache_mode() const;
+  // The signature, followed where some inputs are read from memory by "(from memory: a, b)":
+  // what report rows are keyed by, so that a signature's warm and cold calls stay two rows.
+  std::string row_name() const;
 };
 
 struct InventoryCall {

@@ -159,7 +159,7 @@ Prediction predict(const Inventory& inv, const std::map<std::size_t, OpCost>& co
     const InventoryEntry& entry = inv.entries[call.entry];
     auto it = costs.find(call.entry);
     const std::string layer = call.layer.empty() ? "(top)" : call.layer;
-    for (PredictedRow* row : {&by_layer[layer], &by_op[entry.signature()]}) {
+    for (PredictedRow* row : {&by_layer[layer], &by_op[entry.row_name()]}) {
       ++row->calls;
       if (it == costs.end()) {
         ++row->missing_calls;

@@ -21,6 +21,8 @@ struct OpCall {
   std::vector<NamedArg> args;
   std::string origin;    // where it came from, for error messages ("spec.yaml:12")
   std::string autocast;  // "" or the autocast dtype the call ran under (an inventory's)
+  // "" or "cold:<arg>,<arg>": the inputs an inventory found read from memory, to be rotated.
+  std::string cache_mode;
 
   // "aten::add.Tensor" style display name.
   std::string display_name() const { return overload.empty() ? op : op + "." + overload; }

@@ -1,6 +1,7 @@
 #include "core/spec/spec_file.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <yaml-cpp/yaml.h>
 
 #include "core/io/input_file.h"
@@ -43,9 +44,18 @@ ArgValue to_value(const YAML::Node& n, const std::string& at) {
 OpCall entry_to_call(const YAML::Node& e, const std::string& origin, std::size_t index) {
   const std::string at = fmt::format("{} (ops[{}])", where(origin, e), index);
   if (e.IsScalar()) return parse_call_line(e.Scalar(), at);
-  // An entry of `opcost inventory --json`: its signature is a one-line call; the other keys
-  // (count, layers, nested, phase) describe the model and do not change the measurement.
-  if (e.IsMap() && e["signature"] && e["signature"].IsScalar()) return parse_call_line(e["signature"].Scalar(), at);
+  // An entry of `opcost inventory --json`: its signature is a one-line call, measured with the
+  // inputs it reads from memory rotated (cold_args); the other keys (count, layers, nested,
+  // phase) describe the model and do not change the measurement.
+  if (e.IsMap() && e["signature"] && e["signature"].IsScalar()) {
+    OpCall c = parse_call_line(e["signature"].Scalar(), at);
+    if (const YAML::Node cold = e["cold_args"]; cold && cold.IsSequence() && cold.size() > 0) {
+      std::vector<std::string> names;
+      for (const auto& n : cold) names.push_back(n.as<std::string>());
+      c.cache_mode = fmt::format("cold:{}", fmt::join(names, ","));
+    }
+    return c;
+  }
   if (!e.IsMap())
     throw std::invalid_argument(at + ": each entry must be a mapping {op: ..., args: {...}} or a one-line call string");
   if (!e["op"]) throw std::invalid_argument(at + ": missing 'op' (e.g. op: aten::conv2d)");
