@@ -96,9 +96,8 @@ MeasureConfig measure_config(const py::dict& o) {
 
 py::dict inventory_of(py::function step, const py::dict& description, std::uint64_t cache_bytes) {
   PythonModel model(std::move(step), description);
-  std::string not_classed_why;  // nothing classed: on the CPU, or the driver does not say
   const Inventory inv =
-      take_inventory(model, model_options(description), 8, cache_bytes_to_class(model, cache_bytes, &not_classed_why));
+      take_inventory(model, model_options(description), 8, cache_bytes_to_class(model, cache_bytes, nullptr));
   py::dict out;
   out["json"] = to_json(inv).dump();
   out["text"] = to_table(inv);

@@ -654,6 +654,8 @@ std::vector<std::size_t> cold_arguments(const std::string& mode, const c10::Func
     throw ReplayError(fmt::format("unknown cache mode '{}' (use warm, cold, or cold:<argument>,...)", mode));
   std::stringstream names(mode.substr(5));
   for (std::string name; std::getline(names, name, ',');) {
+    if (name.empty())
+      throw ReplayError(fmt::format("cache mode '{}' names an empty argument (use cold:<argument>,...)", mode));
     auto it = std::find_if(args.begin(), args.end(), [&](const c10::Argument& a) { return a.name() == name; });
     if (it == args.end()) {
       std::vector<std::string> names;
@@ -663,6 +665,7 @@ std::vector<std::size_t> cold_arguments(const std::string& mode, const c10::Func
     }
     out.push_back(std::size_t(it - args.begin()));
   }
+  if (out.empty()) throw ReplayError(fmt::format("cache mode '{}' names no argument (use cold:<argument>,...)", mode));
   return out;
 }
 

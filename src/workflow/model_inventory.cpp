@@ -54,7 +54,7 @@ void take_host_times(Inventory& inv, const std::vector<HostRound>& rounds) {
 std::uint64_t cache_bytes_to_class(const RunnableModel& model, std::uint64_t requested, std::string* why) {
   if (requested > 0) return requested;
   if (model.device_kind() != "cuda") {
-    *why = "on the CPU every input is warm";
+    if (why) *why = "on the CPU every input is warm";
     return 0;
   }
   return cuda_l2_cache_bytes(model.device_index(), why).value_or(0);

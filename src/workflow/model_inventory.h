@@ -35,7 +35,7 @@ Inventory take_inventory(RunnableModel& model, const ModelOptions& o, int host_r
 
 // The capacity take_inventory classes inputs against: `requested` where > 0 (on any device:
 // "what if the cache were this size"), else the L2 of the model's GPU; 0 (nothing classed) on
-// the CPU or where the driver cannot say, with why in `why`.
+// the CPU or where the driver cannot say, with why in `why` (may be null).
 std::uint64_t cache_bytes_to_class(const RunnableModel& model, std::uint64_t requested, std::string* why);
 
 // The median host times of `rounds` whose calls are `inv`'s, and their calibration.

@@ -183,8 +183,9 @@ PredictReport run_predict(const PredictOptions& o, RunnableModel& runnable, cons
   report.cache = o.cache;
   if (o.cache != "auto" && o.cache != "warm" && o.cache != "cold")
     throw std::invalid_argument(fmt::format("cache '{}' is not one of auto, warm, cold", o.cache));
-  if (o.cache == "auto") report.cache_bytes = cache_bytes_to_class(*model, o.cache_bytes, &report.cache_why);
-  report.inventory = take_inventory(*model, o.model, 8, report.cache_bytes);
+  const std::uint64_t cache_bytes =
+      o.cache == "auto" ? cache_bytes_to_class(*model, o.cache_bytes, &report.cache_why) : 0;
+  report.inventory = take_inventory(*model, o.model, 8, cache_bytes);
   const Inventory& inv = report.inventory;
   report.env = describe_environment(kind, index);
   const Environment& env = report.env;
@@ -539,8 +540,8 @@ nlohmann::json to_json(const PredictReport& r) {
   if (r.cache == "auto") {
     std::size_t cold = 0;
     for (const auto& e : inv.entries) cold += e.cold_args.empty() ? 0 : 1;
-    j["cache_auto"] = r.cache_bytes > 0
-                          ? nlohmann::json{{"l2_bytes", r.cache_bytes}, {"signatures_with_cold_inputs", cold}}
+    j["cache_auto"] = inv.cache_bytes > 0
+                          ? nlohmann::json{{"l2_bytes", inv.cache_bytes}, {"signatures_with_cold_inputs", cold}}
                           : nlohmann::json{{"why", r.cache_why}};
   }
   if (r.target > 0) j["target"] = {{"share", r.target}, {"met", r.target_met}};

@@ -94,8 +94,7 @@ struct PairedEnergy {
 
 struct PredictReport {
   std::string cache;
-  std::uint64_t cache_bytes = 0;  // auto: the capacity the inputs were classed against; 0: none
-  std::string cache_why;          // auto: why they were not classed
+  std::string cache_why;  // auto: why the inputs were not classed (inventory.cache_bytes 0)
   Environment env;
   Inventory inventory;
   PredictionInputs inputs;

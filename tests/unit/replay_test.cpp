@@ -247,11 +247,17 @@ TEST(ReplayErrors, BindingAndShapeErrors) {
   }
 }
 
-TEST(Replay, PreparedCallRunsAndRotatesColdInputs) {
+// Replay on the CPU in a cache mode, its rotated copies spanning 1 MiB.
+ReplayOptions cpu_replay_in(const std::string& cache_mode) {
   ReplayOptions o;
   o.device = "cpu";
-  o.cache_mode = "cold";
+  o.cache_mode = cache_mode;
   o.cold_footprint_bytes = 1 << 20;
+  return o;
+}
+
+TEST(Replay, PreparedCallRunsAndRotatesColdInputs) {
+  ReplayOptions o = cpu_replay_in("cold");
   auto p = PreparedCall::prepare(call_of("aten::mul.Tensor self=f32[256,256] other=f32[256,256]"), o);
   EXPECT_EQ(p->input_bytes(), 2u * 256 * 256 * 4);
   EXPECT_EQ(p->input_sets(), 2u);  // 1 MiB / 512 KiB
@@ -261,10 +267,7 @@ TEST(Replay, PreparedCallRunsAndRotatesColdInputs) {
 }
 
 TEST(Replay, ColdArgumentsAloneAreRotated) {
-  ReplayOptions o;
-  o.device = "cpu";
-  o.cache_mode = "cold:mat2";
-  o.cold_footprint_bytes = 1 << 20;
+  ReplayOptions o = cpu_replay_in("cold:mat2");
   auto p = PreparedCall::prepare(call_of("aten::mm self=f32[64,256] mat2=f32[256,256]"), o);
   EXPECT_EQ(p->input_sets(), 4u);  // 1 MiB / the 256 KiB of mat2 alone
   EXPECT_EQ(p->info().cache_mode, "cold:mat2");
@@ -275,6 +278,13 @@ TEST(Replay, ColdArgumentsAloneAreRotated) {
   o.cache_mode = "tepid";
   EXPECT_NE(replay_error_with(call_of("aten::mm self=f32[4,4] mat2=f32[4,4]"), o).find("unknown cache mode 'tepid'"),
             std::string::npos);
+  // "cold:" with no name is not quietly warm.
+  for (const char* mode : {"cold:", "cold:,mat2"}) {
+    o.cache_mode = mode;
+    EXPECT_NE(replay_error_with(call_of("aten::mm self=f32[4,4] mat2=f32[4,4]"), o).find("use cold:<argument>"),
+              std::string::npos)
+        << mode;
+  }
 }
 
 TEST(Overloads, ChosenFromTheArgumentsWhenTheOpHasNoDefault) {

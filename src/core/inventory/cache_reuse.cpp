@@ -32,6 +32,14 @@ bool beyond_cache(const std::vector<CallTouches>& calls, std::size_t from, std::
 std::vector<std::vector<int>> cold_inputs(const std::vector<CallTouches>& calls, std::uint64_t cache_bytes) {
   std::vector<std::vector<int>> cold(calls.size());
   const std::size_t n = calls.size();
+  // A step whose distinct data fits the cache has nothing cold; this also spares a small model
+  // the walks back over a whole step for every input.
+  std::unordered_set<std::uintptr_t> step_data;
+  std::uint64_t step_bytes = 0;
+  for (const CallTouches& call : calls)
+    for (const TensorTouch& t : call)
+      if (step_data.insert(t.address).second) step_bytes += t.bytes;
+  if (step_bytes <= cache_bytes) return cold;
   for (std::size_t c = 0; c < n; ++c) {
     std::map<int, std::pair<std::uint64_t, std::uint64_t>> bytes;  // arg -> (cold, all)
     for (const TensorTouch& t : calls[c]) {
