@@ -19,6 +19,11 @@ check "a database to export" test "$("$bin" db list --db "$db" 2>/dev/null | gre
 (trap '' XFSZ; ulimit -f 1; "$bin" db export --csv --db "$db" -o "$dir/full.csv") 2>"$dir/e1"
 check "csv export onto a full disk exits 1" test $? -eq 1
 check "csv export names the file and the cause" has "$dir/e1" "full.csv: cannot write: File too large"
+check "a failed export leaves no partial file" test ! -e "$dir/full.csv"
+check "and no temporary file" test -z "$(find "$dir" -maxdepth 1 -name '.full.csv.*')"
+echo "the old export" >"$dir/old.csv"
+(trap '' XFSZ; ulimit -f 1; "$bin" db export --csv --db "$db" -o "$dir/old.csv") 2>/dev/null
+check "a failed export leaves the old file untouched" test "$(cat "$dir/old.csv")" = "the old export"
 (trap '' XFSZ; ulimit -f 1; "$bin" db export --json --db "$db" -o "$dir/full.json") 2>"$dir/e2"
 check "json export onto a full disk exits 1" test $? -eq 1
 check "json export names the file" has "$dir/e2" "full.json: cannot write"
@@ -45,6 +50,20 @@ check "and says what to do" has "$dir/e6" "permissions"
 check "nothing was measured and thrown away" lacks "$dir/o6" "time/call"
 as_other "$bin" db list --db "$ro/ro.db" >"$dir/o7" 2>/dev/null
 check "a read-only database can still be listed" test "$(grep -c aten:: "$dir/o7")" -eq 4
+chmod 0755 "$ro"; chmod 0644 "$ro/ro.db"
+# A writable file in a read-only directory: SQLite cannot make its journal there. Found before
+# measuring, not after ("not stored"), and validate says so instead of predicting nothing.
+chmod 0666 "$ro/ro.db"; chmod 0555 "$ro"
+as_other "$bin" measure aten::relu self=f32[64] "${fast[@]}" --db "$ro/ro.db" >"$dir/o6b" 2>"$dir/e6b"
+check "a read-only directory exits 2" test $? -eq 2
+check "it names the path" has "$dir/e6b" "ro/ro.db: cannot write"
+check "before measuring: nothing printed" lacks "$dir/o6b" "time/call"
+check "never 'not stored'" lacks "$dir/e6b" "not stored"
+as_other "$bin" validate mnist-cnn --device cpu --batch 2 --max-time 0.05 --step-max-time 0.2 --no-energy \
+  --db "$ro/ro.db" >"$dir/o6c" 2>"$dir/e6c"
+check "validate on a read-only directory exits 2" test $? -eq 2
+check "validate says it cannot write, in one line" test "$(grep -c "ro/ro.db: cannot write" "$dir/e6c")" -eq 1
+check "validate predicts and compares nothing" lacks "$dir/o6c" "error"
 chmod 0755 "$ro"; chmod 0644 "$ro/ro.db"
 
 # 3. A spec run whose database fills the disk says so once, keeps the result it printed, and stops.
@@ -154,11 +173,105 @@ check "model says the target was met" has "$dir/o25" "target: 1% of the step's t
 check "model never calls a met target INCOMPLETE" lacks "$dir/o25" "INCOMPLETE"
 "$bin" model mnist-cnn --device cpu --ops-energy-ci 2 --db "$dir/model.db" >/dev/null 2>"$dir/e25b"
 check "an --ops-energy-ci outside 0..1 exits 2" test $? -eq 2
-check "it names the option and its range" has "$dir/e25b" "--ops-energy-ci: Value 2 not in range 0.000000 to 1.000000"
+check "it names the option and its range" has "$dir/e25b" "--ops-energy-ci: must be a number from 0 to 1, not 2"
 
 # 16. A slow measurement shows progress (plain lines when not on a terminal).
 "$bin" measure aten::mm self=f32[128,128] mat2=f32[128,128] --device cpu --no-store --no-energy --max-time 4 \
   --target-ci 1e-9 >/dev/null 2>"$dir/e26"
 check "a slow measurement reports progress" has "$dir/e26" "aten::mm self=f32\[128,128\] mat2=f32\[128,128\]: timing, .* samples"
+
+# 17. Outputs never replace inputs: an export onto its own database is refused before anything
+# is opened, whatever the spelling of the path (symbolic link, ./, a hard link), and the rows stay.
+rows_before=$("$bin" db list --db "$db" 2>/dev/null | grep -c aten::)
+ln -sf "$db" "$dir/link.db"; ln -f "$db" "$dir/hard.db"
+for out in "$db" "$dir/link.db" "$dir/./ops.db" "$dir/hard.db"; do
+  "$bin" db export --csv -o "$out" --db "$db" >/dev/null 2>"$dir/e27"
+  check "export -o $out onto the database exits 2" test $? -eq 2
+  check "export -o $out says it is the database" has "$dir/e27" "that is the database this command reads"
+done
+"$bin" db export --json -o "$db" --db "$dir/link.db" >/dev/null 2>&1
+check "export through a link to the output is refused" test $? -eq 2
+"$bin" db export --parquet "$dir/link.db" --db "$db" >/dev/null 2>"$dir/e28"
+check "export --parquet onto the database exits 2" test $? -eq 2
+check "the database still holds every row" \
+  test "$("$bin" db list --db "$db" 2>/dev/null | grep -c aten::)" -eq "$rows_before" -a "$rows_before" -eq 4
+check "the database is still SQLite" test "$(head -c 15 "$db")" = "SQLite format 3"
+"$bin" db copy "$db" "$dir/link.db" >/dev/null 2>"$dir/e29"
+check "db copy into itself is refused" test $? -eq 2
+"$bin" measure --spec "$dir/mixed.yaml" --power-trace "$dir/mixed.yaml" "${fast[@]}" --no-store >/dev/null 2>"$dir/e30"
+check "--power-trace onto the spec file is refused" has "$dir/e30" "that is the spec file this command reads"
+check "the spec file is intact" has "$dir/mixed.yaml" "aten::relu self=f32\[16\]"
+rm -f "$dir/link.db" "$dir/hard.db"
+
+# 18. Nesting is bounded: 60000 levels on the command line (SIGSEGV before), 10^5 in a spec file.
+deep=$(printf '%*s' 60000 '' | tr ' ' '['; printf 'f32[2]'; printf '%*s' 60000 '' | tr ' ' ']')
+"$bin" measure aten::cat "tensors=$deep" --device cpu --no-store >/dev/null 2>"$dir/e31"
+check "60000 nested lists exit 2, not 139" test $? -eq 2
+check "the message names the argument and the limit" has "$dir/e31" "argument 'tensors': lists nest deeper than 32 levels"
+check "in one short line" test "$(wc -l <"$dir/e31")" -eq 1 -a "$(wc -c <"$dir/e31")" -lt 400
+{ printf 'ops:\n  - "aten::cat tensors='; printf '%*s' 100000 '' | tr ' ' '['; printf '1'
+  printf '%*s' 100000 '' | tr ' ' ']'; printf '"\n'; } >"$dir/deep.yaml"
+"$bin" measure --spec "$dir/deep.yaml" --device cpu --no-store >/dev/null 2>"$dir/e32"
+check "10^5 nested lists in a spec exit 2" test $? -eq 2
+check "naming the file and the limit" has "$dir/e32" "deep.yaml:2.*deeper than 32 levels"
+
+# 19. Budgets: finite and in range, one short line naming the option (nan passed every check).
+for bad in "--max-time nan" "--max-time inf" "--target-ci nan" "--max-time -1" "--energy-settle nan" \
+  "--energy-max-time 1e999"; do
+  # shellcheck disable=SC2086
+  "$bin" measure aten::relu self=f32[4] --device cpu --no-store $bad >/dev/null 2>"$dir/e33"
+  check "$bad exits 2" test $? -eq 2
+  check "$bad names the option" has "$dir/e33" "${bad%% *}: must be a"
+  check "$bad: no 300-digit bound" test "$(head -1 "$dir/e33" | wc -c)" -lt 200
+done
+"$bin" validate mnist-cnn --device cpu --step-max-time nan --db "$dir/model.db" >/dev/null 2>"$dir/e34"
+check "validate --step-max-time nan exits 2" test $? -eq 2 -a "$(grep -c "step-max-time" "$dir/e34")" -ge 1
+"$bin" sweep "$dir/mixed.yaml" --lease nan --dry-run >/dev/null 2>"$dir/e35"
+check "sweep --lease nan exits 2" test $? -eq 2
+
+# 20. Friction.
+# A 10 MB argument: its echo is cut (it was twice its size on stderr).
+{ printf 'ops:\n  - "aten::relu self=f32['; head -c 10000000 /dev/zero | tr '\0' '7'; printf 'x]"\n'; } >"$dir/huge.yaml"
+"$bin" measure --spec "$dir/huge.yaml" --device cpu --no-store >/dev/null 2>"$dir/e36"
+check "a 10 MB argument exits 2" test $? -eq 2
+check "and its error is short" test "$(wc -c <"$dir/e36")" -lt 3000
+# A locked database says so, and the fix (SQLite waits 5 s for the lock first).
+if command -v python3 >/dev/null; then
+  python3 - "$db" "$dir/locked" <<'PY' &
+import sqlite3, sys, time
+c = sqlite3.connect(sys.argv[1], isolation_level=None)
+c.execute("BEGIN EXCLUSIVE")
+open(sys.argv[2], "w").close()
+time.sleep(9)
+PY
+  locker=$!
+  for _ in $(seq 50); do [ -e "$dir/locked" ] && break; sleep 0.1; done
+  "$bin" db list --db "$db" >/dev/null 2>"$dir/e37"
+  check "a locked database says it is locked by another process" has "$dir/e37" "locked by another process"
+  check "and what to do" has "$dir/e37" "wait for that process"
+  check "never 'is it an opcost database'" lacks "$dir/e37" "is it an opcost database"
+  kill "$locker" 2>/dev/null; wait "$locker" 2>/dev/null
+fi
+# A damaged file is bad input (README: 2), for a read and for a measurement.
+head -c 8192 /dev/urandom >"$dir/damaged.db"
+"$bin" db list --db "$dir/damaged.db" >/dev/null 2>"$dir/e38"
+check "db list of a damaged file exits 2" test $? -eq 2
+check "it says the file is damaged or no opcost database" has "$dir/e38" "damaged or is not an opcost database"
+"$bin" measure aten::relu self=f32[4] "${fast[@]}" --db "$dir/damaged.db" >/dev/null 2>&1
+check "measure into a damaged file exits 2" test $? -eq 2
+# On the CPU nothing speaks of GPU time.
+"$bin" measure aten::relu self=f32[4] --device cpu --dry-run 2>"$dir/e39" >/dev/null
+check "the CPU dry run speaks of the CPU" has "$dir/e39" "seconds of the CPU"
+check "not of GPU-seconds" lacks "$dir/e39" "GPU"
+check "the CPU prediction is no 'GPU time only'" lacks "$dir/o25" "GPU time only"
+check "nor 'host only'" lacks "$dir/o25" "host only"
+check "--no-energy is said as such" has "$dir/o25" "energy was switched off"
+check "--no-energy blames no operator" lacks "$dir/o25" "has no energy figure"
+# A timing loop its budget stopped shows that it missed its interval target.
+"$bin" measure aten::relu self=f32[64] --device cpu --no-store --no-energy --max-time 0.05 --target-ci 1e-9 \
+  >"$dir/o40" 2>/dev/null
+check "a missed interval target is flagged" has "$dir/o40" "flags .*ci_target_missed"
+check "predict with nothing measured prints no table of zeros" lacks "$dir/o24" " 0.0%"
+check "and says what to run" has "$dir/o24" "run \`opcost validate\`"
 
 finish

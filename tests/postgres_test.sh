@@ -9,7 +9,8 @@
 #   - kill -9 of a sweep and its worker mid-item: another node's worker takes the item when its
 #     lease runs out, and it completes, once;
 #   - db copy SQLite -> PostgreSQL -> SQLite: the same rows and sweep columns; copying again
-#     adds nothing.
+#     adds nothing;
+#   - a URL's password in no message, listing or worker command line (`ps`), CLI and Python.
 # Skips (exit 77) where no PostgreSQL server programs are installed, saying so.
 set -uo pipefail
 bin=$1; core_tests=$2; dir=$3
@@ -46,6 +47,19 @@ check "db list reads it" has "$dir/list" "aten::relu"
 check "db show reads the document" has "$dir/show" '"op": "aten::relu"'
 "$bin" db list --db "${base}/nosuchdb" >"$dir/bad" 2>&1
 check "an unknown database is one line naming it" test "$(wc -l <"$dir/bad")" -eq 1 -a "$(grep -c 'nosuchdb: cannot connect' "$dir/bad")" -eq 1
+# The server trusts local users, so a password in the URL is never asked for: it is the secret
+# that no message or listing may show.
+secret=S3cret-PG-pw
+pw() { echo "${1/opcost@/opcost:$secret@}"; }
+"$bin" db list --db "$(pw "$url")" >"$dir/pw-list" 2>&1
+check "db list with a password in the URL reads it" has "$dir/pw-list" "aten::relu"
+check "... and names the database without the password" has "$dir/pw-list" "rows in postgresql://opcost:\*\*\*@"
+"$bin" db show 99999 --db "$(pw "$url")" >"$dir/pw-show" 2>&1
+check "db show of a missing row names the database without the password" has "$dir/pw-show" "no row 99999 in postgresql://opcost:\*\*\*@"
+"$bin" measure aten::relu self=f32[64] --db "$(pw "$url")" "${fast[@]}" >/dev/null 2>"$dir/pw-m.err"
+"$bin" db list --db "$(pw "$base")/nosuchdb" >"$dir/pw-bad" 2>&1
+OPCOST_DB=$(pw "$url") "$bin" db list --db "" >"$dir/pw-empty" 2>&1
+check "no message shows the password" test -z "$(grep -l "$secret" "$dir"/pw-list "$dir"/pw-show "$dir"/pw-m.err "$dir"/pw-bad "$dir"/pw-empty)"
 
 # 3. Eight sweeps at once on one database (eight nodes of one worker each): every item exactly once.
 cat >"$dir/grid.yaml" <<'YAML'
@@ -98,6 +112,35 @@ check "... each stored once" test "$(rows "$k")" -eq 6 -a "$(distinct_args "$k")
 check "the lost item was taken again after its lease (2 attempts)" \
   test "$("$cluster" sql "$dir/pg" lease "SELECT max(attempts) FROM sweep_items")" -eq 2
 
+# 4b. The workers of a sweep get the database through their environment: `ps`, which every local
+#     user may run, shows no password on any command line while they measure, whether the URL
+#     came with --db or from $OPCOST_DB. (The supervisor's own --db is what the user typed.)
+s=$(newdb secrets)
+ps_while_workers() {  # ps_while_workers OUT PATTERN PID: the process list while PATTERN's processes run
+  local seen=0
+  for _ in $(seq 600); do
+    if pgrep -f -- "$2" >/dev/null; then ps -eo args >>"$1"; seen=1; fi
+    kill -0 "$3" 2>/dev/null || break
+    sleep 0.05
+  done
+  test $seen -eq 1
+}
+"$bin" sweep "$dir/grid.yaml" --db "$(pw "$s")" "${fast[@]}" --workers 2 --progress-every 0 >/dev/null 2>"$dir/pw-sweep.err" &
+sweep=$!
+check "ps saw the sweep's workers (--db)" ps_while_workers "$dir/pw-ps" "--worker --sweep-name queue-check" $sweep
+wait $sweep
+check "... which measured every item" test $? -eq 0 -a "$(rows "$s")" -eq 32
+check "... no worker's command line held the password" test -z "$(grep -- "--worker --sweep-name" "$dir/pw-ps" | grep -- "$secret")"
+check "... nor any message" lacks "$dir/pw-sweep.err" "$secret"
+s2=$(newdb secrets_env)
+OPCOST_DB=$(pw "$s2") "$bin" sweep "$dir/grid.yaml" "${fast[@]}" --workers 2 --progress-every 0 >/dev/null 2>"$dir/pw-env.err" &
+sweep=$!
+check "ps saw the sweep's workers (\$OPCOST_DB)" ps_while_workers "$dir/pw-env-ps" "--worker --sweep-name queue-check" $sweep
+wait $sweep
+check "... which measured every item" test $? -eq 0 -a "$(rows "$s2")" -eq 32
+check "... no command line at all held the password" lacks "$dir/pw-env-ps" "$secret"
+check "... nor any message" lacks "$dir/pw-env.err" "$secret"
+
 # 5. db copy: SQLite -> PostgreSQL -> SQLite gives the same rows and the same sweep columns.
 "$bin" sweep "$dir/grid.yaml" --db "$dir/local.db" "${fast[@]}" --progress-every 0 >/dev/null 2>&1
 "$bin" measure aten::relu self=f32[7] --db "$dir/local.db" "${fast[@]}" >/dev/null 2>&1
@@ -118,15 +161,24 @@ check "the copied sweep state says it is done" has "$dir/c4" "nothing to measure
 # 6. From Python: opcost.sweep into a postgresql:// database (where the extension is built).
 if [ -n "${OPCOST_PYTHON:-}" ] && PYTHONPATH=${OPCOST_PYTHONPATH:-} "$OPCOST_PYTHON" -c "import opcost" 2>/dev/null; then
   py=$(newdb python)
-  PYTHONPATH=${OPCOST_PYTHONPATH:-} "$OPCOST_PYTHON" - "$dir/grid.yaml" "$py" >"$dir/py.out" 2>"$dir/py.err" <<'PY'
-import sys
+  # The URL, with a password, in the script's environment (not on its command line: `ps` would
+  # show it there); its workers must not show it either.
+  PY_DB=$(pw "$py") PYTHONPATH=${OPCOST_PYTHONPATH:-} "$OPCOST_PYTHON" - "$dir/grid.yaml" \
+    >"$dir/py.out" 2>"$dir/py.err" <<'PY' &
+import os, sys
 import opcost
-r = opcost.sweep(sys.argv[1], db=sys.argv[2], device="cpu", energy=False, max_time=0.05, workers=2, progress=False)
-s = opcost.sweep_status(sys.argv[1], db=sys.argv[2], device="cpu", energy=False, max_time=0.05)
+db = os.environ["PY_DB"]
+r = opcost.sweep(sys.argv[1], db=db, device="cpu", energy=False, max_time=0.05, workers=2, progress=False)
+s = opcost.sweep_status(sys.argv[1], db=db, device="cpu", energy=False, max_time=0.05)
 print("measured", r.measured, "done", s.done)
 PY
+  pysweep=$!
+  check "ps saw the Python sweep's workers" ps_while_workers "$dir/py-ps" "opcost[.]_sweep_worker" $pysweep
+  wait $pysweep
   check "opcost.sweep from Python into PostgreSQL, 2 workers" has "$dir/py.out" "measured 32 done 32"
   check "... every call stored once" test "$(rows "$py")" -eq 32 -a "$(distinct_args "$py")" -eq 32
+  check "... no worker's command line held the password" lacks "$dir/py-ps" "$secret"
+  check "... nor any message" lacks "$dir/py.err" "$secret"
 else
   echo "SKIPPED: the Python check (no opcost extension for \$OPCOST_PYTHON)"
 fi

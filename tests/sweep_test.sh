@@ -44,6 +44,11 @@ check "the data axis reached the database" test "$(rows "$dir/a.db")" -eq 4 -a "
 "$bin" sweep status "$dir/mm.yaml" --db "$dir/a.db" --device cpu --no-energy >"$dir/s1b"
 check "status at other settings counts none of them" has "$dir/s1b" "done     0"
 check "... and says the sweep has items at other settings" has "$dir/s1b" "elsewhere 8 items of this sweep at other settings"
+# One story, not "pending 8 (8 not yet in the database)" beside "elsewhere 8": the counts are
+# said to be at the options shown, which are those given.
+check "... the counts said to be at the options given" has "$dir/s1b" "^  at       --device cpu --cache warm --seed 0 --max-time 1 --target-ci 0.01 --no-energy"
+check "... its pending ones never run at them" has "$dir/s1b" "pending  8 (8 never run at these options)"
+check "... and not said missing from the database" lacks "$dir/s1b" "not yet in the database"
 check "zeros are in the stored signature" test "$("$bin" db list --db "$dir/a.db" 2>/dev/null | grep -c ':zeros\[0.5\]')" -eq 2
 
 # 2. Run again: nothing to do; --retry-failed tries the failed again; --force measures all.
@@ -74,7 +79,7 @@ kill_a_worker_mid_run() {
   "$bin" sweep "$dir/slow.yaml" --db "$db" "${slow[@]}" "$@" 2>"$err" &
   local sweep=$!
   check "the sweep of $db has an item in hand" wait_for "$dir/slow.yaml" "$db" "^running: " "${slow[@]}" "$@"
-  pkill -9 -f -- "--db $db .*--worker --sweep-name"
+  pkill -9 -P "$sweep" -f -- "--worker --sweep-name"
   wait $sweep
   status=$?
 }
@@ -123,8 +128,13 @@ sweep=$!
 check "eight workers have items in hand" wait_for "$dir/many.yaml" "$dir/w.db" "^running: " "${many[@]}"
 # Its worker processes, found by their command line (asking status for one with an item in hand
 # raced: on a loaded machine a status call takes seconds, and the sweep could end meanwhile).
-victim=$(pgrep -f -- "--db $dir/w.db .*--worker --sweep-name" | head -1)
+victim=$(pgrep -P "$sweep" -f -- "--worker --sweep-name" | head -1)
 check "a worker to kill" test -n "$victim"
+# The database reaches a worker through its environment, never its command line (which `ps`
+# shows every local user): no --db among its words, $OPCOST_DB naming the sweep's database.
+check "... whose command line has no --db" test -n "$(ps -o args= -p "$victim" | grep -v -- "--db\|w\.db")"
+check "... and whose environment names the database" \
+  grep -qxF "OPCOST_DB=$dir/w.db" <(tr '\0' '\n' <"/proc/$victim/environ" 2>/dev/null)
 kill -9 "$victim"
 wait $sweep
 check "eight workers, one killed: exit 0" test $? -eq 0
@@ -229,6 +239,6 @@ check "a bad grid creates no database" test ! -e "$dir/b.db"
 "$bin" sweep status "$dir/mm.yaml" --db "$dir/none.db" >"$dir/s10"
 "$bin" sweep "$dir/mm.yaml" --db "$dir/none.db" --max-time 1 --max-time 2 2>"$dir/e16"
 check "a repeated option is named as such, not as an unknown command" has "$dir/e16" "--max-time: At Most 1 required"
-check "status of a sweep never run: all pending" has "$dir/s10" "pending  8 (8 not yet in the database)"
+check "status of a sweep never run: all pending" has "$dir/s10" "pending  8 (8 never run at these options)"
 
 finish

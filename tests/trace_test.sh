@@ -2,7 +2,8 @@
 # `opcost trace` end to end on the CPU: a built-in model's steps as a Chrome trace (plain and
 # gzip) that parses back with nested layer ranges and every operator call inside a layer of
 # its thread; tables whose totals are the sums of their rows; torch.profiler and nsys exports
-# imported to the same ties; bad input refused in one line.
+# imported to the same ties, and opcost's own trace to the same tables; malformed events skipped and
+# counted; -o onto the input refused; hostile files refused in one line under ulimit -v.
 set -uo pipefail
 bin=$1; dir=$2; nvtx_log=${3:-}  # an NVTX injection library (tests/tools/nvtx_log.cpp), when built
 rm -rf "$dir"; mkdir -p "$dir"
@@ -178,10 +179,116 @@ assert all(any(p.split(',')[0] == c for p in pushed) for c in calls), 'each call
 fi
 printf '{"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "aten::x", "tid": 1, "ts": "12", "dur": 3},
   {"ph": "X", "cat": "cpu_op", "name": "aten::y", "tid": 1, "ts": 20, "dur": 3}]}' >"$dir/odd.json"
-"$bin" trace --import "$dir/odd.json" --json >"$dir/odd-ops.json" 2>/dev/null
+"$bin" trace --import "$dir/odd.json" --json >"$dir/odd-ops.json" 2>"$dir/e13"
 check "an event with a field of another type is skipped, not the trace refused" "$python" -c "
 import json, sys; rows = json.load(open(sys.argv[1]))['rows']
 assert [r['name'] for r in rows] == ['aten::y'], rows" "$dir/odd-ops.json"
+check "... counted, with the first one's place and fault, in one line" has "$dir/e13" \
+  '1 malformed event skipped (the first, event 1 at byte 17: ts "12" is not a number)'
+check "... one line" lines "$dir/e13" 1
+# Fields that would wrap the totals (issue 30: "CPU total -9223372036854776.0 us", exit 0).
+printf '{"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "a", "tid": 1, "ts": "abc", "dur": 1},
+  {"ph": "X", "cat": "cpu_op", "name": "b", "tid": 1, "ts": 1, "dur": null},
+  {"ph": "X", "cat": "cpu_op", "name": "c", "tid": 1, "ts": 1, "dur": -5},
+  {"ph": "X", "cat": "cpu_op", "name": "d", "tid": 1, "ts": 1e308, "dur": 1}]}' >"$dir/all-bad.json"
+"$bin" trace --import "$dir/all-bad.json" >"$dir/o14" 2>"$dir/e14"
+check "a trace whose calls are all malformed is refused, exit 2" test $? -eq 2
+check "... saying how many and the first" has "$dir/e14" "no valid operator calls: 4 events skipped as malformed, the first event 1 at byte 17: ts \"abc\" is not a number"
+check "... and no table" lines "$dir/o14" 0
+printf '{"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "ok", "tid": 1, "ts": 1, "dur": 2},
+  {"ph": "X", "cat": "cpu_op", "name": "c", "tid": 1, "ts": 1, "dur": -5}, {"ph": "X", "cat": "cpu_op", "name": "d", "tid": 1, "ts": 1e308, "dur": 1}]}' >"$dir/some-bad.json"
+"$bin" trace --import "$dir/some-bad.json" --json >"$dir/some-bad-ops.json" 2>/dev/null
+check "the good calls of a partly malformed trace keep their true total" "$python" -c "
+import json, sys; t = json.load(open(sys.argv[1])); assert t['total']['cpu_total_us'] == 2.0 and t['total']['calls'] == 1, t['total']" "$dir/some-bad-ops.json"
+
+# Outputs never replace inputs: -o onto the imported trace, by its name, a symbolic link or a
+# hard link, is refused before anything is read, and the file stays as it was.
+cp "$data" "$dir/same.json.gz"; ln -s same.json.gz "$dir/same-link.json.gz"; ln "$dir/same.json.gz" "$dir/same-hard.json.gz"
+for out in "$dir/same.json.gz" "$dir/same-link.json.gz" "$dir/same-hard.json.gz" "$dir/../trace/same.json.gz"; do
+  "$bin" trace --import "$dir/same.json.gz" -o "$out" 2>"$dir/e15"
+  rc=$?
+  check "-o $(basename "$out") onto the imported trace: exit 2" test $rc -eq 2
+  check "... saying why, in one line" has "$dir/e15" "that is the trace this command reads"
+  check "... and the trace is unchanged" cmp -s "$data" "$dir/same.json.gz"
+done
+# A write that fails half-way (the file size limit, as a full disk) leaves the old file whole
+# and no temporary file behind: traces are written under a temporary name, renamed when done.
+echo "the old file" >"$dir/old.json"
+(trap '' XFSZ; ulimit -f 8; "$bin" trace --import "$data" -o "$dir/old.json" 2>"$dir/e16")
+check "a write that fails half-way fails" test $? -ne 0
+check "... naming the file" has "$dir/e16" "$dir/old.json: .*File too large"
+check "... leaving the old file as it was" grep -qx "the old file" "$dir/old.json"
+check "... and no temporary file" test -z "$(ls -A "$dir" | grep '\.tmp$')"
+
+# opcost's own trace reads back to the same tables (its steps, layers, ties and backward
+# calls' forward layers): not "0 steps traced".
+"$bin" trace mnist-cnn --batch 4 --train --device cpu --steps 2 -o "$dir/own.json" --table --json --group-by layer \
+  >"$dir/own-layers.json" 2>/dev/null
+"$bin" trace --import "$dir/own.json" --json --group-by layer >"$dir/own-back.json" 2>"$dir/e17"
+check "opcost's own trace imports, exit 0" test $? -eq 0
+check "... with the same steps and layer rows" "$python" -c "
+import json, sys
+a, b = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+assert a['steps'] == b['steps'] == 2, (a['steps'], b['steps'])
+rows = lambda t: sorted((r['name'], r['calls'], round(r['cpu_self_us'], 3), round(r['cpu_total_us'], 3)) for r in t['rows'])
+assert rows(a) == rows(b), (rows(a), rows(b))
+assert {'conv1', 'conv2', 'fc1'} <= {r['name'] for r in b['rows']}" "$dir/own-layers.json" "$dir/own-back.json"
+"$bin" trace --import "$dir/own.json" >"$dir/own-back.txt" 2>/dev/null
+check "... which says 2 steps traced" has "$dir/own-back.txt" "^2 steps traced"
+
+# Bounded memory, whatever the file (docs/trace.md, "Limits"): under `ulimit -v` just above
+# what the command needs to load LibTorch and import a small trace, /dev/zero and a gzip of
+# 1 GiB of zeros are refused at byte 0 at once, a 1 GiB string in an event is refused by the
+# event limit, and two 1 GiB strings outside traceEvents stream by (the import succeeds).
+need_kB=
+for kB in $(seq 1048576 262144 33554432); do
+  # in a shell of its own, whose report of LibTorch aborting for want of memory goes to /dev/null
+  if sh -c 'ulimit -v "$1" && "$2" trace --import "$3"; exit $?' _ "$kB" "$bin" "$data" >/dev/null 2>&1; then
+    need_kB=$kB
+    break
+  fi
+done
+check "the command runs under some ulimit -v" test -n "$need_kB"
+limit_kB=$((${need_kB:-0} + 524288))  # the import's own bound, with room: 512 MiB, half of one input
+echo "trace import memory tests: ulimit -v $limit_kB kB (LibTorch and a small import need $need_kB kB)"
+"$python" - "$dir" <<'PY'
+import sys, zlib
+def member(parts, out):
+    c = zlib.compressobj(1, zlib.DEFLATED, 31)
+    for p in parts:
+        out.write(c.compress(p))
+    out.write(c.flush())
+def gib(ch):
+    block = ch * (1 << 20)
+    return (block for _ in range(1024))
+ev = b'{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "tid": 1, "ts": 1, "dur": 2}'
+d = sys.argv[1]
+with open(d + "/zeros.gz", "wb") as out:
+    member(gib(b"\0"), out)
+with open(d + "/big-event.json.gz", "wb") as out:
+    member([b'{"traceEvents": [{"ph": "X", "name": "'], out); member(gib(b"a"), out); member([b'"}]}'], out)
+with open(d + "/big-outside.json.gz", "wb") as out:
+    member([b'{"junk": "'], out); member(gib(b"a"), out)
+    member([b'", "deviceProperties": [{"name": "'], out); member(gib(b"b"), out)
+    member([b'"}], "traceEvents": [' + ev + b']}'], out)
+PY
+bounded() { (ulimit -v "$limit_kB"; timeout 60 "$bin" trace --import "$@"); }
+bounded /dev/zero >/dev/null 2>"$dir/e18"
+check "/dev/zero under ulimit -v: exit 2 at once" test $? -eq 2
+check "... at byte 0, in one line" has "$dir/e18" "/dev/zero: not a Chrome trace: byte 0: a NUL byte"
+check "... one line" lines "$dir/e18" 1
+bounded "$dir/zeros.gz" >/dev/null 2>"$dir/e19"
+check "a gzip of 1 GiB of zeros under ulimit -v: exit 2" test $? -eq 2
+check "... at byte 0, in one line" has "$dir/e19" "zeros.gz: not a Chrome trace: byte 0: a NUL byte"
+bounded "$dir/big-event.json.gz" >/dev/null 2>"$dir/e20"
+check "a 1 GiB string in an event under ulimit -v: exit 2" test $? -eq 2
+check "... the limit and the event's place, in one line" has "$dir/e20" "big-event.json.gz: event 1 (at byte 17) is over the limit of 8 MiB for one event"
+check "... one line" lines "$dir/e20" 1
+bounded "$dir/big-outside.json.gz" --json >"$dir/big-outside.json" 2>"$dir/e21"
+check "2 GiB of strings outside traceEvents under ulimit -v: skipped as they stream, exit 0" test $? -eq 0
+check "... the events read" "$python" -c "
+import json, sys; assert json.load(open(sys.argv[1]))['total']['calls'] == 1" "$dir/big-outside.json"
+rm -f "$dir"/zeros.gz "$dir"/big-*.json.gz
 printf '{"traceEvents": []}' >"$dir/empty.json"
 "$bin" trace --import "$dir/empty.json" 2>"$dir/e6"
 check "a trace without operator calls is refused, exit 2" test $? -eq 2

@@ -15,7 +15,8 @@
     t = opcost.trace_model(model, x, energy=True, db="ops.db")  # energy per layer (on a GPU)
     print(t.table(group_by="layer", sort_by="energy"))
 
-Progress and notes go to the ``opcost`` logger.
+Progress and notes go to the ``opcost`` logger. Ctrl-C stops a run at once with
+``KeyboardInterrupt``: the measurement in progress is dropped, what was stored stays.
 """
 
 import torch  # noqa: F401  (loads LibTorch before the extension that links it)

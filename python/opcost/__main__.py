@@ -7,6 +7,9 @@
 
 MODEL is ``package.module:callable`` or ``path/to/file.py:callable``; the callable, called with
 no arguments, returns the model (an nn.Module) with random weights.
+
+Errors are one line on standard error (``--traceback`` shows Python's traceback); Ctrl-C stops at
+once, keeps what was stored, and exits 130, as the command line does.
 """
 
 from __future__ import annotations
@@ -14,20 +17,45 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import re
 import sys
 from pathlib import Path
 
 import opcost
 from ._loading import UsageError, prepare_model
 
-# The command line's exit status (README, "Exit status").
-EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_INCOMPLETE = 0, 1, 2, 3
+# The command line's exit status (README, "Exit status"); 130 (128 + SIGINT) is what a shell
+# reports for the command line ended by Ctrl-C.
+EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_INCOMPLETE, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+MESSAGE_MAX_CHARS = 2000  # an error may quote its input: a huge one never floods standard error
 
 
-def _failure(e: Exception) -> int:
-    """One line on standard error; bad input (the model, its inputs, an option) exits 2, the rest 1."""
-    print(f"opcost: error: {e}", file=sys.stderr)
+def _one_line(e: BaseException) -> str:
+    """The error as one line: without a traceback pybind11 or LibTorch appended to the message, its
+    lines joined, cut in the middle past MESSAGE_MAX_CHARS. An error opcost did not raise itself
+    (the model's own, past its first step) is named by its type."""
+    text = str(e)
+    for tail in ("\n\nAt:\n", "\nException raised from "):
+        text = text.split(tail, 1)[0]
+    text = re.sub(r"\s*\n\s*", " ", text).strip()
+    if len(text) > MESSAGE_MAX_CHARS:
+        half = MESSAGE_MAX_CHARS // 2
+        text = f"{text[:half]}…({len(text)} characters)…{text[-half:]}"
+    ours = (UsageError, ValueError, TypeError, OSError, RuntimeError)
+    return text if isinstance(e, ours) and text else f"{type(e).__name__}: {text}"
+
+
+def _exit_code(e: BaseException) -> int:
+    """As the command line: bad input (the model, its inputs, an option, a database that cannot be
+    written) 2, the rest 1."""
+    if isinstance(e, opcost.DatabaseError):
+        return EXIT_BAD_INPUT if getattr(e, "kind", "") == "read_only" else EXIT_FAILED
     return EXIT_BAD_INPUT if isinstance(e, (UsageError, ValueError, opcost.ModelError, TypeError)) else EXIT_FAILED
+
+
+def _failure(e: BaseException) -> int:
+    print(f"opcost: error: {_one_line(e)}", file=sys.stderr)
+    return _exit_code(e)
 
 
 def prepare(args):
@@ -40,22 +68,19 @@ def sweep(args) -> int:
     # The item key's settings, the same for a run and its --status (docs/sweeps.md)
     loops = dict(db=args.db, device=args.device, cache=args.cache, seed=args.seed, max_time=args.max_time,
                  target_ci=args.target_ci, energy=not args.no_energy, energy_max_time=args.energy_max_time)
-    try:
-        if args.status:
-            s = opcost.sweep_status(args.file, **loops)
-            left = f", about {s.seconds_left:.0f} s left" if s.seconds_left else ""
-            print(f"sweep {s.name}: {s.items} items: {s.done} done, {s.failed} failed, {s.pending} pending, "
-                  f"{s.running} running{left}")
-            if s.elsewhere:
-                print(f"{s.elsewhere} items of this sweep at other settings or on another device are not counted: "
-                      "pass the options the sweep ran with")
-            for call, why in s.failures:
-                print(f"failed: {call}\n  {why}")
-            return EXIT_OK
-        r = opcost.sweep(args.file, workers=args.workers, max_attempts=args.max_attempts, force=args.force,
-                         retry_failed=args.retry_failed, progress_every=args.progress_every, **loops)
-    except (UsageError, ValueError, TypeError, OSError, RuntimeError) as e:
-        return _failure(e)
+    if args.status:
+        s = opcost.sweep_status(args.file, **loops)
+        left = f", about {s.seconds_left:.0f} s left" if s.seconds_left else ""
+        print(f"sweep {s.name}: {s.items} items: {s.done} done, {s.failed} failed, {s.pending} pending, "
+              f"{s.running} running{left}")
+        if s.elsewhere:
+            print(f"{s.elsewhere} items of this sweep at other settings or on another device are not counted: "
+                  "pass the options the sweep ran with")
+        for call, why in s.failures:
+            print(f"failed: {call}\n  {why}")
+        return EXIT_OK
+    r = opcost.sweep(args.file, workers=args.workers, max_attempts=args.max_attempts, force=args.force,
+                     retry_failed=args.retry_failed, progress_every=args.progress_every, **loops)
     print(f"opcost: {r!r}", file=sys.stderr)
     if r.stopped:
         print(f"opcost: error: stopped: {r.stopped}", file=sys.stderr)
@@ -63,28 +88,50 @@ def sweep(args) -> int:
 
 
 def trace(args) -> int:
-    try:
-        model, inputs = prepare(args)
-        sched = opcost.schedule(wait=args.wait, warmup=args.warmup, active=args.steps, repeat=args.repeat)
-        t = opcost.trace_model(model, *inputs, schedule=sched, energy=args.energy, db=args.db, cache=args.cache,
-                               train=args.train, autocast=args.autocast, shapes=args.group_by == "shape",
-                               flops=args.flops, nvtx=args.nvtx)
-        if args.only_steps:
-            t = t.only_steps(args.only_steps)
-        if args.output:
-            t.export(args.output, args.min_duration)
-            r = t.run
-            print(f"opcost: trace of {args.model} written to {args.output} ({r.steps} steps, {r.layers} layer "
-                  f"ranges, {r.calls} operator calls, {r.device_activities} device activities); open it in "
-                  "https://ui.perfetto.dev", file=sys.stderr)
-        if args.table or not args.output:
-            if args.json:  # the document `opcost trace --json` writes: rows, total, measured step, energy
-                print(json.dumps(json.loads(t.run.table_json(args.group_by)), indent=1))
-            else:
-                sys.stdout.write(t.table(args.group_by, args.sort_by, args.limit))
-    except (UsageError, ValueError, opcost.ModelError, TypeError, OSError, RuntimeError) as e:
-        return _failure(e)
+    model, inputs = prepare(args)
+    sched = opcost.schedule(wait=args.wait, warmup=args.warmup, active=args.steps, repeat=args.repeat)
+    t = opcost.trace_model(model, *inputs, schedule=sched, energy=args.energy, db=args.db, cache=args.cache,
+                           train=args.train, autocast=args.autocast, shapes=args.group_by == "shape",
+                           flops=args.flops, nvtx=args.nvtx)
+    if args.only_steps:
+        t = t.only_steps(args.only_steps)
+    if args.output:
+        t.export(args.output, args.min_duration)
+        r = t.run
+        print(f"opcost: trace of {args.model} written to {args.output} ({r.steps} steps, {r.layers} layer "
+              f"ranges, {r.calls} operator calls, {r.device_activities} device activities); open it in "
+              "https://ui.perfetto.dev", file=sys.stderr)
+    if args.table or not args.output:
+        if args.json:  # the document `opcost trace --json` writes: rows, total, measured step, energy
+            print(json.dumps(json.loads(t.run.table_json(args.group_by)), indent=1))
+        else:
+            sys.stdout.write(t.table(args.group_by, args.sort_by, args.limit))
     return EXIT_OK
+
+
+def model_command(args) -> int:
+    """inventory, predict, validate."""
+    model, inputs = prepare(args)
+    common = dict(train=args.train, autocast=args.autocast, name=args.model)
+    if args.command == "inventory":
+        result = opcost.inventory(model, *inputs, **common)
+    elif args.command == "predict":
+        result = opcost.predict(model, *inputs, db=args.db, cache=args.cache, **common)
+    else:
+        result = opcost.validate(model, *inputs, db=args.db, cache=args.cache, energy=not args.no_energy,
+                                 max_time=args.max_time, **common)
+    text = result.to_json() + "\n" if args.json else result.table()
+    if args.output:
+        Path(args.output).write_text(text)
+        print(f"opcost: written to {args.output}", file=sys.stderr)
+    else:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    if args.command == "inventory":
+        return EXIT_OK
+    if result.failures:  # as the command line: some measurements failed, the rest were stored
+        return EXIT_FAILED
+    return EXIT_OK if result.complete else EXIT_INCOMPLETE
 
 
 def _model_arguments(p: argparse.ArgumentParser) -> None:
@@ -99,11 +146,16 @@ def _model_arguments(p: argparse.ArgumentParser) -> None:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m opcost", description=__doc__.split("\n\n")[0])
+    # Before or after the command; SUPPRESS: a command's default never overrides one given before it.
+    traceback_help = "on an error or Ctrl-C, Python's traceback instead of one line"
+    parser.add_argument("--traceback", action="store_true", help=traceback_help)
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--traceback", action="store_true", default=argparse.SUPPRESS, help=traceback_help)
     sub = parser.add_subparsers(dest="command", required=True)
     for name, help_text in [("inventory", "every ATen call of one step, by layer"),
                             ("predict", "the step's time and energy from the database"),
                             ("validate", "measure what the database lacks and the step; compare")]:
-        p = sub.add_parser(name, help=help_text)
+        p = sub.add_parser(name, help=help_text, parents=[common])
         _model_arguments(p)
         p.add_argument("--json", action="store_true", help="print JSON")
         p.add_argument("-o", "--output", help="write to this file (default: standard output)")
@@ -114,7 +166,8 @@ def main(argv=None) -> int:
         if name == "validate":
             p.add_argument("--max-time", type=float, help="timing budget per operator, seconds")
             p.add_argument("--no-energy", action="store_true", help="skip the energy loops")
-    p = sub.add_parser("sweep", help="measure a grid or a model list (Python models too), resumably")
+    p = sub.add_parser("sweep", help="measure a grid or a model list (Python models too), resumably",
+                       parents=[common])
     p.add_argument("file", help="the sweep file (docs/sweeps.md)")
     p.add_argument("--status", action="store_true", help="done / pending / failed items, with reasons")
     p.add_argument("--db", help="the database (default: $OPCOST_DB or ~/.local/share/opcost/opcost.db)")
@@ -132,7 +185,8 @@ def main(argv=None) -> int:
     again = p.add_mutually_exclusive_group()
     again.add_argument("--force", action="store_true", help="measure every item again")
     again.add_argument("--retry-failed", action="store_true", help="measure the failed items again")
-    p = sub.add_parser("trace", help="every kernel tied to its operator and layer: a Chrome trace and tables")
+    p = sub.add_parser("trace", help="every kernel tied to its operator and layer: a Chrome trace and tables",
+                       parents=[common])
     _model_arguments(p)
     p.add_argument("--energy", action="store_true",
                    help="energy per operator and layer: first measure, as validate does, what the database lacks and "
@@ -162,32 +216,18 @@ def main(argv=None) -> int:
                    help="leave calls and kernels shorter than this many microseconds out of the trace file")
     args = parser.parse_args(argv)
     logging.basicConfig(format="opcost: %(message)s", level=logging.INFO, stream=sys.stderr)
-    if args.command == "sweep":
-        return sweep(args)
-    if args.command == "trace":
-        return trace(args)
+    run = {"sweep": sweep, "trace": trace}.get(args.command, model_command)
     try:
-        model, inputs = prepare(args)
-        common = dict(train=args.train, autocast=args.autocast, name=args.model)
-        if args.command == "inventory":
-            result = opcost.inventory(model, *inputs, **common)
-        elif args.command == "predict":
-            result = opcost.predict(model, *inputs, db=args.db, cache=args.cache, **common)
-        else:
-            result = opcost.validate(model, *inputs, db=args.db, cache=args.cache, energy=not args.no_energy,
-                                     max_time=args.max_time, **common)
-        text = result.to_json() + "\n" if args.json else result.table()
-        if args.output:
-            Path(args.output).write_text(text)
-            print(f"opcost: written to {args.output}", file=sys.stderr)
-        else:
-            sys.stdout.write(text)
-            sys.stdout.flush()
-    except (UsageError, ValueError, opcost.ModelError, TypeError, OSError, RuntimeError) as e:
+        return run(args)
+    except KeyboardInterrupt:
+        if args.traceback:
+            raise
+        print("opcost: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except Exception as e:  # noqa: BLE001  (every error is one line, as the command line's)
+        if args.traceback:
+            raise
         return _failure(e)
-    if args.command != "inventory" and not result.complete:
-        return EXIT_INCOMPLETE
-    return EXIT_OK
 
 
 if __name__ == "__main__":

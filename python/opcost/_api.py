@@ -6,6 +6,8 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import math
+import numbers
 import os
 from typing import Any, Callable, Dict, Iterator, Optional, Sequence
 
@@ -138,9 +140,13 @@ def _make_step(model: Any, inputs: Sequence[Any], kwargs: Dict[str, Any], train:
         return step
 
     def train_step():
-        out = forward()
-        loss = loss_fn(out) if loss_fn else _loss_of(out)
-        loss.backward()
+        # The modes the core sets around every step (RunnableModel::step), here too for the check
+        # that runs it straight from Python: autograd on, whatever the caller's mode. Inference
+        # mode is left with inference_mode(False); enable_grad() alone would not leave it.
+        with torch.inference_mode(False), torch.enable_grad():
+            out = forward()
+            loss = loss_fn(out) if loss_fn else _loss_of(out)
+            loss.backward()
         if optimizer is not None:
             optimizer.step()
             optimizer.zero_grad(set_to_none=True)
@@ -168,13 +174,24 @@ def _describe(model: Any, inputs: Sequence[Any], kwargs: Dict[str, Any], train: 
 
 def _checked_step(step: Callable[[], None], d: Dict[str, Any]) -> Callable[[], None]:
     """Runs the step once in Python first: a model that fails on its inputs fails here, with
-    its name and inputs, before anything is observed or measured."""
+    its name and inputs, before anything is observed or measured. The step returned fails the
+    same way later too (a model that fails on its second call): a ModelError, whichever step
+    it was. KeyboardInterrupt is no Exception: it passes, and stops the run."""
+    def failed(e: Exception) -> ModelError:
+        return ModelError(f"{d['name']}({d['input']}) raised {type(e).__name__}: {e} "
+                          f"(check the inputs' shapes, dtypes and device against the model)")
+
     try:
         step()
     except Exception as e:
-        raise ModelError(f"{d['name']}({d['input']}) raised {type(e).__name__}: {e} "
-                         f"(check the inputs' shapes, dtypes and device against the model)") from e
-    return step
+        raise failed(e) from e
+
+    def checked() -> None:
+        try:
+            step()
+        except Exception as e:
+            raise failed(e) from e
+    return checked
 
 
 def _notes() -> Dict[str, Callable]:
@@ -194,6 +211,30 @@ def _db_path(db: Optional[str | os.PathLike]) -> tuple[str, bool]:
     if not path:
         raise ValueError("db='': the path is empty; give a file, or leave db out for the default database")
     return path, False
+
+
+# A day per measurement: a larger budget is a mistake (or a loop that never ends), as is a budget
+# that is not a finite number above 0; the extension checks again, this names the keyword first.
+MAX_BUDGET_S = 86400.0
+
+
+def _seconds(name: str, value: Any) -> float:
+    """A budget in seconds, checked: finite, above 0, at most a day."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name}={value!r}: use a number of seconds")
+    if not (math.isfinite(value) and 0 < value <= MAX_BUDGET_S):
+        raise ValueError(f"{name}={value!r}: use a number of seconds above 0 and at most {MAX_BUDGET_S:g}")
+    return float(value)
+
+
+def _fraction(name: str, value: Any, *, zero_ok: bool = True) -> float:
+    """A share or a relative interval: from 0 (or above 0) to 1; NaN is neither."""
+    valid = "from 0 to 1" if zero_ok else "above 0 and at most 1"
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name}={value!r}: use a number {valid}")
+    if not (0 <= value <= 1) or (not zero_ok and value == 0):
+        raise ValueError(f"{name}={value!r}: use a number {valid}")
+    return float(value)
 
 
 def _check_cache_bytes(cache_bytes: Optional[int]) -> None:
@@ -268,23 +309,24 @@ def validate(model: Any, *inputs: Any, db: Optional[str] = None, cache: str = "a
              **kwargs: Any) -> Prediction:
     """Measures what the database lacks (stored as it goes), then the whole step, and returns
     the prediction beside the measurement (``time_error``, ``energy_error``). Budgets are per
-    operator in seconds; ``max_time`` None keeps the command line's defaults.
+    operator in seconds, finite, above 0 and at most a day (else ValueError naming the keyword);
+    ``max_time`` None keeps the command line's defaults.
 
     As ``opcost validate --short-loops-after --ops-energy-ci``: once the measured operators
     explain ``short_loops_after`` of the step (0 to 1; 0: from the first, 1: never), the rest
     get short loops, and each short loop's energy stops at the interval its share of the step
     needs for the operators together to add ``ops_energy_ci`` (relative 95%, 0 to 1; 0: each at
     5%). None keeps the command line's defaults."""
+    # Every budget is checked, also those that max_time=None leaves at the command line's defaults.
+    given = {"energy_max_time": _seconds("energy_max_time", energy_max_time),
+             "energy_max_time_capped": _seconds("energy_max_time_capped", energy_max_time_capped),
+             "step_max_time": _seconds("step_max_time", step_max_time)}
     budgets: Dict[str, float] = {}
     if max_time is not None:
-        budgets = {"max_time": max_time, "energy_max_time": energy_max_time,
-                   "energy_max_time_capped": energy_max_time_capped, "step_max_time": step_max_time}
+        budgets = dict(given, max_time=_seconds("max_time", max_time))
     for key, value in (("short_loops_after", short_loops_after), ("ops_energy_ci", ops_energy_ci)):
-        if value is None:
-            continue
-        if not 0 <= value <= 1:
-            raise ValueError(f"{key}={value!r}: use a number from 0 to 1")
-        budgets[key] = value
+        if value is not None:
+            budgets[key] = _fraction(key, value)
     return _predict(model, inputs, kwargs, measure=True, target=0, db=db, cache=cache, cache_bytes=cache_bytes,
                     train=train, loss_fn=loss_fn,
                     optimizer=optimizer, autocast=autocast, name=name, energy=energy, budgets=budgets)
@@ -302,8 +344,8 @@ def measure(op: str, *args: Any, device: str = "auto", cache: str = "warm", seed
 
         opcost.measure("aten::addmm", self="bf16[3072]", mat1="bf16[1024,768]", mat2="bf16[768,3072]")
     """
-    if max_time <= 0 or energy_max_time <= 0 or target_ci <= 0:
-        raise ValueError("max_time, energy_max_time and target_ci must be positive")
+    max_time, energy_max_time = _seconds("max_time", max_time), _seconds("energy_max_time", energy_max_time)
+    target_ci = _fraction("target_ci", target_ci, zero_ok=False)
     tokens = [spec_of(a) for a in args] + [f"{k}={spec_of(v)}" for k, v in kwargs.items()]
     path, is_default = _db_path(db)
     options = {"device": device, "cache": cache, "seed": int(seed), "autocast": autocast or "",

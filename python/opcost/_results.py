@@ -178,6 +178,12 @@ class Prediction(_Document):
         return self._doc["complete"]
 
     @property
+    def failures(self) -> int:
+        """Measurements that failed in this run (noted on the ``opcost`` logger): an operator's error,
+        or a row the database refused. The rest were measured and stored."""
+        return int(self._doc.get("failures") or 0)
+
+    @property
     def missing(self) -> List[str]:
         """Signatures without a measurement (they count as zero in the prediction)."""
         return [m["signature"] for m in self._doc["missing"]]

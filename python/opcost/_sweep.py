@@ -52,6 +52,7 @@ class SweepStatus:
     mean_seconds_per_item: float  # 0 when nothing is done yet
     failures: List[Tuple[str, str]]  # (call, reason)
     elsewhere: int = 0  # the sweep's items at other settings or on another device (not counted above)
+    never_run: int = 0  # of ``pending``: items of the file never run at these settings
 
     @property
     def seconds_left(self) -> Optional[float]:
@@ -100,18 +101,29 @@ def _options(db, device, cache, seed, max_time, target_ci, energy, energy_max_ti
             "store": True, "db": path, "db_is_default": is_default}
 
 
+def _max_items(n: int) -> int:
+    """``max_items``: the items a sweep file may make, counted before any is made (``--max-items``)."""
+    if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= 1_000_000_000:
+        raise ValueError(f"max_items={n!r}: use a whole number from 1 to 1000000000 (the default is 1000000)")
+    return n
+
+
 def sweep(path: str | os.PathLike, *, db: Optional[str] = None, device: str = "auto", cache: str = "warm",
           seed: int = 0, max_time: float = 1.0, target_ci: float = 0.01, energy: bool = True,
           energy_max_time: float = 2.0, force: bool = False, retry_failed: bool = False, workers: int = 1,
           max_attempts: int = 2, progress: bool = True, progress_every: float = 10.0,
-          stream: Optional[TextIO] = None) -> SweepResult:
+          stream: Optional[TextIO] = None, max_items: int = 1_000_000) -> SweepResult:
     """Measures every item of a sweep file (a grid or a model list, docs/sweeps.md) that the
-    database does not have yet, as ``opcost sweep`` does. Run it again to go on after a stop.
+    database does not have yet, as ``opcost sweep`` does. Run it again to go on after a stop. A
+    file that would make more than ``max_items`` items is refused before any is made.
     A model list may name Python models (``package.module:callable``, ``file.py:callable``).
 
     ``force`` measures every item again; ``retry_failed`` the failed ones. ``workers`` processes
     measure at once, one per GPU (on the CPU they share it); an item whose worker dies
-    ``max_attempts`` times is failed, earlier deaths retry it. Progress goes to
+    ``max_attempts`` times is failed, earlier deaths retry it. The workers get ``db`` through
+    their environment ($OPCOST_DB), never on their command line. Ctrl-C (a notebook's
+    interrupt too) stops the workers, puts the items they held back to pending and raises
+    ``KeyboardInterrupt``; run the sweep again to go on. Progress goes to
     ``stream`` (standard error): a bar on a terminal, a line every ``progress_every`` seconds
     otherwise; notes and failures go to the ``opcost`` logger::
 
@@ -123,7 +135,11 @@ def sweep(path: str | os.PathLike, *, db: Optional[str] = None, device: str = "a
     if workers < 1 or max_attempts < 1:
         raise ValueError("workers and max_attempts are 1 or more")
     options = _options(db, device, cache, seed, max_time, target_ci, energy, energy_max_time)
-    worker = [sys.executable, "-m", "opcost._sweep_worker", json.dumps(options)]
+    options["max_items"] = _max_items(max_items)
+    # The database reaches the workers as $OPCOST_DB (the sweep sets it in their environment),
+    # never on their command line, which `ps` shows every local user: a URL's password with it.
+    worker = [sys.executable, "-m", "opcost._sweep_worker",
+              json.dumps({k: v for k, v in options.items() if k != "db"})]
     bar = _Progress(stream or sys.stderr, progress_every) if progress else None
 
     def note(text: str, is_error: bool) -> None:
@@ -147,16 +163,18 @@ def sweep(path: str | os.PathLike, *, db: Optional[str] = None, device: str = "a
 
 def sweep_status(path: str | os.PathLike, *, db: Optional[str] = None, device: str = "auto", cache: str = "warm",
                  seed: int = 0, max_time: float = 1.0, target_ci: float = 0.01, energy: bool = True,
-                 energy_max_time: float = 2.0) -> SweepStatus:
+                 energy_max_time: float = 2.0, max_items: int = 1_000_000) -> SweepStatus:
     """A sweep's items in the database (``opcost sweep status``). The measurement settings are part
-    of an item's key: give the ones the sweep ran with."""
-    s = _core.sweep_status(os.fspath(path),
-                           _options(db, device, cache, seed, max_time, target_ci, energy, energy_max_time),
-                           _python_signatures)
+    of an item's key: give the ones the sweep ran with. A model list's models are never run (nor
+    their files imported) for a status: its items are those the database has at these settings,
+    none (``items == 0``) before a sweep of it ran at them."""
+    options = _options(db, device, cache, seed, max_time, target_ci, energy, energy_max_time)
+    options["max_items"] = _max_items(max_items)
+    s = _core.sweep_status(os.fspath(path), options)
     return SweepStatus(name=s["name"], items=s["items"], done=s["done"], failed=s["failed"],
                        pending=s["pending"] + s["not_enrolled"], running=s["running"],
                        mean_seconds_per_item=s["mean_seconds_per_item"], failures=[tuple(f) for f in s["failures"]],
-                       elsewhere=s["elsewhere"])
+                       elsewhere=s["elsewhere"], never_run=s["not_enrolled"])
 
 
 def _python_signatures(config: Dict[str, Any]) -> Dict[str, Any]:

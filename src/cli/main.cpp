@@ -9,9 +9,11 @@
 
 #include "cli/commands.h"
 #include "cli/exit_codes.h"
+#include "cli/option_checks.h"
 #include "cli/parquet_export.h"
 #include "cli/sweep_command.h"
 #include "cli/trace_command.h"
+#include "core/io/atomic_output_file.h"
 #include "core/io/output_file.h"
 #include "core/report/progress.h"
 #include "core/report/report.h"
@@ -30,18 +32,25 @@ namespace {
 
 using namespace opcost;
 
+constexpr long long kMaxWhole = 2147483647;  // counts and sizes: what an int holds
+
 // What `opcost measure` takes beyond the workflow's options.
 struct MeasureCliOptions {
   std::string op;
   std::vector<std::string> args;
   std::string spec;
-  bool dry_run = false;  // list the calls and the GPU time they may take; measure nothing
+  bool dry_run = false;  // list the calls and the device time they may take; measure nothing
   bool json = false;
   std::string power_trace;
   MeasureOptions measure;  // the workflow's, with its defaults
 };
 
-void error(const std::string& what) { fmt::print(stderr, "opcost: error: {}\n", user_message(what)); }
+// Messages quote what they were given; however large that was, an error stays a few lines.
+constexpr std::size_t kMaxErrorChars = 2000;
+
+void error(const std::string& what) {
+  fmt::print(stderr, "opcost: error: {}\n", user_message(elide(what, kMaxErrorChars)));
+}
 
 // Writes the power samples of every measurement; says why when there are none to write.
 void write_power_trace(const std::string& path, const std::vector<Measurement>& ms, const std::string& energy_why) {
@@ -67,13 +76,14 @@ void write_power_trace(const std::string& path, const std::vector<Measurement>& 
                energy_why.empty() ? "the energy probe gives no power readings on this device" : energy_why);
     return;
   }
-  write_file(path, out.dump() + "\n");
+  write_file_atomically(path, out.dump() + "\n");
 }
 
 int run_measure(const MeasureCliOptions& o) {
   std::vector<OpCall> calls;
   std::vector<std::string> bad;  // entries that did not parse: reported with the rest
   if (!o.op.empty() && !o.spec.empty()) throw std::invalid_argument("give one of: an operator or --spec FILE");
+  check_output_not_input(o.power_trace, "--power-trace", {{o.spec, "the spec file"}, {o.measure.db, "the database"}});
   if (!o.spec.empty()) {
     SpecEntries entries = load_spec_file(o.spec);
     calls = std::move(entries.calls);
@@ -84,12 +94,14 @@ int run_measure(const MeasureCliOptions& o) {
     calls.push_back(parse_call(o.op, o.args));
     calls.back().origin = "command line";
   }
+  check_measure_config(o.measure.config);
   if (o.dry_run) {
     const double most_s = measurement_budget_s(o.measure.config, o.measure.config.energy);
     for (const auto& call : calls) fmt::print("{} {}\n", call.display_name(), format_args(call.args));
-    fmt::print(stderr,
-               "opcost: --dry-run: {} calls, nothing measured; at most about {:.0f} GPU-seconds at these budgets\n",
-               calls.size(), most_s * double(calls.size()));
+    const std::string& device = o.measure.replay.device;
+    const bool on_gpu = device != "cpu" && (device != "auto" || cuda_device_count() > 0);
+    fmt::print(stderr, "opcost: --dry-run: {} calls, nothing measured; at most about {:.0f} {} at these budgets\n",
+               calls.size(), most_s * double(calls.size()), on_gpu ? "GPU-seconds" : "seconds of the CPU");
     return bad.empty() ? kExitSuccess : kExitBadInput;
   }
   MeasureOptions mo = o.measure;
@@ -173,7 +185,7 @@ int run_db_list(const std::string& path, const std::string& op, int limit) {
                r.energy_rel_ci ? fmt::format("{:.2f}", 100 * *r.energy_rel_ci) : "", fit_label(r.args, 60),
                r.flags.empty() ? "" : "  [" + r.flags + "]");
   }
-  fmt::print(stderr, "{} of {} rows in {}\n", rows.size(), db.count(), path);
+  fmt::print(stderr, "{} of {} rows in {}\n", rows.size(), db.count(), db.path());  // without its password
   return kExitSuccess;
 }
 
@@ -185,6 +197,7 @@ struct InventoryOptions {
 };
 
 int run_inventory(const InventoryOptions& o) {
+  check_output_not_input(o.output, "-o", {{o.model.model, "the model file"}});
   auto model = make_model(o.model.model, o.model.inputs, o.model.in);
   if (o.model.in.device == "auto" && model->device_kind() == "cpu")
     fmt::print(stderr, "opcost: no CUDA GPU found; running {} on the CPU\n", o.model.model);
@@ -193,7 +206,7 @@ int run_inventory(const InventoryOptions& o) {
   if (inv.cache_bytes == 0 && model->device_kind() == "cuda")
     fmt::print(stderr, "opcost: inputs not classed as read from L2 or memory: {}\n", not_classed_why);
   const std::string text = o.json ? to_json(inv).dump(2) + "\n" : to_table(inv);
-  write_file(o.output, text);
+  write_file_atomically(o.output, text);
   if (!o.output.empty())
     fmt::print(stderr, "opcost: inventory of {} written to {} ({} calls, {} unique signatures)\n", o.model.model,
                o.output, inv.sequence.size(), inv.entries.size());
@@ -207,10 +220,10 @@ void add_model_options(CLI::App* cmd, ModelOptions& m) {
                   "TorchScript: one tensor per forward argument, e.g. f32[1,3,224,224] "
                   "or i64[1,128]:range[0,50257]");
   cmd->add_option("--batch", m.in.batch, "batch size (built-in models)")
-      ->check(CLI::PositiveNumber)
+      ->check(whole_number_between(1, kMaxWhole))
       ->capture_default_str();
   cmd->add_option("--seq", m.in.seq, "tokens per sequence (distilgpt2)")
-      ->check(CLI::PositiveNumber)
+      ->check(whole_number_between(1, kMaxWhole))
       ->capture_default_str();
   cmd->add_option("--dtype", m.in.dtype, "model dtype: fp32, bf16 or fp16")->capture_default_str();
   cmd->add_option("--device", m.in.device, "auto (CUDA when present), cpu, cuda")->capture_default_str();
@@ -258,7 +271,7 @@ std::string parse_error_hint(CLI::App& app, int argc, char** argv) {
       tok = tok.substr(0, tok.find('='));
       if (std::find(options.begin(), options.end(), tok) != options.end()) continue;
       const auto near = closest(tok, options, 1);
-      return fmt::format("unknown option '{}' for {}{}", printable(tok),
+      return fmt::format("unknown option '{}' for {}{}", printable(elide(tok, 40)),
                          chain.back()->get_name().empty() ? "opcost" : "opcost " + chain.back()->get_name(),
                          near.empty() ? "" : fmt::format(" (did you mean {}?)", near.front()));
     }
@@ -277,7 +290,7 @@ std::string parse_error_hint(CLI::App& app, int argc, char** argv) {
         continue;
       if (i > 1 && std::string(argv[i - 1]) == "--db") continue;  // the value of an option
       const auto near = closest(tok, names, 1);
-      return fmt::format("unknown command '{}'{}; the commands are: {}", printable(tok),
+      return fmt::format("unknown command '{}'{}; the commands are: {}", printable(elide(tok, 40)),
                          near.empty() ? "" : fmt::format(" (did you mean {}?)", near.front()), fmt::join(names, ", "));
     }
   }
@@ -319,24 +332,24 @@ int main(int argc, char** argv) {
         ->capture_default_str();
     c->add_option("--seed", mr.seed, "seed of the random input data")->capture_default_str();
     c->add_option("--max-time", cfg.time.max_seconds, "timing budget per operator, seconds")
-        ->check(CLI::PositiveNumber)
+        ->check(number_above(0, kMaxBudgetSeconds))
         ->capture_default_str();
     c->add_option("--target-ci", cfg.time.target_rel_ci95,
                   "stop timing when the 95% CI half-width is this fraction of the mean")
-        ->check(CLI::PositiveNumber)
+        ->check(number_above(0, 1))
         ->capture_default_str();
     c->add_option("--energy-max-time", cfg.energy_max_s, "energy loop budget per operator, seconds")
-        ->check(CLI::PositiveNumber)
+        ->check(number_above(0, kMaxBudgetSeconds))
         ->capture_default_str();
     c->add_option("--energy-max-time-capped", cfg.energy_max_capped_s,
                   "energy loop budget when the GPU sits at its power cap, seconds")
-        ->check(CLI::PositiveNumber)
+        ->check(number_above(0, kMaxBudgetSeconds))
         ->capture_default_str();
     c->add_option("--energy-settle", cfg.energy_settle_s, "seconds of looping discarded before energy windows")
-        ->check(CLI::NonNegativeNumber)
+        ->check(number_between(0, kMaxBudgetSeconds))
         ->capture_default_str();
     c->add_option("--energy-target-ci", cfg.energy_target_rel_ci95, "stop the energy loop at this relative 95% CI")
-        ->check(CLI::PositiveNumber)
+        ->check(number_above(0, 1))
         ->capture_default_str();
     c->add_flag("--no-energy", skip_energy, "skip the energy loop");
     c->add_option("--autocast", mr.autocast,
@@ -346,7 +359,8 @@ int main(int argc, char** argv) {
   measure->add_option("op", mo.op, "operator, e.g. aten::conv2d or aten::add.Tensor");
   measure->add_option("args", mo.args, "arguments as name=value: input=f32[32,64,56,56] padding=[1,1]");
   measure->add_option("--spec", mo.spec, "YAML/JSON file listing many operators")->check(CLI::ExistingFile);
-  measure->add_flag("--dry-run", mo.dry_run, "list the calls and the GPU time they may take; measure nothing");
+  measure->add_flag("--dry-run", mo.dry_run,
+                    "list the calls and the time (on the GPU, or the CPU) they may take; measure nothing");
   measure->add_flag("--json", mo.json, "print JSON instead of text");
   measure->add_flag("--no-store", no_store, "do not write to the database");
   measure->add_flag("--resume", mo.measure.resume, "skip operators that already have an unflagged row");
@@ -365,27 +379,32 @@ int main(int argc, char** argv) {
   sweep
       ->add_option("--progress-every", so.plain_every_s,
                    "seconds between progress lines when standard error is not a terminal")
-      ->check(CLI::NonNegativeNumber)
+      ->check(number_between(0, kMaxBudgetSeconds))
+      ->capture_default_str();
+  sweep
+      ->add_option("--max-items", so.measure.max_sweep_items,
+                   "the items the sweep file may make, counted before any is made (a larger grid is refused)")
+      ->check(whole_number_between(1, 1'000'000'000))
       ->capture_default_str();
   sweep->add_option("--workers", so.workers, "worker processes at once: one per GPU (on the CPU they share it)")
-      ->check(CLI::Range(1, 1024))
+      ->check(whole_number_between(1, 1024))
       ->capture_default_str();
   sweep
       ->add_option("--max-attempts", so.lease.max_attempts,
                    "workers that may die on one item (a crash, kill -9, a lost node) before it is failed")
-      ->check(CLI::Range(1, 100))
+      ->check(whole_number_between(1, 100))
       ->capture_default_str();
   sweep
       ->add_option("--lease", so.lease.seconds,
                    "seconds an item stays a worker's without its heartbeat; then another worker takes it (a "
                    "killed worker, a lost node)")
-      ->check(CLI::Range(1.0, 86400.0))
+      ->check(number_between(1, kMaxBudgetSeconds))
       ->capture_default_str();
   auto* slurm = sweep->add_flag("--slurm", so.slurm,
                                 "submit an sbatch job array of workers (one GPU each) against a PostgreSQL --db; "
                                 "with --dry-run, print the script");
   sweep->add_option("--array", so.slurm_tasks, "--slurm: tasks in the job array, each one worker on one GPU")
-      ->check(CLI::Range(1, 100000))
+      ->check(whole_number_between(1, 100000))
       ->needs(slurm)
       ->capture_default_str();
   sweep
@@ -408,7 +427,9 @@ int main(int argc, char** argv) {
   int list_limit = 50;
   auto* dblist = dbcmd->add_subcommand("list", "List the newest measurements");
   dblist->add_option("--op", list_op, "only operators whose name contains this");
-  dblist->add_option("--limit", list_limit, "rows to show")->check(CLI::PositiveNumber)->capture_default_str();
+  dblist->add_option("--limit", list_limit, "rows to show")
+      ->check(whole_number_between(1, kMaxWhole))
+      ->capture_default_str();
   int64_t show_id = 0;
   auto* dbshow = dbcmd->add_subcommand("show", "Show one measurement in full (JSON)");
   dbshow->add_option("id", show_id, "row id")->required();
@@ -455,16 +476,16 @@ int main(int argc, char** argv) {
   trace->add_option("--limit", to.limit, "table rows to show (0: all)")->capture_default_str();
   trace->add_flag("--json", to.json, "the table as JSON");
   trace->add_option("--wait", to.record.schedule.wait, "steps run untraced first, in each cycle")
-      ->check(CLI::NonNegativeNumber)
+      ->check(whole_number_between(0, kMaxWhole))
       ->capture_default_str();
   trace->add_option("--warmup", to.record.schedule.warmup, "steps traced and dropped, in each cycle")
-      ->check(CLI::NonNegativeNumber)
+      ->check(whole_number_between(0, kMaxWhole))
       ->capture_default_str();
   trace->add_option("--steps", to.record.schedule.active, "steps kept, in each cycle")
-      ->check(CLI::PositiveNumber)
+      ->check(whole_number_between(1, kMaxWhole))
       ->capture_default_str();
   trace->add_option("--repeat", to.record.schedule.repeat, "cycles of wait, warmup and kept steps")
-      ->check(CLI::PositiveNumber)
+      ->check(whole_number_between(1, kMaxWhole))
       ->capture_default_str();
   trace->add_flag("--flops", to.record.flops, "the profiler's FLOP estimates (matmuls, convolutions)");
   trace->add_flag("--nvtx", to.record.nvtx,
@@ -475,7 +496,7 @@ int main(int argc, char** argv) {
   trace
       ->add_option("--min-duration", to.min_duration_us,
                    "leave calls and kernels shorter than this many microseconds out of the trace file")
-      ->check(CLI::NonNegativeNumber);
+      ->check(number_between(0, 1e6 * kMaxBudgetSeconds));
   trace->add_option("--only-steps", to.only_steps,
                     "only these steps (counted from 1: 3, or 2-4) in the trace file and the tables");
   trace->add_option("--layers", to.layers,
@@ -526,36 +547,36 @@ int main(int argc, char** argv) {
   };
   auto add_measuring = [&](CLI::App* c, Budgets& b) {
     c->add_option("--max-time", b.op_time, "timing budget per operator, seconds")
-        ->check(CLI::PositiveNumber)
+        ->check(number_above(0, kMaxBudgetSeconds))
         ->capture_default_str();
     c->add_option("--energy-max-time", b.op_energy, "energy loop budget per operator, seconds")
-        ->check(CLI::PositiveNumber)
+        ->check(number_above(0, kMaxBudgetSeconds))
         ->capture_default_str();
     c->add_option("--energy-max-time-capped", b.op_energy_capped,
                   "energy loop budget per operator at the power cap, seconds")
-        ->check(CLI::PositiveNumber)
+        ->check(number_above(0, kMaxBudgetSeconds))
         ->capture_default_str();
     c->add_option("--step-max-time", b.step_time, "timing budget for the whole step, seconds")
-        ->check(CLI::PositiveNumber)
+        ->check(number_above(0, kMaxBudgetSeconds))
         ->capture_default_str();
     c->add_flag("--no-energy", b.no_energy, "skip the energy loops");
     c->add_option("--energy-settle", b.energy_settle,
                   "seconds an operator's energy loop runs before its windows count (short loops: at most 0.15)")
-        ->check(CLI::NonNegativeNumber)
+        ->check(number_between(0, kMaxBudgetSeconds))
         ->capture_default_str();
     c->add_option("--energy-min-windows", b.energy_min_windows,
                   "counter periods an operator's energy loop spans at least (short loops: at most 3)")
-        ->check(CLI::Range(2, 100))
+        ->check(whole_number_between(2, 100))
         ->capture_default_str();
     c->add_option("--ops-energy-ci", b.ops_energy_ci,
                   "with short loops, the relative 95% interval the operators' energies may add to the step's "
                   "(each stops at its share's: a 1% operator at 10 times it; 0: each at 5%)")
-        ->check(CLI::Range(0.0, 1.0))
+        ->check(number_between(0, 1))
         ->capture_default_str();
     c->add_option("--short-loops-after", b.short_loops_after,
                   "once the measured operators explain this share of the step, measure the rest with short loops "
                   "(1: never)")
-        ->check(CLI::Range(0.0, 1.0))
+        ->check(number_between(0, 1))
         ->capture_default_str();
   };
   auto* predict =
@@ -567,7 +588,7 @@ int main(int argc, char** argv) {
       add_predict("model", "Measure operators in order of expected share until they explain --target of the step");
   add_measuring(modelcmd, model_budgets);
   modelcmd->add_option("--target", po.target, "share of the step's time and energy to explain")
-      ->check(CLI::Range(0.01, 1.0))
+      ->check(number_between(0.01, 1))
       ->default_val(PredictOptions::model_to().target)
       ->capture_default_str();
   auto* models = app.add_subcommand("models", "List the built-in models with their parameter counts and inputs");
@@ -589,7 +610,8 @@ int main(int argc, char** argv) {
   // --db is accepted before or after the subcommand. An empty one is a mistake (an unset
   // variable in a script), never a request for the default.
   if (db_option->count() > 0 && db_path.empty()) {
-    error(fmt::format("--db: the path is empty; give a file, or leave --db out for {}", Database::default_path()));
+    error(fmt::format("--db: the path is empty; give a file, or leave --db out for {}",
+                      display_location(Database::default_path())));
     return kExitBadInput;
   }
   const char* env_db = std::getenv("OPCOST_DB");
@@ -646,6 +668,7 @@ int main(int argc, char** argv) {
     } else if (dblist->parsed()) {
       rc = run_db_list(path, list_op, list_limit);
     } else if (dbcopy->parsed()) {
+      check_output_not_input(copy_to, "db copy: TO", {{copy_from, "the database"}});
       const Database from(copy_from, Database::Access::kReadOnly);
       Database into(copy_to);
       ProgressLine line(stderr, 10);
@@ -661,22 +684,25 @@ int main(int argc, char** argv) {
       Database db(path, Database::Access::kReadOnly);
       auto row = db.get(show_id);
       if (!row) {
-        error(fmt::format("no row {} in {} (see `opcost db list`)", show_id, path));
+        error(fmt::format("no row {} in {} (see `opcost db list`)", show_id, db.path()));
         return kExitBadInput;
       }
       fmt::print("{}\n", row->dump(2));
     } else if (dbexport->parsed()) {
       if (!as_csv && !as_json && export_parquet_path.empty())
         throw std::invalid_argument("db export needs --csv, --json or --parquet FILE");
+      // Before anything is opened: an export onto the database would truncate what it reads.
+      check_output_not_input(export_out, "-o", {{path, "the database"}});
+      check_output_not_input(export_parquet_path, "--parquet", {{path, "the database"}});
       Database db(path, Database::Access::kReadOnly);
       if (!export_parquet_path.empty()) {
         export_parquet(export_parquet_path,
                        [&](OutputFile& csv) { export_dataset(db, ExportFormat::kCsv, csv, export_sweep); });
         fmt::print(stderr, "opcost: written to {}\n", export_parquet_path);
       } else {
-        OutputFile out(export_out);
-        export_dataset(db, as_csv ? ExportFormat::kCsv : ExportFormat::kJson, out, export_sweep);
-        out.close();
+        AtomicOutputFile out(export_out);  // the old file stays whole until the export is
+        export_dataset(db, as_csv ? ExportFormat::kCsv : ExportFormat::kJson, out.file(), export_sweep);
+        out.commit();
         if (!export_out.empty()) fmt::print(stderr, "opcost: written to {}\n", export_out);
       }
     }
@@ -687,10 +713,18 @@ int main(int argc, char** argv) {
   } catch (const ReplayError& e) {
     error(e.what());
     return kExitBadInput;
-  } catch (const DatabaseError& e) {  // a file that cannot be opened or written: fix the path
+  } catch (const DatabaseError& e) {  // a file that cannot be opened, written or used: fix the path
     error(e.what());
-    return e.kind() == DatabaseError::Kind::kReadOnly ? kExitBadInput : kExitMeasurementFailed;
+    return e.kind() == DatabaseError::Kind::kReadOnly || e.kind() == DatabaseError::Kind::kUnusable
+               ? kExitBadInput
+               : kExitMeasurementFailed;
   } catch (const std::exception& e) {
+    // A model too large for the host (--batch 100000): what it needed and what there is, not
+    // LibTorch's "[enforce fail at alloc_cpu.cpp]". The GPU's own error says as much already.
+    if (const auto oom = host_allocation_failure(e.what())) {
+      error(*oom + "; use a smaller --batch or --seq (or smaller --input shapes)");
+      return kExitBadInput;
+    }
     error(e.what());
     return kExitMeasurementFailed;
   }

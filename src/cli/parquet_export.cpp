@@ -1,11 +1,11 @@
 #include "cli/parquet_export.h"
 
 #include <fmt/format.h>
-#include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
 
+#include "core/io/atomic_output_file.h"
 #include "core/io/output_file.h"
 #include "core/sys/child_process.h"
 
@@ -33,13 +33,19 @@ void export_parquet(const std::string& path, const std::function<void(OutputFile
   if (path.empty() || path == "-")
     throw std::invalid_argument(
         "--parquet needs a file (--parquet ops.parquet): Parquet is not written to standard output");
-  const std::string csv_path = fmt::format("{}.{}.csv.tmp", path, getpid());
+  // pyarrow writes a temporary file beside `path`, renamed onto it only once the conversion
+  // succeeded: a failed export leaves the old file as it was and no partial one.
+  AtomicOutputFile parquet(path);
+  const std::string csv_path = parquet.temp_path() + ".csv";
   struct Remove {
     std::string p;
-    ~Remove() { std::filesystem::remove(p); }
+    ~Remove() {
+      std::error_code ec;
+      std::filesystem::remove(p, ec);
+    }
   } remove{csv_path};
   {
-    OutputFile csv(csv_path);
+    OutputFile csv(csv_path, path);
     write_csv(csv);
     csv.close();
   }
@@ -48,7 +54,7 @@ void export_parquet(const std::string& path, const std::function<void(OutputFile
   std::string said;
   std::string ended;
   try {
-    ChildProcess convert({python, "-c", kConvert, csv_path, path});
+    ChildProcess convert({python, "-c", kConvert, csv_path, parquet.temp_path()});
     while (auto line = convert.read_line()) said += (said.empty() ? "" : "; ") + *line;
     ended = convert.wait();
   } catch (const std::runtime_error& e) {
@@ -62,6 +68,7 @@ void export_parquet(const std::string& path, const std::function<void(OutputFile
   if (!ended.empty())
     throw std::runtime_error(
         fmt::format("--parquet {}: {} {}{}", path, python, ended, said.empty() ? "" : fmt::format(": {}", said)));
+  parquet.commit();
 }
 
 }  // namespace opcost

@@ -1,20 +1,35 @@
 #include "cli/slurm_job.h"
 
+#include <fcntl.h>
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <optional>
 #include <stdexcept>
 
 #include "cli/exit_codes.h"
-#include "core/io/output_file.h"
+#include "core/spec/arg_value.h"
 #include "core/store/database.h"
 #include "core/sys/child_process.h"
+#include "core/text/text.h"
 
 namespace opcost {
 
 namespace {
+
+// The variable that carries the database to every task (and that opcost reads without --db).
+constexpr const char* kDatabaseEnv = "OPCOST_DB";
+
+// User input as a message echoes it: cut (a huge value never makes a huge message) and on
+// one line (control characters as \xNN).
+std::string shown(const std::string& text, std::size_t max_chars = 80) {
+  return printable(elide(text, max_chars), false);
+}
 
 std::string shell_quote(const std::string& word) {
   if (!word.empty() &&
@@ -26,38 +41,120 @@ std::string shell_quote(const std::string& word) {
   return q + "'";
 }
 
+// The sweep file's name as the job's name and in its files' names: letters, digits, '.', '_'
+// and '-' only (Slurm expands '%' in --output; a newline would end the #SBATCH line and run the
+// rest as a command), at most 64 of them.
+std::string job_label(const std::string& file) {
+  std::string label;
+  for (const char c : std::filesystem::path(file).stem().string())
+    label += std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-' ? c : '_';
+  if (label.size() > 64) label.resize(64);
+  return label.empty() ? "sweep" : label;
+}
+
+// An --sbatch-option becomes a #SBATCH line as it is (the user's own sbatch option), so it must
+// be one: sbatch reads the header line by line, and whatever follows a newline is a shell
+// command. Refused, never escaped.
+void check_sbatch_option(const std::string& option) {
+  const bool control = std::any_of(option.begin(), option.end(),
+                                   [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; });
+  if (control)
+    throw std::invalid_argument(fmt::format(
+        "--sbatch-option '{}' holds a newline or another control character: a #SBATCH line ends there and the rest "
+        "would run as a shell command; give each sbatch option on one line (repeat --sbatch-option for more)",
+        shown(option)));
+  if (option.rfind("-", 0) != 0)
+    throw std::invalid_argument(
+        fmt::format("--sbatch-option '{}' is not an sbatch option: give one such as --sbatch-option=--partition=gpu",
+                    shown(option)));
+  const std::string name = option.substr(0, option.find('='));
+  const std::string value = name == option ? "" : option.substr(name.size() + 1);
+  if (name == "--export" && value.find("ALL") == std::string::npos && value.find(kDatabaseEnv) == std::string::npos)
+    throw std::invalid_argument(fmt::format(
+        "--sbatch-option '{}': the tasks get the database from the environment sbatch exports ($OPCOST_DB, never "
+        "written in the script); keep ALL or name OPCOST_DB, e.g. --export=ALL",
+        shown(option)));
+}
+
+// --device, --cache and --autocast as each task will parse them, checked before anything is
+// written: a value no task can use fails here, once, not in every task of the array.
+void check_task_options(const MeasureOptions& m) {
+  const std::string& device = m.replay.device;
+  if (device != "auto" && device != "cpu" && device != "cuda" && device != "cuda:0") {
+    if (device.rfind("cuda:", 0) == 0 && device.size() > 5 && device.size() <= 8 &&
+        std::all_of(device.begin() + 5, device.end(),
+                    [](char c) { return std::isdigit(static_cast<unsigned char>(c)); }))
+      throw std::invalid_argument(fmt::format(
+          "--slurm --device {}: each task sees only the one GPU Slurm gives it (cuda:0): give --device cuda", device));
+    throw std::invalid_argument(
+        fmt::format("--slurm --device '{}': use auto, cpu or cuda (each task's one GPU)", shown(device)));
+  }
+  const std::string& cache = m.replay.cache_mode;
+  bool cache_ok = cache == "warm" || cache == "cold";
+  if (cache.rfind("cold:", 0) == 0 && cache.size() > 5 && cache.size() <= 1024) {
+    cache_ok = true;
+    for (std::size_t at = 5; at <= cache.size() && cache_ok;) {  // cold:ARG,ARG: each an argument's name
+      const std::size_t comma = std::min(cache.find(',', at), cache.size());
+      const std::string arg = cache.substr(at, comma - at);
+      cache_ok = !arg.empty() && !std::isdigit(static_cast<unsigned char>(arg[0])) &&
+                 std::all_of(arg.begin(), arg.end(),
+                             [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
+      at = comma + 1;
+    }
+  }
+  if (!cache_ok)
+    throw std::invalid_argument(fmt::format(
+        "--slurm --cache '{}': use warm, cold or cold:ARG,... (the names of the op's arguments)", shown(cache)));
+  if (!m.replay.autocast.empty()) {
+    const auto code = canonical_dtype(m.replay.autocast);
+    if (!code || (*code != "bf16" && *code != "f16"))
+      throw std::invalid_argument(fmt::format("--slurm --autocast '{}': use bf16 or fp16", shown(m.replay.autocast)));
+  }
+}
+
 // The task's command: the given one without what only the submission means (--slurm and its
-// options, --dry-run, --workers), the sweep file made absolute (tasks start elsewhere), and the
-// database named even when it came from $OPCOST_DB.
-std::vector<std::string> task_command(const SweepCliOptions& o, const std::vector<std::string>& argv,
-                                      const std::string& self) {
-  const std::vector<std::string> with_value = {"--array", "--sbatch-option", "--workers"};
-  const std::vector<std::string> flags = {"--slurm", "--dry-run"};
-  std::vector<std::string> out{self};
-  bool has_db = false, file_done = false;
-  for (std::size_t i = 1; i < argv.size(); ++i) {
-    const std::string& a = argv[i];
-    const std::string name = a.substr(0, a.find('='));
-    if (std::find(flags.begin(), flags.end(), a) != flags.end()) continue;
-    if (std::find(with_value.begin(), with_value.end(), name) != with_value.end()) {
-      if (name == a) ++i;  // the value is the next word
-      continue;
-    }
-    if (name == "--db") has_db = true;
-    if (!file_done && a == o.file) {
-      out.push_back(std::filesystem::absolute(a).lexically_normal().string());
-      file_done = true;
-      continue;
-    }
-    out.push_back(a);
-  }
-  if (!has_db) {
-    out.push_back("--db");
-    out.push_back(o.measure.db);
-  }
+// options, --dry-run, --workers) and without --db (the database reaches the task as $OPCOST_DB,
+// never in the script), every other word in its place. The script changes to the directory
+// of the submission first, so the sweep file and other relative paths name what they named
+// here: nothing is rewritten, so no value can be mistaken for the file.
+std::vector<std::string> task_command(const std::vector<std::string>& argv, const std::string& self) {
+  std::vector<std::string> out =
+      command_without(argv, {"--db", "--array", "--sbatch-option", "--workers"}, {"--slurm", "--dry-run"});
+  out[0] = self;
   out.push_back("--workers");
   out.push_back("1");
   return out;
+}
+
+// The script, 0600 (it holds no password; a job script is still its owner's own): written whole
+// to a fresh file beside its name (mkstemp: 0600, never an existing file or a planted link),
+// every write checked, then renamed over the name.
+void write_private_file(const std::string& path, const std::string& text) {
+  std::string temporary = path + ".XXXXXX";
+  const int fd = mkstemp(temporary.data());
+  if (fd < 0) throw std::runtime_error(fmt::format("--slurm: cannot write {}: {}", path, std::strerror(errno)));
+  auto fail = [&](const char* what, int err) {
+    close(fd);
+    unlink(temporary.c_str());
+    throw std::runtime_error(fmt::format("--slurm: cannot write {}: {}: {}", path, what, std::strerror(err)));
+  };
+  for (std::size_t at = 0; at < text.size();) {
+    const ssize_t n = write(fd, text.data() + at, text.size() - at);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) fail("write", n < 0 ? errno : EIO);
+    at += std::size_t(n);
+  }
+  if (fsync(fd) != 0) fail("fsync", errno);
+  if (close(fd) != 0) {
+    const int err = errno;
+    unlink(temporary.c_str());
+    throw std::runtime_error(fmt::format("--slurm: cannot write {}: close: {}", path, std::strerror(err)));
+  }
+  if (rename(temporary.c_str(), path.c_str()) != 0) {
+    const int err = errno;
+    unlink(temporary.c_str());
+    throw std::runtime_error(fmt::format("--slurm: cannot write {}: rename: {}", path, std::strerror(err)));
+  }
 }
 
 }  // namespace
@@ -68,28 +165,49 @@ std::string slurm_sweep_script(const SweepCliOptions& o, const std::vector<std::
     throw std::invalid_argument(fmt::format(
         "--slurm: --db {} is a SQLite file, and the tasks on other nodes need one database they all reach: give "
         "--db postgresql://USER@HOST/DBNAME (docs/sweeps.md)",
-        o.measure.db));
+        shown(o.measure.db, 200)));
   if (o.force || o.retry_failed)
     throw std::invalid_argument(fmt::format(
         "--slurm with {}: every task would reset the sweep while the others measure it; run `opcost sweep {} --db "
         "… {} --workers 1` on one GPU node first, then submit without it",
-        o.force ? "--force" : "--retry-failed", o.file, o.force ? "--force" : "--retry-failed"));
-  const std::string name = std::filesystem::path(o.file).stem().string();
+        o.force ? "--force" : "--retry-failed", shown(o.file, 200), o.force ? "--force" : "--retry-failed"));
+  for (const auto& extra : o.sbatch_options) check_sbatch_option(extra);
+  check_task_options(o.measure);
+  const std::string label = job_label(o.file);
   const bool gpu = o.measure.replay.device != "cpu";
+  std::string cwd;
+  try {
+    cwd = std::filesystem::current_path().string();
+  } catch (const std::filesystem::filesystem_error& e) {
+    throw std::runtime_error(fmt::format("--slurm: the current directory: {}", e.what()));
+  }
+  // Comments show user input through printable() (control characters as \xNN): one line each.
   std::string script = "#!/bin/bash\n";
-  script += fmt::format("# opcost sweep {} as a Slurm job array: each task is one worker on one {}.\n", o.file,
-                        gpu ? "GPU" : "CPU");
+  script += fmt::format("# opcost sweep {} as a Slurm job array: each task is one worker on one {}.\n",
+                        printable(o.file, false), gpu ? "GPU" : "CPU");
   script += "# Written by `opcost sweep … --slurm`; every task shares the queue in the database.\n";
-  script += fmt::format("#SBATCH --job-name=opcost-{}\n", name);
+  script += fmt::format(
+      "# The database ({}) reaches each task as $OPCOST_DB, from the environment sbatch exports: never written here.\n",
+      printable(display_location(o.measure.db), false));
+  script += fmt::format("#SBATCH --job-name=opcost-{}\n", label);
   script += fmt::format("#SBATCH --array=0-{}\n", o.slurm_tasks - 1);
   script += "#SBATCH --ntasks=1\n";
   if (gpu) script += "#SBATCH --gres=gpu:1\n";
-  script += fmt::format("#SBATCH --output={}\n",
-                        (std::filesystem::current_path() / fmt::format("opcost-{}-%A_%a.log", name)).string());
+  // Relative: Slurm opens it in the job's working directory, the submission's.
+  script += fmt::format("#SBATCH --output=opcost-{}-%A_%a.log\n", label);
   for (const auto& extra : o.sbatch_options) script += fmt::format("#SBATCH {}\n", extra);
   script += "set -euo pipefail\n";
+  script += fmt::format(
+      "if [ -z \"${{{0}:-}}\" ]; then\n"
+      "  echo \"opcost: \\${0} is not set in this task: the database reaches the tasks through the environment "
+      "sbatch exports (its default --export=ALL), never through this file; submit with {0}=postgresql://… sbatch "
+      "SCRIPT\" >&2\n"
+      "  exit 2\n"
+      "fi\n",
+      kDatabaseEnv);
+  script += "cd " + shell_quote(cwd) + "\n";
   std::string command;
-  for (const auto& word : task_command(o, argv, self)) command += (command.empty() ? "" : " ") + shell_quote(word);
+  for (const auto& word : task_command(argv, self)) command += (command.empty() ? "" : " ") + shell_quote(word);
   script += "exec " + command + "\n";
   return script;
 }
@@ -102,16 +220,20 @@ int run_slurm_sweep(const SweepCliOptions& o, const std::vector<std::string>& ar
   }
   // The database is reachable and has the tables before any task starts.
   Database check(o.measure.db);
-  const std::string path = fmt::format("opcost-{}.sbatch", std::filesystem::path(o.file).stem().string());
-  OutputFile file(path);
-  file.write(script);
-  file.close();
+  const std::string path = fmt::format("opcost-{}.sbatch", job_label(o.file));
+  write_private_file(path, script);
+  // The tasks' database: in sbatch's environment, which Slurm hands to every task; neither on
+  // sbatch's command line nor in the script.
+  const std::vector<std::pair<std::string, std::string>> env = {{kDatabaseEnv, o.measure.db}};
+  const std::string kept = fmt::format(
+      "{} is kept, without the password: `OPCOST_DB=postgresql://… sbatch {}` submits it (--dry-run prints it)", path,
+      path);
   std::optional<ChildProcess> started;
   try {
-    started.emplace(std::vector<std::string>{"sbatch", "--parsable", path});
+    started.emplace(std::vector<std::string>{"sbatch", "--parsable", path}, env);
   } catch (const std::runtime_error& e) {
-    throw std::runtime_error(fmt::format(
-        "--slurm: {} (is this a Slurm login node, with sbatch on PATH? --dry-run prints the script)", e.what()));
+    throw std::runtime_error(
+        fmt::format("--slurm: {} (is this a Slurm login node, with sbatch on PATH?); {}", e.what(), kept));
   }
   ChildProcess& sbatch = *started;
   std::string out;
@@ -120,13 +242,11 @@ int run_slurm_sweep(const SweepCliOptions& o, const std::vector<std::string>& ar
   while (!out.empty() && out.back() == '\n') out.pop_back();
   if (!ended.empty()) {
     std::replace(out.begin(), out.end(), '\n', ' ');  // sbatch's lines, in our one line
-    throw std::runtime_error(
-        fmt::format("--slurm: sbatch {} {}{}{} (is this a Slurm login node? --dry-run prints the "
-                    "script)",
-                    path, ended, out.empty() ? "" : ": ", out));
+    throw std::runtime_error(fmt::format("--slurm: sbatch {} {}{}{} (is this a Slurm login node?); {}", path, ended,
+                                         out.empty() ? "" : ": ", shown(out, 400), kept));
   }
   fmt::print(stderr, "opcost: submitted {} as Slurm job {} ({} tasks); `opcost sweep status {} --db …` follows it\n",
-             path, out, o.slurm_tasks, o.file);
+             path, shown(out), o.slurm_tasks, shown(o.file, 200));
   return kExitSuccess;
 }
 

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 
 #include "cli/exit_codes.h"
@@ -30,8 +31,8 @@ int dry_run(const SweepCliOptions& o) {
   const double most_s = measurement_budget_s(o.measure.config, o.measure.config.energy);
   fmt::print(stderr,
              "opcost: --dry-run: sweep {}: {} items ({} combinations filtered out, {} the same call as another, {} the "
-             "op refuses); {} done and {} failed in {}; {} to measure, at most about {} of GPU time at these "
-             "budgets{}\n",
+             "op's schema refuses; whether the op accepts the shapes shows as each item runs); {} done and {} failed "
+             "in {}; {} to measure, at most about {} of GPU time at these budgets{}\n",
              s.plan.name, s.plan.total(), s.plan.filtered_out, s.plan.duplicates, s.plan.rejected.size(), s.counts.done,
              s.counts.failed, display_location(o.measure.db), left, format_duration(most_s * double(left)),
              s.mean_seconds_per_item > 0 ? fmt::format(" (about {} at this database's pace)",
@@ -40,7 +41,48 @@ int dry_run(const SweepCliOptions& o) {
   return s.plan.rejected.empty() ? kExitSuccess : kExitBadInput;
 }
 
+// The options that make an item's scope (SweepId), as the command line takes them: what status
+// counts at, and what to pass to count at the options a sweep ran with.
+std::string scope_options(const MeasureOptions& m, const std::string& device_name) {
+  const MeasureConfig& c = m.config;
+  return fmt::format(
+      "--device {}{} --cache {} --seed {} --max-time {} --target-ci {}{} --energy-max-time {} --energy-target-ci {}",
+      m.replay.device, m.replay.device == "auto" ? fmt::format(" ({})", device_name) : "", m.replay.cache_mode,
+      m.replay.seed, c.time.max_seconds, c.time.target_rel_ci95, c.energy ? "" : " --no-energy", c.energy_max_s,
+      c.energy_target_rel_ci95);
+}
+
 }  // namespace
+
+std::vector<std::string> command_without(const std::vector<std::string>& argv,
+                                         const std::vector<std::string>& with_value,
+                                         const std::vector<std::string>& flags) {
+  auto named = [](const std::vector<std::string>& names, const std::string& n) {
+    return std::find(names.begin(), names.end(), n) != names.end();
+  };
+  std::vector<std::string> out;
+  bool options_end = false;
+  for (std::size_t i = 0; i < argv.size(); ++i) {
+    const std::string& word = argv[i];
+    if (i == 0 || options_end || word.rfind("--", 0) != 0) {
+      out.push_back(word);
+      continue;
+    }
+    if (word == "--") {
+      options_end = true;
+      out.push_back(word);
+      continue;
+    }
+    const std::string name = word.substr(0, word.find('='));
+    if (named(flags, name)) continue;
+    if (named(with_value, name)) {
+      if (name == word) ++i;  // its value is the next word
+      continue;
+    }
+    out.push_back(word);
+  }
+  return out;
+}
 
 int run_sweep_command(const SweepCliOptions& o, const std::vector<std::string>& argv) {
   if (o.worker) return run_sweep_worker(o.measure, {o.sweep_name, o.sweep_scope}, o.lease, stdout);
@@ -51,7 +93,7 @@ int run_sweep_command(const SweepCliOptions& o, const std::vector<std::string>& 
   so.reset = o.force ? SweepState::Reset::kAll : o.retry_failed ? SweepState::Reset::kFailed : SweepState::Reset::kNone;
   so.workers = o.workers;
   so.lease = o.lease;
-  so.worker_command = argv;
+  so.worker_command = command_without(argv, {"--db"});
   so.worker_command[0] = self_executable(argv[0]);
   so.worker_command.push_back("--worker");
   ProgressLine line(stderr, o.plain_every_s);
@@ -104,10 +146,19 @@ int run_sweep_status(const SweepCliOptions& o) {
   const SweepStatus s = sweep_status(o.measure, o.file);
   const SweepCounts& c = s.counts;
   const std::size_t pending = c.pending + s.not_enrolled;
-  fmt::print("sweep {} ({}): {} items{}\n", s.plan.name, o.file, s.items,
-             s.planned ? "" : " (as the database has them: the model list's inventories are not run again)");
+  // Every count is of the items at these options (they make an item's key): said first, so
+  // that items at other options (elsewhere) never read as a contradiction.
+  if (!s.planned && s.items == 0)
+    fmt::print(
+        "sweep {} ({}): a model list never run at these options, so its items are not known: a run takes each model's "
+        "inventory for them (status runs no model)\n",
+        s.plan.name, o.file);
+  else
+    fmt::print("sweep {} ({}): {} items{}\n", s.plan.name, o.file, s.items,
+               s.planned ? "" : " (as the database has them: status runs no model of the list)");
+  fmt::print("  at       {}\n", scope_options(o.measure, s.plan.device_name));
   fmt::print("  done     {}\n  failed   {}\n  pending  {}{}\n  running  {}\n", c.done, c.failed, pending,
-             s.not_enrolled ? fmt::format(" ({} not yet in the database)", s.not_enrolled) : "", c.running);
+             s.not_enrolled ? fmt::format(" ({} never run at these options)", s.not_enrolled) : "", c.running);
   if (s.workers_seen > 1) fmt::print("  workers  {} (measured the done items)\n", s.workers_seen);
   if (pending + c.running > 0)
     fmt::print("  left     {}\n",
@@ -118,8 +169,8 @@ int run_sweep_status(const SweepCliOptions& o) {
                    : std::string("no item done yet, so no pace to go by (`opcost sweep --dry-run` bounds it)"));
   if (s.elsewhere)
     fmt::print(
-        "  elsewhere {} items of this sweep at other settings or on another device (status counts the items of the "
-        "options given: pass those the sweep ran with)\n",
+        "  elsewhere {} items of this sweep at other settings or on another device, not counted above (the counts are "
+        "at the options after `at`: pass those the sweep ran with)\n",
         s.elsewhere);
   for (const auto& r : s.running) fmt::print("running: {} (worker {})\n", r.call, r.worker);
   for (const auto& f : s.failed) fmt::print("failed: {}\n  {}\n", f.call, f.reason);

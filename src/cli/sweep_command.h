@@ -26,8 +26,16 @@ struct SweepCliOptions {
   MeasureOptions measure;
 };
 
-// `argv`: this process's own command line; a worker is started with it and `--worker`.
+// `argv`: this process's own command line; a worker is started with it, without --db (the
+// database reaches it as $OPCOST_DB: workflow/sweep.h), and `--worker`.
 int run_sweep_command(const SweepCliOptions& o, const std::vector<std::string>& argv);
 int run_sweep_status(const SweepCliOptions& o);
+
+// `argv` without the options named: each `--name VALUE` or `--name=VALUE` of `with_value`, each
+// `--name` (or `--name=VALUE`) of `flags`, none after `--`. What a worker or a Slurm task runs of the command given.
+// Options are found by their names, never by comparing values: every other word keeps its place.
+std::vector<std::string> command_without(const std::vector<std::string>& argv,
+                                         const std::vector<std::string>& with_value,
+                                         const std::vector<std::string>& flags = {});
 
 }  // namespace opcost

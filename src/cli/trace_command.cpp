@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "cli/exit_codes.h"
+#include "core/io/atomic_output_file.h"
 #include "core/io/output_file.h"
 #include "core/trace/step_selection.h"
 #include "core/trace/table.h"
@@ -31,11 +32,19 @@ int run_trace_command(TraceCliOptions o) {
         "--wait, --warmup and --steps instead");
   if (o.energy && !o.import_path.empty())
     throw std::invalid_argument("trace: --energy measures a model's steps; an imported trace has none to run");
+  // Before anything is read: -o onto the imported file would replace the profiler's trace.
+  check_output_not_input(o.output, "-o",
+                         {{o.import_path, "the trace"},
+                          {o.model.model, "the model file"},
+                          {o.energy ? o.energy_options.db : std::string(), "the database"}});
   TraceRun run = o.import_path.empty()
                      ? trace_model(o.model, o.record, o.energy ? &o.energy_options : nullptr, Notes::to_stderr())
                      : import_trace(o.import_path);
   if (steps) run = only_steps(run, *steps);
   const std::string what = o.import_path.empty() ? o.model.model : o.import_path;
+  if (run.skipped_events > 0)
+    fmt::print(stderr, "opcost: {}: {} malformed event{} skipped (the first, {})\n", o.import_path, run.skipped_events,
+               run.skipped_events == 1 ? "" : "s", run.first_skipped);
   if (o.import_path.empty() && o.model.in.device == "auto" && run.device_activities.empty())  // as `inventory` says
     fmt::print(stderr, "opcost: traced on the CPU ({}): host ranges only, no device activity\n", run.device);
   if (!o.output.empty()) {

@@ -8,13 +8,16 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <cmath>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "core/report/progress.h"
 #include "core/report/report.h"
 #include "core/spec/arg_value.h"
 #include "core/spec/op_call.h"
 #include "core/store/database.h"
+#include "core/sys/interrupt.h"
 #include "core/text/text.h"
 #include "core/version.h"
 #include "python/trace_bindings.h"
@@ -32,8 +35,74 @@ using namespace opcost;
 
 namespace {
 
+// Ctrl-C from Python. Python's own SIGINT handler only sets a flag, which the interpreter reads
+// when it runs Python code: a long C++ loop would never see it, and a KeyboardInterrupt raised
+// in a callback (a progress note) would reach the workflow as a std::exception, be noted as the
+// operator's failure ("KeyboardInterrupt: <EMPTY MESSAGE>") and the run would go on. Instead the
+// Python error that stops the run is held here and the run unwinds with Interrupted (which no
+// workflow catches); when that reaches Python, the held error is raised again, traceback and all.
+std::optional<py::error_already_set>& held_interrupt() {
+  // Never destroyed: at exit there may be no interpreter to release a Python object to.
+  static auto* held = new std::optional<py::error_already_set>;
+  return *held;
+}
+
+// The check the watchdog calls between measured calls (core/sys/interrupt.h). Signals are only
+// read, and their Python handlers only run, in the main thread with the GIL: elsewhere (a sweep
+// worker that released it) the answer is no.
+bool python_signal_raised() {
+  if (!PyGILState_Check() || PyErr_CheckSignals() == 0) return false;
+  held_interrupt().emplace();  // takes the error the handler raised (KeyboardInterrupt by default)
+  return true;
+}
+
+// Calls Python from a workflow. An error that is not an Exception (KeyboardInterrupt, SystemExit:
+// BaseException's own, made so that generic handlers do not catch them) ends the run; the rest
+// (the model's own errors) keep their type and message.
+template <typename... Args>
+py::object call_python(const py::handle& fn, Args&&... args) {
+  try {
+    return fn(std::forward<Args>(args)...);
+  } catch (py::error_already_set& e) {
+    if (e.matches(PyExc_Exception)) throw;
+    held_interrupt().emplace(std::move(e));
+    throw Interrupted{};
+  }
+}
+
+// Interrupted reaching Python: the held error again, or a plain KeyboardInterrupt.
+void translate_interrupted(std::exception_ptr p) {
+  try {
+    if (p) std::rethrow_exception(p);
+  } catch (const Interrupted&) {
+    auto& held = held_interrupt();
+    if (held) {
+      held->restore();
+      held.reset();
+    } else {
+      PyErr_SetNone(PyExc_KeyboardInterrupt);
+    }
+  }
+}
+
+// A budget or interval from the Python side, checked again here (the package checks first):
+// NaN, an infinity or a negative number must never reach a measurement loop.
+double positive_number(const py::dict& o, const char* key, double at_most) {
+  const double v = o[key].cast<double>();
+  if (!std::isfinite(v) || v <= 0 || v > at_most)
+    throw std::invalid_argument(fmt::format("{}={}: use a number above 0 and at most {}", key, v, at_most));
+  return v;
+}
+double fraction(const py::dict& o, const char* key) {
+  const double v = o[key].cast<double>();
+  if (!(v >= 0 && v <= 1)) throw std::invalid_argument(fmt::format("{}={}: use a number from 0 to 1", key, v));
+  return v;
+}
+constexpr double kMaxBudgetS = 86400;  // a day per measurement: more is a mistake, or a loop that never ends
+
 // A model step written in Python: the callable runs one step (forward, or a whole training
-// step); the description says what it is.
+// step); the description says what it is. RunnableModel::step() runs it on this (the caller's,
+// GIL-holding) thread under the step's grad and inference modes, as for every other face.
 class PythonModel : public RunnableModel {
  public:
   PythonModel(py::function step, const py::dict& d)
@@ -43,15 +112,19 @@ class PythonModel : public RunnableModel {
         input_(d["input"].cast<std::string>()),
         kind_(d["device_kind"].cast<std::string>()),
         index_(d["device_index"].cast<int>()),
-        parameters_(d["parameters"].cast<int64_t>()) {}
+        parameters_(d["parameters"].cast<int64_t>()),
+        train_(d["train"].cast<bool>()) {}
   const std::string& name() const override { return name_; }
   int64_t parameter_count() const override { return parameters_; }
   std::string input_signature() const override { return input_; }
   std::string device_kind() const override { return kind_; }
   int device_index() const override { return index_; }
-  void step() override { step_(); }
+  bool trains() const override { return train_; }
   void synchronize() override { synchronize_device(kind_, index_); }
-  void name_layers(bool on) override { name_layers_(on); }
+  void name_layers(bool on) override { call_python(name_layers_, on); }
+
+ protected:
+  void run_step() override { call_python(step_); }
 
  private:
   py::function step_;
@@ -59,6 +132,7 @@ class PythonModel : public RunnableModel {
   std::string name_, input_, kind_;
   int index_;
   int64_t parameters_;
+  bool train_;
 };
 
 ModelOptions model_options(const py::dict& d) {
@@ -75,22 +149,22 @@ ModelOptions model_options(const py::dict& d) {
 Notes python_notes(py::object note, py::object progress) {
   Notes n;
   if (!note.is_none()) {
-    n.note = [note](const std::string& text) { note(text, false); };
-    n.error = [note](const std::string& text) { note(user_message(text), true); };
+    n.note = [note](const std::string& text) { call_python(note, text, false); };
+    n.error = [note](const std::string& text) { call_python(note, user_message(text), true); };
   }
   if (!progress.is_none()) {
-    n.progress = [progress](const std::string& text) { progress(text); };
-    n.progress_done = [progress] { progress(std::string()); };
+    n.progress = [progress](const std::string& text) { call_python(progress, text); };
+    n.progress_done = [progress] { call_python(progress, std::string()); };
   }
   return n;
 }
 
 MeasureConfig measure_config(const py::dict& o) {
   MeasureConfig c;
-  c.time.max_seconds = o["max_time"].cast<double>();
-  c.time.target_rel_ci95 = o["target_ci"].cast<double>();
+  c.time.max_seconds = positive_number(o, "max_time", kMaxBudgetS);
+  c.time.target_rel_ci95 = positive_number(o, "target_ci", 1);
   c.energy = o["energy"].cast<bool>();
-  c.energy_max_s = o["energy_max_time"].cast<double>();
+  c.energy_max_s = positive_number(o, "energy_max_time", kMaxBudgetS);
   return c;
 }
 
@@ -118,14 +192,14 @@ py::dict predict_step(py::function step, const py::dict& description, const py::
   p.cache = o["cache"].cast<std::string>();
   p.cache_bytes = o["cache_bytes"].cast<std::uint64_t>();
   if (!o["max_time"].is_none())
-    p.set_budgets(o["max_time"].cast<double>(), o["energy_max_time"].cast<double>(),
-                  o["energy_max_time_capped"].cast<double>(), o["step_max_time"].cast<double>(),
-                  !o["energy"].cast<bool>());
+    p.set_budgets(positive_number(o, "max_time", kMaxBudgetS), positive_number(o, "energy_max_time", kMaxBudgetS),
+                  positive_number(o, "energy_max_time_capped", kMaxBudgetS),
+                  positive_number(o, "step_max_time", kMaxBudgetS), !o["energy"].cast<bool>());
   else if (!o["energy"].cast<bool>())
     p.op_config.energy = p.step_config.energy = false;
   // None: the command's default.
-  if (o.contains("short_loops_after")) p.short_loops_after = o["short_loops_after"].cast<double>();
-  if (o.contains("ops_energy_ci")) p.ops_energy_rel_ci95 = o["ops_energy_ci"].cast<double>();
+  if (o.contains("short_loops_after")) p.short_loops_after = fraction(o, "short_loops_after");
+  if (o.contains("ops_energy_ci")) p.ops_energy_rel_ci95 = fraction(o, "ops_energy_ci");
   const PredictReport r = run_predict(p, model, python_notes(note, progress));
   py::dict out;
   out["json"] = to_json(r).dump();
@@ -164,6 +238,7 @@ MeasureOptions measure_options(const py::dict& o) {
   mo.store = o["store"].cast<bool>();
   mo.db = o["db"].cast<std::string>();
   mo.db_create_parent = o["db_is_default"].cast<bool>();
+  if (o.contains("max_items")) mo.max_sweep_items = o["max_items"].cast<std::uint64_t>();  // sweeps only
   return mo;
 }
 
@@ -207,7 +282,7 @@ PythonModelSignatures python_models_of(py::object signatures) {
     config["train"] = c.train;
     config["device"] = device;
     config["label"] = c.label;
-    const py::dict out = signatures(config);
+    const py::dict out = call_python(signatures, config);
     ModelSignatures sigs;
     sigs.calls = out["calls"].cast<std::vector<std::pair<std::string, std::size_t>>>();
     sigs.autocast = out["autocast"].cast<std::string>();
@@ -230,13 +305,13 @@ py::dict run_sweep_py(const std::string& file, const py::dict& o, const std::str
                                  : SweepState::Reset::kNone;
   so.worker_command = worker_command;
   Notes notes;
-  notes.note = [&](const std::string& t) { note(t, false); };
-  notes.error = [&](const std::string& t) { note(user_message(t), true); };
+  notes.note = [&](const std::string& t) { call_python(note, t, false); };
+  notes.error = [&](const std::string& t) { call_python(note, user_message(t), true); };
   SweepEvents events;
   std::string label;
   events.planned = [&](const SweepPlan& p) { label = p.name; };
   events.progress = [&](std::size_t done, std::size_t before, std::size_t total, double elapsed_s, const std::string&) {
-    progress(label, done, before, total, elapsed_s);
+    call_python(progress, label, done, before, total, elapsed_s);
   };
   const SweepRun run = run_sweep(so, file, notes, events);
   if (PyErr_CheckSignals() != 0) throw py::error_already_set();  // Ctrl-C: KeyboardInterrupt, after the state is safe
@@ -307,8 +382,26 @@ PYBIND11_MODULE(_core, m) {
   // Errors keep their kind: bad input is a ValueError, a database that cannot be used an
   // OSError; std::invalid_argument (a model or file that cannot be used) is a ValueError.
   py::register_exception<ReplayError>(m, "InputError", PyExc_ValueError);
-  py::register_exception<DatabaseError>(m, "DatabaseError", PyExc_OSError);
+  // A DatabaseError carries its kind ("full", "read_only", "io", "other"): `python -m opcost`
+  // exits as the command line does (read_only is bad input: fix the path).
+  static PyObject* database_error = py::register_exception<DatabaseError>(m, "DatabaseError", PyExc_OSError).ptr();
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const DatabaseError& e) {
+      using K = DatabaseError::Kind;
+      py::object error = py::reinterpret_borrow<py::object>(database_error)(e.what());
+      error.attr("kind") = e.kind() == K::kFull       ? "full"
+                           : e.kind() == K::kReadOnly ? "read_only"
+                           : e.kind() == K::kIo       ? "io"
+                                                      : "other";
+      PyErr_SetObject(database_error, error.ptr());
+    }
+  });
   py::register_exception<MeasurementAbandoned>(m, "MeasurementAbandoned", PyExc_RuntimeError);
+  // Ctrl-C stops a run at once (see held_interrupt): KeyboardInterrupt to the caller.
+  py::register_exception_translator(&translate_interrupted);
+  set_interrupt_check(&python_signal_raised);
   m.def("inventory", &inventory_of, py::arg("step"), py::arg("description"), py::arg("cache_bytes") = 0,
         "Observe a few steps of `step` (after a warm-up): the inventory as JSON and text; each call's inputs "
         "classed against `cache_bytes` of cache (0: the GPU's L2)");
@@ -326,7 +419,7 @@ PYBIND11_MODULE(_core, m) {
         ObserveOptions o;
         o.inputs = inputs;
         o.host_times_only = host_times_only;
-        observe([&] { fn(); }, o);
+        observe([&] { call_python(fn); }, o);
       },
       py::arg("fn"), py::arg("inputs") = true, py::arg("host_times_only") = false,
       "Run fn with the observer installed (to time what observing adds), recording nothing");

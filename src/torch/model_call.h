@@ -1,7 +1,8 @@
 #pragma once
 // A whole model step as something the measurement engine can loop on: each call runs one step
 // and waits for the device, so a step's wall time includes every gap where the GPU waited for
-// the CPU. Torch-free.
+// the CPU. The step runs under its own grad and inference modes (RunnableModel::step()),
+// whatever the measurement loop's. Torch-free.
 #include <string>
 
 #include "core/spec/arg_value.h"

@@ -19,8 +19,9 @@ at::ScalarType model_dtype(const std::string& name);
 // combinations that cannot run (autocast of a model already in bf16/fp16) and bad names.
 std::optional<at::ScalarType> resolve_autocast(const ModelInput& in, at::ScalarType dtype);
 
-// One step as `in` asks: `forward` in inference mode, or (--train) with gradients set to none
-// first, then backward of sum(output) in the layer "loss"; under `autocast` when set.
+// One step as `in` asks: `forward`, or (--train) with gradients set to none first, then
+// backward of sum(output) in the layer "loss"; under `autocast` when set. Grad and inference
+// modes are RunnableModel::step()'s, which runs this.
 // `forward` returns the model's output tensor (undefined when it has none).
 void run_model_step(const ModelInput& in, std::optional<at::ScalarType> autocast, c10::DeviceType device,
                     const std::vector<at::Tensor>& parameters, const std::function<at::Tensor()>& forward);

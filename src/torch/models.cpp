@@ -5,6 +5,7 @@
 
 #include <ATen/DeviceAccelerator.h>
 #include <ATen/record_function.h>
+#include <c10/core/InferenceMode.h>
 #include <fmt/format.h>
 #include <torch/torch.h>
 
@@ -252,11 +253,14 @@ class Runnable : public RunnableModel {
   std::string input_signature() const override { return format_tensor(tensor_spec_of(input_)); }
   std::string device_kind() const override { return dev_.is_cuda() ? "cuda" : "cpu"; }
   int device_index() const override { return dev_.has_index() ? dev_.index() : 0; }
-  void step() override {
-    run_model_step(in_, autocast_, dev_.type(), parameters_, [&] { return m_->forward(input_); });
-  }
+  bool trains() const override { return in_.train; }
   void synchronize() override {
     if (dev_.is_cuda()) at::accelerator::synchronizeDevice(dev_.index());
+  }
+
+ protected:
+  void run_step() override {
+    run_model_step(in_, autocast_, dev_.type(), parameters_, [&] { return m_->forward(input_); });
   }
 
  private:
@@ -290,16 +294,22 @@ std::optional<at::ScalarType> resolve_autocast(const ModelInput& in, at::ScalarT
   }
 }
 
+void RunnableModel::step() {
+  // InferenceMode(false) is what leaves a caller's inference mode: it turns grad mode on and
+  // puts the autograd dispatch keys back. Grad mode alone (torch.enable_grad(), AutoGradMode)
+  // leaves those keys excluded, so under inference mode a forward records no graph and its
+  // backward fails with "element 0 of tensors does not require grad".
+  const c10::InferenceMode modes(!trains());
+  run_step();
+}
+
 void run_model_step(const ModelInput& in, std::optional<at::ScalarType> autocast, c10::DeviceType device,
                     const std::vector<at::Tensor>& parameters, const std::function<at::Tensor()>& forward) {
   AutocastScope scope(autocast, device);
   if (!in.train) {
-    c10::InferenceMode guard;
     forward();
     return;
   }
-  c10::InferenceMode no_inference(false);  // callers may run us under inference mode
-  torch::AutoGradMode grad(true);
   for (auto p : parameters) p.mutable_grad() = at::Tensor();  // zero_grad(set_to_none=True)
   const at::Tensor out = forward();
   if (!out.defined())

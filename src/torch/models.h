@@ -36,9 +36,15 @@ class RunnableModel {
   virtual std::string input_signature() const = 0;  // "i64[8,512]"
   virtual std::string device_kind() const = 0;
   virtual int device_index() const = 0;  // cuda:N's N; 0 on the CPU
-  // One step on the example input: a forward in inference mode, or with `train` a forward
-  // and backward; under autocast when asked.
-  virtual void step() = 0;
+  // One step on the example input: a forward, or with `train` a forward and backward; under
+  // autocast when asked. It runs on the calling thread under the step's own modes, whatever the
+  // caller's: a training step with autograd on (out of inference mode, grad mode on), an
+  // inference step in inference mode. Grad and inference modes are thread-local, and callers
+  // differ (the measurement loop runs in inference mode for its replayed operators; Python may
+  // call from under torch.no_grad()): non-virtual, so that no face can let a caller's mode in.
+  void step();
+  // Whether step() is a training step.
+  virtual bool trains() const = 0;
   virtual void synchronize() = 0;
   // Steps to run before observing (TorchScript's profiling executor optimises on the second).
   virtual int warmup_steps() const { return 1; }
@@ -50,6 +56,10 @@ class RunnableModel {
   // module hooks): every other step (timed, measured) then runs as the user's own does.
   // Built-in models name their layers in their own code: nothing to do.
   virtual void name_layers(bool /*on*/) {}
+
+ protected:
+  // The face's own step, which step() runs under the step's modes.
+  virtual void run_step() = 0;
 };
 
 // Throws std::invalid_argument naming what is wrong and what would fit.

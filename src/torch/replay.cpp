@@ -9,8 +9,10 @@
 #include <c10/core/InferenceMode.h>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <sys/resource.h>
 
 #include <algorithm>
+#include <charconv>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -138,8 +140,12 @@ struct Binder {
       hi = dim_size(shape_of("self"), int_of("dim", 0));
     else if (op == "aten::index" && n == "indices")
       hi = dim_size(shape_of("self"), int64_t(list_pos));
+    else if ((op == "aten::embedding_backward" || op == "aten::embedding_dense_backward") && n == "indices")
+      hi = double(
+          int_of("num_weights", 0));  // an index past it writes outside the gradient (an illegal address on a GPU)
     else if ((op == "aten::nll_loss" || op == "aten::nll_loss_nd" || op == "aten::nll_loss2d" ||
-              op == "aten::cross_entropy_loss") &&
+              op == "aten::cross_entropy_loss" || op == "aten::nll_loss_backward" ||
+              op == "aten::nll_loss2d_backward") &&
              n == "target") {
       const auto* s = shape_of("self");
       hi = dim_size(s, s && s->size() > 1 ? 1 : 0);
@@ -613,6 +619,31 @@ bool is_out_of_memory_text(std::string_view text) {
   return false;
 }
 
+}  // namespace
+
+std::optional<std::string> host_allocation_failure(std::string_view text) {
+  if (text.find("CPUAllocator") == std::string_view::npos || !is_out_of_memory_text(text)) return std::nullopt;
+  std::string asked = "an allocation";
+  constexpr std::string_view kTried = "tried to allocate ";
+  if (const auto at = text.find(kTried); at != std::string_view::npos) {
+    std::uint64_t bytes = 0;
+    const char* start = text.data() + at + kTried.size();
+    if (const auto [end, ec] = std::from_chars(start, text.data() + text.size(), bytes); ec == std::errc())
+      asked = fmt::format("an allocation of {}", format_bytes(double(bytes)));
+  }
+  const auto free = available_host_memory_bytes();
+  // A limit on the process's address space (ulimit -v) fails allocations the memory could hold.
+  rlimit limit{};
+  const bool limited = getrlimit(RLIMIT_AS, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY;
+  return fmt::format("out of host memory: {} failed{}{}", asked,
+                     free ? fmt::format(", {} available", format_bytes(double(*free))) : "",
+                     limited ? fmt::format(" (and this process may map at most {} in all: ulimit -v)",
+                                           format_bytes(double(limit.rlim_cur)))
+                             : "");
+}
+
+namespace {
+
 // One line: what was asked, what is free, the fix.
 std::string out_of_memory(const std::string& label, c10::Device device, std::size_t input_bytes,
                           std::string_view torch_text) {
@@ -733,6 +764,9 @@ class PreparedCallImpl : public PreparedCall {
     } catch (const std::bad_alloc&) {
       throw ReplayError(out_of_memory(label, device, needed, "the allocation failed"));
     } catch (const c10::Error& e) {  // a LibTorch check while making the inputs: its message, no backtrace
+      if (auto oom = host_allocation_failure(e.what_without_backtrace()))  // the CPU allocator's failure
+        throw ReplayError(
+            fmt::format("{}: {} (inputs {}); use smaller shapes", label, *oom, format_bytes(double(needed))));
       throw ReplayError(fmt::format("{}: {}", label, first_line(e.what_without_backtrace())));
     }
   }

@@ -3,7 +3,9 @@
 // This header is torch-free so that the CLI and reports compile without LibTorch headers.
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/spec/op_call.h"
@@ -78,6 +80,11 @@ class PreparedCall {
 
 // CUDA GPUs this process sees (0 without CUDA).
 int cuda_device_count();
+
+// LibTorch's CPU allocator failing ("[enforce fail at alloc_cpu.cpp:...] ... not enough memory:
+// you tried to allocate N bytes"), said as the GPU's out-of-memory error says it: "out of host
+// memory: an allocation of 37.3 GiB failed, 12.0 GiB available". nullopt for any other error.
+std::optional<std::string> host_allocation_failure(std::string_view torch_text);
 
 // Names of registered operators close to `name` (for "did you mean").
 std::vector<std::string> similar_op_names(const std::string& name, std::size_t max = 3);

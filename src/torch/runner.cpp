@@ -423,6 +423,8 @@ double measurement_budget_s(const MeasureConfig& cfg, bool with_energy) {
 double Runner::budget_s() const { return measurement_budget_s(cfg_, probe_ != nullptr); }
 
 Measurement Runner::measure(PreparedCall& call) {
+  // Replayed operators run without autograd, as inference does. A model step (ModelCall) sets
+  // its own modes in RunnableModel::step(): a training step leaves this inference mode.
   c10::InferenceMode guard;
   // The measured device is the current one: streams, events and the GPU sleep all use it.
   const c10::DeviceGuard device_guard(kind_ == "cuda" ? c10::Device(c10::kCUDA, c10::DeviceIndex(index_))

@@ -73,7 +73,10 @@ class ScriptedModel : public RunnableModel {
   void synchronize() override {
     if (dev_.is_cuda()) at::accelerator::synchronizeDevice(dev_.index());
   }
-  void step() override {
+  bool trains() const override { return in_.train; }
+
+ protected:
+  void run_step() override {
     run_model_step(in_, autocast_, dev_.type(), parameters_, [&] {
       const c10::IValue out = m_.forward(inputs_);
       if (out.isTensor()) return out.toTensor();

@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
+#include <stdexcept>
 
 #include "core/store/database.h"
 
@@ -38,12 +40,36 @@ MeasureOutcome bad_input(const OpCall* call, std::string error) {
 
 }  // namespace
 
+void check_option_number(double value, const char* python_name, const char* option, double low, bool low_included,
+                         double high, const char* unit) {
+  const bool in_range = std::isfinite(value) && (low_included ? value >= low : value > low) && value <= high;
+  if (!in_range)
+    throw std::invalid_argument(fmt::format("{} ({}) must be a finite number {} {} {} {}{}, not {}", python_name,
+                                            option, low_included ? "from" : "above", low,
+                                            low_included ? "to" : "and at most", high, unit, value));
+}
+
+void check_measure_config(const MeasureConfig& c) {
+  check_option_number(c.time.max_seconds, "max_time", "--max-time", 0, false, kMaxBudgetSeconds, " seconds");
+  check_option_number(c.time.target_rel_ci95, "target_ci", "--target-ci", 0, false, 1, "");
+  check_option_number(c.energy_max_s, "energy_max_time", "--energy-max-time", 0, false, kMaxBudgetSeconds, " seconds");
+  check_option_number(c.energy_max_capped_s, "energy_max_time_capped", "--energy-max-time-capped", 0, false,
+                      kMaxBudgetSeconds, " seconds");
+  check_option_number(c.energy_settle_s, "energy_settle", "--energy-settle", 0, true, kMaxBudgetSeconds, " seconds");
+  check_option_number(c.energy_target_rel_ci95, "energy_target_ci", "--energy-target-ci", 0, false, 1, "");
+  if (c.energy_min_windows < 2 || c.energy_min_windows > 100)
+    throw std::invalid_argument(
+        fmt::format("energy_min_windows (--energy-min-windows) must be a whole number from 2 to 100, not {}",
+                    c.energy_min_windows));
+}
+
 std::size_t MeasureRun::count(MeasureOutcome::Kind kind) const {
   return std::size_t(std::count_if(outcomes.begin(), outcomes.end(), [&](const auto& o) { return o.kind == kind; }));
 }
 
 MeasureRun measure_calls(const std::vector<OpCall>& calls, const std::vector<std::string>& bad_entries,
                          const MeasureOptions& o, const Notes& notes, const MeasureEvents& events) {
+  check_measure_config(o.config);  // before anything is opened or measured
   MeasureRun run;
   const bool many = calls.size() + bad_entries.size() > 1;
   auto record = [&](MeasureOutcome outcome) {

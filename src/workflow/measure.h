@@ -12,11 +12,25 @@
 
 #include "core/measurement.h"
 #include "core/spec/op_call.h"
+#include "core/sweep/sweep_limits.h"
 #include "torch/replay.h"
 #include "torch/runner.h"
 #include "workflow/notes.h"
 
 namespace opcost {
+
+// The longest budget any loop may be given, in seconds: a day. Longer ones are typing
+// mistakes, and past about 10^9 s the watchdog's deadline would overflow its clock.
+inline constexpr double kMaxBudgetSeconds = 86400;
+
+// Throws std::invalid_argument, in one line naming the option in both faces' spelling
+// ("max_time (--max-time)"), when a budget or target is not a finite number in its range:
+// the command line checks its own too, but Python's values arrive here unchecked (nan passes
+// every comparison, and -1 would run a loop that never stops or never starts).
+void check_measure_config(const MeasureConfig& c);
+// One such check: `value` finite, above `low` (or from it, when `low_included`), at most `high`.
+void check_option_number(double value, const char* python_name, const char* option, double low, bool low_included,
+                         double high, const char* unit = "");
 
 struct MeasureOptions {
   ReplayOptions replay;           // device, seed, cache mode, autocast (a call's own autocast wins if it agrees)
@@ -25,6 +39,8 @@ struct MeasureOptions {
   std::string db;                 // its path
   bool db_create_parent = false;  // opcost's default location: its directories may be made
   bool resume = false;            // skip calls that already have an unflagged row
+  // sweep: the items a sweep file may make, counted before any is made (core/sweep/sweep_limits.h)
+  std::uint64_t max_sweep_items = kDefaultMaxSweepItems;
 };
 
 struct MeasureOutcome {

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "core/measure/watchdog.h"
+#include "core/text/text.h"
 
 namespace opcost {
 
@@ -19,8 +20,10 @@ struct Notes {
   void say(const std::string& text) const {
     if (note) note(text);
   }
+  // Cut to a few lines' worth, keeping both ends (the call and the reason): a failing call of
+  // a list of hundreds of tensors (an optimizer's foreach ops) must not flood the terminal.
   void failed(const std::string& text) const {
-    if (error) error(text);
+    if (error) error(elide(text, 2000));
   }
   void done() const {
     if (progress_done) progress_done();

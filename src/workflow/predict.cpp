@@ -18,6 +18,7 @@
 #include "core/store/database.h"
 #include "torch/kernel_trace.h"
 #include "torch/model_call.h"
+#include "workflow/measure.h"
 
 namespace opcost {
 
@@ -48,6 +49,15 @@ void PredictOptions::set_budgets(double op_time_s, double op_energy_s, double op
   op_config.energy_max_capped_s = op_energy_capped_s;
   step_config.synchronous_calls = true;  // a step synchronises itself: timed by wall clock
   step_config.time.max_seconds = step_time_s;
+}
+
+void PredictOptions::check() const {
+  check_measure_config(op_config);
+  check_option_number(step_config.time.max_seconds, "step_max_time", "--step-max-time", 0, false, kMaxBudgetSeconds,
+                      " seconds");
+  check_option_number(short_loops_after, "short_loops_after", "--short-loops-after", 0, true, 1);
+  check_option_number(ops_energy_rel_ci95, "ops_energy_ci", "--ops-energy-ci", 0, true, 1);
+  if (target != 0) check_option_number(target, "target", "--target", 0.01, true, 1);
 }
 
 MeasureConfig PredictOptions::short_op_config() const {
@@ -166,11 +176,13 @@ void pair_energy(PredictReport& r) {
 }  // namespace
 
 PredictReport run_predict(const PredictOptions& o, const Notes& notes) {
+  o.check();  // before the model is made
   auto model = make_model(o.model.model, o.model.inputs, o.model.in);
   return run_predict(o, *model, notes);
 }
 
 PredictReport run_predict(const PredictOptions& o, RunnableModel& runnable, const Notes& notes) {
+  o.check();
   RunnableModel* model = &runnable;
   const std::string kind = model->device_kind();
   const int index = model->device_index();
@@ -243,7 +255,8 @@ PredictReport run_predict(const PredictOptions& o, RunnableModel& runnable, cons
     } catch (const std::exception& e) {  // one bad op never stops the rest
       notes.done();
       ++failures;
-      notes.failed(fmt::format("{}: {}", signature, e.what()));
+      const std::string why = e.what();  // the replay's errors begin with the call already
+      notes.failed(why.rfind(signature, 0) == 0 ? why : fmt::format("{}: {}", signature, why));
       return std::nullopt;
     }
   };
@@ -259,6 +272,7 @@ PredictReport run_predict(const PredictOptions& o, RunnableModel& runnable, cons
   }
   PredictionInputs& pin = report.inputs;
   pin.on_gpu = on_gpu;
+  pin.energy_off = !o.op_config.energy;  // --no-energy: said once, as the run's choice
   pin.sync_us = synchronize_latency_us(kind, index);
   pin.gpu_uuid = env.device_uuid;
   // Always a warm loop: it measures the GPU between kernels, not the op.

@@ -63,6 +63,10 @@ struct PredictOptions {
   // Budgets in seconds, as the command line sets them (timing and energy loops per operator,
   // energy at the power cap, timing of the whole step); no_energy skips the energy loops.
   void set_budgets(double op_time_s, double op_energy_s, double op_energy_capped_s, double step_time_s, bool no_energy);
+  // Throws std::invalid_argument naming the option when a budget, share or target is not a
+  // finite number in its range (check_measure_config): run_predict calls it first, so that the
+  // command line and Python refuse the same values.
+  void check() const;
 };
 
 // validate: the prediction's host inputs and the step, timed in the same rounds (see

@@ -26,6 +26,7 @@
 #include "core/sweep/grid.h"
 #include "core/sweep/model_list.h"
 #include "core/sys/child_process.h"
+#include "core/sys/interrupt.h"
 #include "core/text/text.h"
 #include "workflow/model_inventory.h"
 
@@ -61,6 +62,9 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 
 // A worker checks that its parent is still this supervisor (see run_sweep_worker).
 constexpr const char* kSupervisorEnv = "OPCOST_SWEEP_SUPERVISOR";
+// The worker's database (see worker_environments): the variable the command line and the Python
+// package read when no --db (db=) is given.
+constexpr const char* kDatabaseEnv = "OPCOST_DB";
 
 std::string worker_name() { return fmt::format("{}:{}", host_name(), getpid()); }
 
@@ -120,7 +124,8 @@ ModelSignatures builtin_signatures(const ModelConfig& c, const std::string& devi
 // configurations (the first that calls one names it; `models` counts those that do).
 SweepPlan plan_model_list(const std::string& text, const std::string& file, const MeasureOptions& o, const Notes* notes,
                           const PythonModelSignatures& python_models) {
-  const ModelList list = read_model_list_text(text, file, std::filesystem::path(file).parent_path().string());
+  const ModelList list =
+      read_model_list_text(text, file, std::filesystem::path(file).parent_path().string(), o.max_sweep_items);
   SweepPlan plan;
   plan.name = list.name;
   plan.file = file;
@@ -175,18 +180,16 @@ SweepPlan plan_sweep(const std::string& file, const MeasureOptions& o, const Not
                      const PythonModelSignatures& python_models) {
   const std::string text = read_text_file(file, "the sweep file");
   if (is_model_list_text(text)) return plan_model_list(text, file, o, notes, python_models);
-  Grid grid = expand_grid_text(text, file);
+  // Counted before anything is made, then made one item at a time (core/sweep/grid.h): only the
+  // plan's own items are held.
+  const GridDefinition grid = GridDefinition::read(text, file);
+  grid.check_size(o.max_sweep_items);
   SweepPlan plan;
-  plan.name = grid.name;
+  plan.name = grid.name();
   plan.file = file;
-  plan.filtered_out = grid.filtered_out;
   set_scope(plan, o);
-  if (grid.items.empty())
-    throw std::invalid_argument(
-        fmt::format("{}: `where` filters out all {} combinations, so there is nothing to measure; loosen the filter",
-                    file, grid.filtered_out));
   std::set<std::string> seen;
-  for (const GridItem& g : grid.items) {
+  plan.filtered_out = grid.for_each_item([&](const GridItem& g) {
     SweepItem item;
     item.call = g.call_line;
     item.axes = axes_of(g);
@@ -194,7 +197,7 @@ SweepPlan plan_sweep(const std::string& file, const MeasureOptions& o, const Not
     item.key = key;
     if (!refused.empty()) {
       if (seen.insert(item.key).second) plan.rejected.emplace_back(std::move(item), refused);
-      continue;
+      return;
     }
     // Two combinations that make the same call (a value that the call does not use) are one
     // item: the first one's axes name it.
@@ -202,16 +205,27 @@ SweepPlan plan_sweep(const std::string& file, const MeasureOptions& o, const Not
       plan.items.push_back(std::move(item));
     else
       ++plan.duplicates;
-  }
+  });
+  if (plan.items.empty() && plan.rejected.empty() && plan.duplicates == 0)
+    throw std::invalid_argument(
+        fmt::format("{}: `where` filters out all {} combinations, so there is nothing to measure; loosen the filter",
+                    file, plan.filtered_out));
   return plan;
 }
 
 namespace {
 
-// The environment of each worker: on GPUs, worker i sees only the i-th GPU this process sees.
+// The environment of each worker: the supervisor's pid, the database, and on GPUs, worker i sees
+// only the i-th GPU this process sees. The database goes in $OPCOST_DB, never on the command
+// line: every local user can read a process's command line (ps), only its owner its environment.
 std::vector<std::vector<std::pair<std::string, std::string>>> worker_environments(const SweepOptions& o) {
-  std::vector<std::vector<std::pair<std::string, std::string>>> env(o.workers,
-                                                                    {{kSupervisorEnv, std::to_string(getpid())}});
+  for (const auto& word : o.worker_command)
+    if (hide_password(word, o.measure.db) != word)
+      throw std::logic_error(
+          "sweep: the database's password is on a worker's command line; it must reach the worker "
+          "through $OPCOST_DB only");
+  std::vector<std::vector<std::pair<std::string, std::string>>> env(
+      o.workers, {{kSupervisorEnv, std::to_string(getpid())}, {kDatabaseEnv, o.measure.db}});
   if (o.workers <= 1 || o.measure.replay.device == "cpu") return env;
   if (o.measure.replay.device != "auto" && o.measure.replay.device != "cuda")
     throw std::invalid_argument(fmt::format(
@@ -250,6 +264,35 @@ struct WorkerSlot {
   std::string name;                      // host:pid, as it claims items
   bool progressed = false;               // it finished an item
 };
+
+// Reads the workers' events until every worker has ended, checking for Ctrl-C (Python's, see
+// core/sys/interrupt.h) at least every quarter second: a signal may land in another thread, so
+// poll() is not always interrupted by it.
+template <typename OnEvent, typename OnEnd>
+void poll_workers(std::vector<WorkerSlot>& slots, OnEvent& on_event, OnEnd& on_end) {
+  constexpr int kCheckEveryMs = 250;
+  while (true) {
+    stop_if_interrupted();
+    std::vector<pollfd> fds;
+    std::vector<std::size_t> owner;
+    for (std::size_t i = 0; i < slots.size(); ++i)
+      if (slots[i].process) {
+        fds.push_back({slots[i].process->output_fd(), POLLIN, 0});
+        owner.push_back(i);
+      }
+    if (fds.empty()) break;
+    if (poll(fds.data(), fds.size(), kCheckEveryMs) < 0) {
+      if (errno == EINTR) continue;
+      throw std::runtime_error(fmt::format("sweep: poll: {}", std::strerror(errno)));
+    }
+    for (std::size_t k = 0; k < fds.size(); ++k) {
+      if (!(fds[k].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+      WorkerSlot& w = slots[owner[k]];
+      for (const auto& line : w.process->read_available_lines()) on_event(w, line);
+      if (w.process->output_fd() < 0) on_end(owner[k]);
+    }
+  }
+}
 
 }  // namespace
 
@@ -291,7 +334,6 @@ SweepRun run_sweep(const SweepOptions& o, const std::string& file, const Notes& 
     slots[i] = WorkerSlot{};
     slots[i].process = std::make_unique<ChildProcess>(argv, environments[i]);
   };
-  for (std::size_t i = 0; i < slots.size(); ++i) start(i);
   auto on_event = [&](WorkerSlot& w, const std::string& line) {
     nlohmann::json e;
     try {
@@ -362,25 +404,22 @@ SweepRun run_sweep(const SweepOptions& o, const std::string& file, const Notes& 
     }
     if (run.stopped.empty()) start(i);
   };
-  while (true) {
-    std::vector<pollfd> fds;
-    std::vector<std::size_t> owner;
-    for (std::size_t i = 0; i < slots.size(); ++i)
-      if (slots[i].process) {
-        fds.push_back({slots[i].process->output_fd(), POLLIN, 0});
-        owner.push_back(i);
-      }
-    if (fds.empty()) break;
-    if (poll(fds.data(), fds.size(), -1) < 0) {
-      if (errno == EINTR) continue;
-      throw std::runtime_error(fmt::format("sweep: poll: {}", std::strerror(errno)));
+  // The run ends early (Ctrl-C in Python: Interrupted; a callback's error): no worker outlives
+  // it, and the items they held go back to pending at once, not "running" until a next run or
+  // their lease. (A supervisor killed outright leaves that to the next run: requeue_abandoned.)
+  auto stop_workers = [&] {
+    for (auto& w : slots) w.process.reset();  // killed with SIGKILL and reaped (ChildProcess)
+    try {
+      state.requeue_abandoned(worker_alive);
+    } catch (...) {  // the database is what failed: the next run requeues them
     }
-    for (std::size_t k = 0; k < fds.size(); ++k) {
-      if (!(fds[k].revents & (POLLIN | POLLHUP | POLLERR))) continue;
-      WorkerSlot& w = slots[owner[k]];
-      for (const auto& line : w.process->read_available_lines()) on_event(w, line);
-      if (w.process->output_fd() < 0) on_end(owner[k]);
-    }
+  };
+  try {
+    for (std::size_t i = 0; i < slots.size(); ++i) start(i);
+    poll_workers(slots, on_event, on_end);
+  } catch (...) {
+    stop_workers();
+    throw;
   }
   run.after = state.counts(plan.id());
   run.seconds = seconds_since(t0);
@@ -524,17 +563,16 @@ SweepStatus sweep_status(const MeasureOptions& o, const std::string& file, const
   std::optional<SweepState> state;
   if (db) state.emplace(*db);
   const std::string text = read_text_file(file, "the sweep file");
-  if (!need_items && state && is_model_list_text(text)) {
-    SweepPlan known;
-    known.name = read_model_list_text(text, file).name;
-    known.file = file;
-    set_scope(known, o);
-    if (state->counts(known.id()).total() > 0) {
-      s.planned = false;
-      s.plan = known;
-    }
+  // Status runs no model: a model list's items come from running each model (its Python files
+  // are the user's code, imported and run), so its items are those the database has.
+  if (!need_items && is_model_list_text(text)) {
+    s.planned = false;
+    s.plan.name = read_model_list_text(text, file, "", o.max_sweep_items).name;
+    s.plan.file = file;
+    set_scope(s.plan, o);
+  } else {
+    s.plan = plan_sweep(file, o, nullptr, python_models);
   }
-  if (s.planned) s.plan = plan_sweep(file, o, nullptr, python_models);
   s.items = s.plan.total();
   if (!state) {
     s.not_enrolled = s.items;

@@ -54,7 +54,9 @@ struct SweepOptions {
   MeasureOptions measure;  // replay, budgets, database (store is always on)
   SweepState::Reset reset = SweepState::Reset::kNone;
   // argv of a worker for this sweep (`opcost sweep FILE … --worker`, the same measurement
-  // options); the sweep is appended as `--sweep-name NAME --sweep-scope SCOPE` (SweepId).
+  // options, without --db); the sweep is appended as `--sweep-name NAME --sweep-scope SCOPE`
+  // (SweepId). The database reaches the worker as $OPCOST_DB, never on its command line (which
+  // `ps` shows every local user): a password in `measure.db` found in it is refused as a bug.
   std::vector<std::string> worker_command;
   std::size_t max_failed_starts = 3;  // workers in a row that die before taking an item: stop
   // Worker processes at once. On GPUs, one per GPU: worker i sees only the i-th GPU
@@ -88,6 +90,9 @@ struct SweepEvents {
       progress;
 };
 
+// A run stopped from outside (Ctrl-C in Python: core/sys/interrupt.h, checked at least every
+// quarter second) or by an error in a callback kills its workers and puts the items they held
+// back to pending before the exception goes on to the caller.
 SweepRun run_sweep(const SweepOptions& o, const std::string& file, const Notes& notes, const SweepEvents& events = {});
 
 // The worker: claims the sweep's pending items one at a time until none is left and no other
@@ -97,21 +102,23 @@ SweepRun run_sweep(const SweepOptions& o, const std::string& file, const Notes& 
 int run_sweep_worker(const MeasureOptions& o, const SweepId& sweep, const SweepState::Lease& lease,
                      std::FILE* events_out);
 
-// `sweep status`: the sweep's items in the database (the file is expanded to know its name).
+// `sweep status`: the sweep's items in the database at the options given (the file is expanded
+// to know its name and items; the options, device included, make the scope of what is counted).
 struct SweepStatus {
   SweepPlan plan;  // without items when `planned` is false
   bool planned = true;
   std::size_t items = 0;  // the sweep's items: the plan's, or those the database has
   SweepCounts counts;
-  std::size_t not_enrolled = 0;      // items of the file the database has not seen yet
+  std::size_t not_enrolled = 0;      // items of the file never run at these options (none in this scope)
   std::vector<ItemState> failed;     // with their reasons
   std::vector<ItemState> running;    // with their workers
   double mean_seconds_per_item = 0;  // over done items measured in a sweep (0: none yet)
   std::size_t workers_seen = 0;      // distinct workers that measured its done items
   std::size_t elsewhere = 0;         // its items at other settings or on another device
 };
-// A model list that the database has run before is not planned again (each of its models would
-// run for its inventory): its items are those the database has, unless `need_items` (dry-run).
+// A model list is not planned (each of its models would run, Python files imported, for its
+// inventory): its items are those the database has at these options, none when the list never
+// ran at them, unless `need_items` (dry-run).
 SweepStatus sweep_status(const MeasureOptions& o, const std::string& file,
                          const PythonModelSignatures& python_models = {}, bool need_items = false);
 

@@ -282,3 +282,16 @@ def test_python_m_opcost_errors():
     assert run.returncode == 2 and "has no 'Linearr'" in run.stderr
     run = run_module("inventory", "torch:nn", "--input", "q7[2]")
     assert run.returncode == 2 and "error" in run.stderr
+
+
+def test_a_damaged_database_is_a_database_error_with_its_kind(tmp_path):
+    bad = tmp_path / "bad.db"
+    bad.write_bytes(b"not a database " * 100)
+    with pytest.raises(opcost.DatabaseError, match="bad.db") as caught:
+        opcost.validate(Net().eval(), torch.randn(8, 16), db=bad, max_time=0.02)
+    assert caught.value.kind == "other"  # full, read_only, io or other: what the command line's exit status follows
+    (tmp_path / "m.py").write_text("import torch\ndef build():\n    return torch.nn.Linear(16, 4)\n")
+    run = run_module("validate", f"{tmp_path / 'm.py'}:build", "--input", "f32[8,16]", "--device", "cpu", "--db",
+                     str(bad))
+    assert run.returncode == 1, run.stderr  # as `opcost validate`: a database that fails is exit 1, read-only 2
+    assert run.stderr.count("\n") == 1 and run.stderr.startswith("opcost: error: ") and "bad.db" in run.stderr

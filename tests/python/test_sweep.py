@@ -1,13 +1,18 @@
 """opcost.sweep on CPU tensors: a grid's items measured through worker processes with their
 state in the database, a failing item recorded while the sweep goes on, the progress lines when
-the stream is not a terminal, and the status with its reasons."""
+the stream is not a terminal, the status with its reasons (never running a model), an interrupt
+of the parent alone, and the database kept off the workers' command lines."""
 
 from __future__ import annotations
 
 import io
+import os
 import re
+import signal
 import subprocess
 import sys
+import textwrap
+import time
 
 import pytest
 import torch
@@ -112,5 +117,88 @@ def test_python_m_opcost_sweep_runs_a_list_with_python_models(tmp_path):
     other = subprocess.run(base[:-4] + ["--status"], capture_output=True, text=True)
     assert re.search(r"items: 0 done, 0 failed, \d+ pending", other.stdout), other.stdout
     assert re.search(r"\d+ items of this sweep at other settings", other.stdout), other.stdout
+    # Status runs no model: the list's model file is not even imported, whether the list ran at
+    # these settings, at others, or never in this database.
+    marker = tmp_path / "imported"
+    (tmp_path / "nets.py").write_text(f"open({str(marker)!r}, 'a').write('imported')\n"
+                                      "import torch\ndef build():\n    return torch.nn.Linear(8, 4)\n")
+    for status_args in (base + ["--status"], base[:-4] + ["--status"],
+                        base[:6] + [str(tmp_path / "fresh.db")] + base[7:] + ["--status"]):
+        run = subprocess.run(status_args, capture_output=True, text=True)
+        assert run.returncode == 0, run.stderr
+    assert not marker.exists(), "sweep --status imported the list's model file"
     bad = subprocess.run(base[:4] + [str(tmp_path / "none.yaml")], capture_output=True, text=True)
     assert bad.returncode == 2 and "none.yaml" in bad.stderr
+
+
+def _children(pid: int) -> list:
+    """The processes whose parent is ``pid`` (from /proc)."""
+    out = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            if ppid == pid:
+                out.append(int(entry))
+    return out
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except OSError:
+        return False
+
+
+SLOW = dict(device="cpu", energy=False, max_time=0.5, target_ci=1e-6)  # each item loops its whole budget
+
+
+def test_an_interrupt_of_the_parent_alone_stops_the_workers_and_puts_their_items_back(tmp_path):
+    grid = tmp_path / "slow.yaml"
+    grid.write_text('name: slow\nop: aten::mm\nargs: {self: "f32[{n},64]", mat2: "f32[64,64]"}\n'
+                    f"axes: {{n: [{', '.join(str(n) for n in range(60, 84))}]}}\n")
+    db = tmp_path / "ops.db"
+    script = textwrap.dedent(f"""
+        import signal
+        signal.signal(signal.SIGINT, signal.default_int_handler)  # even where SIGINT came ignored
+        import opcost
+        try:
+            opcost.sweep({str(grid)!r}, db={str(db)!r}, workers=2, progress=False, **{SLOW!r})
+        except KeyboardInterrupt:
+            print("KeyboardInterrupt reached the caller", flush=True)
+        else:
+            print("the sweep ended uninterrupted", flush=True)
+        """)
+    parent = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True)
+    try:
+        workers, running = [], 0
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and parent.poll() is None:
+            workers = _children(parent.pid)
+            if db.exists() and len(workers) == 2:
+                running = opcost.sweep_status(grid, db=db, **SLOW).running
+                if running:
+                    break
+            time.sleep(0.1)
+        assert running, f"no worker took an item: {parent.communicate()[1] if parent.poll() is not None else ''}"
+        # The database is in each worker's environment, not on its command line (ps shows that).
+        for pid in workers:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                assert str(db).encode() not in f.read()
+            with open(f"/proc/{pid}/environ", "rb") as f:
+                assert f"OPCOST_DB={db}".encode() in f.read().split(b"\0")
+        os.kill(parent.pid, signal.SIGINT)  # the parent alone, as a notebook's interrupt does
+        out, err = parent.communicate(timeout=60)
+    finally:
+        if parent.poll() is None:
+            parent.kill()
+    assert "KeyboardInterrupt reached the caller" in out, err
+    assert not any(_alive(pid) for pid in workers), "a worker outlived the interrupted sweep"
+    s = opcost.sweep_status(grid, db=db, **SLOW)
+    assert s.running == 0, "items left running by workers that are gone"
+    assert s.pending > 0 and s.done + s.failed + s.pending == s.items == 24

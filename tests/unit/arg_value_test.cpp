@@ -3,6 +3,7 @@
 #include "core/spec/arg_value.h"
 #include "core/spec/op_call.h"
 #include "core/spec/spec_file.h"
+#include "core/text/text.h"
 
 using namespace opcost;
 
@@ -210,4 +211,98 @@ TEST(OpCall, FuzzedCommandLinesFailWithTheArgumentNamed) {
       EXPECT_EQ(what.find('\n'), std::string::npos) << what;
     }
   }
+}
+
+// Each list level is a recursive call: 100000 of them overflowed the stack (exit 139, no
+// message). They are refused at kMaxListDepth with a short message naming the limit and fix.
+TEST(ArgValue, DeepNestingIsRefusedNotAStackOverflow) {
+  const std::size_t levels = 100000;
+  const std::string deep = std::string(levels, '[') + "f32[2]" + std::string(levels, ']');
+  const std::string what = parse_error(deep);
+  EXPECT_NE(what.find("lists nest deeper than 32 levels"), std::string::npos) << what.substr(0, 300);
+  EXPECT_NE(what.find("flatten it"), std::string::npos) << what.substr(0, 300);
+  EXPECT_LT(what.size(), 400u) << "the message echoes the whole input";
+  // The limit itself still parses, one more level does not.
+  const std::string at_limit = std::string(kMaxListDepth, '[') + "1" + std::string(kMaxListDepth, ']');
+  EXPECT_EQ(parse_error(at_limit), "");
+  EXPECT_NE(parse_error("[" + at_limit + "]").find("deeper than 32"), std::string::npos);
+  // Through the command line's form: the argument is named.
+  try {
+    parse_call("aten::cat", {"tensors=" + deep});
+    FAIL();
+  } catch (const std::invalid_argument& e) {
+    const std::string msg = e.what();
+    EXPECT_EQ(msg.rfind("aten::cat: argument 'tensors': lists nest deeper than 32 levels", 0), 0u)
+        << msg.substr(0, 300);
+  }
+}
+
+// A 10 MB argument gave 20 MB of stderr: every echo of the user's text is cut.
+TEST(ArgValue, ErrorsEchoLongInputCut) {
+  const std::string huge = "f32[" + std::string(10'000'000, '7') + "x]";
+  const std::string shape = parse_error(huge);
+  EXPECT_LT(shape.size(), 400u);
+  EXPECT_NE(shape.find("…"), std::string::npos) << shape;
+  const std::string digits = parse_error(std::string(300, '9'));  // a 300-digit number
+  EXPECT_NE(digits.find("out of range for a 64-bit integer"), std::string::npos) << digits;
+  EXPECT_LT(digits.size(), 400u) << digits;
+  const std::string word = parse_error(std::string(100000, 'q') + "[2]");  // an unknown dtype of 100000 letters
+  EXPECT_NE(word.find("unknown dtype"), std::string::npos);
+  EXPECT_LT(word.size(), 500u);
+  try {  // an unnamed token is named by its text: cut too
+    parse_call("aten::relu", {std::string(1'000'000, '[')});
+    FAIL();
+  } catch (const std::invalid_argument& e) {
+    EXPECT_LT(std::string(e.what()).size(), 500u);
+  }
+}
+
+// Each word a message names is cut, not only the whole input: a 16,000-letter tensor modifier
+// gave a 16 KB+ message (fuzz_arg_value), so did a modifier given twice.
+TEST(ArgValue, EveryEchoedWordIsCutAndOneLine) {
+  const std::string letters(16000, 'n');
+  const std::string unknown = parse_error("i64[]:r" + letters);
+  EXPECT_NE(unknown.find("unknown tensor modifier ':rnnn"), std::string::npos) << unknown.substr(0, 300);
+  EXPECT_LT(unknown.size(), 400u) << unknown.substr(0, 300);
+  // A modifier's name is letters only, so a valid one repeated is the "twice" path.
+  const std::string twice = parse_error("f32[2]:cpu:cpu" + letters);
+  EXPECT_LT(twice.size(), 400u) << twice.substr(0, 300);
+  for (const std::string& bad : {std::string("f32[2]\n\x01"), std::string("\x01"), std::string("f32[2] \xff")}) {
+    const std::string what = parse_error(bad);
+    EXPECT_FALSE(what.empty()) << bad;
+    EXPECT_EQ(what.find_first_of("\n\r"), std::string::npos) << what;
+    EXPECT_EQ(printable(what, false), what) << "a raw control byte or broken UTF-8 in the message";
+  }
+}
+
+// A bad operator name is the user's text too: one with newlines gave a refusal of several
+// lines (fuzz_arg_value: "aten::f32[64,3:\n3\n]: argument ..."). It is refused as a name, cut,
+// on one line; and the name a bad argument's message shows is escaped.
+TEST(OpCall, OperatorNamesAreOneShortLineInMessages) {
+  auto refusal = [](const std::string& op, const std::vector<std::string>& args) -> std::string {
+    try {
+      parse_call(op, args);
+    } catch (const std::invalid_argument& e) {
+      return e.what();
+    }
+    return "";
+  };
+  const std::string newline = refusal("aten::f32[64,3:\n3\n]", {"x"});
+  EXPECT_NE(newline.find("is not an operator name"), std::string::npos) << newline;
+  EXPECT_NE(newline.find("\\n3\\n"), std::string::npos) << newline;
+  EXPECT_EQ(newline.find('\n'), std::string::npos) << newline;
+  const std::string long_name = refusal("aten::" + std::string(16000, 'f'), {});
+  EXPECT_NE(long_name.find("is not an operator name"), std::string::npos) << long_name.substr(0, 300);
+  EXPECT_LT(long_name.size(), 400u) << long_name.substr(0, 300);
+  EXPECT_NE(refusal("", {}).find("is not an operator name"), std::string::npos);
+  // A '[' or a space in a name read back as an argument once the call was written out (libFuzzer,
+  // fuzz_grid: "aten::mm[G… self=…" as one name, 256 bytes, then 257 with the space after it).
+  EXPECT_NE(refusal("aten::mm[", {}).find("is not an operator name"), std::string::npos);
+  EXPECT_NE(refusal("aten::mm[x self=f32[2]]", {}).find("is not an operator name"), std::string::npos);
+  // A long name that is allowed is cut where a bad argument's message shows it.
+  const std::string allowed = refusal("aten::" + std::string(240, 'g'), {"f32[x]\n"});
+  EXPECT_NE(allowed.find("argument 'f32[x]\\n'"), std::string::npos) << allowed;
+  EXPECT_LT(allowed.size(), 400u) << allowed;
+  EXPECT_EQ(allowed.find('\n'), std::string::npos) << allowed;
+  EXPECT_EQ(parse_call("aten::add.Tensor", {"self=f32[2]"}).display_name(), "aten::add.Tensor");
 }

@@ -109,6 +109,21 @@ TEST(Database, AUrlNamesPostgresAndMessagesHideItsPassword) {
   EXPECT_EQ(display_location("/data/ops.db"), "/data/ops.db");
 }
 
+// The odd URLs too: a password holding '@' or '/', a percent-encoded parameter name, libpq's
+// error quoting a piece of the password.
+TEST(Database, NoFormOfAUrlShowsItsPassword) {
+  EXPECT_EQ(display_location("postgresql://me:p@ss@db.lab/opcost"), "postgresql://me:***@db.lab/opcost");
+  EXPECT_EQ(display_location("postgresql://me:pa/ss@db.lab/opcost"), "postgresql://me:***@db.lab/opcost");
+  EXPECT_EQ(display_location("postgres://me@db/x?sslmode=require&pass%77ord=s3cret&sslpassword=k3y"),
+            "postgres://me@db/x?sslmode=require&pass%77ord=***&sslpassword=***");
+  EXPECT_EQ(display_location("postgresql://me:@db/x"), "postgresql://me:***@db/x");
+  const std::string url = "postgresql://me:top%2Fs3cret/more@db.lab/opcost";
+  EXPECT_EQ(hide_password("invalid integer value \"top%2Fs3cret\" for port; tried top/s3cret and more", url),
+            "invalid integer value \"***\" for port; tried ***/*** and ***");
+  EXPECT_EQ(hide_password("nothing secret here", "postgresql://me@db/x"), "nothing secret here");
+  EXPECT_EQ(hide_password("ops.db: locked", "ops.db"), "ops.db: locked");
+}
+
 TEST_P(DatabaseEngineTest, RoundTripsAMeasurement) {
   int64_t id;
   {

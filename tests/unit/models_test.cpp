@@ -6,6 +6,7 @@
 #include <ATen/ops/mul.h>
 #include <ATen/ops/ones.h>
 #include <ATen/ops/scalar_tensor.h>
+#include <c10/core/GradMode.h>
 #include <c10/core/InferenceMode.h>
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -22,9 +23,11 @@
 #include "core/spec/op_call.h"
 #include "core/spec/spec_file.h"
 #include "core/trace/energy_attribution.h"
+#include "torch/model_call.h"
 #include "torch/models.h"
 #include "torch/observer.h"
 #include "torch/replay.h"
+#include "torch/runner.h"
 #include "workflow/model_inventory.h"
 #include "workflow/trace.h"
 
@@ -362,6 +365,73 @@ TEST(Inventory, TrainingAttributesBackwardOpsToTheirForwardLayer) {
       for (const auto& l : e.layers)
         EXPECT_TRUE(forward_layers.count(l) || (l == "(accumulate-grad)" && e.op == "aten::detach"))
             << e.signature() << " in " << l;
+}
+
+// A face whose step records the modes it ran under: what every face's step gets from
+// RunnableModel::step(), Python's included.
+class ModeRecordingModel : public RunnableModel {
+ public:
+  explicit ModeRecordingModel(bool train) : train_(train) {}
+  struct Modes {
+    bool grad, inference;
+  };
+  std::vector<Modes> seen;
+  const std::string& name() const override { return name_; }
+  int64_t parameter_count() const override { return 0; }
+  std::string input_signature() const override { return "f32[1]"; }
+  std::string device_kind() const override { return "cpu"; }
+  int device_index() const override { return 0; }
+  bool trains() const override { return train_; }
+  void synchronize() override {}
+
+ protected:
+  void run_step() override { seen.push_back({c10::GradMode::is_enabled(), c10::InferenceMode::is_enabled()}); }
+
+ private:
+  bool train_;
+  std::string name_ = "mode-recorder";
+};
+
+TEST(Models, AStepRunsUnderItsOwnGradAndInferenceModesWhateverTheCallers) {
+  ModeRecordingModel train(true), inference(false);
+  {
+    c10::InferenceMode caller;  // as the measurement loop runs every call
+    train.step();
+  }
+  {
+    c10::NoGradGuard caller;  // Python's torch.no_grad()
+    train.step();
+  }
+  inference.step();  // the caller's default: grad mode on
+  ASSERT_EQ(train.seen.size(), 2u);
+  for (const auto& m : train.seen) EXPECT_TRUE(m.grad && !m.inference);
+  ASSERT_EQ(inference.seen.size(), 1u);
+  EXPECT_TRUE(!inference.seen[0].grad && inference.seen[0].inference);
+  EXPECT_TRUE(c10::GradMode::is_enabled() && !c10::InferenceMode::is_enabled());  // the caller's, restored
+}
+
+TEST(Models, AMeasuredTrainingStepRunsWithAutogradAndItsBackward) {
+  // The path `validate --train` measures the whole step on: the runner's loop, in inference mode.
+  MeasureConfig cfg;
+  cfg.energy = false;
+  cfg.time.max_seconds = 0.05;
+  cfg.synchronous_calls = true;
+  Runner runner("cpu", 0, cfg);
+  ModelInput in;
+  in.train = true;
+  ModeRecordingModel recorder(true);
+  ModelCall recorded(recorder, in);
+  const Measurement r = runner.measure(recorded);
+  EXPECT_EQ(r.overload, "train");
+  ASSERT_FALSE(recorder.seen.empty());
+  for (const auto& m : recorder.seen) EXPECT_TRUE(m.grad && !m.inference);
+  // A real model: its backward runs (it would throw without a graph), and the step is timed.
+  in = small();
+  in.train = true;
+  auto mnist = make_builtin_model("mnist-cnn", in);
+  ModelCall step(*mnist, in);
+  Runner on_its_device(mnist->device_kind(), mnist->device_index(), cfg);
+  EXPECT_GT(on_its_device.measure(step).time.per_call_us.median, 0.0);
 }
 
 // Energy per call (opcost trace --energy) charges each traced call with the measurement of the

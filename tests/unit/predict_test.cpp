@@ -356,4 +356,53 @@ TEST(ExpectedWeight, ArithmeticOutranksBytesWhereItSetsTheTime) {
             expected_weight(call("aten::mm self=f32[4096,4096] mat2=f32[4096,4096]"), 1));
 }
 
+// --no-energy left every operator without energy: the prediction said one of them "has no
+// energy figure", as if that one were at fault. A reason all share is said as the run's.
+TEST(Prediction, MissingEnergyBlamesNoOperatorWhenAllShareTheReason) {
+  Inventory inv = two_layer_inventory();
+  PredictionInputs in;
+  in.gap_power_W = 60;
+  std::map<std::size_t, OpCost> costs = {{0, cost(5, 40, 12, 40)}, {1, cost(10, 4, 1.6, 10)}, {2, cost(3, 0, 0.3, 3)}};
+  for (auto& [e, c] : costs) {
+    c.energy_mJ.reset();
+    c.energy_why = "energy measurement switched off (--no-energy; energy=False in Python)";
+  }
+  const Prediction all = predict(inv, costs, in);
+  EXPECT_EQ(all.energy_why,
+            "no measured operator has an energy figure: energy measurement switched off (--no-energy; energy=False in "
+            "Python)");
+  costs[0].energy_mJ = 12;  // one has energy, two do not: counted, the first named
+  EXPECT_NE(predict(inv, costs, in).energy_why.find("2 of 3 measured signatures have no energy figure"),
+            std::string::npos);
+  in.energy_off = true;
+  EXPECT_EQ(predict(inv, costs, in).energy_why, "energy was switched off (--no-energy; energy=False in Python)");
+}
+
+// On the CPU, the interval is no "GPU time only", and the step is no "host only" prediction.
+TEST(Prediction, CpuPredictionsAreWordedForTheCpu) {
+  Inventory inv = two_layer_inventory();
+  PredictionInputs in;
+  in.on_gpu = false;
+  std::map<std::size_t, OpCost> costs = {{0, cost(5, 40, 12, 40)}, {1, cost(10, 4, 1.6, 10)}, {2, cost(3, 0, 0.3, 3)}};
+  const std::string table = to_table(predict(inv, costs, in), inv, nullptr);
+  EXPECT_EQ(table.find("GPU time only"), std::string::npos) << table;
+  EXPECT_EQ(table.find("host only"), std::string::npos) << table;
+  EXPECT_NE(table.find("on the CPU the whole step is host time"), std::string::npos) << table;
+}
+
+// Nothing measured: no tables of zeros, no error against the measured step.
+TEST(Prediction, NothingMeasuredPrintsNoTablesAndNoError) {
+  Inventory inv = two_layer_inventory();
+  const Prediction p = predict(inv, {}, PredictionInputs{});
+  StepMeasurement m;
+  m.time_us = 100;
+  m.time_ci_us = 1;
+  const std::string table = to_table(p, inv, &m);
+  EXPECT_NE(table.find("predicted: nothing: no operator of the model is measured yet"), std::string::npos) << table;
+  EXPECT_NE(table.find("run `opcost validate`"), std::string::npos) << table;
+  EXPECT_EQ(table.find("0.0%"), std::string::npos) << table;
+  EXPECT_EQ(table.find("error"), std::string::npos) << table;
+  EXPECT_TRUE(to_json(p, inv, &m)["error"]["time"].is_null());
+}
+
 }  // namespace opcost

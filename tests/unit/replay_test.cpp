@@ -184,6 +184,21 @@ TEST(Bind, SeededDataIsReproducibleAndIndicesAreInRange) {
   EXPECT_EQ(format_args(r.canonical), "self=f32[1000]:range[2.0,3.0]");
 }
 
+// A training step's embedding backward (BERT's token types: 2 rows) indexes a gradient of
+// num_weights rows: indices drawn from the default [0, 16) wrote outside it on the H100.
+TEST(Bind, EmbeddingBackwardIndicesStayBelowNumWeights) {
+  for (const std::string op : {"aten::embedding_backward", "aten::embedding_dense_backward"}) {
+    const bool sparse_arg = op == "aten::embedding_backward";
+    const std::string line = op + (sparse_arg ? " grad" : " grad_output") +
+                             "=f32[8,64,4] indices=i64[8,64] num_weights=2 padding_idx=-1 scale_grad_by_freq=false" +
+                             (sparse_arg ? " sparse=false" : "");
+    auto b = bind_call(call_of(line), c10::Device(at::kCPU), 0);
+    const auto idx = b.inputs[1].toTensor();
+    EXPECT_GE(idx.min().item<int64_t>(), 0) << op;
+    EXPECT_LT(idx.max().item<int64_t>(), 2) << op;
+  }
+}
+
 TEST(Bind, AFractionOfZerosIsThatFractionAndStaysInTheSignature) {
   auto half = bind_call(call_of("aten::relu self=bf16[20000]:zeros[0.5]"), c10::Device(at::kCPU), 3);
   const double zero_share = (half.inputs[0].toTensor() == 0).to(at::kDouble).mean().item<double>();

@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
 #include "core/spec/spec_file.h"
 
 using namespace opcost;
@@ -129,3 +131,60 @@ TEST(SpecFile, ReadsAnInventoryDocument) {
 
 }  // namespace
 }  // namespace opcost
+
+// Nesting from a spec file: YAML's own lists and the argument language inside a string. Each
+// is refused with the file and a message, never a stack overflow.
+TEST(SpecFile, DeepNestingIsRefusedWithTheEntryNamed) {
+  const std::size_t levels = 100000;
+  const std::string deep = std::string(levels, '[') + "1" + std::string(levels, ']');
+  // A string in the argument language, 10^5 levels deep.
+  const auto in_string = error_of("ops:\n  - \"aten::cat tensors=" + deep + "\"\n");
+  EXPECT_NE(in_string.find("bad.yaml:2"), std::string::npos) << in_string.substr(0, 300);
+  EXPECT_NE(in_string.find("lists nest deeper than 32 levels"), std::string::npos) << in_string.substr(0, 300);
+  EXPECT_LT(in_string.size(), 600u);
+  // YAML's flow lists, 10^5 levels deep: yaml-cpp's own depth limit refuses the file.
+  const auto in_yaml = error_of("ops:\n  - op: aten::cat\n    args: {tensors: " + deep + "}\n");
+  EXPECT_NE(in_yaml.find("bad.yaml:"), std::string::npos) << in_yaml.substr(0, 300);
+  EXPECT_LT(in_yaml.size(), 600u);
+  // YAML lists within yaml-cpp's limit but past the argument language's.
+  const std::string forty = std::string(40, '[') + "1" + std::string(40, ']');
+  const auto in_yaml_40 = error_of("ops:\n  - op: aten::cat\n    args: {tensors: " + forty + "}\n");
+  EXPECT_NE(in_yaml_40.find("argument 'tensors'"), std::string::npos) << in_yaml_40;
+  EXPECT_NE(in_yaml_40.find("deeper than 32"), std::string::npos) << in_yaml_40;
+}
+
+// YAML aliases multiply a list tenfold per line: a few lines must not become 10^9 values.
+TEST(SpecFile, AliasBombsAreRefused) {
+  std::string yaml = "a0: &a0 [1, 1, 1, 1, 1, 1, 1, 1, 1, 1]\n";
+  for (int i = 1; i <= 8; ++i)
+    yaml +=
+        fmt::format("a{0}: &a{0} [*a{1}, *a{1}, *a{1}, *a{1}, *a{1}, *a{1}, *a{1}, *a{1}, *a{1}, *a{1}]\n", i, i - 1);
+  yaml += "ops:\n  - op: aten::cat\n    args: {tensors: *a8}\n";
+  const auto what = error_of(yaml);
+  EXPECT_NE(what.find("more than 100000 values in one argument"), std::string::npos) << what;
+}
+
+// yaml-cpp's own message can hold the input's character ("unknown escape character: " and a
+// line break: fuzz_spec_file), and a key, a name or the file's path a newline: every message
+// is one line, cut.
+TEST(SpecFile, MessagesAreOneLineWhateverYamlOrTheFileSays) {
+  auto one_line = [](const std::string& what, const std::string& expected) {
+    EXPECT_NE(what.find(expected), std::string::npos) << what.substr(0, 400);
+    EXPECT_EQ(what.find_first_of("\n\r"), std::string::npos) << what.substr(0, 400);
+    EXPECT_LT(what.size(), 600u) << what.substr(0, 400);
+  };
+  one_line(error_of("ops: [\"aten::relu \\\r\"]\n"), "malformed YAML/JSON: unknown escape character: \\r");
+  one_line(error_of("ops:\n  - op: aten::relu\n    \"ar\\ngz\": {}\n"), "unknown key 'ar\\ngz'");
+  // (An implicit YAML key is at most 1024 characters; an explicit one, "? key", has no bound.)
+  one_line(error_of("ops:\n  - op: aten::relu\n    ? " + std::string(16000, 'k') + "\n    : {}\n"), "unknown key 'kkk");
+  one_line(error_of("ops:\n  - op: aten::relu\n    args: {\"se\\nlf\": \"f32[x]\"}\n"), "argument 'se\\nlf'");
+  one_line(error_of("ops:\n  - op: \"aten::f32[64,3:\\n3\\n]\"\n    args: [\"f32[x]\"]\n"),
+           "bad.yaml:2 (ops[0]): 'aten::f32[64,3:\\n3\\n]' is not an operator name");
+  one_line(error_of("ops:\n  - \"aten::r" + std::string(16000, 'e') + "lu f32[x]\"\n"), "is not an operator name");
+  try {
+    parse_spec_text("ops: []\n", "dir\nwith a newline/spec.yaml");
+    FAIL();
+  } catch (const std::invalid_argument& e) {
+    one_line(e.what(), "dir\\nwith a newline/spec.yaml: the spec file lists no operators");
+  }
+}

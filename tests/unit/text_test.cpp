@@ -23,6 +23,49 @@ TEST(Text, PrintableEscapesWhatWouldGarbleATerminal) {
   EXPECT_EQ(printable("\xc0\xaf"), "\\xc0\\xaf");  // overlong
 }
 
+TEST(Text, ElideCutsLongTextKeepingBothEnds) {
+  EXPECT_EQ(elide("short", 80), "short");
+  const std::string cut = elide(std::string(1000, 'a') + std::string(1000, 'z'), 40);
+  EXPECT_LE(cut.size(), 40u);
+  EXPECT_EQ(cut.front(), 'a');
+  EXPECT_EQ(cut.back(), 'z');
+  EXPECT_NE(cut.find("…"), std::string::npos);
+  // Never inside a UTF-8 character: printable() then has nothing to escape.
+  std::string e;
+  for (int i = 0; i < 200; ++i) e += "é";
+  const std::string cut_e = elide(e, 42);  // an odd cut on both sides
+  EXPECT_LE(cut_e.size(), 42u);
+  EXPECT_EQ(printable(cut_e), cut_e);
+  // A 10 MB echo stays short.
+  EXPECT_LE(elide(std::string(10'000'000, 'x'), 2000).size(), 2000u);
+}
+
+// What every parser's message echoes user text (or yaml-cpp's message) through: one line, short.
+TEST(Text, PrintableOneLineIsOneShortLineWhateverTheText) {
+  EXPECT_EQ(printable_one_line("aten::relu"), "aten::relu");
+  EXPECT_EQ(printable_one_line("plain é text"), "plain é text");  // UTF-8 kept
+  // yaml-cpp's "unknown escape character: " followed by the character itself.
+  EXPECT_EQ(printable_one_line("unknown escape character: \n"), "unknown escape character: \\n");
+  EXPECT_EQ(printable_one_line("a\tb\r\nc"), "a\\tb\\r\\nc");
+  EXPECT_EQ(printable_one_line(std::string("nul\0\x1b[31m\x7f\xff", 11)), "nul\\x00\\x1b[31m\\x7f\\xff");
+  // A 16 KB word (an unknown tensor modifier, a grid's op) is cut to about max_chars...
+  const std::string word = printable_one_line("r" + std::string(16000, 'n'), 40);
+  EXPECT_LE(word.size(), 40u);
+  EXPECT_NE(word.find("…"), std::string::npos);
+  EXPECT_EQ(word.front(), 'r');
+  // ...and even all control characters stay within 4 bytes per byte kept, on one line.
+  const std::string controls = printable_one_line(std::string(1'000'000, '\n') + std::string(1000, '\x01'), 80);
+  EXPECT_LE(controls.size(), 4u * 80u);
+  EXPECT_EQ(controls.find_first_of("\n\r"), std::string::npos);
+  EXPECT_EQ(controls.rfind("\\n", 0), 0u) << controls;
+  EXPECT_NE(controls.find("\\x01"), std::string::npos) << controls;
+}
+
+TEST(Text, ClosestIgnoresWordsNoTypoExplains) {
+  // A 10 MB word against every candidate would take minutes: it gets no suggestion at once.
+  EXPECT_TRUE(closest(std::string(10'000'000, 'm'), {"measure", "models"}).empty());
+}
+
 TEST(Text, UserMessagesLoseLibTorchBacktraces) {
   const std::string torch_error =
       "DefaultCPUAllocator: not enough memory: you tried to allocate 40000000000 bytes.\n"

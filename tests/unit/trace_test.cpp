@@ -1,9 +1,11 @@
 #include <gtest/gtest.h>
 
+#include <sqlite3.h>
 #include <zlib.h>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 
 #include "core/io/output_file.h"
@@ -12,7 +14,9 @@
 #include "core/trace/event_chunks.h"
 #include "core/trace/perfetto_trace.h"
 #include "core/trace/table.h"
+#include "core/trace/trace_bytes.h"
 #include "core/trace/trace_file.h"
+#include "core/trace/trace_import.h"
 
 using namespace opcost;
 
@@ -314,35 +318,290 @@ TEST(ChromeTrace, AGzipFileReadsBackAsTheSameDocument) {
   EXPECT_THROW(save_trace(run, "/nonexistent-dir/x.json"), WriteError);
 }
 
+namespace {
+
+std::vector<EventChunk> chunks_of(const std::string& doc, const TraceImportLimits& limits,
+                                  ChunkedTrace* out = nullptr) {
+  TraceBytes bytes = TraceBytes::in_memory(doc, "t.json");
+  std::vector<EventChunk> chunks;
+  ChunkedTrace t = read_event_chunks(bytes, limits, 64, [&](EventChunk&& c) {
+    EXPECT_GE(c.json.capacity(), c.json.size() + 64);
+    chunks.push_back(std::move(c));
+  });
+  if (out) *out = std::move(t);
+  return chunks;
+}
+
+// The message of the std::invalid_argument `f` throws ("" when it throws none).
+template <typename F>
+std::string refusal(F&& f) {
+  try {
+    f();
+  } catch (const std::invalid_argument& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// A gzip stream of `text` (zlib's deflate with a gzip header).
+std::string gzip(const std::string& text) {
+  z_stream z{};
+  deflateInit2(&z, 1, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY);
+  std::string out(deflateBound(&z, uLong(text.size())) + 64, '\0');
+  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(text.data()));
+  z.avail_in = uInt(text.size());
+  z.next_out = reinterpret_cast<Bytef*>(out.data());
+  z.avail_out = uInt(out.size());
+  EXPECT_EQ(deflate(&z, Z_FINISH), Z_STREAM_END);
+  out.resize(z.total_out);
+  deflateEnd(&z);
+  return out;
+}
+
+std::string cpu_op(const std::string& name, const std::string& ts, const std::string& dur) {
+  return R"({"ph": "X", "cat": "cpu_op", "name": ")" + name + R"(", "tid": 1, "ts": )" + ts + R"(, "dur": )" + dur +
+         "}";
+}
+
+}  // namespace
+
 TEST(EventChunks, WholeEventsInChunksWhateverTheirStringsHold) {
-  const auto path = std::filesystem::temp_directory_path() / "opcost-event-chunks.json";
   // Braces, brackets, escaped quotes and backslashes in strings; nested arrays; the events
   // array after another key; a key "traceEvents" inside an event that is not the document's.
-  std::ofstream(path) << R"({"schemaVersion": 1, "deviceProperties": [{"name": "GPU \"x\" {0}"}],
+  const std::string doc = R"({"schemaVersion": 1, "deviceProperties": [{"name": "GPU \"x\" {0}"}],
     "traceEvents": [ {"name": "a{[\"", "args": {"Input Dims": [[1, 2], []]}},
                      {"name": "b\\", "traceEvents": [1]} ,{"name": "c"}],
     "traceName": "t"})";
   for (std::size_t chunk_bytes : {std::size_t(1), std::size_t(1) << 20}) {
-    std::vector<std::string> chunks;
-    const ChunkedTrace t = read_event_chunks(path.string(), chunk_bytes, 64, [&](const std::string& c) {
-      EXPECT_GE(c.capacity(), c.size() + 64);
-      chunks.push_back(c);
-    });
+    ChunkedTrace t;
+    const auto chunks = chunks_of(doc, TraceImportLimits{chunk_bytes}, &t);
     ASSERT_TRUE(t.has_events);
     std::vector<nlohmann::json> events;
-    for (const auto& c : chunks)
-      for (const auto& e : nlohmann::json::parse(c)) events.push_back(e);  // each chunk is a JSON array
+    std::vector<uint64_t> offsets;
+    for (const auto& c : chunks) {
+      for (const auto& e : nlohmann::json::parse(c.json)) events.push_back(e);  // each chunk is a JSON array
+      EXPECT_EQ(c.first_event, offsets.size());
+      offsets.insert(offsets.end(), c.event_offsets.begin(), c.event_offsets.end());
+    }
     ASSERT_EQ(events.size(), 3u) << chunk_bytes;
     EXPECT_EQ(chunks.size(), chunk_bytes == 1 ? 3u : 1u);
     EXPECT_EQ(events[0]["name"], "a{[\"");
     EXPECT_EQ(events[1]["name"], "b\\");
-    const auto rest = nlohmann::json::parse(t.rest);
-    EXPECT_EQ(rest["traceEvents"], nlohmann::json::array());
-    EXPECT_EQ(rest["deviceProperties"][0]["name"], "GPU \"x\" {0}");
-    EXPECT_EQ(rest["traceName"], "t");
+    ASSERT_EQ(offsets.size(), 3u);
+    const std::vector<std::string> starts = {R"({"name": "a{[)", R"({"name": "b\\")", R"({"name": "c")"};
+    for (std::size_t k = 0; k < 3; ++k)  // each event's place in the document
+      EXPECT_EQ(doc.substr(offsets[k], starts[k].size()), starts[k]) << k;
+    EXPECT_EQ(t.events, 3u);
+    // Only what an import reads of the rest is kept: deviceProperties, not traceName.
+    EXPECT_EQ(nlohmann::json::parse(t.kept),
+              nlohmann::json::parse(R"({"deviceProperties": [{"name": "GPU \"x\" {0}"}]})"));
   }
-  std::ofstream(path) << R"({"traceEvents": [{"name": "a"}, {"name": "b)";
-  EXPECT_THROW(read_event_chunks(path.string(), 1, 64, [](const std::string&) {}), std::invalid_argument);
+  EXPECT_NE(refusal([&] { chunks_of(R"({"traceEvents": [{"name": "a"}, {"name": "b)", {}); }), "");
+}
+
+// Bounded memory, whatever the file: one event over its limit, a NUL where JSON cannot have
+// it (/dev/zero, a gzip of zeros), endless nesting, a second document: each refused at once,
+// in one line naming the input, the byte and the limit; big values outside the events skipped.
+TEST(EventChunks, HostileDocumentsAreRefusedAtTheirByteOrSkippedWithinBounds) {
+  TraceImportLimits small;
+  small.chunk_bytes = 64;
+  small.max_event_bytes = 1000;
+  small.max_kept_bytes = 100;
+  small.max_depth = 50;
+  const std::string big(5000, 'x');
+  std::string why =
+      refusal([&] { chunks_of(R"({"traceEvents": [{"name": "a"}, {"name": ")" + big + R"("}]})", small); });
+  EXPECT_NE(why.find("t.json: event 2 (at byte 32) is over the limit of 1000 bytes for one event"), std::string::npos)
+      << why;
+  why = refusal([&] { chunks_of(std::string(100, '\0'), small); });
+  EXPECT_NE(why.find("t.json: not a Chrome trace: byte 0: a NUL byte (0x00)"), std::string::npos) << why;
+  why = refusal([&] { chunks_of(R"({"traceEvents": [)" + std::string(100, '\0'), small); });
+  EXPECT_NE(why.find("byte 17: a NUL byte (0x00) is there, which JSON never has outside a string"), std::string::npos)
+      << why;
+  why = refusal([&] { chunks_of(std::string(100000, '['), small); });
+  EXPECT_NE(why.find("byte 50: nested deeper than 50 arrays and objects"), std::string::npos) << why;
+  why = refusal([&] { chunks_of("{} {}", small); });
+  EXPECT_NE(why.find("byte 3: '{' after the document's end"), std::string::npos) << why;
+  why = refusal([&] { chunks_of("  \n", small); });
+  EXPECT_NE(why.find("it is empty"), std::string::npos) << why;
+  for (const std::string& bad : {std::string(100, '\0'), R"({"traceEvents": [{"name": ")" + big + "\"}]}"}) {
+    why = refusal([&] { chunks_of(bad, small); });
+    EXPECT_EQ(why.find('\n'), std::string::npos) << "one line";
+    EXPECT_LT(why.size(), 400u) << "the input is never echoed";
+  }
+  // Outside the events a value of any size streams by: deviceProperties over its bound is
+  // dropped (only a device's name was wanted), the rest never held.
+  ChunkedTrace t;
+  const auto chunks = chunks_of(R"({"junk": ")" + big + R"(", "deviceProperties": [")" + big +
+                                    R"("], "otherData": {"device": "GPU"}, ")" + big + R"(": 1, "traceEvents": [{}]})",
+                                small, &t);
+  EXPECT_EQ(chunks.size(), 1u);
+  EXPECT_EQ(nlohmann::json::parse(t.kept), nlohmann::json::parse(R"({"otherData": {"device": "GPU"}})"));
+}
+
+TEST(TraceBytes, GzipIsToldByItsBytesAndItsMembersFollowEachOther) {
+  const std::string doc = R"({"traceEvents": [)" + cpu_op("aten::mm", "1", "2") + "]}";
+  const std::string z = gzip(doc.substr(0, 10)) + gzip(doc.substr(10));  // as `cat a.gz b.gz`
+  TraceBytes bytes = TraceBytes::in_memory(z, "m.json");
+  std::string back(4096, '\0');
+  std::size_t n = 0;
+  for (std::size_t k; (k = bytes.read(back.data() + n, 7)) > 0;) n += k;
+  EXPECT_EQ(back.substr(0, n), doc);
+  const std::string cut = gzip(doc).substr(0, 20);
+  const std::string why = refusal([&] { import_trace_bytes(cut, "cut.json.gz"); });
+  EXPECT_NE(why.find("cut.json.gz: the gzip stream is cut short"), std::string::npos) << why;
+  EXPECT_EQ(import_trace_bytes(z, "m.json").ops.size(), 1u);
+}
+
+// Events whose fields cannot be placed on the time line are skipped and counted, the first
+// one named by its place and fault; a trace of nothing else is refused. Never a negative or
+// wrapped-around total.
+TEST(ChromeImport, MalformedEventsAreSkippedAndCountedAndAllMalformedIsRefused) {
+  const std::string doc = R"({"traceEvents": [)" + cpu_op("aten::a", R"("abc")", "1") + "," +
+                          cpu_op("aten::b", "10", "null") + "," + cpu_op("aten::c", "20", "-5") + "," +
+                          cpu_op("aten::d", "1e308", "1") + "," + cpu_op("aten::ok", "30", "2.5") +
+                          R"(, {"ph": "X", "cat": "Trace", "tid": "not used", "ts": 0, "dur": 1}]})";
+  const TraceRun run = import_trace_bytes(doc, "odd.json");
+  ASSERT_EQ(run.ops.size(), 1u);
+  EXPECT_EQ(run.ops[0].name, "aten::ok");
+  EXPECT_EQ(run.ops[0].duration_ns(), 2500);
+  EXPECT_EQ(run.skipped_events, 4u);  // the unused "Trace" event is not checked
+  EXPECT_EQ(run.first_skipped, "event 1 at byte 17: ts \"abc\" is not a number");
+  const auto table = op_table(run, false);
+  EXPECT_EQ(table.total.cpu_self_us, 2.5);
+  for (const auto& [bad, fault] : std::vector<std::pair<std::string, std::string>>{
+           {cpu_op("aten::b", "10", "null"), "dur null is not a number"},
+           {cpu_op("aten::c", "20", "-5"), "dur -5 is out of range"},
+           {cpu_op("aten::d", "1e308", "1"), "ts 1e+308 is out of range"}}) {
+    const std::string why = refusal([&] { import_trace_bytes(R"({"traceEvents": [)" + bad + "]}", "bad.json"); });
+    EXPECT_NE(
+        why.find("bad.json: no valid operator calls: 1 events skipped as malformed, the first event 1 at byte 17: " +
+                 fault),
+        std::string::npos)
+        << why;
+  }
+  TraceImportLimits few;
+  few.max_records = 3;
+  std::string many = R"({"traceEvents": [)";
+  for (int i = 0; i < 5; ++i) many += (i ? "," : "") + cpu_op("aten::x", std::to_string(i * 10), "1");
+  const std::string why = refusal([&] { import_trace_bytes(many + "]}", "many.json", few); });
+  EXPECT_NE(why.find("many.json: more than 3 calls, ranges and device activities (event 4 at byte"), std::string::npos)
+      << why;
+}
+
+// What `opcost trace -o` writes, `opcost trace --import` reads back to the same run: steps,
+// layers, calls with their shapes, kernels tied to their calls, backward calls to their
+// forward layer.
+TEST(ChromeImport, OpcostsOwnTraceReadsBackToTheSameTies) {
+  TraceRun run = sample_run();
+  for (auto& o : run.ops) {  // aten::mm, on autograd's thread, is the backward of aten::linear's node
+    if (o.name == "aten::mm") o.backward_of = 7;
+    if (o.name == "aten::linear") o.forward_sequence = {7};
+  }
+  tie_activities(run);
+  ASSERT_EQ(op_named(run, "aten::mm").layer, op_named(run, "aten::linear").layer);
+  std::string doc;
+  write_chrome_trace(run, select_for_file(run, {}), [&](std::string_view s) { doc += s; });
+  const TraceRun back = import_trace_bytes(doc, "opcost.json");
+  EXPECT_EQ(back.source, "test");
+  EXPECT_EQ(back.device, "test GPU");
+  EXPECT_EQ(back.skipped_events, 0u);
+  ASSERT_EQ(back.steps.size(), 1u);
+  ASSERT_EQ(back.layers.size(), run.layers.size());
+  ASSERT_EQ(back.ops.size(), run.ops.size());
+  ASSERT_EQ(back.device_activities.size(), run.device_activities.size());
+  EXPECT_EQ(op_named(back, "aten::linear").shapes, "[4, 8], [2, 8]");
+  EXPECT_EQ(op_named(back, "aten::linear").flops, 128u);
+  auto ties = [](const TraceRun& r) {
+    std::multiset<std::string> out;
+    for (const auto& a : r.device_activities)
+      out.insert(a.name + " -> " + (a.op >= 0 ? r.ops[std::size_t(a.op)].name : "-") + " @" + std::to_string(a.device) +
+                 "/" + std::to_string(a.stream));
+    for (const auto& o : r.ops)
+      out.insert(o.name + " in " + (o.layer >= 0 ? r.layers[std::size_t(o.layer)].name : "-"));
+    return out;
+  };
+  EXPECT_EQ(ties(back), ties(run));
+  EXPECT_EQ(op_named(back, "aten::mm").layer, op_named(back, "aten::linear").layer) << "backward: the forward's layer";
+  const auto before = op_table(run, true), after = op_table(back, true);
+  EXPECT_EQ(after.total.cpu_self_us, before.total.cpu_self_us);
+  EXPECT_EQ(after.total.gpu_self_us, before.total.gpu_self_us);
+}
+
+// The nsys importer's entry on bytes in memory (a fuzzer's) reads as the file does.
+TEST(NsysImport, BytesInMemoryReadAsTheFile) {
+  const auto path = std::filesystem::path(__FILE__).parent_path().parent_path() / "data" / "nsys-small.sqlite";
+  std::ifstream in(path, std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  ASSERT_GT(bytes.size(), 1000u);
+  const TraceRun file = import_trace(path.string()), memory = import_trace_bytes(bytes, "nsys.sqlite");
+  EXPECT_EQ(memory.ops.size(), file.ops.size());
+  EXPECT_EQ(memory.device_activities.size(), file.device_activities.size());
+  EXPECT_GT(file.ops.size(), 0u);
+  const std::string why = refusal([&] { import_trace_bytes(bytes.substr(0, 4096), "cut.sqlite"); });
+  EXPECT_NE(why.find("cut.sqlite: "), std::string::npos) << why;
+}
+
+// A range name of megabytes (emit_nvtx's "sizes = [...]" of a hostile export) is parsed without
+// recursion (std::regex overflowed the stack on it), and a value over the limit is refused.
+TEST(NsysImport, LongRangeNamesParseWithoutRecursionAndOverLongValuesAreRefused) {
+  const auto data = std::filesystem::path(__FILE__).parent_path().parent_path() / "data" / "nsys-small.sqlite";
+  const auto path =
+      std::filesystem::temp_directory_path() / ("opcost-nsys-long-" + std::to_string(::getpid()) + ".sqlite");
+  std::filesystem::copy_file(data, path, std::filesystem::copy_options::overwrite_existing);
+  std::string shapes;
+  for (int i = 0; i < 200000; ++i) shapes += (i ? ", [" : "[") + std::to_string(i) + "]";
+  {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+    sqlite3_stmt* s = nullptr;
+    ASSERT_EQ(sqlite3_prepare_v2(db,
+                                 "INSERT INTO NVTX_EVENTS (start, end, eventType, text, globalTid) "
+                                 "SELECT max(end) + 10, max(end) + 20, 59, ?, globalTid FROM NVTX_EVENTS",
+                                 -1, &s, nullptr),
+              SQLITE_OK);
+    const std::string name = "aten::cat, seq = 42, op_id = 1, sizes = [" + shapes + "], input_op_ids = [1]";
+    sqlite3_bind_text(s, 1, name.c_str(), int(name.size()), SQLITE_TRANSIENT);
+    ASSERT_EQ(sqlite3_step(s), SQLITE_DONE);
+    sqlite3_finalize(s);
+    sqlite3_close(db);
+  }
+  const TraceRun run = import_trace(path.string());
+  const OpActivity& cat = op_named(run, "aten::cat");
+  EXPECT_EQ(cat.shapes, shapes);
+  EXPECT_EQ(cat.forward_sequence, std::vector<int64_t>{42});
+  TraceImportLimits small;
+  small.max_event_bytes = 1 << 20;
+  const std::string why = refusal([&] { import_trace(path.string(), small); });
+  EXPECT_NE(why.find("too big"), std::string::npos) << why;
+  std::filesystem::remove(path);
+}
+
+// A kernel row that ends before it starts (a damaged export; the fuzzer made one) is skipped and
+// counted, never imported as a negative duration.
+TEST(NsysImport, RowsEndingBeforeTheyStartAreSkippedAndCounted) {
+  const auto data = std::filesystem::path(__FILE__).parent_path().parent_path() / "data" / "nsys-small.sqlite";
+  const auto path =
+      std::filesystem::temp_directory_path() / ("opcost-nsys-backwards-" + std::to_string(::getpid()) + ".sqlite");
+  std::filesystem::copy_file(data, path, std::filesystem::copy_options::overwrite_existing);
+  const TraceRun before = import_trace(path.string());
+  EXPECT_EQ(before.skipped_events, 0u);
+  {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+    ASSERT_EQ(sqlite3_exec(db,
+                           "CREATE TEMP TABLE k AS SELECT * FROM CUPTI_ACTIVITY_KIND_KERNEL LIMIT 1; "
+                           "UPDATE k SET start = 9223372036854775807, end = 400; "
+                           "INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL SELECT * FROM k;",
+                           nullptr, nullptr, nullptr),
+              SQLITE_OK);
+    sqlite3_close(db);
+  }
+  const TraceRun run = import_trace(path.string());
+  EXPECT_EQ(run.skipped_events, 1u);
+  EXPECT_NE(run.first_skipped.find("ends (400 ns) before it starts"), std::string::npos) << run.first_skipped;
+  EXPECT_EQ(run.device_activities.size(), before.device_activities.size());
+  for (const auto& a : run.device_activities) EXPECT_GE(a.end_ns, a.start_ns) << a.name;
   std::filesystem::remove(path);
 }
 

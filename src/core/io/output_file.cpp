@@ -7,14 +7,14 @@
 
 namespace opcost {
 
-OutputFile::OutputFile(const std::string& path) {
+OutputFile::OutputFile(const std::string& path, const std::string& name) {
   if (path.empty() || path == "-") {
     f_ = stdout;
     is_stdout_ = true;
     name_ = "standard output";
     return;
   }
-  name_ = path;
+  name_ = name.empty() ? path : name;
   f_ = std::fopen(path.c_str(), "wb");
   if (!f_) fail("cannot create the file", errno);
 }

@@ -17,8 +17,9 @@ class WriteError : public std::runtime_error {
 
 class OutputFile {
  public:
-  // "" or "-" is standard output (never closed here, only flushed and checked).
-  explicit OutputFile(const std::string& path);
+  // "" or "-" is standard output (never closed here, only flushed and checked). Errors name
+  // `name` when given (the file a temporary one will replace: core/io/atomic_output_file.h).
+  explicit OutputFile(const std::string& path, const std::string& name = "");
   ~OutputFile();  // closes without throwing when close() was not called (an error path)
   OutputFile(const OutputFile&) = delete;
   OutputFile& operator=(const OutputFile&) = delete;

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "core/energy/monitor.h"  // now_s
+#include "core/sys/interrupt.h"
 
 namespace opcost {
 
@@ -17,6 +18,7 @@ Watchdog::Watchdog(std::string what, Options o, ProgressFn progress, std::functi
 double Watchdog::elapsed_s() const { return now_() - start_; }
 
 void Watchdog::check(const char* phase, std::size_t count, const char* unit) {
+  stop_if_interrupted();  // Ctrl-C from Python: the measurement in progress is dropped
   const double t = elapsed_s();
   const bool report_due =
       progress_ && t >= o_.progress_after_s && (last_report_ < 0 || t - last_report_ >= o_.progress_every_s);

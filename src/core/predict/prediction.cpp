@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "core/measurement.h"
 #include "core/stats/summary.h"
@@ -103,6 +104,7 @@ TimelineOp timeline_op(const ModelHostTimes& host, std::size_t i, const OpCost* 
 
 Prediction predict(const Inventory& inv, const std::map<std::size_t, OpCost>& costs, const PredictionInputs& in) {
   Prediction p;
+  p.on_gpu = in.on_gpu;
   ModelHostTimes host = model_host_times(inv);
   if (in.host_scale != 1) {
     for (auto* v : {&host.before_us, &host.in_call_us})
@@ -125,21 +127,35 @@ Prediction predict(const Inventory& inv, const std::map<std::size_t, OpCost>& co
   p.calls = inv.sequence.size();
 
   bool energy = true;
+  std::size_t without_energy = 0;
+  std::string first_without_energy;  // "signature: reason"
+  std::set<std::string> reasons;     // why they have none: one reason for all, or several
   for (std::size_t e = 0; e < inv.entries.size(); ++e) {
     auto it = costs.find(e);
     if (it == costs.end()) {
       p.missing.push_back(e);
       continue;
     }
-    if (!it->second.energy_mJ && energy) {
+    if (!it->second.energy_mJ) {
       energy = false;
-      p.energy_why = fmt::format("{} has no energy figure: {}", inv.entries[e].signature(), it->second.energy_why);
+      if (without_energy++ == 0)
+        first_without_energy = fmt::format("{}: {}", inv.entries[e].signature(), it->second.energy_why);
+      reasons.insert(it->second.energy_why);
     }
     if (!it->second.flags.empty()) p.flagged.push_back(inv.entries[e].signature());
     if (measured_at_power_cap(it->second)) ++p.capped_signatures;
     if (!in.gpu_uuid.empty() && !it->second.gpu_uuid.empty() && it->second.gpu_uuid != in.gpu_uuid)
       ++p.from_other_board;
   }
+  // One operator is named only where it is the one without energy; a reason every operator
+  // shares (energy switched off, no energy counter) is said as the run's.
+  if (without_energy == 1)
+    p.energy_why = first_without_energy;
+  else if (without_energy > 1 && reasons.size() == 1 && without_energy == costs.size())
+    p.energy_why = fmt::format("no measured operator has an energy figure: {}", *reasons.begin());
+  else if (without_energy > 1)
+    p.energy_why = fmt::format("{} of {} measured signatures have no energy figure (the first, {})", without_energy,
+                               costs.size(), first_without_energy);
   if (in.on_gpu && !in.gap_power_W) {
     energy = false;
     p.energy_why = "no gap-power measurement: " + in.gap_power_why;
@@ -147,6 +163,10 @@ Prediction predict(const Inventory& inv, const std::map<std::size_t, OpCost>& co
   if (costs.empty()) {  // never "0 mJ ± 0": nothing was predicted
     energy = false;
     p.energy_why = "no operator of the model is measured yet";
+  }
+  if (in.energy_off) {
+    energy = false;
+    p.energy_why = "energy was switched off (--no-energy; energy=False in Python)";
   }
 
   // Per-call attribution: the call's kernels plus the GPU's wait just before them; trailing
@@ -271,7 +291,9 @@ nlohmann::json to_json(const Prediction& p, const Inventory& inv, const StepMeas
                       {"predicted",
                        {{"time_us", p.time_us},
                         {"time_ci95_us", p.time_ci_us},
-                        {"time_ci95_covers", "the operators' GPU times only; host costs carry no interval"},
+                        {"time_ci95_covers", p.on_gpu ? "the operators' GPU times only; host costs carry no interval"
+                                                      : "the operators' measured times only; the model's own host "
+                                                        "code carries no interval"},
                         {"host_bound", p.host_bound()},
                         {"energy_mJ", opt(p.energy_mJ)},
                         {"energy_ci95_mJ", opt(p.energy_ci_mJ)},
@@ -305,6 +327,11 @@ nlohmann::json to_json(const Prediction& p, const Inventory& inv, const StepMeas
       j["measured"]["before_ops_time_us"] = *m->before_ops_time_us;
       j["measured"]["drift"] = m->time_us / *m->before_ops_time_us - 1;
     }
+    if (p.measured_calls == 0) {  // nothing predicted: no error to speak of
+      j["error"] = {{"time", nullptr}, {"energy", nullptr}};
+      j["explained"] = {{"time", nullptr}, {"energy", nullptr}};
+      return j;
+    }
     j["error"] = {
         {"time", (p.time_us - m->time_us) / m->time_us},
         {"energy", p.energy_mJ && m->energy_mJ ? nlohmann::json((*p.energy_mJ - *m->energy_mJ) / *m->energy_mJ)
@@ -332,19 +359,27 @@ std::string to_table(const Prediction& p, const Inventory& inv, const StepMeasur
     }
     if (v.size() > rows) out += fmt::format("... {} more (--json lists all)\n", v.size() - rows);
   };
-  table("layer", p.layers);
-  table("operator", p.ops);
-  if (p.measured_calls == 0) {
-    out += "\npredicted: nothing: no operator of the model is measured yet\n";
+  const bool nothing_measured = p.measured_calls == 0;
+  if (nothing_measured) {  // tables of zeros would say nothing
+    out += fmt::format(
+        "\npredicted: nothing: no operator of the model is measured yet ({} signatures, {} calls); run `opcost "
+        "validate` with the same model and options to measure them\n",
+        inv.entries.size(), p.calls);
   } else {
-    out += fmt::format("\npredicted: time {:.2f} µs ± {:.2f} µs (95%, GPU time only{}{})\n", p.time_us, p.time_ci_us,
-                       p.host_bound() && p.timeline.gpu_busy_us > 0
-                           ? "; the step is host-bound and host costs carry no interval, so the error can be larger"
-                           : "",
-                       p.timeline.gpu_busy_us > 0
-                           ? fmt::format("; CPU issue {:.1f} µs, GPU busy {:.1f} µs, GPU idle {:.1f} µs",
-                                         p.timeline.cpu_us, p.timeline.gpu_busy_us, p.timeline.gap_us)
-                           : std::string("; host only"));
+    table("layer", p.layers);
+    table("operator", p.ops);
+    // The interval covers the operators' own times: on a GPU their kernels', on the CPU the
+    // calls' (where all of the step is host time).
+    const std::string covers =
+        p.on_gpu ? fmt::format("GPU time only{}; CPU issue {:.1f} µs, GPU busy {:.1f} µs, GPU idle {:.1f} µs",
+                               p.host_bound() ? "; the step is host-bound and host costs carry no interval, so the "
+                                                "error can be larger"
+                                              : "",
+                               p.timeline.cpu_us, p.timeline.gpu_busy_us, p.timeline.gap_us)
+                 : std::string(
+                       "the operators' times only; on the CPU the whole step is host time, and the model's own "
+                       "host code carries no interval");
+    out += fmt::format("\npredicted: time {:.2f} µs ± {:.2f} µs (95%, {})\n", p.time_us, p.time_ci_us, covers);
     if (p.time_us_launched_at_return)
       out += fmt::format(
           "           ({:.2f} µs had every call launched its kernels as it returned, with no launch latency)\n",
@@ -353,7 +388,10 @@ std::string to_table(const Prediction& p, const Inventory& inv, const StepMeasur
                                      *p.energy_mJ, *p.energy_ci_mJ, p.gap_energy_mJ)
                        : fmt::format("           energy unavailable: {}\n", p.energy_why);
   }
-  if (m) {
+  if (m && nothing_measured) {  // no prediction to compare: an error of −97% would be no error of it
+    out += fmt::format("measured:  time {:.2f} µs ± {:.2f} µs (95%); no prediction to compare it with\n", m->time_us,
+                       m->time_ci_us);
+  } else if (m) {
     out += fmt::format("measured:  time {:.2f} µs ± {:.2f} µs (95%)   → error {}\n", m->time_us, m->time_ci_us,
                        error_pct(p.time_us, m->time_us));
     if (m->energy_mJ)

@@ -30,6 +30,8 @@ OpCost op_cost_from_document(const nlohmann::json& doc, bool on_gpu);
 
 struct PredictionInputs {
   bool on_gpu = true;
+  // Energy was switched off for this run (--no-energy): said as such, with no operator blamed.
+  bool energy_off = false;
   std::optional<double> gap_power_W;  // GPU power while it idles between kernels
   double gap_power_ci_W = 0;          // its 95% half-width
   std::string gap_power_why;          // why it is missing
@@ -56,6 +58,7 @@ struct PredictedRow {
 };
 
 struct Prediction {
+  bool on_gpu = true;  // the model ran on a GPU (on the CPU every call's time is host time)
   Timeline timeline;
   double time_us = 0;
   double time_ci_us = 0;  // 95% half-width from the operators' GPU times only (host costs have none)

@@ -177,7 +177,13 @@ std::string to_console(const Measurement& m) {
     line("throttle", throttle::describe(m.during.throttle_reasons_seen));
   }
   line("measured", fmt::format("{} calls in {:.2f} s", m.total_calls, m.total_seconds));
-  line("flags", m.flags.empty() ? "none" : fmt::format("{}", fmt::join(m.flags, ", ")));
+  // A timing loop that a budget stopped has a wider interval than asked for: shown beside the
+  // stored flags (not stored as one: it is no fault of the run, and --resume must not redo it).
+  std::vector<std::string> flags = m.flags;
+  if (t.n >= 2 && (m.time.stop_reason == "time_budget" || m.time.stop_reason == "sample_budget"))
+    flags.push_back(fmt::format("ci_target_missed:±{:.2f}% when the {} ran out", 100 * t.rel_ci95(),
+                                m.time.stop_reason == "time_budget" ? "time budget (--max-time)" : "sample budget"));
+  line("flags", flags.empty() ? "none" : fmt::format("{}", fmt::join(flags, ", ")));
   if (m.db_id >= 0) line("stored", fmt::format("row {}", m.db_id));
   return out;
 }

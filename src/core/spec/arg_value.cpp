@@ -65,6 +65,10 @@ std::optional<std::pair<double, double>> value_bounds(const std::string& dtype) 
   return std::nullopt;
 }
 
+// How much of the user's text an error message echoes (whole words and the parsed text alike).
+constexpr std::size_t kEchoChars = 80;
+constexpr std::size_t kEchoWordChars = 40;
+
 class Parser {
  public:
   explicit Parser(std::string_view s) : s_(s) {}
@@ -73,14 +77,18 @@ class Parser {
     skip_ws();
     ArgValue v = parse_one();
     skip_ws();
-    if (pos_ != s_.size()) fail(fmt::format("unexpected '{}' after a complete value", s_[pos_]));
+    if (pos_ != s_.size()) fail(fmt::format("unexpected '{}' after a complete value", echo(s_.substr(pos_, 1))));
     return v;
   }
 
  private:
+  // Every piece of the user's text a message shows goes through here (core/text): cut to a
+  // readable length and escaped, so that the message stays one short line whatever the input.
+  static std::string echo(std::string_view text, std::size_t max_chars = kEchoWordChars) {
+    return printable_one_line(text, max_chars);
+  }
   [[noreturn]] void fail(const std::string& msg) const {
-    // The text is the user's: escaped whole, so that the message stays one printable line.
-    throw ParseError(printable(fmt::format("{} at column {} of '{}'", msg, pos_ + 1, s_), false), pos_);
+    throw ParseError(fmt::format("{} at column {} of '{}'", msg, pos_ + 1, echo(s_, kEchoChars)), pos_);
   }
   void skip_ws() {
     while (pos_ < s_.size() && std::isspace(static_cast<unsigned char>(s_[pos_]))) ++pos_;
@@ -124,7 +132,7 @@ class Parser {
     const std::size_t start = pos_;
     // Tensor: dtype immediately followed by '['.
     std::string_view w = word();
-    if (w.empty()) fail(fmt::format("unexpected '{}'", s_[pos_]));
+    if (w.empty()) fail(fmt::format("unexpected '{}'", echo(s_.substr(pos_, 1))));
     if (pos_ < s_.size() && s_[pos_] == '[') {
       auto dt = canonical_dtype(w);
       if (!dt) {
@@ -132,7 +140,7 @@ class Parser {
         fail(
             fmt::format("unknown dtype '{}' (known: f64 f32 f16 bf16 i64 i32 i16 i8 u8 bool "
                         "c64 c128 f8e4m3 f8e5m2)",
-                        w));
+                        echo(w)));
       }
       return ArgValue{parse_tensor_rest(*dt)};
     }
@@ -155,7 +163,7 @@ class Parser {
       auto once = [&](bool given) {
         if (given) {
           pos_ = start;
-          fail(fmt::format("':{}' given twice", name));
+          fail(fmt::format("':{}' given twice", echo(name)));
         }
       };
       if (name == "stride") {
@@ -199,7 +207,7 @@ class Parser {
         fail(
             fmt::format("unknown tensor modifier ':{}' (known: :stride[...], :range[lo,hi], "
                         ":zeros[fraction], :cpu, :cuda)",
-                        name));
+                        echo(name)));
       }
     }
     return t;
@@ -215,7 +223,8 @@ class Parser {
     auto [p, ec] = std::from_chars(w.data(), w.data() + w.size(), x);
     if (ec == std::errc::result_out_of_range && p == w.data() + w.size()) {
       pos_ = start;
-      fail(fmt::format("'{}' is out of range for {}", w, std::is_integral_v<T> ? "a 64-bit integer" : "a double"));
+      fail(
+          fmt::format("'{}' is out of range for {}", echo(w), std::is_integral_v<T> ? "a 64-bit integer" : "a double"));
     }
     if (w.empty() || ec != std::errc() || p != w.data() + w.size()) {
       pos_ = start;
@@ -234,38 +243,48 @@ class Parser {
     const bool integral = w.find_first_of(".eEn") == std::string_view::npos;  // digits only (inf/nan aside)
     if (eci == std::errc::result_out_of_range && pi == w.data() + w.size() && integral) {
       pos_ = start;
-      fail(fmt::format("'{}' is out of range for a 64-bit integer (-9223372036854775808 to 9223372036854775807)", w));
+      fail(fmt::format("'{}' is out of range for a 64-bit integer (-9223372036854775808 to 9223372036854775807)",
+                       echo(w)));
     }
     double d = 0;
     auto [pd, ecd] = std::from_chars(w.data(), w.data() + w.size(), d);
     if (ecd == std::errc() && pd == w.data() + w.size()) return ArgValue{d};
     if (ecd == std::errc::result_out_of_range && pd == w.data() + w.size()) {
       pos_ = start;
-      fail(fmt::format("'{}' is out of range for a double", w));
+      fail(fmt::format("'{}' is out of range for a double", echo(w)));
     }
     if (w == "inf" || w == "-inf" || w == "nan") {
       return ArgValue{w == "nan" ? NAN : (w[0] == '-' ? -INFINITY : INFINITY)};
     }
     if (std::isdigit(static_cast<unsigned char>(w[0])) || w[0] == '-' || w[0] == '+') {
       pos_ = start;
-      fail(fmt::format("'{}' is not a number", w));
+      fail(fmt::format("'{}' is not a number", echo(w)));
     }
     return ArgValue{ArgValue::Word{std::string(w)}};
   }
 
   ArgValue parse_list() {
+    // Each level is a call of parse_one: bounded, so that no input can exhaust the stack.
+    if (++depth_ > kMaxListDepth)
+      fail(
+          fmt::format("lists nest deeper than {} levels (an argument is a value, or a list of values or of lists); "
+                      "flatten it",
+                      kMaxListDepth));
     expect('[', "to open a list");
     ArgList items;
-    if (eat(']')) return ArgValue{items};
-    do {
-      items.push_back(parse_one());
-    } while (eat(','));
-    expect(']', "to close a list");
-    return ArgValue{items};
+    if (!eat(']')) {
+      do {
+        items.push_back(parse_one());
+      } while (eat(','));
+      expect(']', "to close a list");
+    }
+    --depth_;
+    return ArgValue{std::move(items)};
   }
 
   std::string_view s_;
   std::size_t pos_ = 0;
+  std::size_t depth_ = 0;  // lists open at pos_
 };
 
 std::string join_ints(const std::vector<int64_t>& v) { return fmt::format("{}", fmt::join(v, ",")); }

@@ -73,6 +73,11 @@ class ParseError : public std::runtime_error {
   std::size_t column_;
 };
 
+// Lists nest at most this deep ([[f32[2]]] is 2): operators take values and lists of them, and
+// the parser (and every walk of the tree it builds) recurses once per level, so hostile input
+// such as 100000 '[' must fail with a message, not overflow the stack.
+inline constexpr std::size_t kMaxListDepth = 32;
+
 ArgValue parse_value(std::string_view text);
 std::string format_value(const ArgValue& v);
 std::string format_tensor(const TensorSpec& t);

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cctype>
 #include <stdexcept>
 
@@ -18,7 +19,27 @@ std::pair<std::string, std::string> split_op_name(std::string_view name) {
   return {full.substr(0, dot), full.substr(dot + 1)};
 }
 
+namespace {
+// Far above any real operator ("aten::_scaled_dot_product_flash_attention_backward.default").
+constexpr std::size_t kMaxOpNameBytes = 256;
+}  // namespace
+
+void check_op_name(std::string_view op_name) {
+  // An operator is ns::name.overload, identifiers all. Anything else refused here cannot reach a
+  // later message, a database row or a job script: a newline, kilobytes, or a '[' or a space
+  // that would read as the start of an argument when the call is written out and read back.
+  const bool word = std::all_of(op_name.begin(), op_name.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == ':' || c == '.';
+  });
+  if (op_name.empty() || !word || op_name.size() > kMaxOpNameBytes)
+    throw std::invalid_argument(
+        fmt::format("'{}' is not an operator name: letters, digits, _, :: and . (at most {} bytes), such as "
+                    "aten::conv2d or aten::add.Tensor",
+                    printable_one_line(op_name, 60), kMaxOpNameBytes));
+}
+
 OpCall parse_call(std::string_view op_name, const std::vector<std::string>& tokens) {
+  check_op_name(op_name);
   OpCall call;
   std::tie(call.op, call.overload) = split_op_name(op_name);
   for (const auto& tok : tokens) {
@@ -38,8 +59,8 @@ OpCall parse_call(std::string_view op_name, const std::vector<std::string>& toke
     try {
       a.value = parse_value(text);
     } catch (const ParseError& e) {
-      throw std::invalid_argument(fmt::format("{}: argument '{}': {}", call.display_name(),
-                                              printable(a.name.empty() ? tok : a.name, false), e.what()));
+      throw std::invalid_argument(fmt::format("{}: argument '{}': {}", printable_one_line(call.display_name()),
+                                              printable_one_line(a.name.empty() ? tok : a.name, 40), e.what()));
     }
     call.args.push_back(std::move(a));
   }

@@ -32,7 +32,12 @@ struct OpCall {
 // namespace is taken to be in aten.
 std::pair<std::string, std::string> split_op_name(std::string_view name);
 
-// Parses `name=value` (or positional `value`) tokens. Errors name the token.
+// std::invalid_argument unless `op_name` could name an operator: 1 to 256 bytes of letters,
+// digits, '_', ':' and '.' (a newline would make a message, a row or a job script two lines; a
+// '[' or a space would read back as an argument).
+void check_op_name(std::string_view op_name);
+
+// Parses `name=value` (or positional `value`) tokens, after check_op_name. Errors name the token.
 OpCall parse_call(std::string_view op_name, const std::vector<std::string>& tokens);
 
 // Canonical argument signature: `name=value` pairs joined by a space, in the order given.

@@ -5,6 +5,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "core/io/input_file.h"
+#include "core/text/text.h"
 
 #include <stdexcept>
 
@@ -16,7 +17,24 @@ std::string where(const std::string& origin, const YAML::Node& n) {
   return fmt::format("{}:{}", origin, n.Mark().line + 1);
 }
 
-ArgValue to_value(const YAML::Node& n, const std::string& at) {
+// A spec's lists obey the argument language's bounds (core/spec/arg_value.h): at most
+// kMaxListDepth levels, and at most kMaxListValues values in one argument, which YAML's
+// aliases could otherwise multiply without bound (a list of 10 aliases of a list of 10 aliases
+// of ... grows tenfold per level while the file grows by a line).
+constexpr std::size_t kMaxListValues = 100000;
+
+// How much of a file's name, and of a YAML library's message, a message echoes.
+constexpr std::size_t kMaxOriginChars = 1024;
+constexpr std::size_t kMaxLibraryMessageChars = 200;
+
+struct ValueBudget {
+  std::size_t values = 0;
+};
+
+ArgValue to_value(const YAML::Node& n, const std::string& at, ValueBudget& budget, std::size_t depth = 0) {
+  if (++budget.values > kMaxListValues)
+    throw std::invalid_argument(fmt::format(
+        "{}: more than {} values in one argument (YAML aliases can multiply a list); give fewer", at, kMaxListValues));
   switch (n.Type()) {
     case YAML::NodeType::Null:
     case YAML::NodeType::Undefined:
@@ -28,9 +46,14 @@ ArgValue to_value(const YAML::Node& n, const std::string& at) {
         throw std::invalid_argument(fmt::format("{}: {}", at, e.what()));
       }
     case YAML::NodeType::Sequence: {
+      if (depth + 1 > kMaxListDepth)
+        throw std::invalid_argument(fmt::format(
+            "{}: lists nest deeper than {} levels (an argument is a value, or a list of values or of lists); "
+            "flatten it",
+            at, kMaxListDepth));
       ArgList items;
-      for (const auto& item : n) items.push_back(to_value(item, at));
-      return ArgValue{items};
+      for (const auto& item : n) items.push_back(to_value(item, at, budget, depth + 1));
+      return ArgValue{std::move(items)};
     }
     case YAML::NodeType::Map:
       break;
@@ -65,19 +88,32 @@ OpCall entry_to_call(const YAML::Node& e, const std::string& origin, std::size_t
   for (const auto& kv : e) {
     const auto key = kv.first.as<std::string>();
     if (key != "op" && key != "args")
-      throw std::invalid_argument(fmt::format("{}: unknown key '{}' (an entry has 'op' and 'args')", at, key));
+      throw std::invalid_argument(
+          fmt::format("{}: unknown key '{}' (an entry has 'op' and 'args')", at, printable_one_line(key, 40)));
   }
   OpCall call;
+  try {
+    check_op_name(e["op"].Scalar());
+  } catch (const std::invalid_argument& err) {
+    throw std::invalid_argument(fmt::format("{}: {}", at, err.what()));
+  }
   std::tie(call.op, call.overload) = split_op_name(e["op"].Scalar());
   call.origin = at;
   const YAML::Node args = e["args"];
   if (args && args.IsMap()) {
     for (const auto& kv : args) {
       const auto name = kv.first.as<std::string>();
-      call.args.push_back({name, to_value(kv.second, fmt::format("{} argument '{}'", where(origin, kv.second), name))});
+      ValueBudget budget;
+      call.args.push_back(
+          {name,
+           to_value(kv.second, fmt::format("{} argument '{}'", where(origin, kv.second), printable_one_line(name, 40)),
+                    budget)});
     }
   } else if (args && args.IsSequence()) {
-    for (const auto& v : args) call.args.push_back({"", to_value(v, where(origin, v))});
+    for (const auto& v : args) {
+      ValueBudget budget;
+      call.args.push_back({"", to_value(v, where(origin, v), budget)});
+    }
   } else if (args && !args.IsNull()) {
     throw std::invalid_argument(at + ": 'args' must be a mapping of name: value");
   }
@@ -118,13 +154,16 @@ OpCall parse_call_line(const std::string& line, const std::string& at) {
   }
 }
 
-SpecEntries parse_spec_text(const std::string& text, const std::string& origin) {
+SpecEntries parse_spec_text(const std::string& text, const std::string& given_origin) {
+  // The file's name as every message (and each call's origin) shows it: a path may hold a newline.
+  const std::string origin = printable_one_line(given_origin, kMaxOriginChars);
   YAML::Node root;
   try {
     root = YAML::Load(text);
   } catch (const YAML::Exception& e) {
-    throw std::invalid_argument(
-        fmt::format("{}:{}:{}: malformed YAML/JSON: {}", origin, e.mark.line + 1, e.mark.column + 1, e.msg));
+    // yaml-cpp's message quotes the input ("unknown escape character: " and the character).
+    throw std::invalid_argument(fmt::format("{}:{}:{}: malformed YAML/JSON: {}", origin, e.mark.line + 1,
+                                            e.mark.column + 1, printable_one_line(e.msg, kMaxLibraryMessageChars)));
   }
   if (root.IsNull())
     throw std::invalid_argument(
@@ -154,6 +193,9 @@ SpecEntries parse_spec_text(const std::string& text, const std::string& origin) 
       out.calls.back().autocast = autocast;
     } catch (const std::invalid_argument& e) {  // one bad entry: reported, the rest still run
       out.errors.push_back(e.what());
+    } catch (const YAML::Exception& e) {  // a key or name that is no string ({[a]: 1})
+      out.errors.push_back(fmt::format("{} (ops[{}]): {}; keys and names are plain words", where(origin, ops[i]), i,
+                                       printable_one_line(e.msg, kMaxLibraryMessageChars)));
     }
   }
   return out;

@@ -166,8 +166,8 @@ Database::Key Database::Key::of(const std::string& op, const std::string& overlo
 Database::Database(const std::string& location, Access access, bool create_parent) : path_(display_location(location)) {
   namespace fs = std::filesystem;
   if (location.empty())
-    throw std::invalid_argument(
-        fmt::format("--db: the path is empty; give a file, or leave --db out for {}", default_path()));
+    throw std::invalid_argument(fmt::format("--db: the path is empty; give a file, or leave --db out for {}",
+                                            display_location(default_path())));
   const SqlAccess sql_access = access == Access::kReadOnly ? SqlAccess::kReadOnly : SqlAccess::kReadWrite;
   if (is_postgres_url(location)) {
     conn_ = open_postgres(location, sql_access);
@@ -195,7 +195,7 @@ Database::Database(const std::string& location, Access access, bool create_paren
   } else {
     present_ = stored_columns(*conn_);
     if (present_.empty())
-      throw DatabaseError(DatabaseError::Kind::kOther,
+      throw DatabaseError(DatabaseError::Kind::kUnusable,
                           fmt::format("{}: has no measurements table (is it an opcost database?)", path_));
     check_schema_version();
   }
@@ -249,13 +249,13 @@ int Database::check_schema_version() const {
   int found = 0;
   const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), found);
   if (ec != std::errc() || end != text.data() + text.size())
-    throw DatabaseError(DatabaseError::Kind::kOther,
+    throw DatabaseError(DatabaseError::Kind::kUnusable,
                         fmt::format("{}: its schema_version is '{}', not a number (a damaged file, or not an "
                                     "opcost database)",
                                     path_, text));
   if (found > kSchemaVersion)
     throw DatabaseError(
-        DatabaseError::Kind::kOther,
+        DatabaseError::Kind::kUnusable,
         fmt::format("{}: written by a newer opcost (schema {} > {}); upgrade opcost", path_, found, kSchemaVersion));
   return found;
 }
@@ -264,9 +264,13 @@ void Database::check_writable() {
   // A change rolled back at once: it needs the write lock (and, for a file, the journal beside
   // it), as every insert does, so a database that cannot be written fails here, before a single
   // measurement is made and thrown away.
+  // The change must be real: SQLite skips a write that leaves a row's bytes as they were (an
+  // UPDATE of a value to itself), and would then never open the journal, which a read-only
+  // directory refuses although the file itself is writable.
   conn_->begin();
   try {
-    conn_->exec("UPDATE meta SET value = value WHERE key = 'schema_version';");
+    conn_->exec("DELETE FROM meta WHERE key = 'opcost_write_check';");
+    conn_->exec("INSERT INTO meta (key, value) VALUES ('opcost_write_check', '');");
   } catch (...) {
     conn_->rollback();
     throw;

@@ -27,7 +27,8 @@ class DatabaseError : public std::runtime_error {
     kFull,      // database or disk is full: nothing more can be stored
     kReadOnly,  // the file (or its directory) cannot be written
     kIo,        // the system failed a read or write
-    kOther,     // a constraint, a damaged file, a bug
+    kUnusable,  // not an opcost database: a damaged file, another program's, a newer opcost's
+    kOther,     // a constraint, a lock held too long by another process, a bug
   };
   DatabaseError(Kind kind, const std::string& what) : std::runtime_error(what), kind_(kind) {}
   Kind kind() const { return kind_; }
@@ -40,8 +41,12 @@ class DatabaseError : public std::runtime_error {
 
 // postgresql://… or postgres://… (libpq's URIs); anything else is a SQLite file's path.
 bool is_postgres_url(const std::string& location);
-// The location with any password replaced by ***: what messages and reports show.
+// The location with any password replaced by ***: what every message, report and listing
+// shows (a password in the URL's credentials, or in a password= or sslpassword= parameter).
 std::string display_location(const std::string& location);
+// `text` with the location's passwords, as written or percent-decoded, replaced by ***: for
+// text that may quote the URL or a part of it (libpq's own connection errors).
+std::string hide_password(std::string text, const std::string& location);
 
 class Database {
  public:

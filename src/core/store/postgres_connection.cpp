@@ -5,7 +5,11 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "core/store/database.h"
 #include "core/store/sql_connection.h"
@@ -23,26 +27,78 @@ bool is_postgres_url(const std::string& location) {
   return location.rfind("postgresql://", 0) == 0 || location.rfind("postgres://", 0) == 0;
 }
 
-std::string display_location(const std::string& location) {
-  if (!is_postgres_url(location)) return location;
-  std::string shown = location;
-  // scheme://user:password@host…: the password lies between the first ':' after the scheme and
-  // the '@' that ends the credentials.
-  const std::size_t start = shown.find("://") + 3;
-  const std::size_t at = shown.find('@', start);
-  const std::size_t slash = shown.find('/', start);
-  if (at != std::string::npos && (slash == std::string::npos || at < slash)) {
-    const std::size_t colon = shown.find(':', start);
-    if (colon != std::string::npos && colon < at) shown = shown.substr(0, colon + 1) + "***" + shown.substr(at);
+namespace {
+
+// libpq's URI parameters whose values are secrets.
+bool is_secret_parameter(const std::string& key) { return key == "password" || key == "sslpassword"; }
+
+std::string percent_decoded(const std::string& text) {
+  std::string out;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '%' && i + 2 < text.size() && std::isxdigit(static_cast<unsigned char>(text[i + 1])) &&
+        std::isxdigit(static_cast<unsigned char>(text[i + 2]))) {
+      out += char(std::stoi(text.substr(i + 1, 2), nullptr, 16));
+      i += 2;
+    } else {
+      out += text[i];
+    }
   }
-  // …?password=secret&… among the parameters.
-  if (const std::size_t query = shown.find('?'); query != std::string::npos)
-    for (std::size_t p = query; (p = shown.find("password=", p + 1)) != std::string::npos;)
-      if (shown[p - 1] == '?' || shown[p - 1] == '&') {
-        const std::size_t value = p + 9, end = std::min(shown.find('&', value), shown.size());
-        shown.replace(value, end - value, "***");
-      }
+  return out;
+}
+
+// The parts of a postgresql:// URL that hold secrets, as [begin, end) offsets: the password of
+// scheme://user:password@host…, and the value of each password= (or sslpassword=) parameter.
+// The credentials end at the last '@' before the parameters: libpq stops at the first '@' or
+// '/', but a password that holds either (a mistyped URL) must not show in the error it causes.
+std::vector<std::pair<std::size_t, std::size_t>> secret_spans(const std::string& url) {
+  std::vector<std::pair<std::size_t, std::size_t>> spans;
+  if (!is_postgres_url(url)) return spans;
+  const std::size_t start = url.find("://") + 3;
+  const std::size_t query = std::min(url.find('?', start), url.size());
+  const std::size_t at = query > start ? url.rfind('@', query - 1) : std::string::npos;
+  if (at != std::string::npos && at >= start)
+    if (const std::size_t colon = url.find(':', start); colon < at) spans.emplace_back(colon + 1, at);
+  for (std::size_t p = query + 1; p < url.size();) {
+    const std::size_t end = std::min(url.find('&', p), url.size());
+    const std::size_t eq = url.find('=', p);
+    if (eq < end && is_secret_parameter(percent_decoded(url.substr(p, eq - p)))) spans.emplace_back(eq + 1, end);
+    p = end + 1;
+  }
+  return spans;
+}
+
+}  // namespace
+
+std::string display_location(const std::string& location) {
+  std::string shown = location;
+  const auto spans = secret_spans(location);
+  for (auto it = spans.rbegin(); it != spans.rend(); ++it)  // from the end: earlier offsets stay valid
+    shown.replace(it->first, it->second - it->first, "***");
   return shown;
+}
+
+std::string hide_password(std::string text, const std::string& location) {
+  // The secrets as written and as libpq decodes them, and their pieces between the URL's
+  // delimiters (a password holding '/' is cut there by libpq, which may quote one piece).
+  std::vector<std::string> secrets;
+  for (const auto& [begin, end] : secret_spans(location)) {
+    const std::string raw = location.substr(begin, end - begin);
+    for (const std::string& whole : {raw, percent_decoded(raw)}) {
+      secrets.push_back(whole);
+      for (std::size_t p = 0; p < whole.size();) {
+        const std::size_t cut = std::min(whole.find_first_of("/@:?&=#", p), whole.size());
+        if (cut - p >= 3) secrets.push_back(whole.substr(p, cut - p));  // shorter ones would mask words
+        p = cut + 1;
+      }
+    }
+  }
+  std::sort(secrets.begin(), secrets.end(), [](const auto& a, const auto& b) { return a.size() > b.size(); });
+  for (const auto& secret : secrets) {
+    if (secret.empty()) continue;
+    for (std::size_t p = 0; (p = text.find(secret, p)) != std::string::npos; p += 3)
+      text.replace(p, secret.size(), "***");
+  }
+  return text;
 }
 
 #ifndef OPCOST_HAS_POSTGRES
@@ -186,7 +242,7 @@ class PostgresStatement : public SqlStatement {
   PGconn* conn_;
   const std::string& where_;
   std::string sql_;
-  std::vector<std::optional<std::string> > params_;
+  std::vector<std::optional<std::string>> params_;
   PGresult* result_ = nullptr;
   int row_ = -1;
 };
@@ -197,7 +253,8 @@ class PostgresConnection : public SqlConnection {
     conn_ = PQconnectdb(url.c_str());
     if (!conn_ || PQstatus(conn_) != CONNECTION_OK) {
       // Every line: a failed connection names each address it tried.
-      const std::string why = one_line(conn_ ? PQerrorMessage(conn_) : "out of memory", false);
+      // libpq may quote a part of the URL it could not parse: the password's too.
+      const std::string why = hide_password(one_line(conn_ ? PQerrorMessage(conn_) : "out of memory", false), url);
       PQfinish(conn_);
       throw DatabaseError(DatabaseError::Kind::kReadOnly,
                           fmt::format("{}: cannot connect: {}; check the URL (postgresql://USER@HOST[:PORT]/DBNAME), "

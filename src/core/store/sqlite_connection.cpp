@@ -52,6 +52,15 @@ std::optional<std::string> out_of_room(const std::string& path) {
     kind = Kind::kIo;
     why += os;
     fix = "check the disk";
+  } else if (code == SQLITE_NOTADB || code == SQLITE_CORRUPT) {
+    kind = Kind::kUnusable;
+    fix = "the file is damaged or is not an opcost database: use another --db, or restore it from a copy";
+  } else if (code == SQLITE_BUSY || code == SQLITE_LOCKED) {
+    // Still locked after the busy timeout: another process holds a transaction open.
+    why = "it is locked by another process";
+    fix =
+        "wait for that process (another opcost run, or a sqlite3 shell with a transaction open) to finish, or use "
+        "another --db";
   }
   throw DatabaseError(kind, fmt::format("{}: {}: {}; {}", path, doing, why, fix));
 }

@@ -21,6 +21,8 @@
 #include <string>
 #include <vector>
 
+#include "core/sweep/sweep_limits.h"
+
 namespace opcost {
 
 struct ModelConfig {
@@ -40,7 +42,9 @@ struct ModelList {
 
 // Whether a sweep file's text is a model list (it has `models:`) rather than a grid.
 bool is_model_list_text(const std::string& yaml);
-// Throws std::invalid_argument naming `origin`, the entry and the fix.
-ModelList read_model_list_text(const std::string& yaml, const std::string& origin, const std::string& base_dir = "");
+// Throws std::invalid_argument naming `origin`, the entry and the fix; SweepTooLarge when the
+// entries' products add up to more than `max_configs` configurations (counted before any is made).
+ModelList read_model_list_text(const std::string& yaml, const std::string& origin, const std::string& base_dir = "",
+                               std::uint64_t max_configs = kDefaultMaxSweepItems);
 
 }  // namespace opcost

@@ -11,6 +11,10 @@
 
 namespace opcost {
 
+namespace {
+constexpr std::size_t kLongestTypo = 200;
+}  // namespace
+
 std::size_t edit_distance(std::string_view s, std::string_view t) {
   std::vector<std::size_t> prev(t.size() + 1), cur(t.size() + 1);
   for (std::size_t j = 0; j <= t.size(); ++j) prev[j] = j;
@@ -24,6 +28,9 @@ std::size_t edit_distance(std::string_view s, std::string_view t) {
 }
 
 std::vector<std::string> closest(std::string_view word, const std::vector<std::string>& candidates, std::size_t max) {
+  // Names are short: a longer word is no typo of one, and its distances to every candidate
+  // would cost its length times theirs (a 10 MB argument: minutes).
+  if (word.size() > kLongestTypo) return {};
   std::vector<std::pair<std::size_t, std::string>> scored;
   for (const auto& c : candidates) scored.push_back({edit_distance(word, c), c});
   std::sort(scored.begin(), scored.end());
@@ -94,6 +101,37 @@ std::string printable(std::string_view text, bool keep_newlines) {
     }
   }
   return out;
+}
+
+std::string elide(std::string_view text, std::size_t max_chars) {
+  if (text.size() <= max_chars) return std::string(text);
+  const std::string_view mark = "…";
+  const std::size_t room = max_chars > mark.size() ? max_chars - mark.size() : 0;
+  std::size_t head = room - room / 3, tail_start = text.size() - room / 3;
+  // Whole characters on both sides: a cut never leaves half of one to be escaped as \xNN.
+  auto continuation = [&](std::size_t i) { return (static_cast<unsigned char>(text[i]) & 0xC0) == 0x80; };
+  while (head > 0 && head < text.size() && continuation(head)) --head;
+  while (tail_start < text.size() && continuation(tail_start)) ++tail_start;
+  return std::string(text.substr(0, head)) + std::string(mark) + std::string(text.substr(tail_start));
+}
+
+std::string printable_one_line(std::string_view text, std::size_t max_chars) {
+  // Cut first: the escaping below then reads a bounded text, and never grows one past 4 ×.
+  const std::string cut = elide(text, max_chars);
+  std::string out;
+  out.reserve(cut.size());
+  for (char c : cut) {
+    // The common line breaks as a reader knows them; every other control byte as \xNN below.
+    if (c == '\n')
+      out += "\\n";
+    else if (c == '\t')
+      out += "\\t";
+    else if (c == '\r')
+      out += "\\r";
+    else
+      out += c;
+  }
+  return printable(out, false);
 }
 
 std::string user_message(std::string_view what) {

@@ -130,6 +130,10 @@ struct TraceRun {
   std::string counters_unavailable;  // why there are none ("" when there are, or none were asked for)
   // Device activities that could not be tied to an operator call, by reason.
   std::map<std::string, std::size_t> untied;
+  // Imports: events skipped as malformed (a ts that is not a number, a negative dur, ...), and
+  // the first one's place and fault ("event 12 at byte 3456: dur -5 is out of range ...").
+  std::size_t skipped_events = 0;
+  std::string first_skipped;
 };
 
 // Dispatcher calls nested in another on the same thread fold into the outermost one, which

@@ -46,8 +46,9 @@ class LayerStacks {
 
 // Backward calls: the backward range around each call (on its thread) names the forward node,
 // and the forward call that made that node names the layer.
+// A call may also name its node itself (backward_of: torch.profiler's "Fwd thread id" with
+// its "Sequence number", or opcost's own trace read back), with no backward ranges at all.
 void tie_backward_calls(TraceRun& run) {
-  if (run.backward_ranges.empty()) return;
   std::unordered_map<int64_t, int> layer_of_node;
   for (const auto& op : run.ops)
     for (int64_t s : op.forward_sequence) layer_of_node.emplace(s, op.layer);

@@ -95,6 +95,11 @@ void write_chrome_trace(const TraceRun& run, const TraceSelection& keep,
     if (!o.shapes.empty()) args["input shapes"] = o.shapes;
     if (o.flops) args["flops"] = o.flops;
     if (o.step >= 0) args["step"] = run.steps[std::size_t(o.step)].name;
+    // What ties the call to its kernels and its backward calls to their forward layer, so
+    // that `opcost trace --import` of this file gives the same tables (chrome_import.h).
+    if (!o.correlations.empty()) args["External ids"] = o.correlations;
+    if (!o.forward_sequence.empty()) args["forward sequence numbers"] = o.forward_sequence;
+    if (o.backward_of >= 0) args["backward of sequence number"] = o.backward_of;
     if (run.energy) {  // attributed (opcost trace --energy): its kernels and the idle time before them
       const CallEnergy& e = run.energy->calls[i];
       args["energy uJ"] = e.mJ() * 1e3;
@@ -114,7 +119,10 @@ void write_chrome_trace(const TraceRun& run, const TraceSelection& keep,
   for (std::size_t i = 0; i < run.device_activities.size(); ++i) {
     const auto& a = run.device_activities[i];
     if (!keep.activities[i]) continue;
-    nlohmann::json args = {{"correlation", a.linked_correlation}};
+    nlohmann::json args = {{"correlation", a.linked_correlation},
+                           {"External id", a.linked_correlation},  // as torch.profiler names it
+                           {"device", a.device},
+                           {"stream", a.stream}};
     if (a.op >= 0) {
       const auto& o = run.ops[std::size_t(a.op)];
       args["op"] = o.name;

@@ -1,42 +1,70 @@
 #include "core/trace/event_chunks.h"
 
 #include <fmt/format.h>
-#include <zlib.h>
 
 #include <array>
-#include <cerrno>
 #include <cstring>
 #include <stdexcept>
+#include <string_view>
 #include <vector>
 
 namespace opcost {
 
 namespace {
 
-// The bytes the scan stops at outside strings; everything else (numbers, spaces, commas,
-// literals) it skips in a tight loop.
-constexpr auto kStructural = [] {
-  std::array<bool, 256> t{};
-  for (unsigned char c : {'"', ':', '{', '}', '[', ']'}) t[c] = true;
+// Each byte outside strings is skipped (whitespace, commas, the characters of numbers and of
+// true, false and null), stops the scan (structural), or is one JSON never has there: a NUL
+// from /dev/zero or a gzip of zeros is refused at its first byte instead of being read on.
+enum ByteClass : unsigned char { kSkip, kStructural, kInvalid };
+constexpr auto kClass = [] {
+  std::array<ByteClass, 256> t{};
+  t.fill(kInvalid);
+  for (unsigned char c : std::string_view(" \t\n\r,+-.0123456789eEtruefalsn")) t[c] = kSkip;
+  for (unsigned char c : std::string_view("\":{}[]")) t[c] = kStructural;
   return t;
 }();
 
-// The scan's state across blocks: nesting, strings, and where the events array is.
+bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+
+std::string describe_byte(unsigned char c) {
+  if (c == 0) return "a NUL byte (0x00)";
+  if (c >= 0x20 && c < 0x7f) return fmt::format("'{}'", char(c));
+  return fmt::format("byte value 0x{:02x}", c);
+}
+
+std::string mib(std::size_t bytes) {
+  return bytes % (std::size_t(1) << 20) == 0 ? fmt::format("{} MiB", bytes >> 20) : fmt::format("{} bytes", bytes);
+}
+
+constexpr std::size_t kMaxKeyBytes = 64;  // top-level keys are compared with short names only
+constexpr std::string_view kSuggestion = "give a Chrome trace, as torch.profiler's export_chrome_trace writes it";
+
+// The scan's state across blocks: nesting, strings, where the events array is, what is kept.
 class Scanner {
  public:
-  Scanner(std::size_t chunk_bytes, std::size_t padding, const std::function<void(std::string&&)>& on_chunk)
-      : chunk_bytes_(chunk_bytes), padding_(padding), on_chunk_(on_chunk) {
+  Scanner(std::string name, const TraceImportLimits& limits, std::size_t padding,
+          const std::function<void(EventChunk&&)>& on_chunk)
+      : name_(std::move(name)), limits_(limits), padding_(padding), on_chunk_(on_chunk) {
     start_chunk();
   }
 
   void feed(const char* p, std::size_t n) {
-    std::size_t i = 0, kept_from = 0;  // kept_from: where the bytes not yet copied begin
-    auto keep = [&](std::size_t to) {  // copies [kept_from, to) where it belongs
-      if (to <= kept_from) return;
-      if (in_event_)
-        chunk_.append(p + kept_from, to - kept_from);
-      else if (!inside_events())
-        out_.rest.append(p + kept_from, to - kept_from);
+    std::size_t i = 0, kept_from = 0;  // kept_from: the first byte not yet handed to its sink
+    // Hands [kept_from, to) to where it belongs: the event being read, a kept top-level
+    // value, or nowhere (everything else is skipped as it streams).
+    auto flush_to = [&](std::size_t to) {
+      if (to > kept_from) {
+        if (in_event_) {
+          chunk_.json.append(p + kept_from, to - kept_from);
+          if (chunk_.json.size() - event_begin_ > limits_.max_event_bytes) refuse_large_event();
+        } else if (capturing_) {
+          capture_.append(p + kept_from, to - kept_from);
+          if (capture_.size() > limits_.max_kept_bytes) {  // skipped: only a device's name was wanted
+            capturing_ = false;
+            std::string().swap(capture_);
+          }
+        }
+      }
       kept_from = to;
     };
     while (i < n) {
@@ -48,7 +76,7 @@ class Scanner {
         std::size_t run = 0;
         while (end - run > i && p[end - run - 1] == '\\') ++run;
         const bool odd = (run + (end - run == i ? pending_backslashes_ : 0)) % 2 == 1;
-        if (key_capture_) key_.append(p + i, end - i);
+        capture_key(p + i, end - i);
         if (end == n) {  // the string goes on in the next block
           pending_backslashes_ = run == end - i ? pending_backslashes_ + run : run;
           i = n;
@@ -57,139 +85,163 @@ class Scanner {
         pending_backslashes_ = 0;
         i = end + 1;
         if (odd) {
-          if (key_capture_) key_ += '"';
+          capture_key("\"", 1);
           continue;
         }
         in_string_ = false;
         continue;
       }
-      if (!kStructural[static_cast<unsigned char>(p[i])]) {  // digits, spaces, commas, letters
+      const auto c = static_cast<unsigned char>(p[i]);
+      if (kClass[c] == kSkip) {  // digits, spaces, commas, literals: a tight loop
+        const std::size_t from = i;
         ++i;
-        while (i < n && !kStructural[static_cast<unsigned char>(p[i])]) ++i;
-        if (inside_events() && !in_event_) kept_from = i;
+        while (i < n && kClass[static_cast<unsigned char>(p[i])] == kSkip) ++i;
+        if (depth_ == 0)  // before or after the document: whitespace only
+          for (std::size_t j = from; j < i; ++j)
+            if (!is_space(p[j])) refuse_outside_document(j, static_cast<unsigned char>(p[j]));
         continue;
       }
-      const char c = p[i];
+      if (kClass[c] == kInvalid)
+        refuse(offset_ + i, fmt::format("{} is there, which JSON never has outside a string", describe_byte(c)));
+      if (depth_ == 0 && c != '{' && c != '[') refuse_outside_document(i, c);
       switch (c) {
         case '"':
           in_string_ = true;
           pending_backslashes_ = 0;
-          key_capture_ = depth_ == 1 && !root_is_array_;  // a top-level key, perhaps "traceEvents"
-          if (key_capture_) key_.clear();
+          key_capture_ = depth_ == 1 && root_is_object_;  // a top-level key, perhaps "traceEvents"
+          key_.clear();
+          key_too_long_ = false;
           break;
         case ':':
-          if (depth_ == 1) last_key_ = key_;
+          if (depth_ == 1) last_key_ = key_too_long_ ? std::string() : key_;
           break;
         case '{':
         case '[':
-          if (depth_ == 0 && c == '[') {  // a bare array of events
-            root_is_array_ = true;
-            events_depth_ = 1;
-            out_.has_events = true;
-            keep(i);
-            out_.rest += "[]";
-            kept_from = i + 1;
-          } else if (depth_ == 1 && c == '[' && !root_is_array_ && last_key_ == "traceEvents" && events_depth_ < 0) {
-            events_depth_ = 2;
-            out_.has_events = true;
-            keep(i);
-            out_.rest += "[]";
-            kept_from = i + 1;
+          if (depth_ >= limits_.max_depth)
+            refuse(offset_ + i, fmt::format("nested deeper than {} arrays and objects", limits_.max_depth));
+          if (depth_ == 0) {
+            if (root_is_object_ || root_is_array_) refuse_outside_document(i, c);
+            if (c == '[') {  // a bare array of events
+              root_is_array_ = true;
+              events_depth_ = 1;
+              out_.has_events = true;
+            } else {
+              root_is_object_ = true;
+            }
+          } else if (depth_ == 1 && root_is_object_ && !last_key_.empty()) {  // a top-level value
+            if (c == '[' && last_key_ == "traceEvents" && !events_seen_) {
+              events_depth_ = 2;
+              events_seen_ = out_.has_events = true;
+            } else if (last_key_ == "deviceProperties" || last_key_ == "otherData") {
+              flush_to(i);
+              capturing_ = true;
+              capture_ = fmt::format("\"{}\":", last_key_);
+            }
+            last_key_.clear();
           } else if (depth_ == events_depth_ && !in_event_) {  // an event begins
-            keep(i);
+            flush_to(i);
             in_event_ = true;
-            if (events_in_chunk_++) chunk_ += ',';
+            if (chunk_events_++) chunk_.json += ',';
+            chunk_.event_offsets.push_back(offset_ + i);
+            event_begin_ = chunk_.json.size();
           }
           ++depth_;
           break;
         case '}':
         case ']':
-          if (--depth_ < 0) throw std::invalid_argument("unbalanced brackets");
+          --depth_;
           if (in_event_ && depth_ == events_depth_) {  // the event ends here
-            keep(i + 1);
+            flush_to(i + 1);
             in_event_ = false;
-            if (chunk_.size() >= chunk_bytes_) flush();
+            ++events_;
+            if (chunk_.json.size() >= limits_.chunk_bytes) flush_chunk();
           } else if (events_depth_ > 0 && depth_ == events_depth_ - 1) {  // the events array ends
-            kept_from = i + 1;
             events_depth_ = -1;
+          } else if (capturing_ && depth_ == 1) {  // a kept top-level value ends
+            flush_to(i + 1);
+            capturing_ = false;
+            out_.kept.insert(out_.kept.size() - 1, (out_.kept.size() > 2 ? "," : "") + capture_);
+            std::string().swap(capture_);
           }
           break;
         default:
           break;
       }
       ++i;
-      if (inside_events() && !in_event_) kept_from = i;  // commas and spaces between events
     }
-    keep(n);
+    flush_to(n);
+    offset_ += n;
   }
 
   ChunkedTrace finish() {
-    if (in_string_ || depth_ != 0) throw std::invalid_argument("it ends inside a string, object or array");
-    flush();
+    if (!root_is_object_ && !root_is_array_) refuse(offset_, "it is empty, or holds only whitespace");
+    if (in_string_ || depth_ != 0) refuse(offset_, "it ends inside a string, object or array (a file cut short?)");
+    flush_chunk();
+    out_.bytes = offset_;
+    out_.events = events_;
     return std::move(out_);
   }
-  ChunkedTrace& out() { return out_; }
 
  private:
-  bool inside_events() const { return events_depth_ > 0 && depth_ >= events_depth_; }
-  void start_chunk() {
-    chunk_.clear();
-    chunk_.reserve(chunk_bytes_ + (std::size_t(1) << 16) + padding_);
-    chunk_ += '[';
-    events_in_chunk_ = 0;
+  [[noreturn]] void refuse(uint64_t at, const std::string& why) const {
+    throw std::invalid_argument(fmt::format("{}: not a Chrome trace: byte {}: {}; {}", name_, at, why, kSuggestion));
   }
-  void flush() {
-    if (events_in_chunk_ == 0) return;
-    chunk_ += ']';
-    if (chunk_.capacity() < chunk_.size() + padding_) chunk_.reserve(chunk_.size() + padding_);
+  [[noreturn]] void refuse_outside_document(std::size_t i, unsigned char c) const {
+    refuse(offset_ + i, root_is_object_ || root_is_array_
+                            ? fmt::format("{} after the document's end", describe_byte(c))
+                            : fmt::format("{} where a trace begins with '{{' (or a '[' of events)", describe_byte(c)));
+  }
+  [[noreturn]] void refuse_large_event() const {
+    throw std::invalid_argument(fmt::format(
+        "{}: event {} (at byte {}) is over the limit of {} for one event; the events of a torch.profiler trace are "
+        "a few hundred bytes: is this the file the profiler wrote?",
+        name_, events_ + 1, chunk_.event_offsets.back(), mib(limits_.max_event_bytes)));
+  }
+  void capture_key(const char* p, std::size_t n) {
+    if (!key_capture_ || key_too_long_) return;
+    if (key_.size() + n > kMaxKeyBytes)
+      key_too_long_ = true;
+    else
+      key_.append(p, n);
+  }
+  void start_chunk() {
+    chunk_ = EventChunk();
+    chunk_.json.reserve(limits_.chunk_bytes + (std::size_t(1) << 16) + padding_);
+    chunk_.json += '[';
+    chunk_.first_event = events_;
+    chunk_events_ = 0;
+  }
+  void flush_chunk() {
+    if (chunk_events_ == 0) return;
+    chunk_.json += ']';
+    if (chunk_.json.capacity() < chunk_.json.size() + padding_) chunk_.json.reserve(chunk_.json.size() + padding_);
     on_chunk_(std::move(chunk_));
-    chunk_ = std::string();
     start_chunk();
   }
 
-  std::size_t chunk_bytes_, padding_;
-  const std::function<void(std::string&&)>& on_chunk_;
+  std::string name_;
+  const TraceImportLimits& limits_;
+  std::size_t padding_;
+  const std::function<void(EventChunk&&)>& on_chunk_;
   ChunkedTrace out_;
-  std::string chunk_, key_, last_key_;
-  std::size_t events_in_chunk_ = 0;
+  EventChunk chunk_;
+  std::string key_, last_key_, capture_;
+  std::size_t chunk_events_ = 0, event_begin_ = 0;
+  uint64_t events_ = 0, offset_ = 0;  // offset_: where the block being fed begins in the document
   int depth_ = 0, events_depth_ = -1;
   std::size_t pending_backslashes_ = 0;  // a run of backslashes at the end of the last block, in a string
-  bool in_string_ = false, key_capture_ = false, in_event_ = false, root_is_array_ = false;
+  bool in_string_ = false, key_capture_ = false, key_too_long_ = false, in_event_ = false, capturing_ = false;
+  bool root_is_array_ = false, root_is_object_ = false, events_seen_ = false;
 };
 
 }  // namespace
 
-ChunkedTrace read_event_chunks(const std::string& path, std::size_t chunk_bytes, std::size_t padding,
-                               const std::function<void(std::string&& chunk)>& on_chunk) {
-  gzFile gz = gzopen(path.c_str(), "rb");
-  if (!gz) throw std::invalid_argument(fmt::format("{}: cannot read: {}", path, std::strerror(errno ? errno : ENOMEM)));
-  gzbuffer(gz, 1 << 20);
-  struct Closer {
-    gzFile gz;
-    ~Closer() { gzclose(gz); }
-  } closer{gz};
-  Scanner scan(chunk_bytes, padding, on_chunk);
+ChunkedTrace read_event_chunks(TraceBytes& bytes, const TraceImportLimits& limits, std::size_t padding,
+                               const std::function<void(EventChunk&& chunk)>& on_chunk) {
+  Scanner scan(bytes.name(), limits, padding, on_chunk);
   std::vector<char> block(std::size_t(1) << 20);
-  std::size_t total = 0;
-  int n;
-  try {
-    while ((n = gzread(gz, block.data(), unsigned(block.size()))) > 0) {
-      scan.feed(block.data(), std::size_t(n));
-      total += std::size_t(n);
-    }
-    if (n < 0) {
-      int code = 0;
-      throw std::invalid_argument(fmt::format("cannot read: {}", gzerror(gz, &code)));
-    }
-    ChunkedTrace out = scan.finish();
-    out.bytes = total;
-    return out;
-  } catch (const std::invalid_argument& e) {
-    throw std::invalid_argument(
-        fmt::format("{}: not a whole JSON document ({}, near byte {}); give a Chrome trace, as "
-                    "torch.profiler's export_chrome_trace writes it",
-                    path, e.what(), total));
-  }
+  for (std::size_t n; (n = bytes.read(block.data(), block.size())) > 0;) scan.feed(block.data(), n);
+  return scan.finish();
 }
 
 }  // namespace opcost

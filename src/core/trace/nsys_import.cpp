@@ -4,8 +4,9 @@
 #include <sqlite3.h>
 
 #include <algorithm>
-#include <regex>
+#include <cctype>
 #include <stdexcept>
+#include <string_view>
 #include <unordered_map>
 
 namespace opcost {
@@ -15,16 +16,25 @@ namespace {
 // The export, read only. Every failure names the file.
 class Export {
  public:
-  explicit Export(const std::string& path) : path_(path) {
-    if (sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK) {
-      const std::string why = db_ ? sqlite3_errmsg(db_) : "out of memory";
-      sqlite3_close(db_);
-      throw std::invalid_argument(fmt::format("{}: cannot open as SQLite: {}", path, why));
-    }
+  // Read only, a value no longer than `max_value_bytes` (a hostile file's gigabyte string is
+  // refused by SQLite as too big, not copied).
+  Export(const std::string& path, std::size_t max_value_bytes) : path_(path) {
+    if (sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK) fail_open();
+    sqlite3_limit(db_, SQLITE_LIMIT_LENGTH, int(std::min<std::size_t>(max_value_bytes, 1u << 30)));
+  }
+  // An export's bytes in memory, read in place (they must outlive it).
+  Export(std::string_view bytes, const std::string& name, std::size_t max_value_bytes) : path_(name) {
+    if (sqlite3_open_v2(":memory:", &db_, SQLITE_OPEN_READWRITE, nullptr) != SQLITE_OK) fail_open();
+    auto* data = reinterpret_cast<unsigned char*>(const_cast<char*>(bytes.data()));
+    if (sqlite3_deserialize(db_, "main", data, sqlite3_int64(bytes.size()), sqlite3_int64(bytes.size()),
+                            SQLITE_DESERIALIZE_READONLY) != SQLITE_OK)
+      fail_open();
+    sqlite3_limit(db_, SQLITE_LIMIT_LENGTH, int(std::min<std::size_t>(max_value_bytes, 1u << 30)));
   }
   ~Export() { sqlite3_close(db_); }
   Export(const Export&) = delete;
   Export& operator=(const Export&) = delete;
+  const std::string& name() const { return path_; }
 
   bool has_table(const std::string& name) {
     bool found = false;
@@ -48,6 +58,13 @@ class Export {
   }
 
  private:
+  [[noreturn]] void fail_open() {
+    const std::string why = db_ ? sqlite3_errmsg(db_) : "out of memory";
+    sqlite3_close(db_);
+    db_ = nullptr;
+    throw std::invalid_argument(fmt::format("{}: cannot open as SQLite: {}", path_, why));
+  }
+
   std::string path_;
   sqlite3* db_ = nullptr;
 };
@@ -56,6 +73,16 @@ class Export {
 HostRange span_of(sqlite3_stmt* s, std::string name) {
   return HostRange{std::move(name), uint64_t(sqlite3_column_int64(s, 2)), sqlite3_column_int64(s, 0),
                    sqlite3_column_int64(s, 1)};
+}
+
+// A row whose span is impossible (it ends before it starts, or starts before the clock's zero:
+// a damaged or hand-made export) is skipped and counted, as the Chrome import does, so that one
+// bad row never turns into a negative duration in the tables.
+bool skipped_bad_span(TraceRun& run, const char* table, int64_t start_ns, int64_t end_ns) {
+  if (start_ns >= 0 && end_ns >= start_ns) return false;
+  if (run.skipped_events++ == 0)
+    run.first_skipped = fmt::format("a {} row that ends ({} ns) before it starts ({} ns)", table, end_ns, start_ns);
+  return true;
 }
 
 std::string text(sqlite3_stmt* s, int i) {
@@ -68,14 +95,45 @@ struct RangeName {
   std::string name, shapes;
   int64_t seq = -1;
 };
+// By hand, not with std::regex: libstdc++'s recursion on a long name overflows the stack.
 RangeName parse_range_name(const std::string& text) {
   RangeName r;
   r.name = text.substr(0, text.find(", "));
-  static const std::regex seq(R"(, (?:stashed )?seq ?= ?(\d+))");
-  static const std::regex sizes(R"(, sizes = \[(.*?)\](?=, \w+ = |$))");
-  std::smatch m;
-  if (std::regex_search(text, m, seq)) r.seq = std::stoll(m[1]);
-  if (std::regex_search(text, m, sizes)) r.shapes = m[1];
+  for (std::size_t at = text.find("seq"); at != std::string::npos; at = text.find("seq", at + 1)) {
+    // ", seq = 5", ", stashed seq = 5", ", seq=5"
+    const bool after_field =
+        (at >= 2 && text.compare(at - 2, 2, ", ") == 0) || (at >= 10 && text.compare(at - 10, 10, ", stashed ") == 0);
+    if (!after_field) continue;
+    std::size_t i = at + 3;
+    if (i < text.size() && text[i] == ' ') ++i;
+    if (i >= text.size() || text[i] != '=') continue;
+    ++i;
+    if (i < text.size() && text[i] == ' ') ++i;
+    const std::size_t digits = i;
+    while (i < text.size() && i - digits < 18 && std::isdigit(static_cast<unsigned char>(text[i]))) ++i;
+    if (i == digits) continue;
+    r.seq = std::stoll(text.substr(digits, i - digits));
+    break;
+  }
+  // ", sizes = [...]" up to the first ']' followed by the end or by another ", field = ".
+  static const std::string kSizes = ", sizes = [";
+  if (const std::size_t open = text.find(kSizes); open != std::string::npos) {
+    const std::size_t from = open + kSizes.size();
+    for (std::size_t close = text.find(']', from); close != std::string::npos; close = text.find(']', close + 1)) {
+      std::size_t i = close + 1;
+      bool next_field = i == text.size();
+      if (!next_field && text.compare(i, 2, ", ") == 0) {
+        i += 2;
+        const std::size_t word = i;
+        while (i < text.size() && (std::isalnum(static_cast<unsigned char>(text[i])) || text[i] == '_')) ++i;
+        next_field = i > word && text.compare(i, 3, " = ") == 0;
+      }
+      if (next_field) {
+        r.shapes = text.substr(from, close - from);
+        break;
+      }
+    }
+  }
   return r;
 }
 
@@ -101,10 +159,16 @@ const char* copy_kind(int64_t kind) {  // CUpti_ActivityMemcpyKind
   }
 }
 
-}  // namespace
-
-TraceRun import_nsys_sqlite(const std::string& path) {
-  Export ex(path);
+TraceRun import_export(Export& ex, const TraceImportLimits& limits) {
+  const std::string& path = ex.name();
+  std::size_t records = 0;
+  auto count = [&] {  // the run is what grows with the export: bounded as a Chrome trace's is
+    if (++records > limits.max_records)
+      throw std::invalid_argument(
+          fmt::format("{}: more than {} calls, ranges and device activities, over the import's bound; record fewer "
+                      "steps",
+                      path, limits.max_records));
+  };
   for (const char* table : {"StringIds", "CUPTI_ACTIVITY_KIND_KERNEL"})
     if (!ex.has_table(table))
       throw std::invalid_argument(fmt::format(
@@ -127,8 +191,10 @@ TraceRun import_nsys_sqlite(const std::string& path) {
       "SELECT n.start, n.end, n.globalTid, COALESCE(n.text, s.value, '') FROM NVTX_EVENTS n "
       "LEFT JOIN StringIds s ON n.textId = s.id WHERE n.eventType IN (59, 60) AND n.end >= n.start",
       [&](sqlite3_stmt* s) {
+        count();
         const std::string full = text(s, 3);
         HostRange span = span_of(s, full);
+        if (skipped_bad_span(run, "NVTX_EVENTS", span.start_ns, span.end_ns)) return;
         if (full.rfind("ProfilerStep#", 0) == 0) {
           span.name = full.substr(0, full.find(", "));
           run.steps.push_back(std::move(span));
@@ -164,6 +230,8 @@ TraceRun import_nsys_sqlite(const std::string& path) {
         "LEFT JOIN StringIds s ON r.nameId = s.id",
         [&](sqlite3_stmt* s) {
           const HostRange call = span_of(s, text(s, 4));
+          if (skipped_bad_span(run, "CUPTI_ACTIVITY_KIND_RUNTIME", call.start_ns, call.end_ns)) return;
+          if (call.name.find("Synchronize") != std::string::npos) count();
           if (call.name.find("Synchronize") != std::string::npos) run.synchronizations.push_back(call);
           const auto correlation = uint64_t(sqlite3_column_int64(s, 3));
           const auto it = calls_of_thread.find(call.thread);
@@ -178,6 +246,8 @@ TraceRun import_nsys_sqlite(const std::string& path) {
 
   auto add_device = [&](const std::string& sql, const char* kind, auto name_of) {
     ex.each(sql, [&](sqlite3_stmt* s) {
+      count();
+      if (skipped_bad_span(run, kind, sqlite3_column_int64(s, 0), sqlite3_column_int64(s, 1))) return;
       run.device_activities.push_back(DeviceActivity{name_of(s), kind, int(sqlite3_column_int64(s, 2)),
                                                      sqlite3_column_int64(s, 3), sqlite3_column_int64(s, 0),
                                                      sqlite3_column_int64(s, 1), uint64_t(sqlite3_column_int64(s, 4))});
@@ -207,6 +277,18 @@ TraceRun import_nsys_sqlite(const std::string& path) {
   }
   tie_activities(run);
   return run;
+}
+
+}  // namespace
+
+TraceRun import_nsys_sqlite(const std::string& path, const TraceImportLimits& limits) {
+  Export ex(path, limits.max_event_bytes);
+  return import_export(ex, limits);
+}
+
+TraceRun import_nsys_sqlite_bytes(std::string_view bytes, const std::string& name, const TraceImportLimits& limits) {
+  Export ex(bytes, name, limits.max_event_bytes);
+  return import_export(ex, limits);
 }
 
 }  // namespace opcost

@@ -9,13 +9,20 @@
 // CUPTI_ACTIVITY_KIND_KERNEL / _RUNTIME / _MEMCPY / _MEMSET, NVTX_EVENTS, TARGET_INFO_GPU).
 // Torch-free.
 #include <string>
+#include <string_view>
 
 #include "core/trace/activities.h"
+#include "core/trace/event_chunks.h"
 
 namespace opcost {
 
 // Throws std::invalid_argument naming the file and what it lacks (not SQLite, no kernels, no
-// operator ranges), and how to record one that fits.
-TraceRun import_nsys_sqlite(const std::string& path);
+// operator ranges) or the limit it passes (a value over max_event_bytes, more than
+// max_records), and how to record one that fits.
+TraceRun import_nsys_sqlite(const std::string& path, const TraceImportLimits& limits = {});
+// The same from an export's bytes in memory (read in place, read only; they must outlive the
+// call), `name` naming them in messages: a fuzzer's entry point.
+TraceRun import_nsys_sqlite_bytes(std::string_view bytes, const std::string& name,
+                                  const TraceImportLimits& limits = {});
 
 }  // namespace opcost

@@ -7,6 +7,7 @@
 #include <regex>
 #include <stdexcept>
 
+#include "core/io/atomic_output_file.h"
 #include "core/io/gzip_file.h"
 #include "core/io/output_file.h"
 #include "core/trace/chrome_trace.h"
@@ -91,13 +92,23 @@ void save_trace(const TraceRun& run, const std::string& path, const TraceFileOpt
       write_chrome_trace(run, selection, write);
     file.close();
   };
+  // Written under a temporary name and renamed when complete: a failed or interrupted write
+  // leaves the file that was there (perhaps the trace just imported) as it was.
+  AtomicOutputFile out(path);
   if (is_gzip_path(path)) {
-    GzipFile f(path);
-    write_to(f);
+    try {
+      GzipFile f(out.temp_path());
+      write_to(f);
+    } catch (const WriteError& e) {  // named by the file the user asked for, not the temporary one
+      std::string why = e.what();
+      if (const auto at = why.find(out.temp_path()); at != std::string::npos)
+        why.replace(at, out.temp_path().size(), path);
+      throw WriteError(why);
+    }
   } else {
-    OutputFile f(path);
-    write_to(f);
+    write_to(out.file());
   }
+  out.commit();
 }
 
 }  // namespace opcost

@@ -1,0 +1,41 @@
+// Chrome trace import (core/trace/chrome_import.h, through event_chunks.h): the input is the
+// file, plain JSON or gzip. A file that is not a trace it can read is refused with
+// std::invalid_argument naming it, in one line; a trace it reads has no range that ends before
+// it starts (a negative or overflowing dur, a ts of 1e308, must be skipped, not imported).
+#include <fmt/format.h>
+
+#include <stdexcept>
+#include <string>
+
+#include "core/trace/chrome_import.h"
+#include "fuzz_support.h"
+
+namespace {
+
+template <typename Range>
+void check_ranges(const std::vector<Range>& ranges, const char* what) {
+  for (const auto& r : ranges)
+    if (r.end_ns < r.start_ns)
+      opcost::fuzz::fail(
+          fmt::format("an imported {} '{}' ends ({} ns) before it starts ({} ns)", what, r.name, r.end_ns, r.start_ns));
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
+  static opcost::fuzz::InputFile file(".json");
+  const std::string& path = file.write(data, size);
+  opcost::TraceRun run;
+  try {
+    run = opcost::import_chrome_trace(path);
+  } catch (const std::invalid_argument& e) {
+    opcost::fuzz::check_refusal(e.what(), path);
+    return 0;
+  }
+  opcost::fuzz::note_accepted();
+  check_ranges(run.ops, "operator call");
+  check_ranges(run.device_activities, "device activity");
+  check_ranges(run.steps, "step");
+  check_ranges(run.layers, "layer");
+  return 0;
+}
