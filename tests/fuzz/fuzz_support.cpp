@@ -1,5 +1,6 @@
 #include "fuzz_support.h"
 
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -9,6 +10,9 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <vector>
+
+#include "core/trace/activities.h"
 
 namespace opcost::fuzz {
 
@@ -75,6 +79,25 @@ const std::string& InputFile::write(const uint8_t* data, std::size_t size) {
   out.close();
   if (!out) fail("cannot write the input file " + path_);
   return path_;
+}
+
+namespace {
+
+template <typename Range>
+void check_spans(const std::vector<Range>& ranges, const char* what) {
+  for (const auto& r : ranges)
+    if (r.end_ns < r.start_ns)
+      fail(
+          fmt::format("an imported {} '{}' ends ({} ns) before it starts ({} ns)", what, r.name, r.end_ns, r.start_ns));
+}
+
+}  // namespace
+
+void check_imported_spans(const TraceRun& run) {
+  check_spans(run.ops, "operator call");
+  check_spans(run.device_activities, "device activity");
+  check_spans(run.steps, "step");
+  check_spans(run.layers, "layer");
 }
 
 }  // namespace opcost::fuzz

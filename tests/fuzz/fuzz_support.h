@@ -7,6 +7,10 @@
 #include <string>
 #include <string_view>
 
+namespace opcost {
+struct TraceRun;
+}
+
 namespace opcost::fuzz {
 
 // A parser accepted the input: the committed driver keeps such inputs to mutate further, since
@@ -24,6 +28,10 @@ std::size_t accepted_count();
 // with OPCOST_FUZZ_MESSAGES=0, messages are not checked (to look past a known message finding).
 constexpr std::size_t kMaxMessageBytes = 16 * 1024;
 void check_refusal(std::string_view message, std::string_view input_name = {});
+
+// An imported trace has no range (call, device activity, step, layer) that ends before it
+// starts: a negative or overflowing span must be skipped by the importer, never kept.
+void check_imported_spans(const TraceRun& run);
 
 // The input written to a file of this process's own temporary directory (removed at exit),
 // for parsers that take a path. One file per suffix, rewritten for each input.

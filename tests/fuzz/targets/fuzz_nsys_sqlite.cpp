@@ -73,14 +73,6 @@ std::string database_from_sql(const std::string& sql) {
   return out;
 }
 
-template <typename Range>
-void check_ranges(const std::vector<Range>& ranges, const char* what) {
-  for (const auto& r : ranges)
-    if (r.end_ns < r.start_ns)
-      opcost::fuzz::fail(
-          fmt::format("an imported {} '{}' ends ({} ns) before it starts ({} ns)", what, r.name, r.end_ns, r.start_ns));
-}
-
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
@@ -98,9 +90,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
     return 0;
   }
   opcost::fuzz::note_accepted();
-  check_ranges(run.ops, "operator call");
-  check_ranges(run.device_activities, "device activity");
-  check_ranges(run.steps, "step");
-  check_ranges(run.layers, "layer");
+  opcost::fuzz::check_imported_spans(run);
   return 0;
 }
