@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -92,6 +93,18 @@ void check_spans(const std::vector<Range>& ranges, const char* what) {
 }
 
 }  // namespace
+
+void check_trace_import(const std::string& path, const std::function<TraceRun(const std::string&)>& import) {
+  TraceRun run;
+  try {
+    run = import(path);
+  } catch (const std::invalid_argument& e) {
+    check_refusal(e.what(), path);
+    return;
+  }
+  note_accepted();
+  check_imported_spans(run);
+}
 
 void check_imported_spans(const TraceRun& run) {
   check_spans(run.ops, "operator call");

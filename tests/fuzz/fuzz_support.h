@@ -4,6 +4,7 @@
 // and the input as a file for the parsers that read paths. Torch-free.
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 
@@ -32,6 +33,10 @@ void check_refusal(std::string_view message, std::string_view input_name = {});
 // An imported trace has no range (call, device activity, step, layer) that ends before it
 // starts: a negative or overflowing span must be skipped by the importer, never kept.
 void check_imported_spans(const TraceRun& run);
+
+// A trace importer run on the input's file: it refuses the file in a message check_refusal
+// accepts (std::invalid_argument), or imports spans that pass check_imported_spans.
+void check_trace_import(const std::string& path, const std::function<TraceRun(const std::string&)>& import);
 
 // The input written to a file of this process's own temporary directory (removed at exit),
 // for parsers that take a path. One file per suffix, rewritten for each input.

@@ -13,14 +13,6 @@
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
   static opcost::fuzz::InputFile file(".json");
   const std::string& path = file.write(data, size);
-  opcost::TraceRun run;
-  try {
-    run = opcost::import_chrome_trace(path);
-  } catch (const std::invalid_argument& e) {
-    opcost::fuzz::check_refusal(e.what(), path);
-    return 0;
-  }
-  opcost::fuzz::note_accepted();
-  opcost::fuzz::check_imported_spans(run);
+  opcost::fuzz::check_trace_import(path, [](const std::string& file) { return opcost::import_chrome_trace(file); });
   return 0;
 }

@@ -82,14 +82,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
   const std::string db = is_file ? "" : database_from_sql(std::string(reinterpret_cast<const char*>(data), size));
   const std::string& path =
       is_file ? file.write(data, size) : file.write(reinterpret_cast<const uint8_t*>(db.data()), db.size());
-  opcost::TraceRun run;
-  try {
-    run = opcost::import_nsys_sqlite(path);
-  } catch (const std::invalid_argument& e) {
-    opcost::fuzz::check_refusal(e.what(), path);
-    return 0;
-  }
-  opcost::fuzz::note_accepted();
-  opcost::fuzz::check_imported_spans(run);
+  opcost::fuzz::check_trace_import(path, [](const std::string& file) { return opcost::import_nsys_sqlite(file); });
   return 0;
 }
