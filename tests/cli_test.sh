@@ -146,4 +146,16 @@ assert 'warm' in modes and any(m.startswith('cold:') and 'weight' in m for m in 
 "$bin" validate mnist-cnn --device cpu --batch 2 --db "$pdb" --cache lukewarm >"$dir/o21" 2>"$dir/e21"
 check "an unknown --cache is refused" has "$dir/e21" "lukewarm"
 
+# Strings that hold commas, spaces or quotes are quoted, on the command line as in a spec file,
+# and the stored signature reads back as the same call (issue 31: einsum's equation).
+"$bin" measure aten::einsum 'equation="bd, de->be"' 'tensors=[f32[4,16], f32[16,8]]' --device cpu --db "$dir/s.db" \
+  --max-time 0.05 --json >"$dir/o22" 2>"$dir/e22"
+check "einsum with a quoted equation measures" test $? -eq 0
+check "its signature keeps the quotes" python3 -c "
+import json; d=json.load(open('$dir/o22')); assert d['args']=='equation=\"bd, de->be\" tensors=[f32[4,16],f32[16,8]]', d['args']"
+printf 'ops:\n  - aten::einsum equation="bd, de->be" tensors=[f32[4,16],f32[16,8]]\n  - op: aten::mul.Scalar\n    args: {self: "c64[8]", other: 1.5-2.0j}\n' >"$dir/strings.yaml"
+"$bin" measure --spec "$dir/strings.yaml" --device cpu --db "$dir/s.db" --resume --max-time 0.05 >/dev/null 2>"$dir/e23"
+check "a spec's quoted string and complex scalar: the einsum found measured, the complex one measured" \
+  has "$dir/e23" "1 measured, 1 skipped, 0 failed"
+
 finish

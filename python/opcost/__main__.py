@@ -4,6 +4,7 @@
     python -m opcost validate my_model.py:build --input i64[1,128]:range[0,50257] --dtype bf16
     python -m opcost sweep models.yaml             # a model list with Python models (docs/sweeps.md)
     python -m opcost trace torchvision.models:resnet50 --input f32[32,3,224,224] -o r50.json.gz --table
+    python -m opcost corpus --only 'timm/' --json corpus.json   # the model corpus's coverage (docs/corpus.md)
 
 MODEL is ``package.module:callable`` or ``path/to/file.py:callable``; the callable, called with
 no arguments, returns the model (an nn.Module) with random weights.
@@ -107,6 +108,42 @@ def trace(args) -> int:
         else:
             sys.stdout.write(t.table(args.group_by, args.sort_by, args.limit))
     return EXIT_OK
+
+
+def corpus(args) -> int:
+    """The model corpus through inventory, round trip and validate: the coverage table (docs/corpus.md)."""
+    from . import _corpus, _corpus_table
+    if args.timeout_per_model <= 0:
+        raise UsageError(f"--timeout-per-model {args.timeout_per_model:g}: use a number of seconds above 0")
+    floor = _corpus_table.load_floor(args.floor) if args.floor else None
+    for key in ("size", "subset"):
+        if floor and floor.get(key, getattr(args, key)) != getattr(args, key):
+            raise UsageError(f"--floor {args.floor} is for --{key} {floor[key]}, not {getattr(args, key)}")
+    runs = _corpus.select_runs(args.only, args.mode, args.size, args.subset)
+    if not runs:
+        raise UsageError(f"--only {args.only!r} --mode {args.mode} --subset {args.subset}: no run of the corpus matches")
+    device = args.device if args.device != "auto" else ("cuda" if args.size == "gpu" else "cpu")
+    settings = _corpus.Settings(args.size, device, args.timeout_per_model, 1 if device == "cpu" else 0)
+    progress = (lambda text: print(f"opcost: corpus {text}", file=sys.stderr, flush=True))
+    progress(f"{len(runs)} runs ({args.size}, {device}), at most {args.timeout_per_model:g} s each")
+    results = _corpus.run_corpus(runs, settings, progress)
+    covered = _corpus.covered_by_family([name for name, _ in runs])
+    cov = _corpus_table.coverage(results)
+    sys.stdout.write(_corpus_table.format_table(results, covered))
+    sys.stdout.flush()
+    if args.json:
+        doc = {"environment": _corpus.environment(settings), "command": sys.argv, "coverage": cov,
+               "covered_by_family": covered, "failures_by_cause": _corpus_table.failures_by_cause(results),
+               "runs": results}
+        Path(args.json).write_text(json.dumps(doc, indent=1) + "\n")
+        print(f"opcost: corpus results written to {args.json}", file=sys.stderr)
+    if floor is None:
+        return EXIT_OK if cov["runs_passed"] == cov["runs"] else EXIT_FAILED
+    whole = args.only is None and args.mode == "both"
+    short = _corpus_table.below_floor(cov, floor, [f"{n}:{m}" for n, m in runs], whole)
+    for line in short:
+        print(f"opcost: error: coverage below the floor {args.floor}: {line}", file=sys.stderr)
+    return EXIT_INCOMPLETE if short else EXIT_OK
 
 
 def model_command(args) -> int:
@@ -214,9 +251,23 @@ def main(argv=None) -> int:
                    help="only these kept steps (counted from 1) in the trace file and the table")
     p.add_argument("--min-duration", type=float, default=0.0, metavar="US",
                    help="leave calls and kernels shorter than this many microseconds out of the trace file")
+    p = sub.add_parser("corpus", help="a corpus of models through inventory, round trip and validate: coverage",
+                       parents=[common])
+    p.add_argument("--size", default="tiny", choices=["tiny", "gpu"],
+                   help="tiny configurations (CI, a CPU) or realistic ones (a GPU)")
+    p.add_argument("--only", metavar="REGEX", help="only the runs whose model:mode matches (re.search)")
+    p.add_argument("--mode", default="both", choices=["inference", "training", "both"])
+    p.add_argument("--subset", default="all", choices=["all", "ci"],
+                   help="the whole corpus, or the runs CI takes (a third of its time)")
+    p.add_argument("--json", metavar="OUT", help="write every run's result and the coverage as JSON")
+    p.add_argument("--floor", metavar="FILE",
+                   help="exit 3 when coverage falls below this committed floor (tests/corpus/coverage_floor.json)")
+    p.add_argument("--device", default="auto", help="auto (cpu for --size tiny, cuda for gpu), cpu, cuda, cuda:N")
+    p.add_argument("--timeout-per-model", type=float, default=300.0, metavar="S",
+                   help="a run not answered in S seconds has its worker killed and counts as failed")
     args = parser.parse_args(argv)
     logging.basicConfig(format="opcost: %(message)s", level=logging.INFO, stream=sys.stderr)
-    run = {"sweep": sweep, "trace": trace}.get(args.command, model_command)
+    run = {"sweep": sweep, "trace": trace, "corpus": corpus}.get(args.command, model_command)
     try:
         return run(args)
     except KeyboardInterrupt:

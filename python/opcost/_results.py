@@ -115,6 +115,18 @@ class Inventory(_Document):
                 f"{self.unique_signatures} unique signatures>")
 
 
+@dataclass(frozen=True)
+class MissingCall:
+    """A signature of the model without a measurement (it counts as zero in the prediction): the
+    layers that call it (module paths, in order of first use), and, where its measurement failed
+    in this run, why and what to do (one line), else None."""
+
+    signature: str
+    count: int
+    layers: Tuple[str, ...]
+    error: Optional[str]
+
+
 class Prediction(_Document):
     """A model step's predicted time and energy (and, from ``validate``, the measured step)."""
 
@@ -187,6 +199,26 @@ class Prediction(_Document):
     def missing(self) -> List[str]:
         """Signatures without a measurement (they count as zero in the prediction)."""
         return [m["signature"] for m in self._doc["missing"]]
+
+    @property
+    def missing_calls(self) -> List[MissingCall]:
+        """The missing signatures with their layers and, for those whose measurement failed,
+        the reason and its fix."""
+        return [MissingCall(m["signature"], m["count"], tuple(m.get("layers", ())), m.get("error"))
+                for m in self._doc["missing"]]
+
+    @property
+    def failed_calls(self) -> List[MissingCall]:
+        """The missing signatures whose measurement failed in this run (``error`` says why); the
+        rest of the model was measured and predicted without them."""
+        return [m for m in self.missing_calls if m.error is not None]
+
+    @property
+    def matched_ignoring_float_scalars(self) -> int:
+        """How many signatures were predicted from a stored row whose arguments differ only in
+        floating-point scalar values (an optimizer's step size changes every step), which leave
+        the kernel's work as it is; see docs/prediction.md for the operators never matched so."""
+        return int((self._doc.get("matched_ignoring_float_scalars") or {}).get("count", 0))
 
     def _optional(self, section: str, key: str) -> Any:
         """A figure of a section the report may lack (the measured step's, validate's; the traced
@@ -261,7 +293,8 @@ class Prediction(_Document):
         if self.paired_time_error is not None:
             measured += f" (paired error {100 * self.paired_time_error:+.2f}%)"
         return (f"<opcost.Prediction {self._doc['model']}: {self.time_us:.1f} ± {self.time_ci95_us:.2g} µs "
-                f"(95%, GPU time only), {energy}{measured}{'' if self.complete else ', INCOMPLETE'}>")
+                f"(95%, GPU time only), {energy}{measured}{'' if self.complete else ', INCOMPLETE'}"
+                f"{f' ({n} failed)' if (n := len(self.failed_calls)) else ''}>")
 
 
 class Measurement(_Document):

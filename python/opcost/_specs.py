@@ -3,6 +3,7 @@ Specs are parsed by the C++ parser every face uses; this only makes the tensors.
 
 from __future__ import annotations
 
+import math
 from typing import Any, Sequence
 
 import torch
@@ -49,7 +50,9 @@ def tensor_from_spec(spec: str, device: str | torch.device = "cpu", generator: t
 
 
 def spec_of(value: Any) -> str:
-    """A value as opcost's argument language writes it."""
+    """A value as opcost's argument language writes it. A str is taken as the language's own text
+    (``"f32[2,3]"``, ``"tanh"``); a string argument holding commas, spaces or quotes is written in
+    quotes inside it: ``'"bd,de->be"'``."""
     if isinstance(value, torch.Tensor):
         spec = f"{dtype_code(value.dtype)}[{','.join(str(d) for d in value.shape)}]"
         if not value.is_contiguous():
@@ -61,8 +64,13 @@ def spec_of(value: Any) -> str:
         return "true" if value else "false"
     if isinstance(value, (int, float)):
         return repr(value)
+    if isinstance(value, complex):  # Python's own spelling, as the language reads it: 1.5-2.0j
+        sign = "-" if math.copysign(1.0, value.imag) < 0 else "+"
+        return f"{value.real!r}{sign}{abs(value.imag)!r}j"
     if isinstance(value, torch.dtype):
         return dtype_code(value)
+    if isinstance(value, (torch.device, torch.memory_format, torch.layout)):
+        return str(value).removeprefix("torch.")
     if isinstance(value, (list, tuple)):
         return "[" + ",".join(spec_of(v) for v in value) + "]"
     return str(value)

@@ -442,6 +442,28 @@ PYBIND11_MODULE(_core, m) {
   bind_trace(m);
   m.def("close_layer_scope", &close_layer_scope);
   m.def("default_db_path", &Database::default_path);
+  m.def(
+      "signature_round_trip",
+      [](const std::string& name, const std::string& args) {
+        py::dict out;
+        out["ok"] = false;
+        out["canonical"] = "";
+        out["error"] = "";
+        try {
+          const std::string canonical = canonical_signature(name, args);
+          out["canonical"] = canonical;
+          if (canonical == args)
+            out["ok"] = true;
+          else
+            out["error"] = fmt::format("reads back as '{}'", elide(canonical, 300));
+        } catch (const std::exception& e) {  // the reason is the answer: the caller tabulates it
+          out["error"] = printable_one_line(e.what(), 600);
+        }
+        return out;
+      },
+      py::arg("name"), py::arg("args"),
+      "An inventory signature's round trip: {ok, canonical, error}; ok when it parses, dry-binds on the CPU and "
+      "reads back unchanged");
   m.def("tensor_spec", &tensor_spec, py::arg("text"), "Parse a tensor spec of the argument language");
   m.def("dtype_torch_names", &dtype_torch_names, "Every dtype spelling opcost accepts -> torch's name");
 }

@@ -18,6 +18,7 @@
 
 #include "core/inventory/cache_reuse.h"
 #include "torch/bind.h"
+#include "torch/input_values.h"
 
 namespace opcost {
 
@@ -59,11 +60,16 @@ struct TensorSlot {
   c10::SmallVector<int64_t, 5> sizes, strides;  // strides only when not contiguous
   std::uintptr_t address = 0;                   // where its data starts, and how many bytes it
   std::uint64_t bytes = 0;                      // spans: only where inputs are classed by cache
+  // Of its values, what the op's cost or output size depends on (a mask's density): only for the
+  // ops torch/input_values names, read in the inventory step.
+  ValueSummary values;
 };
 
 // What the observer keeps of an input: tensors as dtype and geometry (no data, no reference
-// that would keep activations alive), everything else as the IValue itself.
-using Slot = std::variant<TensorSlot, std::vector<TensorSlot>, c10::IValue>;
+// that would keep activations alive), everything else as the IValue itself. A Tensor?[]
+// (aten::index's indices, with None for the dimensions taken whole) keeps its Nones.
+using OptionalTensors = std::vector<std::optional<TensorSlot>>;
+using Slot = std::variant<TensorSlot, std::vector<TensorSlot>, OptionalTensors, c10::IValue>;
 
 struct Call {
   std::optional<c10::OperatorHandle> handle;
@@ -148,7 +154,29 @@ TensorSpec spec_of(const TensorSlot& s) {
   t.dtype = code_of(s.dtype);
   t.shape.assign(s.sizes.begin(), s.sizes.end());
   if (!s.strides.empty()) t.strides = std::vector<int64_t>(s.strides.begin(), s.strides.end());
+  t.zeros_fraction = s.values.zeros_fraction;
+  if (s.values.range) t.range = std::pair{double(s.values.range->first), double(s.values.range->second)};
+  t.distinct = s.values.distinct;
   return t;
+}
+
+// A list of tensors and Nones with at least one tensor (a Tensor?[] argument), else nullopt.
+std::optional<OptionalTensors> optional_tensors(const c10::IValue& v, bool locate) {
+  if (!v.isList()) return std::nullopt;
+  OptionalTensors out;
+  bool any = false;
+  for (const c10::IValue& e : v.toListRef()) {
+    if (e.isNone() || (e.isTensor() && !e.toTensor().defined())) {
+      out.emplace_back();
+    } else if (e.isTensor()) {
+      out.emplace_back(tensor_slot(e.toTensor(), locate));
+      any = true;
+    } else {
+      return std::nullopt;
+    }
+  }
+  if (!any) return std::nullopt;
+  return out;
 }
 
 Slot slot_of(const c10::IValue& v, bool locate) {
@@ -162,7 +190,46 @@ Slot slot_of(const c10::IValue& v, bool locate) {
     for (const at::Tensor& t : v.toTensorList()) slots.push_back(tensor_slot(t, locate));
     return slots;
   }
+  if (auto ts = optional_tensors(v, locate)) return std::move(*ts);
   return v;
+}
+
+// Reads the values the op's cost depends on into the slot (a mask's density). The reads are
+// ATen calls: made without records, so the observer does not see its own work; a tensor that
+// cannot be read (a fake or meta tensor) keeps its shape only.
+void summarise(TensorSlot& slot, const std::string& op, const std::string& arg, const at::Tensor& t,
+               int64_t num_classes) {
+  if (!t.defined() || t.is_meta() || !t.has_storage()) return;
+  try {
+    at::DisableRecordFunctionGuard no_records;
+    slot.values = value_summary(op, arg, t, num_classes);
+  } catch (const std::exception&) {}
+}
+
+void summarise_values(Call& call, const at::RecordFunction& fn, const std::string& op) {
+  const auto& args = call.handle->schema().arguments();
+  const auto inputs = fn.inputs();
+  int64_t num_classes = -1;  // one_hot's: its values matter only when it is -1
+  for (std::size_t i = 0; i < args.size() && i < inputs.size(); ++i)
+    if (args[i].name() == "num_classes" && inputs[i].isInt()) num_classes = inputs[i].toInt();
+  for (std::size_t i = 0; i < call.slots.size() && i < args.size() && i < inputs.size(); ++i) {
+    const std::string& arg = args[i].name();
+    if (auto* t = std::get_if<TensorSlot>(&call.slots[i])) summarise(*t, op, arg, inputs[i].toTensor(), num_classes);
+    if (auto* ts = std::get_if<OptionalTensors>(&call.slots[i])) {
+      const auto list = inputs[i].toListRef();
+      for (std::size_t j = 0; j < ts->size() && j < list.size(); ++j)
+        if ((*ts)[j] && list[j].isTensor()) summarise(*(*ts)[j], op, arg, list[j].toTensor(), num_classes);
+    }
+  }
+  // The boxes nms keeps set the cost of what follows it: the count this call kept, on its boxes.
+  if (op == "torchvision::nms" && !call.slots.empty())
+    if (auto* dets = std::get_if<TensorSlot>(&call.slots[0])) {
+      try {
+        at::DisableRecordFunctionGuard no_records;
+        dets->values.distinct = kept_by_nms(*call.handle, std::vector<c10::IValue>(inputs.begin(), inputs.end()));
+      } catch (const std::exception&) {  // inputs that cannot be read again (fake tensors): shape only
+      }
+    }
 }
 
 // Appends a compact binary key of the slot to `key`; false when the value is of a kind not
@@ -177,6 +244,18 @@ bool append_key(std::string& key, const Slot& s) {
     put(t.sizes.data(), t.sizes.size() * sizeof(int64_t));
     key += char(t.strides.size());
     put(t.strides.data(), t.strides.size() * sizeof(int64_t));
+    if (t.values.zeros_fraction) {
+      key += 'z';
+      put(&*t.values.zeros_fraction, sizeof(double));
+    }
+    if (t.values.range) {
+      key += 'r';
+      put(&*t.values.range, sizeof(*t.values.range));
+    }
+    if (t.values.distinct) {
+      key += 'd';
+      put(&*t.values.distinct, sizeof(int64_t));
+    }
   };
   if (auto* t = std::get_if<TensorSlot>(&s)) {
     key += 'T';
@@ -187,6 +266,15 @@ bool append_key(std::string& key, const Slot& s) {
     key += 'L';
     key += char(ts->size());
     for (const auto& t : *ts) put_tensor(t);
+    return true;
+  }
+  if (auto* ts = std::get_if<OptionalTensors>(&s)) {
+    key += 'O';
+    key += char(ts->size());
+    for (const auto& t : *ts) {
+      key += t ? 'T' : 'N';
+      if (t) put_tensor(*t);
+    }
     return true;
   }
   const auto& v = std::get<c10::IValue>(s);
@@ -264,6 +352,7 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
     call.slots.reserve(fn.num_inputs());
     const bool locate = c->options->cache_bytes > 0;
     for (const auto& v : fn.inputs()) call.slots.push_back(slot_of(v, locate));
+    if (const std::string& op = c->names[uint32_t(key >> 32)]; summarises_values(op)) summarise_values(call, fn, op);
   }
   const bool host_times_only = c->options->host_times_only;
   if (!t.scopes.empty()) {
@@ -374,6 +463,9 @@ Inventory observe(const std::function<void()>& body, const ObserveOptions& optio
         if (auto* s = std::get_if<TensorSlot>(&call.slots[i])) t.push_back({s->address, s->bytes, int(i)});
         if (auto* ts = std::get_if<std::vector<TensorSlot>>(&call.slots[i]))
           for (const auto& s : *ts) t.push_back({s.address, s.bytes, int(i)});
+        if (auto* ts = std::get_if<OptionalTensors>(&call.slots[i]))
+          for (const auto& s : *ts)
+            if (s) t.push_back({s->address, s->bytes, int(i)});
       }
       t.insert(t.end(), call.outputs.begin(), call.outputs.end());
     }
@@ -409,6 +501,8 @@ Inventory observe(const std::function<void()>& body, const ObserveOptions& optio
       if (auto* t = std::get_if<TensorSlot>(&s)) on_device |= !t->cpu;
       if (auto* ts = std::get_if<std::vector<TensorSlot>>(&s))
         for (const auto& t : *ts) on_device |= !t.cpu;
+      if (auto* ts = std::get_if<OptionalTensors>(&s))
+        for (const auto& t : *ts) on_device |= t && !t->cpu;
     }
     auto spec = [&](const TensorSlot& t) {
       TensorSpec out = spec_of(t);
@@ -423,6 +517,10 @@ Inventory observe(const std::function<void()>& body, const ObserveOptions& optio
       } else if (auto* ts = std::get_if<std::vector<TensorSlot>>(&s)) {
         ArgList l;
         for (const auto& t : *ts) l.push_back(ArgValue{spec(t)});
+        values.push_back(ArgValue{l});
+      } else if (auto* ots = std::get_if<OptionalTensors>(&s)) {
+        ArgList l;
+        for (const auto& t : *ots) l.push_back(t ? ArgValue{spec(*t)} : ArgValue{ArgValue::None{}});
         values.push_back(ArgValue{l});
       } else {
         values.push_back(canonical_value(args[i], std::get<c10::IValue>(s)));

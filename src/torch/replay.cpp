@@ -20,9 +20,11 @@
 #include <sstream>
 #include <unordered_map>
 
+#include "core/spec/spec_file.h"
 #include "core/sys/host_memory.h"
 #include "core/text/text.h"
 #include "torch/bind.h"
+#include "torch/input_values.h"
 #include "torch/replay.h"
 
 namespace opcost {
@@ -62,7 +64,8 @@ namespace {
 const std::vector<std::string> kReductions = {"none", "mean", "sum"};
 const std::vector<std::string> kMemoryFormats = {"contiguous_format", "preserve_format", "channels_last",
                                                  "channels_last_3d"};
-const std::vector<std::string> kLayouts = {"strided", "sparse_coo"};
+const std::vector<std::string> kLayouts = {"strided",    "sparse_coo", "sparse_csr", "mkldnn",
+                                           "sparse_csc", "sparse_bsr", "sparse_bsc", "jagged"};
 
 c10::TypeKind real_kind(const c10::Argument& a) {
   c10::TypePtr t = a.real_type();
@@ -108,53 +111,6 @@ struct Binder {
                                   a.type()->str(), what, c10::toString(schema)));
   }
 
-  // Value range for an integer tensor argument: explicit, else inferred from the op's
-  // other arguments where the op indexes with it, else [0, 16).
-  std::pair<double, double> int_range(const c10::Argument& a, const TensorSpec& t, std::size_t list_pos) const {
-    if (t.range) return *t.range;
-    auto shape_of = [&](const char* name) -> const std::vector<int64_t>* {
-      auto it = given.find(name);
-      if (it == given.end()) return nullptr;
-      if (auto* ts = std::get_if<TensorSpec>(&it->second->v)) return &ts->shape;
-      return nullptr;
-    };
-    auto int_of = [&](const char* name, int64_t dflt) {
-      auto it = given.find(name);
-      if (it != given.end())
-        if (auto* i = std::get_if<int64_t>(&it->second->v)) return *i;
-      return dflt;
-    };
-    auto dim_size = [&](const std::vector<int64_t>* s, int64_t d) -> double {
-      if (!s || s->empty()) return 0;
-      if (d < 0) d += int64_t(s->size());
-      return d >= 0 && d < int64_t(s->size()) ? double((*s)[d]) : 0;
-    };
-    const std::string& op = call.op;
-    const std::string n = a.name();
-    double hi = 0;
-    if ((op == "aten::embedding" || op == "aten::embedding_bag" || op == "aten::_embedding_bag") && n == "indices")
-      hi = dim_size(shape_of("weight"), 0);
-    else if ((op == "aten::index_select" || op == "aten::gather" || op == "aten::scatter" ||
-              op == "aten::scatter_add" || op == "aten::take_along_dim") &&
-             n == "index")
-      hi = dim_size(shape_of("self"), int_of("dim", 0));
-    else if (op == "aten::index" && n == "indices")
-      hi = dim_size(shape_of("self"), int64_t(list_pos));
-    else if ((op == "aten::embedding_backward" || op == "aten::embedding_dense_backward") && n == "indices")
-      hi = double(
-          int_of("num_weights", 0));  // an index past it writes outside the gradient (an illegal address on a GPU)
-    else if ((op == "aten::nll_loss" || op == "aten::nll_loss_nd" || op == "aten::nll_loss2d" ||
-              op == "aten::cross_entropy_loss" || op == "aten::nll_loss_backward" ||
-              op == "aten::nll_loss2d_backward") &&
-             n == "target") {
-      const auto* s = shape_of("self");
-      hi = dim_size(s, s && s->size() > 1 ? 1 : 0);
-    } else if (op == "aten::one_hot" && n == "self")
-      hi = double(std::max<int64_t>(int_of("num_classes", 16), 1));
-    if (hi <= 0) hi = 16;
-    return {0, hi};
-  }
-
   at::Tensor make_tensor(const c10::Argument& a, const TensorSpec& t, std::size_t list_pos) {
     const at::ScalarType st = scalar_type_of(t.dtype);
     c10::Device dev = t.device ? resolve_device(*t.device) : device;
@@ -194,22 +150,8 @@ struct Binder {
       out.dtype = t.dtype;
     if (dry) return at::Tensor();
     const auto draw = at::TensorOptions().device(gen.device());  // where the generator draws
-    at::Tensor flat;
-    if (at::isFloatingType(st) || at::isComplexType(st)) {
-      const auto gen_type = at::isComplexType(st) ? st : at::kFloat;
-      if (t.range) {
-        flat = at::rand({storage}, gen, draw.dtype(gen_type)) * (t.range->second - t.range->first) + t.range->first;
-      } else {
-        flat = at::randn({storage}, gen, draw.dtype(gen_type));
-      }
-    } else if (st == at::kBool) {
-      flat = at::randint(0, 2, {storage}, gen, draw.dtype(at::kLong));
-    } else {
-      auto [lo, hi] = int_range(a, t, list_pos);
-      flat = at::randint(int64_t(lo), int64_t(hi), {storage}, gen, draw.dtype(at::kLong));
-    }
-    if (t.zeros_fraction && *t.zeros_fraction > 0)
-      flat.masked_fill_(at::rand({storage}, gen, draw.dtype(at::kFloat)) < *t.zeros_fraction, 0);
+    // Values the call needs to be valid and to cost what the model paid (torch/input_values).
+    const at::Tensor flat = draw_values(ArgPlace{call.op, a.name(), list_pos, given}, t, st, storage, gen, draw);
     at::Tensor x = flat.to(st).to(dev);
     return t.strides ? x.as_strided(t.shape, *t.strides) : x.view(t.shape);
   }
@@ -276,10 +218,16 @@ struct Binder {
         if (auto* d = std::get_if<double>(&v.v)) return at::Scalar(*d);
         if (auto* i = std::get_if<int64_t>(&v.v)) return at::Scalar(*i);
         if (auto* b = std::get_if<bool>(&v.v)) return at::Scalar(*b);
+        if (auto* c = std::get_if<ArgValue::Complex>(&v.v)) return at::Scalar(c10::complex<double>(c->real, c->imag));
         fail(a, fmt::format("expected a number, got '{}'", format_value(v)));
-      case K::StringType:
+      case K::ComplexType:
+        if (auto* c = std::get_if<ArgValue::Complex>(&v.v)) return c10::complex<double>(c->real, c->imag);
+        if (auto* d = std::get_if<double>(&v.v)) return c10::complex<double>(*d, 0);
+        if (auto* i = std::get_if<int64_t>(&v.v)) return c10::complex<double>(double(*i), 0);
+        fail(a, fmt::format("expected a complex number such as 1.0+2.0j, got '{}'", format_value(v)));
+      case K::StringType:  // also a Dimname, which travels boxed as its name ("dimname::N")
         if (auto* w = std::get_if<ArgValue::Word>(&v.v)) return w->text;
-        fail(a, fmt::format("expected a word such as tanh, got '{}'", format_value(v)));
+        fail(a, fmt::format("expected a string such as tanh or \"bd,de->be\", got '{}'", format_value(v)));
       case K::DeviceObjType:
         if (auto* w = std::get_if<ArgValue::Word>(&v.v)) return resolve_device(w->text);
         fail(a, fmt::format("expected a device (cpu, cuda), got '{}'", format_value(v)));
@@ -314,17 +262,12 @@ struct Binder {
           }
           return ts;
         }
-        if (ek == K::FloatType) {
-          std::vector<double> ds;
-          for (const auto& item : *l) ds.push_back(convert(a, elem, item).toDouble());
-          return ds;
-        }
-        if (ek == K::BoolType) {
-          c10::List<bool> bs;
-          for (const auto& item : *l) bs.push_back(convert(a, elem, item).toBool());
-          return bs;
-        }
-        fail(a, fmt::format("lists of {} are not supported", elem->str()));
+        // Any other element type (Scalar, float, bool, str, and their optionals: None inside), each
+        // item as that type, in a list that carries the element type as the schema declares it.
+        c10::impl::GenericList items(elem);
+        items.reserve(l->size());
+        for (const auto& item : *l) items.push_back(convert(a, elem, item));
+        return items;
       }
       default:
         fail(a, fmt::format("arguments of type {} are not supported", type->str()));
@@ -345,6 +288,7 @@ ArgValue canonical_value(const c10::Argument& a, const c10::IValue& iv, const Ar
       if (auto* g = std::get_if<TensorSpec>(&given_v->v)) {
         s.range = g->range;
         s.zeros_fraction = g->zeros_fraction;
+        s.distinct = g->distinct;
         if (g->device) s.device = g->device;
       }
     return ArgValue{s};
@@ -358,12 +302,22 @@ ArgValue canonical_value(const c10::Argument& a, const c10::IValue& iv, const Ar
   }
   if (iv.isDouble()) return ArgValue{iv.toDouble()};
   if (iv.isBool()) return ArgValue{iv.toBool()};
+  if (iv.isComplexDouble()) {
+    const auto c = iv.toComplexDouble();
+    return ArgValue{ArgValue::Complex{c.real(), c.imag()}};
+  }
   if (iv.isScalar()) {
     const at::Scalar s = iv.toScalar();
     if (s.isIntegral(false)) return ArgValue{s.toLong()};
     if (s.isBoolean()) return ArgValue{s.toBool()};
+    if (s.isComplex()) {
+      const auto c = s.toComplexDouble();
+      return ArgValue{ArgValue::Complex{c.real(), c.imag()}};
+    }
     return ArgValue{s.toDouble()};
   }
+  // A generator is replayed as None (the seeded default): its state is not an argument's size.
+  if (iv.isGenerator()) return ArgValue{ArgValue::None{}};
   if (iv.isString()) return ArgValue{ArgValue::Word{iv.toStringRef()}};
   if (iv.isDevice()) return ArgValue{ArgValue::Word{iv.toDevice().str()}};
   if (iv.isList()) {
@@ -375,7 +329,9 @@ ArgValue canonical_value(const c10::Argument& a, const c10::IValue& iv, const Ar
           canonical_value(a, list[i], given_items && i < given_items->size() ? &(*given_items)[i] : nullptr));
     return ArgValue{items};
   }
-  return ArgValue{ArgValue::Word{"?"}};
+  // No argument of an ATen schema is left (a tuple or an object would need a TorchScript
+  // caller): the signature says what it was, and its bind fails naming it.
+  return ArgValue{ArgValue::Word{fmt::format("<{} value: no representation>", iv.tagKind())}};
 }
 
 namespace {
@@ -600,6 +556,11 @@ BoundCall check_call(const OpCall& call, c10::Device device) {
   BoundCall b = bind_to(r.handle, call, device, 0, true);
   b.resolution_note = std::move(r.note);
   return b;
+}
+
+std::string canonical_signature(const std::string& op_name, const std::string& args_text) {
+  const OpCall call = parse_call(op_name, split_call_line(args_text));
+  return format_args(check_call(call, c10::Device(c10::kCPU)).canonical);
 }
 
 std::vector<std::string> similar_op_names(const std::string& name, std::size_t max) {

@@ -86,6 +86,12 @@ int cuda_device_count();
 // memory: an allocation of 37.3 GiB failed, 12.0 GiB available". nullopt for any other error.
 std::optional<std::string> host_allocation_failure(std::string_view torch_text);
 
+// An inventory's call as it would be replayed: `args_text` (its signature's arguments) parsed,
+// dry-bound to the schema of `op_name` ("aten::add.Tensor") on the CPU and written back in
+// canonical form. A signature round-trips when this returns it unchanged. Throws ReplayError
+// (the schema refuses it) or std::invalid_argument (the text does not parse).
+std::string canonical_signature(const std::string& op_name, const std::string& args_text);
+
 // Names of registered operators close to `name` (for "did you mean").
 std::vector<std::string> similar_op_names(const std::string& name, std::size_t max = 3);
 

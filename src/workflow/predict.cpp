@@ -10,14 +10,17 @@
 #include <filesystem>
 #include <map>
 
+#include "core/predict/float_scalar_match.h"
 #include "core/predict/op_weight.h"
 #include "core/report/report.h"
 #include "core/spec/op_call.h"
 #include "core/spec/spec_file.h"
 #include "core/stats/summary.h"
 #include "core/store/database.h"
+#include "core/text/text.h"
 #include "torch/kernel_trace.h"
 #include "torch/model_call.h"
+#include "torch/replay.h"
 #include "workflow/measure.h"
 
 namespace opcost {
@@ -91,6 +94,61 @@ const char* kGapProbeOp = "aten::add";
 const char* kGapProbeOverload = "Tensor";
 const char* kGapProbeArgs = "self=f32[1] other=f32[1]";
 
+// Rows of one operator compared by meaning when none matches a call's text (at most this many,
+// newest first): a database of a large sweep must not make a prediction parse all of it.
+constexpr std::size_t kMaxRowsComparedPerOp = 2000;
+
+// An error as one line: without LibTorch's C++ backtrace, nor the Python traceback ("\n\nAt:\n"
+// and its frames) a Python kernel's exception carries, its other lines joined by "; ".
+std::string one_line(const std::string& what) {
+  std::string_view text = what;
+  if (const auto at = text.find("\n\nAt:\n"); at != std::string_view::npos) text = text.substr(0, at);
+  const std::string message = user_message(text);
+  std::string out;
+  bool newline = false;
+  for (char c : message) {
+    if (c == '\n') {
+      newline = true;
+      continue;
+    }
+    if (newline && !(c == ' ' || c == '\t')) {
+      out += !out.empty() && out.back() == ':' ? " " : "; ";  // "rejected the arguments x:" then the reason
+      newline = false;
+    }
+    if (!newline) out += c;
+  }
+  return printable_one_line(out, 1000);
+}
+
+// What the user can do about a call that failed when replayed alone. `rebuilding`: the error
+// came from making its arguments (the argument language or the schema's binding), not from
+// running the operator on them.
+std::string fix_for(const std::string& why, const std::string& signature, bool rebuilding) {
+  if (why.find("unknown operator") != std::string::npos)
+    return "register the operator in the process that runs opcost (import the package that defines it, or "
+           "torch.ops.load_library its library) and run again";
+  if (why.find("out of memory") != std::string::npos || why.find("use smaller shapes") != std::string::npos)
+    return "free memory on the device (other processes, a smaller batch) and run again";
+  if (rebuilding && why.find("rejected the arguments") == std::string::npos)
+    return "opcost cannot rebuild this argument for a replay (opcost's limit, not the model's): report this line "
+           "with the model's opcost and torch versions";
+  return fmt::format(
+      "the operator refused opcost's seeded random inputs; replay it alone to see the whole error (opcost.measure in "
+      "Python, or `opcost measure {}`), giving an input that needs particular values a :range[low,high]",
+      elide(signature, 300));
+}
+
+// The model, the layer and the call a failure belongs to, in one line with its fix.
+std::string failure_line(const Inventory& inv, const InventoryEntry& e, const std::string& why,
+                         const std::string& fix) {
+  const std::string layer = e.layers.empty() || e.layers[0].empty() ? "(top)" : e.layers[0];
+  const std::string more = e.layers.size() > 1 ? fmt::format(" (+{} more layers)", e.layers.size() - 1) : "";
+  return fmt::format(
+      "{}: layer {}{}: {}: {}; fix: {} (the rest of the model is measured and predicted, this call is listed as "
+      "missing)",
+      inv.model, layer, more, elide(e.signature(), 600), why, fix);
+}
+
 std::optional<std::size_t> entry_of(const Inventory& inv, const std::string& row_name) {
   for (std::size_t e = 0; e < inv.entries.size(); ++e)
     if (inv.entries[e].row_name() == row_name) return e;
@@ -102,12 +160,23 @@ std::optional<std::size_t> entry_of(const Inventory& inv, const std::string& row
 KernelReport check_kernels(const std::vector<CallKernels>& traced, const Inventory& inv, const std::string& device,
                            const Notes& notes) {
   notes.say("tracing the kernels of each operator replayed alone");
+  // A signature that does not read back has no kernels to compare (its measurement failed
+  // already, named with its layer): the rest are still checked.
   std::vector<OpCall> calls;
-  for (const auto& e : inv.entries) calls.push_back(parse_call_line(e.signature(), "inventory"));
+  std::vector<std::size_t> entry_of_call;
+  for (std::size_t i = 0; i < inv.entries.size(); ++i) {
+    try {
+      calls.push_back(parse_call_line(inv.entries[i].signature(), "inventory"));
+      entry_of_call.push_back(i);
+    } catch (const std::exception&) {}
+  }
   ReplayOptions ro;
   ro.device = device;
   ro.autocast = inv.autocast;
-  return compare_kernels(inv, traced, isolation_kernels(calls, ro));
+  auto replayed = isolation_kernels(calls, ro);
+  std::vector<std::optional<std::vector<std::string>>> by_entry(inv.entries.size());
+  for (std::size_t k = 0; k < entry_of_call.size(); ++k) by_entry[entry_of_call[k]] = std::move(replayed[k]);
+  return compare_kernels(inv, traced, by_entry);
 }
 
 // validate: rounds of the step with its host times observed. Each round that took the model's
@@ -241,8 +310,12 @@ PredictReport run_predict(const PredictOptions& o, RunnableModel& runnable, cons
       return to_json(m);
     }
   };
-  auto measure_one = [&](const std::string& signature, const std::string& autocast,
-                         const std::string& cache) -> std::optional<nlohmann::json> {
+  // Why each inventory entry whose measurement failed did (one line, with its fix).
+  std::map<std::size_t, std::string> failed_entries;
+  // `entry`: the inventory entry measured (none for the gap probe), whose failure is noted with
+  // the model and the layer, and kept in failed_entries.
+  auto measure_one = [&](const std::string& signature, const std::string& autocast, const std::string& cache,
+                         std::optional<std::size_t> entry = std::nullopt) -> std::optional<nlohmann::json> {
     try {
       ReplayOptions ro;
       ro.device = device;
@@ -255,20 +328,77 @@ PredictReport run_predict(const PredictOptions& o, RunnableModel& runnable, cons
     } catch (const std::exception& e) {  // one bad op never stops the rest
       notes.done();
       ++failures;
-      const std::string why = e.what();  // the replay's errors begin with the call already
-      notes.failed(why.rfind(signature, 0) == 0 ? why : fmt::format("{}: {}", signature, why));
+      const bool rebuilding =
+          dynamic_cast<const ReplayError*>(&e) != nullptr || dynamic_cast<const std::invalid_argument*>(&e) != nullptr;
+      std::string why = one_line(e.what());
+      if (!entry) {
+        notes.failed(why.rfind(signature, 0) == 0 ? why : fmt::format("{}: {}", signature, why));
+        return std::nullopt;
+      }
+      // The replay's errors begin with the call (or its name) already: said once, by failure_line.
+      const InventoryEntry& en = report.inventory.entries[*entry];
+      for (const std::string& prefix : {en.signature() + ": ", en.display_name() + ": "})
+        if (why.rfind(prefix, 0) == 0) {
+          why.erase(0, prefix.size());
+          break;
+        }
+      const std::string fix = fix_for(why, en.signature(), rebuilding);
+      notes.failed(failure_line(report.inventory, en, why, fix));
+      failed_entries[*entry] = fmt::format("{}; fix: {}", why, fix);
       return std::nullopt;
     }
   };
 
   // Each entry's inputs as the model reads them (auto), or all as asked.
   auto cache_mode_of = [&](const InventoryEntry& e) { return o.cache == "auto" ? e.cache_mode() : o.cache; };
+  // A call no row matches exactly: the newest row of the same operator and overload whose
+  // arguments differ only in floating-point scalar values (AdamW's step size changes every step;
+  // core/predict/float_scalar_match.h says why the kernel's work stays the same, and for which
+  // operators it does not). The stored row's arguments, or nothing.
+  struct StoredRow {
+    Database::StoredCall row;
+    bool read = false;                          // its arguments parsed (on first use)
+    std::optional<std::vector<NamedArg>> args;  // none: they do not read back (an older opcost's)
+  };
+  std::map<std::string, std::vector<StoredRow>> rows_by_op;  // by operator, overload and cache mode
+  auto lookup_ignoring_floats = [&](const InventoryEntry& e,
+                                    const std::string& cache) -> std::optional<std::pair<nlohmann::json, std::string>> {
+    if (!db || float_scalars_may_change_work(e.op)) return std::nullopt;
+    std::optional<OpCall> call;
+    try {
+      call = parse_call_line(e.signature(), "inventory");
+    } catch (const std::exception&) {
+      return std::nullopt;  // measure_one says why, with its layer
+    }
+    if (!has_float_scalars(call->args)) return std::nullopt;
+    auto [at, fresh] = rows_by_op.try_emplace(fmt::format("{}\n{}\n{}", e.op, e.overload, cache));
+    std::vector<StoredRow>& rows = at->second;
+    if (fresh)
+      for (auto& row : db->calls_of(Database::Key::of(e.op, e.overload, "", env.device_name, cache, inv.autocast),
+                                    kMaxRowsComparedPerOp))
+        rows.push_back({std::move(row)});
+    for (StoredRow& r : rows) {
+      if (!r.read) {
+        r.read = true;
+        try {
+          r.args = parse_call_line(fmt::format("{} {}", e.display_name(), r.row.args), "database").args;
+        } catch (const std::exception&) {}
+      }
+      if (!r.args || !same_but_float_scalars(call->args, *r.args)) continue;
+      if (auto doc = db->get(r.row.id)) return std::pair{*doc, r.row.args};
+    }
+    return std::nullopt;
+  };
   // Costs already in the database.
   std::map<std::size_t, OpCost>& costs = report.costs;
   for (std::size_t i = 0; i < inv.entries.size(); ++i) {
     const auto& e = inv.entries[i];
-    if (auto doc = lookup(e.op, e.overload, e.args, inv.autocast, cache_mode_of(e)))
+    if (auto doc = lookup(e.op, e.overload, e.args, inv.autocast, cache_mode_of(e))) {
       costs[i] = op_cost_from_document(*doc, on_gpu);
+    } else if (auto near = lookup_ignoring_floats(e, cache_mode_of(e))) {
+      costs[i] = op_cost_from_document(near->first, on_gpu);
+      costs[i].matched_args = near->second;
+    }
   }
   PredictionInputs& pin = report.inputs;
   pin.on_gpu = on_gpu;
@@ -333,8 +463,13 @@ PredictReport run_predict(const PredictOptions& o, RunnableModel& runnable, cons
     for (std::size_t i = 0; i < inv.entries.size(); ++i)
       if (!costs.count(i)) todo.push_back(i);
     std::vector<double> weight(inv.entries.size());
-    for (std::size_t i : todo)
-      weight[i] = expected_weight(parse_call_line(inv.entries[i].signature(), "inventory"), inv.entries[i].count);
+    for (std::size_t i : todo) {
+      try {
+        weight[i] = expected_weight(parse_call_line(inv.entries[i].signature(), "inventory"), inv.entries[i].count);
+      } catch (const std::exception&) {
+        weight[i] = 0;  // a signature that does not read back fails in measure_one, with its layer and fix
+      }
+    }
     // Heaviest first (core/predict/op_weight.h): `model` then needs fewer to reach its target.
     std::stable_sort(todo.begin(), todo.end(), [&](auto a, auto b) { return weight[a] > weight[b]; });
     std::size_t done = 0;
@@ -375,7 +510,7 @@ PredictReport run_predict(const PredictOptions& o, RunnableModel& runnable, cons
         runner().reconfigure(c);
       }
       notes.say(fmt::format("[{}/{}] {} ×{}", ++done, todo.size(), e.signature(), e.count));
-      if (auto doc = measure_one(e.signature(), inv.autocast, cache_mode_of(e)))
+      if (auto doc = measure_one(e.signature(), inv.autocast, cache_mode_of(e), i))
         costs[i] = op_cost_from_document(*doc, on_gpu);
     }
   }
@@ -443,6 +578,7 @@ PredictReport run_predict(const PredictOptions& o, RunnableModel& runnable, cons
   }
   if (report.paired) predict_rounds(*report.paired, inv, paired_host_rounds, costs, pin);
   report.prediction = predict(inv, costs, pin);
+  report.prediction.failed = failed_entries;
   report.prediction.unmeasured_by_choice = stopped_at_target;
   // Judged on the final prediction too: the last operator measured may be the one that meets it.
   report.target_met = o.target > 0 && step && explains(report.prediction, o.target);

@@ -3,22 +3,11 @@ bf16 autocast with AdamW and a torchvision resnet18 with SGD on CUDA; each must 
 hold backward ops. Run from the repository root after a build with the Python package:
     PYTHONPATH=build/python python3 tests/gpu/python_training.py
 Prints one line per case and "N passed, M failed"."""
-import sys
 
 import torch
 import opcost
 
-results = []
-
-
-def case(name, fn):
-    try:
-        fn()
-        results.append(True)
-        print(f"ok: {name}")
-    except Exception as e:  # a failed case is reported, the others still run
-        results.append(False)
-        print(f"FAILED: {name}: {type(e).__name__}: {e}")
+from gpu_cases import case, finish  # beside this file
 
 
 def check(pred):
@@ -50,5 +39,4 @@ def resnet():
 
 case("BertForMaskedLM 8x64 train, AdamW, bf16 autocast", bert)
 case("resnet18 b16 train, SGD", resnet)
-print(f"{sum(results)} passed, {len(results) - sum(results)} failed")
-sys.exit(0 if all(results) else 1)
+finish()

@@ -1,4 +1,8 @@
+#include <fmt/format.h>
 #include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
 
 #include "core/spec/arg_value.h"
 #include "core/spec/op_call.h"
@@ -305,4 +309,143 @@ TEST(OpCall, OperatorNamesAreOneShortLineInMessages) {
   EXPECT_LT(allowed.size(), 400u) << allowed;
   EXPECT_EQ(allowed.find('\n'), std::string::npos) << allowed;
   EXPECT_EQ(parse_call("aten::add.Tensor", {"self=f32[2]"}).display_name(), "aten::add.Tensor");
+}
+
+// --- Every value round-trips: strings with any bytes, complex numbers, nested lists ---------
+
+TEST(ArgValue, StringsThatAreNotBareWordsAreQuotedAndReadBack) {
+  EXPECT_EQ(format_value(ArgValue{ArgValue::Word{"tanh"}}), "tanh");
+  EXPECT_EQ(format_value(ArgValue{ArgValue::Word{"cuda:0"}}), "cuda:0");
+  EXPECT_EQ(format_value(ArgValue{ArgValue::Word{"bd,de->be"}}), "\"bd,de->be\"");
+  // Words that would read back as something else: None, a bool, a number, a complex number.
+  for (const char* text : {"None", "true", "1.5", "-3", "2j", "inf", "1abc", "", "a b", "say \"hi\"", "x\\y"}) {
+    const std::string written = format_value(ArgValue{ArgValue::Word{text}});
+    EXPECT_EQ(written.front(), '"') << text;
+    EXPECT_EQ(std::get<ArgValue::Word>(parse_value(written).v).text, text) << written;
+  }
+  EXPECT_EQ(std::get<ArgValue::Word>(parse_value("'single \\'quoted\\''").v).text, "single 'quoted'");
+  EXPECT_EQ(std::get<ArgValue::Word>(parse_value(R"("tab\there\x01")").v).text, "tab\there\x01");
+}
+
+TEST(ArgValue, BadStringsFailInOneLineNamingTheFix) {
+  for (const char* bad : {"\"open", "\"bad \\q escape\"", "\"\\x4\"", "\"ends with \\"}) {
+    try {
+      parse_value(bad);
+      ADD_FAILURE() << bad << " parsed";
+    } catch (const ParseError& e) {
+      EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos) << e.what();
+    }
+  }
+  try {
+    parse_value("bd,de->be");
+    ADD_FAILURE() << "an unquoted comma parsed";
+  } catch (const ParseError& e) {
+    EXPECT_NE(std::string(e.what()).find("in quotes"), std::string::npos) << e.what();
+  }
+}
+
+TEST(ArgValue, DistinctGroupsModifier) {
+  const auto t = std::get<TensorSpec>(parse_value("f32[1000,4]:distinct[683]").v);
+  EXPECT_EQ(t.distinct, 683);
+  EXPECT_EQ(format_tensor(t), "f32[1000,4]:distinct[683]");
+  EXPECT_THROW(parse_value("f32[4,4]:distinct[-1]"), ParseError);
+  EXPECT_THROW(parse_value("f32[4,4]:distinct[2]:distinct[2]"), ParseError);
+}
+
+TEST(ArgValue, ComplexNumbersInPythonsSpelling) {
+  EXPECT_EQ(std::get<ArgValue::Complex>(parse_value("1.5-2.0j").v), (ArgValue::Complex{1.5, -2.0}));
+  EXPECT_EQ(std::get<ArgValue::Complex>(parse_value("2j").v), (ArgValue::Complex{0, 2}));
+  EXPECT_EQ(std::get<ArgValue::Complex>(parse_value("-1e-3+4e+2j").v), (ArgValue::Complex{-1e-3, 400}));
+  EXPECT_EQ(format_value(ArgValue{ArgValue::Complex{1, -0.5}}), "1.0-0.5j");
+  EXPECT_EQ(std::get<ArgValue::Word>(parse_value("adj").v).text, "adj");  // a word ending in j is a word
+}
+
+namespace {
+
+// A seeded random value of every kind, nested at most `depth` lists deep.
+ArgValue random_value(std::mt19937_64& rng, int depth) {
+  auto pick = [&](int n) { return int(rng() % unsigned(n)); };
+  auto real = [&] {
+    const double d = std::ldexp(double(int64_t(rng() >> 11)) - double(1LL << 52), pick(120) - 60);
+    return pick(10) == 0 ? std::trunc(d) : d;
+  };
+  switch (pick(depth > 0 ? 9 : 8)) {
+    case 0:
+      return ArgValue{ArgValue::None{}};
+    case 1:
+      return ArgValue{pick(2) == 1};
+    case 2:
+      return ArgValue{int64_t(rng())};
+    case 3:
+      return ArgValue{real()};
+    case 4: {
+      std::string text(std::size_t(pick(12)), ' ');
+      for (auto& c : text) c = char(pick(4) == 0 ? pick(256) : "ab,[]\"' \\=-+.:j0e1"[pick(19)]);
+      return ArgValue{ArgValue::Word{text}};
+    }
+    case 5:
+      return ArgValue{ArgValue::Complex{real(), real()}};
+    case 6: {
+      TensorSpec t;
+      t.dtype = pick(2) ? "f32" : "i64";
+      t.shape = {pick(4) + 1, pick(4)};
+      if (pick(3) == 0) t.device = "cpu";
+      if (pick(4) == 0) t.distinct = pick(100);
+      return ArgValue{t};
+    }
+    case 7:
+      return ArgValue{ArgValue::Word{pick(2) ? "mean" : "channels_last"}};
+    default: {
+      ArgList items(std::size_t(pick(4)));
+      for (auto& item : items) item = random_value(rng, depth - 1);
+      return ArgValue{items};
+    }
+  }
+}
+
+}  // namespace
+
+TEST(ArgValue, PropertyEveryValueReadsBackAsItself) {
+  std::mt19937_64 rng(31);
+  for (int i = 0; i < 20000; ++i) {
+    const ArgValue v = random_value(rng, 3);
+    const std::string text = format_value(v);
+    ASSERT_EQ(text.find('\n'), std::string::npos) << text;
+    ArgValue back;
+    ASSERT_NO_THROW(back = parse_value(text)) << text;
+    ASSERT_EQ(back, v) << text;
+    ASSERT_EQ(format_value(back), text);
+  }
+}
+
+TEST(ArgValue, PropertyACallLineSplitsAndReadsBackAsItself) {
+  // As an inventory writes a signature (format_args) and a spec file reads it (split_call_line).
+  std::mt19937_64 rng(29);
+  for (int i = 0; i < 5000; ++i) {
+    std::vector<NamedArg> args;
+    for (int k = 0; k < int(rng() % 4); ++k) args.push_back({fmt::format("a{}", k), random_value(rng, 2)});
+    const std::string line = "aten::einsum " + format_args(args);
+    const OpCall call = parse_call_line(line, "test");
+    ASSERT_EQ(format_args(call.args), format_args(args)) << line;
+  }
+}
+
+TEST(ArgValue, QuotedStringsInCallLinesAndSpecFiles) {
+  // A space, a bracket or the other quote inside a string does not split the line.
+  const auto t = split_call_line(R"(aten::einsum equation="b d, [d] e->'be'" operands=[f32[2,3], f32[3,4]])");
+  ASSERT_EQ(t.size(), 3u);
+  EXPECT_EQ(t[1], R"(equation="b d, [d] e->'be'")");
+  // YAML's quotes make a string as the language's do; a plain scalar with a comma is an error.
+  const auto entries = parse_spec_text(
+      "ops:\n"
+      "  - op: aten::einsum\n"
+      "    args: {equation: \"bd,de->be\", operands: [\"f32[2,3]\", \"f32[3,4]\"]}\n"
+      "  - op: aten::einsum\n"
+      "    args:\n"
+      "      equation: bd,de->be\n",
+      "s.yaml");
+  ASSERT_EQ(entries.calls.size(), 1u);
+  EXPECT_EQ(std::get<ArgValue::Word>(entries.calls[0].args[0].value.v).text, "bd,de->be");
+  ASSERT_EQ(entries.errors.size(), 1u);
+  EXPECT_NE(entries.errors[0].find("in quotes"), std::string::npos) << entries.errors[0];
 }

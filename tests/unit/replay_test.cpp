@@ -10,6 +10,7 @@
 #include "core/spec/arg_value.h"
 #include "core/spec/op_call.h"
 #include "core/spec/spec_file.h"
+#include "replay_test_support.h"
 #include "torch/bind.h"
 #include "torch/replay.h"
 
@@ -18,18 +19,8 @@ using Inputs = std::vector<c10::IValue>;
 
 namespace {
 
-// The GPU test run sets OPCOST_TEST_DEVICE=cuda; CI runs on CPU tensors.
-c10::Device test_device() {
-  const char* d = std::getenv("OPCOST_TEST_DEVICE");
-  return c10::Device(d && *d ? d : "cpu");
-}
-
-OpCall call_of(const std::string& line) {
-  auto tokens = split_call_line(line);
-  const std::string name = tokens.front();
-  tokens.erase(tokens.begin());
-  return parse_call(name, tokens);
-}
+using opcost::test_support::call_of;
+using opcost::test_support::test_device;
 
 struct Case {
   std::string line;
@@ -89,6 +80,15 @@ const std::vector<Case>& cases() {
        [](const Inputs& in) { return at::sum(T(in, 0), {1}, true, at::kDouble); }},
       {"aten::nll_loss self=f32[8,10] target=i64[8] reduction=sum",
        [](const Inputs& in) { return at::nll_loss(T(in, 0), T(in, 1), {}, at::Reduction::Sum); }},
+      // A string with a comma and an arrow, quoted; a complex scalar.
+      {"aten::einsum equation=\"bd,de->be\" tensors=[f32[2,3],f32[3,4]]",
+       [](const Inputs& in) { return at::einsum("bd,de->be", in[1].toTensorList().vec()); }},
+      {"aten::mul.Scalar self=c64[4] other=1.5-2.0j",
+       [](const Inputs& in) { return at::mul(T(in, 0), c10::complex<double>(1.5, -2.0)); }},
+      {"aten::upsample_nearest2d.vec input=f32[1,2,4,4] output_size=None scale_factors=[2.0,1.5]",
+       [](const Inputs& in) {
+         return at::upsample_nearest2d(T(in, 0), std::nullopt, std::vector<double>{2.0, 1.5});
+       }},
   };
   return c;
 }
@@ -366,4 +366,38 @@ TEST(Bind, EveryDtypeOfTheSpecLanguageHasTorchsElementSize) {
   // is the authority.
   for (const auto& d : dtype_names())
     EXPECT_EQ(d.bytes, int(c10::elementSize(scalar_type_of(d.canonical)))) << d.canonical;
+}
+
+// Every IValue kind an ATen schema takes reads back from its signature unchanged: the text an
+// inventory writes is the call that is replayed (issue 31: AdamW's Scalar lists, einsum's equation).
+TEST(Replay, SignaturesOfEveryArgumentKindRoundTrip) {
+  const std::vector<std::pair<std::string, std::string>> calls = {
+      {"aten::einsum", R"(equation="b d,de->be" tensors=[f32[2,3],f32[3,4]])"},
+      {"aten::einsum", R"(equation="i,j->\"ij\\" tensors=[f32[2],f32[3]])"},  // only the round trip matters here
+      {"aten::_foreach_div_.ScalarList", "self=[f32[3],f32[4]] scalars=[2.0,-0.5]"},
+      {"aten::_foreach_addcdiv_.ScalarList", "self=[f32[3]] tensor1=[f32[3]] tensor2=[f32[3]] scalars=[-0.001]"},
+      {"aten::mul.Scalar", "self=c64[4] other=1.5-2.0j"},
+      {"aten::full", "size=[2] fill_value=1.0+2.0j dtype=c64"},
+      {"aten::empty.memory_format", "size=[2,3] dtype=f32 layout=strided device=cpu memory_format=contiguous_format"},
+      {"aten::index.Tensor", "self=f32[4,5] indices=[None,i64[3]]"},
+      {"aten::upsample_nearest2d.vec", "input=f32[1,2,4,4] output_size=None scale_factors=[2.0,1.5]"},
+      {"aten::to.dtype_layout", "self=f32[2] dtype=bf16 layout=strided device=cpu"},
+  };
+  for (const auto& [op, args] : calls) {
+    std::string back;
+    ASSERT_NO_THROW(back = canonical_signature(op, args)) << op << " " << args;
+    EXPECT_EQ(back, args) << op;
+  }
+}
+
+TEST(Replay, ScalarListsReplayWithTheirValues) {
+  OpCall call = call_of("aten::_foreach_div.ScalarList self=[f32[3],f32[4]] scalars=[2.0,-0.5]");
+  BoundCall b = bind_call(call, c10::Device(c10::kCPU), 7);
+  const auto self = b.inputs[0].toTensorList().vec();
+  std::vector<c10::IValue> stack = b.inputs;
+  b.handle->callBoxed(stack);
+  const auto out = stack.at(0).toTensorList().vec();
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_TRUE(at::allclose(out[0], self[0] / 2.0));
+  EXPECT_TRUE(at::allclose(out[1], self[1] / -0.5));
 }

@@ -142,6 +142,8 @@ Prediction predict(const Inventory& inv, const std::map<std::size_t, OpCost>& co
         first_without_energy = fmt::format("{}: {}", inv.entries[e].signature(), it->second.energy_why);
       reasons.insert(it->second.energy_why);
     }
+    if (!it->second.matched_args.empty())
+      p.matched_ignoring_float_scalars.push_back({e, it->second.matched_args, it->second.db_id});
     if (!it->second.flags.empty()) p.flagged.push_back(inv.entries[e].signature());
     if (measured_at_power_cap(it->second)) ++p.capped_signatures;
     if (!in.gpu_uuid.empty() && !it->second.gpu_uuid.empty() && it->second.gpu_uuid != in.gpu_uuid)
@@ -254,6 +256,14 @@ nlohmann::json rows_json(const std::vector<PredictedRow>& rows) {
   return out;
 }
 
+// " in layer" (the first of a signature's layers, and how many more), or nothing for none.
+std::string layers_text(const std::vector<std::string>& layers) {
+  if (layers.empty()) return "";
+  const std::string first = layers[0].empty() ? "(top)" : layers[0];
+  return layers.size() == 1 ? fmt::format("  in {}", first)
+                            : fmt::format("  in {} (+{} more layers)", first, layers.size() - 1);
+}
+
 std::string error_pct(double predicted, double measured) {
   return fmt::format("{:+.2f}%", 100 * (predicted - measured) / measured);
 }
@@ -281,8 +291,17 @@ std::optional<double> host_scale_matching(const Inventory& inv, const std::map<s
 
 nlohmann::json to_json(const Prediction& p, const Inventory& inv, const StepMeasurement* m) {
   nlohmann::json missing = nlohmann::json::array();
-  for (auto e : p.missing)
-    missing.push_back({{"signature", inv.entries[e].signature()}, {"count", inv.entries[e].count}});
+  for (auto e : p.missing) {
+    const auto failed = p.failed.find(e);
+    missing.push_back({{"signature", inv.entries[e].signature()},
+                       {"count", inv.entries[e].count},
+                       {"layers", inv.entries[e].layers},
+                       {"error", failed == p.failed.end() ? nlohmann::json(nullptr) : nlohmann::json(failed->second)}});
+  }
+  nlohmann::json matched = nlohmann::json::array();
+  for (const auto& m : p.matched_ignoring_float_scalars)
+    matched.push_back(
+        {{"signature", inv.entries[m.entry].signature()}, {"stored_args", m.stored_args}, {"db_id", m.db_id}});
   nlohmann::json j = {{"model", inv.model},
                       {"input", inv.input},
                       {"device", inv.device},
@@ -309,6 +328,8 @@ nlohmann::json to_json(const Prediction& p, const Inventory& inv, const StepMeas
                       {"calls", p.calls},
                       {"measured_calls", p.measured_calls},
                       {"missing", missing},
+                      {"failed_calls", p.failed.size()},
+                      {"matched_ignoring_float_scalars", {{"count", matched.size()}, {"signatures", matched}}},
                       {"flagged", p.flagged},
                       {"from_other_board", p.from_other_board},
                       {"capped", {{"signatures", p.capped_signatures}, {"energy_mJ", p.capped_energy_mJ}}},
@@ -418,10 +439,24 @@ std::string to_table(const Prediction& p, const Inventory& inv, const StepMeasur
     out += fmt::format("{}: {} of {} signatures ({} of {} calls) have no measurement and count as zero above:\n",
                        p.unmeasured_by_choice ? "target met; left unmeasured" : "INCOMPLETE", p.missing.size(),
                        inv.entries.size(), calls, p.calls);
-    for (std::size_t i = 0; i < p.missing.size() && i < rows; ++i)
-      out += fmt::format("  {} ×{}\n", inv.entries[p.missing[i]].signature(), inv.entries[p.missing[i]].count);
-    out += "  measure them with `opcost validate` (or `opcost measure --spec` of the inventory)\n";
+    // The failed first: each needs its own fix, the others only a run of validate.
+    std::vector<std::size_t> listed = p.missing;
+    std::stable_partition(listed.begin(), listed.end(), [&](std::size_t e) { return p.failed.count(e) > 0; });
+    for (std::size_t i = 0; i < listed.size() && i < rows; ++i) {
+      const InventoryEntry& e = inv.entries[listed[i]];
+      out += fmt::format("  {} ×{}{}\n", e.signature(), e.count, layers_text(e.layers));
+      if (const auto f = p.failed.find(listed[i]); f != p.failed.end())
+        out += fmt::format("    failed: {}\n", f->second);
+    }
+    if (listed.size() > rows) out += fmt::format("  ... {} more (--json lists all)\n", listed.size() - rows);
+    if (p.failed.size() < p.missing.size())
+      out += "  measure them with `opcost validate` (or `opcost measure --spec` of the inventory)\n";
   }
+  if (!p.matched_ignoring_float_scalars.empty())
+    out += fmt::format(
+        "{} signatures matched ignoring float scalar values: measured with other floating-point scalars (an "
+        "optimizer's step size, a scale), which leave the kernel's work as it is (docs/prediction.md)\n",
+        p.matched_ignoring_float_scalars.size());
   if (!p.flagged.empty())
     out +=
         fmt::format("{} measured signatures were flagged (throttling, clocks or other processes)\n", p.flagged.size());

@@ -25,6 +25,9 @@ struct OpCost {
   bool waits_for_device = false;                  // timed by wall clock: cpu_us is the call's whole time
   std::string gpu_uuid;                           // the board it was measured on
   std::vector<std::string> flags;
+  // Not empty: the stored row's arguments, which differ from the call's only in floating-point
+  // scalar values (core/predict/float_scalar_match.h); the row was used for want of an exact one.
+  std::string matched_args;
 };
 OpCost op_cost_from_document(const nlohmann::json& doc, bool on_gpu);
 
@@ -66,7 +69,18 @@ struct Prediction {
   std::string energy_why;  // when energy_mJ is empty
   double gap_energy_mJ = 0;
   std::size_t calls = 0, measured_calls = 0;
-  std::vector<std::size_t> missing;       // inventory entries without a measurement
+  std::vector<std::size_t> missing;  // inventory entries without a measurement
+  // Of the missing: those whose measurement failed in this run, with why and what to do (one
+  // line each); the workflow that measured them fills it in.
+  std::map<std::size_t, std::string> failed;
+  // Entries measured by a row whose arguments differ only in floating-point scalar values
+  // (OpCost::matched_args).
+  struct FloatScalarMatch {
+    std::size_t entry;
+    std::string stored_args;
+    int64_t db_id;
+  };
+  std::vector<FloatScalarMatch> matched_ignoring_float_scalars;
   std::vector<PredictedRow> layers, ops;  // sorted by time, largest first
   std::vector<std::string> flagged;       // signatures whose measurement was flagged
   std::size_t from_other_board = 0;       // signatures measured on another board (PredictionInputs::gpu_uuid)

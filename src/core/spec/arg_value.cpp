@@ -65,6 +65,11 @@ std::optional<std::pair<double, double>> value_bounds(const std::string& dtype) 
   return std::nullopt;
 }
 
+// The characters of a bare word (and of numbers, which are words that read as numbers).
+bool is_word_char(char c) {
+  return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '-' || c == '+' || c == ':';
+}
+
 // How much of the user's text an error message echoes (whole words and the parsed text alike).
 constexpr std::size_t kEchoChars = 80;
 constexpr std::size_t kEchoWordChars = 40;
@@ -77,7 +82,9 @@ class Parser {
     skip_ws();
     ArgValue v = parse_one();
     skip_ws();
-    if (pos_ != s_.size()) fail(fmt::format("unexpected '{}' after a complete value", echo(s_.substr(pos_, 1))));
+    if (pos_ != s_.size())
+      fail(fmt::format("unexpected '{}' after a complete value (a string holding it goes in quotes: \"...\")",
+                       echo(s_.substr(pos_, 1))));
     return v;
   }
 
@@ -107,9 +114,7 @@ class Parser {
   std::string_view word() {
     skip_ws();
     const std::size_t start = pos_;
-    while (pos_ < s_.size() && (std::isalnum(static_cast<unsigned char>(s_[pos_])) || s_[pos_] == '_' ||
-                                s_[pos_] == '.' || s_[pos_] == '-' || s_[pos_] == '+' || s_[pos_] == ':'))
-      ++pos_;
+    while (pos_ < s_.size() && is_word_char(s_[pos_])) ++pos_;
     return s_.substr(start, pos_ - start);
   }
 
@@ -129,6 +134,7 @@ class Parser {
     skip_ws();
     if (pos_ >= s_.size()) fail("expected a value");
     if (s_[pos_] == '[') return parse_list();
+    if (s_[pos_] == '"' || s_[pos_] == '\'') return ArgValue{ArgValue::Word{quoted()}};
     const std::size_t start = pos_;
     // Tensor: dtype immediately followed by '['.
     std::string_view w = word();
@@ -147,13 +153,66 @@ class Parser {
     return scalar_from_word(w, start);
   }
 
+  // A string in double or single quotes, from the opening quote at pos_; escapes as the
+  // header lists. Its length is bounded by the input's.
+  std::string quoted() {
+    const char quote = s_[pos_++];
+    const std::size_t open = pos_ - 1;
+    std::string out;
+    while (true) {
+      if (pos_ >= s_.size()) {
+        pos_ = open;
+        fail(fmt::format("a string opened here is not closed (end it with {})", quote));
+      }
+      const char c = s_[pos_++];
+      if (c == quote) return out;
+      if (c != '\\') {
+        out += c;
+        continue;
+      }
+      if (pos_ >= s_.size()) fail("a '\\' ends the text; write '\\\\' for a backslash");
+      const char e = s_[pos_++];
+      switch (e) {
+        case '"':
+        case '\'':
+        case '\\':
+          out += e;
+          break;
+        case 'n':
+          out += '\n';
+          break;
+        case 't':
+          out += '\t';
+          break;
+        case 'r':
+          out += '\r';
+          break;
+        case 'x': {
+          unsigned value = 0;
+          const auto* first = s_.data() + pos_;
+          const auto* last = s_.data() + std::min(s_.size(), pos_ + 2);
+          auto [p, ec] = std::from_chars(first, last, value, 16);
+          if (ec != std::errc() || p != first + 2) fail("'\\x' needs two hex digits, as in \\x0a");
+          pos_ += 2;
+          out += char(value);
+          break;
+        }
+        default:
+          pos_ -= 2;
+          fail(fmt::format("unknown escape '\\{}' in a string (known: \\\" \\' \\\\ \\n \\t \\r \\xHH)",
+                           echo(std::string_view(&e, 1))));
+      }
+    }
+  }
+
   TensorSpec parse_tensor_rest(std::string dtype) {
     TensorSpec t;
     t.dtype = std::move(dtype);
     t.shape = int_list("a tensor shape");
     for (long d : t.shape)
       if (d < 0) fail("a tensor dimension cannot be negative");
-    // Modifiers: ':stride[...]', ':range[lo,hi]', ':zeros[fraction]', ':cpu', ':cuda', ':cuda:N'.
+    // Modifiers: ':stride[...]', ':range[lo,hi]', ':zeros[fraction]', ':distinct[N]', ':cpu', ':cuda',
+    // ':cuda:N'.
     while (pos_ < s_.size() && s_[pos_] == ':') {
       ++pos_;
       const std::size_t start = pos_;
@@ -191,6 +250,13 @@ class Parser {
         expect(']', "to close ':zeros'");
         if (!(f >= 0 && f <= 1)) fail("':zeros[fraction]' needs a fraction from 0 to 1");
         t.zeros_fraction = f;
+      } else if (name == "distinct") {
+        once(t.distinct.has_value());
+        expect('[', "after ':distinct'");
+        const int64_t n = number<int64_t>("the number of distinct groups, in ':distinct[N]'");
+        expect(']', "to close ':distinct'");
+        if (n < 0) fail("':distinct[N]' needs N >= 0");
+        t.distinct = n;
       } else if (name == "cpu" || name == "cuda") {
         once(t.device.has_value());
         std::string dev(name);
@@ -206,7 +272,7 @@ class Parser {
         pos_ = start;
         fail(
             fmt::format("unknown tensor modifier ':{}' (known: :stride[...], :range[lo,hi], "
-                        ":zeros[fraction], :cpu, :cuda)",
+                        ":zeros[fraction], :distinct[N], :cpu, :cuda)",
                         echo(name)));
       }
     }
@@ -256,11 +322,41 @@ class Parser {
     if (w == "inf" || w == "-inf" || w == "nan") {
       return ArgValue{w == "nan" ? NAN : (w[0] == '-' ? -INFINITY : INFINITY)};
     }
+    if (auto c = complex_number(w)) return ArgValue{*c};
     if (std::isdigit(static_cast<unsigned char>(w[0])) || w[0] == '-' || w[0] == '+') {
       pos_ = start;
       fail(fmt::format("'{}' is not a number", echo(w)));
     }
     return ArgValue{ArgValue::Word{std::string(w)}};
+  }
+
+  // A whole word that reads as a double (from_chars: digits, exponents, inf, nan; a leading '+'
+  // is accepted here as Python writes it in the imaginary part).
+  static std::optional<double> whole_double(std::string_view w) {
+    if (!w.empty() && w[0] == '+') w.remove_prefix(1);
+    double d = 0;
+    auto [p, ec] = std::from_chars(w.data(), w.data() + w.size(), d);
+    if (w.empty() || ec != std::errc() || p != w.data() + w.size()) return std::nullopt;
+    return d;
+  }
+
+  // Python's spelling of a complex number: 1.5+2.0j, -1e-3-4j, 2.0j.
+  static std::optional<ArgValue::Complex> complex_number(std::string_view w) {
+    if (w.size() < 2 || w.back() != 'j') return std::nullopt;
+    const std::string_view body = w.substr(0, w.size() - 1);
+    // The imaginary part starts at the last sign that is not an exponent's.
+    std::size_t split = std::string_view::npos;
+    for (std::size_t i = 1; i < body.size(); ++i)
+      if ((body[i] == '+' || body[i] == '-') && body[i - 1] != 'e' && body[i - 1] != 'E') split = i;
+    if (split == std::string_view::npos) {
+      auto imag = whole_double(body);
+      if (!imag) return std::nullopt;
+      return ArgValue::Complex{0.0, *imag};
+    }
+    auto real = whole_double(body.substr(0, split));
+    auto imag = whole_double(body.substr(split));
+    if (!real || !imag) return std::nullopt;
+    return ArgValue::Complex{*real, *imag};
   }
 
   ArgValue parse_list() {
@@ -302,11 +398,48 @@ std::string format_double(double d) {
 
 ArgValue parse_value(std::string_view text) { return Parser(text).parse_all(); }
 
+std::string format_string(std::string_view text) {
+  if (!text.empty() && std::all_of(text.begin(), text.end(), is_word_char)) {
+    try {  // bare only where it reads back as this string (not None, true, 1.5, 2j ...)
+      const ArgValue back = parse_value(text);
+      if (const auto* w = std::get_if<ArgValue::Word>(&back.v); w && w->text == text) return std::string(text);
+    } catch (const ParseError&) {  // such as '1abc': not a number, so it needs quotes
+    }
+  }
+  std::string out = "\"";
+  for (const char c : text) {
+    switch (c) {
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      default:
+        if (c >= 0x20 && c < 0x7f)
+          out += c;
+        else
+          out += fmt::format("\\x{:02x}", static_cast<unsigned char>(c));
+    }
+  }
+  return out + "\"";
+}
+
 std::string format_tensor(const TensorSpec& t) {
   std::string s = fmt::format("{}[{}]", t.dtype, join_ints(t.shape));
   if (t.strides) s += fmt::format(":stride[{}]", join_ints(*t.strides));
   if (t.range) s += fmt::format(":range[{},{}]", format_double(t.range->first), format_double(t.range->second));
   if (t.zeros_fraction) s += fmt::format(":zeros[{}]", format_double(*t.zeros_fraction));
+  if (t.distinct) s += fmt::format(":distinct[{}]", *t.distinct);
   if (t.device) s += ":" + *t.device;
   return s;
 }
@@ -317,7 +450,11 @@ std::string format_value(const ArgValue& v) {
     std::string operator()(bool b) const { return b ? "true" : "false"; }
     std::string operator()(int64_t i) const { return std::to_string(i); }
     std::string operator()(double d) const { return format_double(d); }
-    std::string operator()(const ArgValue::Word& w) const { return w.text; }
+    std::string operator()(const ArgValue::Word& w) const { return format_string(w.text); }
+    std::string operator()(const ArgValue::Complex& c) const {
+      return fmt::format("{}{}{}j", format_double(c.real), std::signbit(c.imag) ? "-" : "+",
+                         format_double(std::fabs(c.imag)));
+    }
     std::string operator()(const TensorSpec& t) const { return format_tensor(t); }
     std::string operator()(const ArgList& l) const {
       std::string s = "[";

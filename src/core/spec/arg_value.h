@@ -5,9 +5,17 @@
 //   x=f32[64,32]:stride[1,64]       ... with explicit strides (element units)
 //   idx=i64[8,128]:range[0,50257]   ... integer values drawn from [low, high)
 //   x=f32[64,64]:zeros[0.5]         ... half of the elements (at random places) zero
+//   dets=f32[1000,4]:distinct[683]  ... values in 683 distinct groups (nms keeps 683 boxes)
 //   x=f32[4]:cpu                    ... on an explicit device (default: the measured one)
 //   bias=None  padding=[1,1]  eps=1e-05  training=false  approximate=tanh
 //   tensors=[f32[2,3],f32[2,3]]     a tensor list (aten::cat)
+//   equation="bd,de->be"            a string: double-quoted where a bare word would not read back
+//                                   as itself (escapes \" \\ \n \t \r \xHH; 'single' quotes read too)
+//   alpha=1.5-2.0j                  a complex number (Python's spelling, 2.0j alone too)
+//
+// Every value formats to text that parses back to the same value (format_value, parse_value):
+// an inventory's signature is stored as text and replayed from it, so nothing a model passes
+// may lose its meaning on the way (a comma, a quote or a space inside a string included).
 //
 // Values are parsed into an untyped tree here (torch-free); the LibTorch adapter binds them
 // to the operator's schema, which decides what a bare word or number means.
@@ -42,6 +50,9 @@ struct TensorSpec {
   std::optional<std::pair<double, double>> range;  // values drawn from [first, second)
   // This fraction of the elements, at seeded random places, is zero: energy depends on data.
   std::optional<double> zeros_fraction;
+  // The values form this many distinct groups, where the op's output size depends on it (the
+  // boxes torchvision's nms keeps: one per cluster of overlapping boxes).
+  std::optional<int64_t> distinct;
   bool operator==(const TensorSpec&) const = default;
 };
 
@@ -52,12 +63,18 @@ struct ArgValue {
   struct None {
     bool operator==(const None&) const = default;
   };
-  // A bare word: an enum-like name (mean, tanh, channels_last, bf16) or a string.
+  // A string: an enum-like name (mean, tanh, channels_last, bf16), a device, or any text. It is
+  // written bare where it reads back as itself, else quoted ("bd,de->be", "None", "1.5").
   struct Word {
     std::string text;
     bool operator==(const Word&) const = default;
   };
-  std::variant<None, bool, int64_t, double, Word, TensorSpec, ArgList> v;
+  struct Complex {
+    double real = 0;
+    double imag = 0;
+    bool operator==(const Complex&) const = default;
+  };
+  std::variant<None, bool, int64_t, double, Word, TensorSpec, ArgList, Complex> v;
 
   bool is_none() const { return std::holds_alternative<None>(v); }
   bool operator==(const ArgValue&) const = default;
@@ -79,7 +96,11 @@ class ParseError : public std::runtime_error {
 inline constexpr std::size_t kMaxListDepth = 32;
 
 ArgValue parse_value(std::string_view text);
+// Text that parse_value reads back as `v` (NaN aside, which compares unequal to itself).
 std::string format_value(const ArgValue& v);
+// A string as the language writes it: bare when that reads back as the same string, else in
+// double quotes with every byte outside printable ASCII escaped (so a signature stays one line).
+std::string format_string(std::string_view text);
 std::string format_tensor(const TensorSpec& t);
 
 }  // namespace opcost

@@ -43,7 +43,12 @@ ArgValue to_value(const YAML::Node& n, const std::string& at, ValueBudget& budge
       try {
         return parse_value(n.Scalar());
       } catch (const ParseError& e) {
-        throw std::invalid_argument(fmt::format("{}: {}", at, e.what()));
+        // YAML's own quotes make a string: `equation: "bd,de->be"` is that text, as the
+        // language's quotes would make it. Not where it holds a '[': that is a tensor or a list
+        // with a typo ("f32[2,3"), said as such; such a string takes the language's quotes too.
+        if (n.Tag() == "!" && n.Scalar().find('[') == std::string::npos) return ArgValue{ArgValue::Word{n.Scalar()}};
+        throw std::invalid_argument(
+            fmt::format("{}: {}; a string with commas, spaces or quotes is written in quotes", at, e.what()));
       }
     case YAML::NodeType::Sequence: {
       if (depth + 1 > kMaxListDepth)
@@ -126,7 +131,21 @@ std::vector<std::string> split_call_line(const std::string& line) {
   std::vector<std::string> out;
   std::string cur;
   int depth = 0;
+  char quote = 0;        // the quote of the string being read, or 0
+  bool escaped = false;  // the previous character was a backslash inside that string
   for (char c : line) {
+    // Inside a string a space, a bracket or the other quote is text (equation="b d, d e").
+    if (quote) {
+      if (escaped)
+        escaped = false;
+      else if (c == '\\')
+        escaped = true;
+      else if (c == quote)
+        quote = 0;
+      cur += c;
+      continue;
+    }
+    if (c == '"' || c == '\'') quote = c;
     if (c == '[') ++depth;
     if (c == ']') --depth;
     if (std::isspace(static_cast<unsigned char>(c)) && depth <= 0) {

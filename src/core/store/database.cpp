@@ -358,6 +358,22 @@ std::optional<nlohmann::json> Database::lookup(const Key& k, bool allow_flagged)
   return doc;
 }
 
+std::vector<Database::StoredCall> Database::calls_of(const Key& k, std::size_t limit) const {
+  const bool has_autocast = std::find(present_.begin(), present_.end(), "autocast") != present_.end();
+  auto s = conn_->query(
+      fmt::format("SELECT id, args, flags FROM measurements WHERE op=?1 AND overload=?2 AND device_name=?3 AND "
+                  "cache_mode=?4 AND {}=?5 ORDER BY (flags = '') DESC, id DESC LIMIT ?6",
+                  has_autocast ? "autocast" : "''"),
+      {k.op, k.overload, k.device_name, k.cache_mode, k.autocast, int64_t(limit)});
+  std::vector<StoredCall> out;
+  while (s->step()) {
+    const auto flags = s->column(2);
+    out.push_back({s->column(0).get<int64_t>(), s->column(1).get<std::string>(),
+                   flags.is_string() && !flags.get<std::string>().empty()});
+  }
+  return out;
+}
+
 std::vector<Database::Summary> Database::list(const std::string& op_filter, int limit) const {
   auto s = conn_->query(
       "SELECT id, created_at, op, overload, args, device_name, cache_mode, flags, time_mean_us, "

@@ -86,6 +86,16 @@ class Database {
   // when no unflagged one exists. The JSON is the stored result document with db_id set.
   std::optional<nlohmann::json> lookup(const Key& key, bool allow_flagged = false) const;
   std::optional<nlohmann::json> get(int64_t id) const;
+  // The rows of one operator and overload on one device, cache mode and autocast, whatever
+  // their arguments: for a look-up that compares arguments by meaning, not by text (the
+  // prediction's match ignoring floating-point scalar values). Newest unflagged first, then
+  // the flagged; at most `limit` rows, so that a database of a huge sweep stays bounded.
+  struct StoredCall {
+    int64_t id;
+    std::string args;  // canonical, as stored
+    bool flagged;
+  };
+  std::vector<StoredCall> calls_of(const Key& key_without_args, std::size_t limit) const;
 
   struct Summary {
     int64_t id;
