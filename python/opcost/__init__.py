@@ -24,7 +24,7 @@ import torch  # noqa: F401  (loads LibTorch before the extension that links it)
 from . import _core
 from ._api import ModelError, inventory, measure, predict, validate
 from ._core import DatabaseError, InputError, MeasurementAbandoned
-from ._results import Inventory, Measurement, OpEntry, Prediction
+from ._results import Inventory, Measurement, MissingCall, OpEntry, Prediction
 from ._sweep import SweepResult, SweepStatus, sweep, sweep_status
 from ._trace import Schedule, Trace, schedule, trace, trace_model
 
@@ -40,4 +40,4 @@ __all__ = ["inventory", "predict", "validate", "measure", "sweep", "sweep_status
            "Trace",
            "Schedule", "default_db", "SweepResult",
            "SweepStatus", "Inventory", "Prediction", "Measurement",
-           "OpEntry", "ModelError", "InputError", "DatabaseError", "MeasurementAbandoned", "__version__"]
+           "OpEntry", "MissingCall", "ModelError", "InputError", "DatabaseError", "MeasurementAbandoned", "__version__"]

@@ -87,6 +87,7 @@ def test_validate_goes_past_the_call_and_measures_predicts_and_stores_the_rest(t
     assert not val.complete and val.failures == 1 and val.measured_time_us > 0 and val.time_us > 0
     assert val.missing == [FAILING]
     [failed] = val.failed_calls
+    assert isinstance(failed, opcost.MissingCall)  # the public type, as `from opcost import MissingCall` gives it
     assert failed.signature == FAILING and failed.layers == ("root",) and failed.count == 1
     assert "called outside its model's forward" in failed.error and "; fix: " in failed.error
     assert "\n" not in failed.error
