@@ -176,6 +176,9 @@ def run_case(entry: CorpusModel, mode: str, size: str, device: str, db: str) -> 
         result.update(_figures(p))
         begin("")
         _verdict(result)
+    except ModuleNotFoundError as e:  # the model zoo is not installed here: say which, and how
+        result.update(status="failed", stage=stage,
+                      reason=one_line(f"needs the package {e.name!r}, not installed here (pip install {e.name})"))
     except Exception as e:  # noqa: BLE001  (a model's failure is the corpus's answer, not a crash)
         result.update(status="failed", stage=stage, reason=one_line(f"{type(e).__name__}: {e}"))
     result["seconds"] = round(time.monotonic() - start, 2)

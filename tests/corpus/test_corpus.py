@@ -171,3 +171,15 @@ def test_select_runs_matches_model_and_mode():
     assert _corpus.select_runs("torchvision/resnet50:", "both", "tiny") == [("torchvision/resnet50", "inference")]
     assert len(_corpus.select_runs("torchvision/resnet50:", "both", "gpu")) == 2
     assert _corpus.select_runs("torchvision/resnet50:", "both", "tiny", "ci") == []
+
+
+def test_a_model_zoo_that_is_not_installed_is_named_with_the_command_that_installs_it(tmp_path):
+    from opcost import _corpus_run
+
+    def build(size):
+        raise ModuleNotFoundError("No module named 'somezoo'", name="somezoo")
+
+    r = _corpus_run.run_case(_corpus_models.CorpusModel("somezoo/net", build), "inference", "tiny", "cpu",
+                             str(tmp_path / "ops.db"))
+    assert r["status"] == "failed" and r["stage"] == "build", r
+    assert "'somezoo'" in r["reason"] and "pip install somezoo" in r["reason"], r["reason"]

@@ -72,33 +72,28 @@ void put(const char* s) {
   }
 }
 
-const char* kind_name(Finding kind) {
+// How a finding is titled in its report, and named in its file.
+struct KindNames {
+  const char* title;
+  const char* slug;
+};
+
+KindNames names_of(Finding kind) {
   switch (kind) {
     case Finding::kCrash:
-      return "CRASH";
+      return {"CRASH", "crash"};
     case Finding::kHang:
-      return "HANG";
+      return {"HANG", "hang"};
     case Finding::kOutOfMemory:
-      return "OUT OF MEMORY";
+      return {"OUT OF MEMORY", "oom"};
     case Finding::kUndocumentedException:
-      return "UNDOCUMENTED EXCEPTION";
+      return {"UNDOCUMENTED EXCEPTION", "exception"};
   }
-  return "FAILURE";
+  return {"FAILURE", "failure"};
 }
 
-const char* kind_slug(Finding kind) {
-  switch (kind) {
-    case Finding::kCrash:
-      return "crash";
-    case Finding::kHang:
-      return "hang";
-    case Finding::kOutOfMemory:
-      return "oom";
-    case Finding::kUndocumentedException:
-      return "exception";
-  }
-  return "failure";
-}
+const char* kind_name(Finding kind) { return names_of(kind).title; }
+const char* kind_slug(Finding kind) { return names_of(kind).slug; }
 
 // Saves the input as <artifacts>/<target>-<kind>-<hash>; writes the path into `path`.
 bool save_input(Finding kind, const uint8_t* data, std::size_t size, char* path, std::size_t cap) {
