@@ -67,8 +67,8 @@ refused "an --sbatch-option holding a newline" "a #SBATCH line ends there" $'--s
 refused "an --sbatch-option that is no option" "is not an sbatch option" "--sbatch-option=touch"
 refused "--export without the database" "keep ALL or name OPCOST_DB" "--sbatch-option=--export=NONE"
 refused "--device cuda:1 (a task has one GPU)" "give --device cuda" --device cuda:1
-refused "an unknown --device" "use auto, cpu or cuda" --device 'cpu;touch pwned'
-refused "an unknown --cache" "use warm, cold or cold:ARG" --cache 'cold:x y'
+refused "an unknown --device" "use auto, cpu, cuda or cuda:N" --device 'cpu;touch pwned'
+refused "an unknown --cache" "use cold:<argument>" --cache 'cold:x y'
 check "no refusal ran anything" nothing_made
 
 if ! base=$("$tools/postgres_cluster.sh" start "$dir/pg" 2>"$dir/pg.err"); then

@@ -9,6 +9,11 @@
 MODEL is ``package.module:callable`` or ``path/to/file.py:callable``; the callable, called with
 no arguments, returns the model (an nn.Module) with random weights.
 
+The commands and options are the command line's (``opcost``), read from its command table
+(``_core.command_table``): a built-in or TorchScript model, ``measure``, ``db``, ``models`` and
+``sweep status FILE`` run the command line's own code in this process, with its output; a
+Python model runs here. ``corpus`` and ``-o`` of predict/validate are this package's own.
+
 Errors are one line on standard error (``--traceback`` shows Python's traceback); Ctrl-C stops at
 once, keeps what was stored, and exits 130, as the command line does.
 """
@@ -23,6 +28,7 @@ import sys
 from pathlib import Path
 
 import opcost
+from . import _core
 from ._loading import UsageError, prepare_model
 
 # The command line's exit status (README, "Exit status"); 130 (128 + SIGINT) is what a shell
@@ -62,26 +68,39 @@ def _failure(e: BaseException) -> int:
 def prepare(args):
     if not args.input:
         raise UsageError("give the model's inputs with --input, e.g. --input f32[8,3,224,224]")
-    return prepare_model(args.model, args.input, args.dtype, args.device, args.train)
+    return prepare_model(args.model, args.input, args.dtype or "fp32", args.device or "auto", bool(args.train))
+
+
+def _is_python_model(spec) -> bool:
+    """``package.module:callable`` or ``file.py:callable``: a model this package builds; a built-in
+    model's name or a TorchScript file is the command line's."""
+    return bool(spec) and ":" in spec
+
+
+def _refuse_unhandled(args, command: str, handled: set) -> None:
+    """Every option given must take effect: one this path does not pass on is refused, by name."""
+    for o in _COMMANDS[command]["options"]:
+        if o["positional"] or not o["flags"]:
+            continue
+        dest = _dest(o)
+        if getattr(args, dest, None) not in (None, False, []) and dest not in handled:
+            raise UsageError(f"{o['flags'][-1]}: python -m opcost {command} does not take it for a Python model; "
+                             f"the command line (opcost {command}) takes it for built-in and TorchScript models")
 
 
 def sweep(args) -> int:
-    # The item key's settings, the same for a run and its --status (docs/sweeps.md)
-    loops = dict(db=args.db, device=args.device, cache=args.cache, seed=args.seed, max_time=args.max_time,
-                 target_ci=args.target_ci, energy=not args.no_energy, energy_max_time=args.energy_max_time)
-    if args.status:
-        s = opcost.sweep_status(args.file, **loops)
-        left = f", about {s.seconds_left:.0f} s left" if s.seconds_left else ""
-        print(f"sweep {s.name}: {s.items} items: {s.done} done, {s.failed} failed, {s.pending} pending, "
-              f"{s.running} running{left}")
-        if s.elsewhere:
-            print(f"{s.elsewhere} items of this sweep at other settings or on another device are not counted: "
-                  "pass the options the sweep ran with")
-        for call, why in s.failures:
-            print(f"failed: {call}\n  {why}")
-        return EXIT_OK
-    r = opcost.sweep(args.file, workers=args.workers, max_attempts=args.max_attempts, force=args.force,
-                     retry_failed=args.retry_failed, progress_every=args.progress_every, **loops)
+    handled = {"file", "db", "device", "cache", "seed", "max_time", "target_ci", "no_energy", "energy_max_time",
+               "workers", "max_attempts", "progress_every", "force", "retry_failed", "max_items"}
+    _refuse_unhandled(args, "sweep", handled)
+    if not args.file:
+        raise UsageError("sweep: name a grid file (opcost sweep grid.yaml), or `opcost sweep status FILE`")
+    given = {k: v for k, v in dict(device=args.device, cache=args.cache, seed=_whole(args.seed),
+                                   max_time=_number(args.max_time), target_ci=_number(args.target_ci),
+                                   energy_max_time=_number(args.energy_max_time), workers=_whole(args.workers),
+                                   max_attempts=_whole(args.max_attempts), progress_every=_number(args.progress_every),
+                                   max_items=_whole(args.max_items)).items() if v is not None}
+    r = opcost.sweep(args.file, db=args.db, energy=not args.no_energy, force=bool(args.force),
+                     retry_failed=bool(args.retry_failed), **given)
     print(f"opcost: {r!r}", file=sys.stderr)
     if r.stopped:
         print(f"opcost: error: stopped: {r.stopped}", file=sys.stderr)
@@ -89,24 +108,30 @@ def sweep(args) -> int:
 
 
 def trace(args) -> int:
+    handled = {"model", "input", "dtype", "device", "train", "autocast", "energy", "output", "table", "group_by",
+               "sort_by", "limit", "json", "wait", "warmup", "steps", "repeat", "flops", "nvtx", "only_steps",
+               "min_duration", "db"}
+    _refuse_unhandled(args, "trace", handled)
     model, inputs = prepare(args)
-    sched = opcost.schedule(wait=args.wait, warmup=args.warmup, active=args.steps, repeat=args.repeat)
-    t = opcost.trace_model(model, *inputs, schedule=sched, energy=args.energy, db=args.db, cache=args.cache,
-                           train=args.train, autocast=args.autocast, shapes=args.group_by == "shape",
-                           flops=args.flops, nvtx=args.nvtx)
+    sched = opcost.schedule(wait=_whole(args.wait, 0), warmup=_whole(args.warmup, 1), active=_whole(args.steps, 1),
+                            repeat=_whole(args.repeat, 1))
+    group_by = args.group_by or "op"
+    t = opcost.trace_model(model, *inputs, schedule=sched, energy=bool(args.energy), db=args.db,
+                           train=bool(args.train), autocast=args.autocast,
+                           shapes=group_by == "shape", flops=bool(args.flops), nvtx=bool(args.nvtx))
     if args.only_steps:
         t = t.only_steps(args.only_steps)
     if args.output:
-        t.export(args.output, args.min_duration)
+        t.export(args.output, _number(args.min_duration) or 0.0)
         r = t.run
         print(f"opcost: trace of {args.model} written to {args.output} ({r.steps} steps, {r.layers} layer "
               f"ranges, {r.calls} operator calls, {r.device_activities} device activities); open it in "
               "https://ui.perfetto.dev", file=sys.stderr)
     if args.table or not args.output:
         if args.json:  # the document `opcost trace --json` writes: rows, total, measured step, energy
-            print(json.dumps(json.loads(t.run.table_json(args.group_by)), indent=1))
+            print(json.dumps(json.loads(t.run.table_json(group_by)), indent=1))
         else:
-            sys.stdout.write(t.table(args.group_by, args.sort_by, args.limit))
+            sys.stdout.write(t.table(group_by, args.sort_by or "gpu", _whole(args.limit, 30)))
     return EXIT_OK
 
 
@@ -146,17 +171,42 @@ def corpus(args) -> int:
     return EXIT_INCOMPLETE if short else EXIT_OK
 
 
+def _registry_given(args, command: str) -> dict:
+    """The options registry's options given on the command line for `command`, typed, by their
+    Python names: what a Python model's predict or validate passes on, every one of them."""
+    given = {}
+    for spec in _core.option_specs(command):
+        value = getattr(args, spec["flag"].lstrip("-").replace("-", "_"), None)
+        if value in (None, False, []):
+            continue
+        if spec["type"] == "flag":
+            given[spec["name"]] = spec["flag_sets"]
+        elif spec["type"] == "number":
+            given[spec["name"]] = _number(value)
+        elif spec["type"] in ("whole", "bytes"):
+            given[spec["name"]] = _whole(value)
+        else:
+            given[spec["name"]] = value
+    return given
+
+
 def model_command(args) -> int:
-    """inventory, predict, validate."""
+    """inventory, predict, validate of a Python model."""
+    handled = {"model", "input", "dtype", "device", "train", "autocast", "json", "output", "db", "cache_bytes"}
+    if args.command != "inventory":
+        handled |= {spec["flag"].lstrip("-").replace("-", "_") for spec in _core.option_specs(args.command)}
+    _refuse_unhandled(args, args.command, handled)
     model, inputs = prepare(args)
-    common = dict(train=args.train, autocast=args.autocast, name=args.model)
+    common = dict(train=bool(args.train), autocast=args.autocast, name=args.model)
     if args.command == "inventory":
+        cache_bytes = _whole(args.cache_bytes)
+        if cache_bytes is not None:
+            common["cache_bytes"] = cache_bytes
         result = opcost.inventory(model, *inputs, **common)
     elif args.command == "predict":
-        result = opcost.predict(model, *inputs, db=args.db, cache=args.cache, **common)
+        result = opcost.predict(model, *inputs, db=args.db, **_registry_given(args, "predict"), **common)
     else:
-        result = opcost.validate(model, *inputs, db=args.db, cache=args.cache, energy=not args.no_energy,
-                                 max_time=args.max_time, **common)
+        result = opcost.validate(model, *inputs, db=args.db, **_registry_given(args, "validate"), **common)
     text = result.to_json() + "\n" if args.json else result.table()
     if args.output:
         Path(args.output).write_text(text)
@@ -171,86 +221,64 @@ def model_command(args) -> int:
     return EXIT_OK if result.complete else EXIT_INCOMPLETE
 
 
-def _model_arguments(p: argparse.ArgumentParser) -> None:
-    """The model and how to run it: what inventory, predict, validate and trace share."""
-    p.add_argument("model", help="package.module:callable or file.py:callable")
-    p.add_argument("--input", action="append", default=[], help="one tensor spec per forward argument")
-    p.add_argument("--dtype", default="fp32", help="model dtype: fp32, bf16 or fp16")
-    p.add_argument("--device", default="auto", help="auto (CUDA when present), cpu, cuda, cuda:N")
-    p.add_argument("--train", action="store_true", help="forward, loss (the output's sum) and backward")
-    p.add_argument("--autocast", help="run the model under autocast to bf16 or fp16")
+def _number(text, default=None):
+    """An option's text as a number; the workflow checks its range (one message for both faces)."""
+    if text is None:
+        return default
+    try:
+        return float(text)
+    except ValueError:
+        raise UsageError(f"{text!r}: use a number") from None
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m opcost", description=__doc__.split("\n\n")[0])
-    # Before or after the command; SUPPRESS: a command's default never overrides one given before it.
-    traceback_help = "on an error or Ctrl-C, Python's traceback instead of one line"
-    parser.add_argument("--traceback", action="store_true", help=traceback_help)
-    common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--traceback", action="store_true", default=argparse.SUPPRESS, help=traceback_help)
-    sub = parser.add_subparsers(dest="command", required=True)
-    for name, help_text in [("inventory", "every ATen call of one step, by layer"),
-                            ("predict", "the step's time and energy from the database"),
-                            ("validate", "measure what the database lacks and the step; compare")]:
-        p = sub.add_parser(name, help=help_text, parents=[common])
-        _model_arguments(p)
-        p.add_argument("--json", action="store_true", help="print JSON")
-        p.add_argument("-o", "--output", help="write to this file (default: standard output)")
-        if name != "inventory":
-            p.add_argument("--db", help="the database (default: $OPCOST_DB or ~/.local/share/opcost/opcost.db)")
-            p.add_argument("--cache", default="auto", choices=["auto", "warm", "cold"],
-                           help="operator inputs as the model reads them (auto), or all warm or all cold")
-        if name == "validate":
-            p.add_argument("--max-time", type=float, help="timing budget per operator, seconds")
-            p.add_argument("--no-energy", action="store_true", help="skip the energy loops")
-    p = sub.add_parser("sweep", help="measure a grid or a model list (Python models too), resumably",
-                       parents=[common])
-    p.add_argument("file", help="the sweep file (docs/sweeps.md)")
-    p.add_argument("--status", action="store_true", help="done / pending / failed items, with reasons")
-    p.add_argument("--db", help="the database (default: $OPCOST_DB or ~/.local/share/opcost/opcost.db)")
-    p.add_argument("--device", default="auto", help="auto (CUDA when present), cpu, cuda")
-    p.add_argument("--workers", type=int, default=1, help="worker processes at once, one per GPU")
-    p.add_argument("--max-attempts", type=int, default=2, help="an item whose worker dies this often is failed")
-    p.add_argument("--progress-every", type=float, default=10.0, metavar="S",
-                   help="a progress line every S seconds when standard error is not a terminal")
-    p.add_argument("--cache", default="warm", choices=["warm", "cold"])
-    p.add_argument("--seed", type=int, default=0, help="the inputs' random seed")
-    p.add_argument("--max-time", type=float, default=1.0, help="timing budget per item, seconds")
-    p.add_argument("--target-ci", type=float, default=0.01, help="stop timing at this relative 95%% CI half-width")
-    p.add_argument("--no-energy", action="store_true", help="skip the energy loops")
-    p.add_argument("--energy-max-time", type=float, default=2.0, help="energy budget per item, seconds")
-    again = p.add_mutually_exclusive_group()
-    again.add_argument("--force", action="store_true", help="measure every item again")
-    again.add_argument("--retry-failed", action="store_true", help="measure the failed items again")
-    p = sub.add_parser("trace", help="every kernel tied to its operator and layer: a Chrome trace and tables",
-                       parents=[common])
-    _model_arguments(p)
-    p.add_argument("--energy", action="store_true",
-                   help="energy per operator and layer: first measure, as validate does, what the database lacks and "
-                        "the untraced step (on a GPU)")
-    p.add_argument("--db", help="the database for --energy (default: $OPCOST_DB or ~/.local/share/opcost/opcost.db)")
-    p.add_argument("--cache", default="auto", choices=["auto", "warm", "cold"],
-                   help="--energy: operator inputs as the model reads them (auto), or all warm or all cold")
-    p.add_argument("-o", "--output", help="trace file to write: Chrome JSON (.json) or Perfetto's protobuf "
-                                          "(.pftrace), gzip-compressed when it ends in .gz")
-    p.add_argument("--table", action="store_true", help="print the table too (the default without --output)")
-    p.add_argument("--group-by", default="op", choices=["op", "shape", "layer"], help="table rows")
-    p.add_argument("--sort-by", default="gpu",
-                   choices=["gpu", "gpu_total", "gpu_self", "cpu", "cpu_total", "cpu_self", "energy", "energy_total",
-                            "energy_self", "calls", "name"])
-    p.add_argument("--limit", type=int, default=30, help="table rows to show (0: all)")
-    p.add_argument("--json", action="store_true", help="the table's rows as JSON")
-    p.add_argument("--wait", type=int, default=0, help="steps run untraced first, in each cycle")
-    p.add_argument("--warmup", type=int, default=1, help="steps traced and dropped, in each cycle")
-    p.add_argument("--steps", type=int, default=1, help="steps kept, in each cycle")
-    p.add_argument("--repeat", type=int, default=1, help="cycles")
-    p.add_argument("--flops", action="store_true", help="the profiler's FLOP estimates")
-    p.add_argument("--nvtx", action="store_true",
-                   help="NVTX ranges for every step and layer, so that an nsys capture of the same run lines up")
-    p.add_argument("--only-steps", metavar="A[-B]",
-                   help="only these kept steps (counted from 1) in the trace file and the table")
-    p.add_argument("--min-duration", type=float, default=0.0, metavar="US",
-                   help="leave calls and kernels shorter than this many microseconds out of the trace file")
+def _whole(text, default=None):
+    if text is None:
+        return default
+    try:
+        return int(text)
+    except ValueError:
+        raise UsageError(f"{text!r}: use a whole number") from None
+
+
+# The command line's command table (src/cli/command_table.cpp): every command and option of
+# `opcost`, which this command line offers too, with the same spellings.
+_TABLE = json.loads(_core.command_table())
+_COMMANDS = {c["name"]: c for c in _TABLE["commands"]}
+# What this command line adds to the table: the corpus (Python's model zoos), -o for predict and
+# validate, --traceback everywhere, and `sweep --status FILE`, the package's spelling before it
+# took the command line's `sweep status FILE` (kept as an alias).
+PYTHON_ONLY_COMMANDS = ("corpus",)
+PYTHON_ONLY_OPTIONS = {"predict": ["-o", "--output"], "validate": ["-o", "--output"], "sweep": ["--status"]}
+# The commands run here, on a Python model; the rest (and built-in or TorchScript models) are the
+# command line's own code, run in this process.
+_PYTHON_PATHS = {"inventory": model_command, "predict": model_command, "validate": model_command, "trace": trace}
+
+
+def _dest(option) -> str:
+    if option["positional"]:
+        return option["name"]
+    long = [f for f in option["flags"] if f.startswith("--")]
+    return (long or option["flags"])[0].lstrip("-").replace("-", "_")
+
+
+def _add_table_options(p: argparse.ArgumentParser, command) -> None:
+    """One argparse argument per option of the command line's command: its flags, its help and
+    default as `opcost COMMAND --help` shows them. Values stay text: the workflows check them."""
+    for o in command["options"]:
+        help_text = argparse.SUPPRESS if o["hidden"] else (o["help"] or None)
+        if help_text not in (None, argparse.SUPPRESS) and o["default"]:
+            help_text += f" (default: {o['default']})"
+        if o["positional"]:
+            nargs = "*" if o["repeatable"] else (None if o["required"] else "?")
+            p.add_argument(o["name"], nargs=nargs, help=help_text)
+        elif not o["takes_value"]:
+            p.add_argument(*o["flags"], dest=_dest(o), action="store_true", default=None, help=help_text)
+        else:
+            p.add_argument(*o["flags"], dest=_dest(o), action="append" if o["repeatable"] else "store",
+                           default=None, help=help_text)
+
+
+def _corpus_parser(sub, common) -> None:
     p = sub.add_parser("corpus", help="a corpus of models through inventory, round trip and validate: coverage",
                        parents=[common])
     p.add_argument("--size", default="tiny", choices=["tiny", "gpu"],
@@ -265,18 +293,92 @@ def main(argv=None) -> int:
     p.add_argument("--device", default="auto", help="auto (cpu for --size tiny, cuda for gpu), cpu, cuda, cuda:N")
     p.add_argument("--timeout-per-model", type=float, default=300.0, metavar="S",
                    help="a run not answered in S seconds has its worker killed and counts as failed")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The command line: the command table's commands and options, and this package's own."""
+    parser = argparse.ArgumentParser(prog="python -m opcost", description=__doc__.split("\n\n")[0])
+    # Before or after the command; SUPPRESS: a command's default never overrides one given before it.
+    traceback_help = "on an error or Ctrl-C, Python's traceback instead of one line"
+    parser.add_argument("--traceback", action="store_true", help=traceback_help)
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--traceback", action="store_true", default=argparse.SUPPRESS, help=traceback_help)
+    _add_table_options(parser, _TABLE)  # --db, before the command
+    # ... or after it, as the command line takes it.
+    for o in _TABLE["options"]:
+        common.add_argument(*o["flags"], dest=_dest(o), default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+    sub = parser.add_subparsers(dest="command", required=True)
+    for command in _TABLE["commands"]:
+        p = sub.add_parser(command["name"], help=command["help"], parents=[common])
+        _add_table_options(p, command)
+        subcommands = command["commands"]
+        if subcommands and not any(o["positional"] for o in command["options"]):
+            inner = p.add_subparsers(dest="subcommand", required=True)
+            for s in subcommands:
+                _add_table_options(inner.add_parser(s["name"], help=s["help"], parents=[common]), s)
+        elif subcommands:  # `sweep status FILE` beside `sweep FILE`: main() picks the parser
+            p.add_argument("--status", action="store_true",
+                           help="alias of `sweep status FILE`: done / pending / failed items, with reasons")
+        if command["name"] in ("predict", "validate"):
+            p.add_argument("-o", "--output", help="write to this file (default: standard output)")
+    _corpus_parser(sub, common)
+    return parser
+
+
+def _sweep_status_argv(argv):
+    """`sweep status FILE ...` or its alias `sweep --status FILE ...`, as the command line's words;
+    None for any other command line."""
+    words = list(argv)
+    at = next((i for i, w in enumerate(words) if not w.startswith("-") and w in _COMMANDS), None)
+    if at is None or words[at] != "sweep":
+        return None
+    rest = [w for w in words[at + 1:] if w != "--traceback"]
+    if "--status" in rest:
+        rest.remove("--status")
+        return words[:at] + ["sweep", "status"] + rest
+    first = next((w for w in rest if not w.startswith("-")), None)
+    return words[:at] + ["sweep"] + rest if first == "status" else None
+
+
+def _command_line(argv) -> int:
+    """The command line's own code, in this process, on the same words (without --traceback and -o)."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    return _core.run_command_line([w for w in argv if w != "--traceback"])
+
+
+def main(argv=None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser()
+    status_argv = _sweep_status_argv(argv)
+    if status_argv is not None:  # runs no model: the command line's status, its text
+        return _run(lambda: _command_line(status_argv), "--traceback" in argv)
     args = parser.parse_args(argv)
     logging.basicConfig(format="opcost: %(message)s", level=logging.INFO, stream=sys.stderr)
-    run = {"sweep": sweep, "trace": trace, "corpus": corpus}.get(args.command, model_command)
+    if args.command == "corpus":
+        run = lambda: corpus(args)  # noqa: E731
+    elif args.command == "sweep":
+        run = lambda: sweep(args)  # noqa: E731
+    elif args.command in _PYTHON_PATHS and _is_python_model(getattr(args, "model", None)):
+        run = lambda: _PYTHON_PATHS[args.command](args)  # noqa: E731
+    elif getattr(args, "output", None) and args.command in PYTHON_ONLY_OPTIONS:
+        raise SystemExit(_failure(UsageError(f"-o: for a Python model; `opcost {args.command}` prints to "
+                                             "standard output")))
+    else:
+        run = lambda: _command_line(argv)  # noqa: E731
+    return _run(run, args.traceback)
+
+
+def _run(run, traceback: bool) -> int:
     try:
-        return run(args)
+        return run()
     except KeyboardInterrupt:
-        if args.traceback:
+        if traceback:
             raise
         print("opcost: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
     except Exception as e:  # noqa: BLE001  (every error is one line, as the command line's)
-        if args.traceback:
+        if traceback:
             raise
         return _failure(e)
 

@@ -6,8 +6,6 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-import math
-import numbers
 import os
 from typing import Any, Callable, Dict, Iterator, Optional, Sequence
 
@@ -213,28 +211,22 @@ def _db_path(db: Optional[str | os.PathLike]) -> tuple[str, bool]:
     return path, False
 
 
-# A day per measurement: a larger budget is a mistake (or a loop that never ends), as is a budget
-# that is not a finite number above 0; the extension checks again, this names the keyword first.
-MAX_BUDGET_S = 86400.0
+def _registry_defaults(command: str) -> Dict[str, Any]:
+    """The options registry's defaults as ``command`` offers them (workflow/options.h): the keyword
+    arguments' defaults below are these, never written twice."""
+    return {spec["name"]: spec["default"] for spec in _core.option_specs(command)}
 
 
-def _seconds(name: str, value: Any) -> float:
-    """A budget in seconds, checked: finite, above 0, at most a day."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name}={value!r}: use a number of seconds")
-    if not (math.isfinite(value) and 0 < value <= MAX_BUDGET_S):
-        raise ValueError(f"{name}={value!r}: use a number of seconds above 0 and at most {MAX_BUDGET_S:g}")
-    return float(value)
+_MEASURE = _registry_defaults("measure")
+_PREDICT = _registry_defaults("predict")
+_VALIDATE = _registry_defaults("validate")
 
 
-def _fraction(name: str, value: Any, *, zero_ok: bool = True) -> float:
-    """A share or a relative interval: from 0 (or above 0) to 1; NaN is neither."""
-    valid = "from 0 to 1" if zero_ok else "above 0 and at most 1"
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name}={value!r}: use a number {valid}")
-    if not (0 <= value <= 1) or (not zero_ok and value == 0):
-        raise ValueError(f"{name}={value!r}: use a number {valid}")
-    return float(value)
+def _registry_options(command_defaults: Dict[str, Any], given: Dict[str, Any]) -> Dict[str, Any]:
+    """The registry's options among a function's arguments (its ``locals()`` on entry), by the
+    registry's names: the extension checks each (ValueError or TypeError naming it as Python and
+    the command line spell it) and applies each on its own."""
+    return {name: given[name] for name in command_defaults if name in given}
 
 
 def _check_cache_bytes(cache_bytes: Optional[int]) -> None:
@@ -263,26 +255,21 @@ def inventory(model: Any, *inputs: Any, train: bool = False, loss_fn: Optional[C
     return Inventory(json.loads(out["json"]), out["text"])
 
 
-def _predict(model: Any, inputs: Sequence[Any], kwargs: Dict[str, Any], *, measure: bool, target: float,
-             db: Optional[str], cache: str, cache_bytes: Optional[int], train: bool, loss_fn: Optional[Callable],
-             optimizer: Any,
-             autocast: Optional[str], name: Optional[str], energy: bool, budgets: Optional[Dict[str, float]]):
+def _predict(model: Any, inputs: Sequence[Any], kwargs: Dict[str, Any], *, command: str, options: Dict[str, Any],
+             db: Optional[str], train: bool, loss_fn: Optional[Callable], optimizer: Any, autocast: Optional[str],
+             name: Optional[str]):
+    path, is_default = _db_path(db)
+    options = dict(options, command=command, db=path, db_is_default=is_default)
+    _core.check_options(command, options)  # refused before the model runs
     d = _describe(model, inputs, kwargs, train, autocast, name)
     step = _checked_step(_make_step(model, inputs, kwargs, train, loss_fn, optimizer, autocast,
                                     _device_of(model, inputs)), d)
-    path, is_default = _db_path(db)
-    if cache not in ("auto", "warm", "cold"):
-        raise ValueError(f"cache={cache!r}: use 'auto', 'warm' or 'cold'")
-    _check_cache_bytes(cache_bytes)
-    options = {"measure": measure, "target": float(target), "db": path, "db_is_default": is_default,
-               "cache": cache, "cache_bytes": cache_bytes or 0, "energy": bool(energy), "max_time": None}
-    options.update({k: float(v) for k, v in (budgets or {}).items()})
     with _layer_names(model) as names:
         out = _core.predict(step, dict(d, name_layers=names), options, **_notes())
     return Prediction(json.loads(out["json"]), out["text"])
 
 
-def predict(model: Any, *inputs: Any, db: Optional[str] = None, cache: str = "auto",
+def predict(model: Any, *inputs: Any, db: Optional[str] = None, cache: str = _PREDICT["cache"],
             cache_bytes: Optional[int] = None, train: bool = False,
             loss_fn: Optional[Callable] = None, optimizer: Any = None, autocast: Optional[str] = None,
             name: Optional[str] = None, **kwargs: Any) -> Prediction:
@@ -293,48 +280,56 @@ def predict(model: Any, *inputs: Any, db: Optional[str] = None, cache: str = "au
     ``cache``: which operator measurements to use. ``"auto"`` takes each input as the model
     reads it on a GPU: from memory where the step touched more than the L2 holds since that data
     was last used (a weight read once a step), else from L2 (an activation just written); on the
-    CPU all warm. ``cache_bytes`` classes them against that many bytes instead of the GPU's L2.
-    ``"warm"`` or ``"cold"``: every input reused, or rotated over 256 MiB."""
-    return _predict(model, inputs, kwargs, measure=False, target=0, db=db, cache=cache, cache_bytes=cache_bytes,
-                    train=train, loss_fn=loss_fn,
-                    optimizer=optimizer, autocast=autocast, name=name, energy=True, budgets=None)
+    CPU all warm. ``cache_bytes`` classes them against that many bytes instead of the GPU's L2
+    (None or 0: the L2). ``"warm"`` or ``"cold"``: every input reused, or rotated over 256 MiB.
+    The options are ``opcost predict``'s (``opcost._core.option_specs("predict")``); the result's
+    ``settings`` records them."""
+    options = _registry_options(_PREDICT, locals())
+    return _predict(model, inputs, kwargs, command="predict", options=options, db=db, train=train, loss_fn=loss_fn,
+                    optimizer=optimizer, autocast=autocast, name=name)
 
 
-def validate(model: Any, *inputs: Any, db: Optional[str] = None, cache: str = "auto",
+def validate(model: Any, *inputs: Any, db: Optional[str] = None, cache: str = _VALIDATE["cache"],
              cache_bytes: Optional[int] = None, train: bool = False,
              loss_fn: Optional[Callable] = None, optimizer: Any = None, autocast: Optional[str] = None,
-             name: Optional[str] = None, energy: bool = True, max_time: Optional[float] = None,
-             energy_max_time: float = 2.0, energy_max_time_capped: float = 3.5, step_max_time: float = 3.0,
-             short_loops_after: Optional[float] = None, ops_energy_ci: Optional[float] = None,
-             **kwargs: Any) -> Prediction:
+             name: Optional[str] = None, energy: bool = _VALIDATE["energy"],
+             max_time: float = _VALIDATE["max_time"], target_ci: float = _VALIDATE["target_ci"],
+             energy_max_time: float = _VALIDATE["energy_max_time"],
+             energy_max_time_capped: float = _VALIDATE["energy_max_time_capped"],
+             energy_settle: float = _VALIDATE["energy_settle"],
+             energy_target_ci: float = _VALIDATE["energy_target_ci"],
+             energy_min_windows: int = _VALIDATE["energy_min_windows"],
+             step_max_time: float = _VALIDATE["step_max_time"],
+             short_loops_after: float = _VALIDATE["short_loops_after"],
+             ops_energy_ci: float = _VALIDATE["ops_energy_ci"], **kwargs: Any) -> Prediction:
     """Measures what the database lacks (stored as it goes), then the whole step, and returns
-    the prediction beside the measurement (``time_error``, ``energy_error``). Budgets are per
-    operator in seconds, finite, above 0 and at most a day (else ValueError naming the keyword);
-    ``max_time`` None keeps the command line's defaults.
+    the prediction beside the measurement (``time_error``, ``energy_error``).
 
-    As ``opcost validate --short-loops-after --ops-energy-ci``: once the measured operators
-    explain ``short_loops_after`` of the step (0 to 1; 0: from the first, 1: never), the rest
-    get short loops, and each short loop's energy stops at the interval its share of the step
-    needs for the operators together to add ``ops_energy_ci`` (relative 95%, 0 to 1; 0: each at
-    5%). None keeps the command line's defaults."""
-    # Every budget is checked, also those that max_time=None leaves at the command line's defaults.
-    given = {"energy_max_time": _seconds("energy_max_time", energy_max_time),
-             "energy_max_time_capped": _seconds("energy_max_time_capped", energy_max_time_capped),
-             "step_max_time": _seconds("step_max_time", step_max_time)}
-    budgets: Dict[str, float] = {}
-    if max_time is not None:
-        budgets = dict(given, max_time=_seconds("max_time", max_time))
-    for key, value in (("short_loops_after", short_loops_after), ("ops_energy_ci", ops_energy_ci)):
-        if value is not None:
-            budgets[key] = _fraction(key, value)
-    return _predict(model, inputs, kwargs, measure=True, target=0, db=db, cache=cache, cache_bytes=cache_bytes,
-                    train=train, loss_fn=loss_fn,
-                    optimizer=optimizer, autocast=autocast, name=name, energy=energy, budgets=budgets)
+    The options are ``opcost validate``'s, each taking effect on its own, checked before the
+    model runs (ValueError, or TypeError for a wrong type, naming the keyword and its flag):
+    per operator ``max_time`` and ``energy_max_time`` (``energy_max_time_capped`` at the power
+    cap) in seconds, finite, above 0 and at most a day; ``target_ci`` and ``energy_target_ci``
+    the relative 95% intervals its loops stop at; ``energy_settle`` seconds before energy windows
+    count, at least ``energy_min_windows`` of them; ``step_max_time`` for the whole step;
+    ``energy=False`` skips every energy loop. Once the measured operators explain
+    ``short_loops_after`` of the step (0 to 1; 0: from the first, 1: never), the rest get short
+    loops, and each short loop's energy stops at the interval its share of the step needs for
+    the operators together to add ``ops_energy_ci`` (relative 95%, 0 to 1; 0: each at 5%).
+    ``opcost._core.option_specs("validate")`` lists them all with their ranges; the result's
+    ``settings`` records them."""
+    options = _registry_options(_VALIDATE, locals())
+    return _predict(model, inputs, kwargs, command="validate", options=options, db=db, train=train,
+                    loss_fn=loss_fn, optimizer=optimizer, autocast=autocast, name=name)
 
 
-def measure(op: str, *args: Any, device: str = "auto", cache: str = "warm", seed: int = 0,
-            autocast: Optional[str] = None, max_time: float = 1.0, target_ci: float = 0.01,
-            energy: bool = True, energy_max_time: float = 2.0, db: Optional[str] = None, store: bool = True,
+def measure(op: str, *args: Any, device: str = _MEASURE["device"], cache: str = _MEASURE["cache"],
+            seed: int = _MEASURE["seed"], autocast: Optional[str] = None,
+            cold_footprint: int = _MEASURE["cold_footprint"], max_time: float = _MEASURE["max_time"],
+            target_ci: float = _MEASURE["target_ci"], energy: bool = _MEASURE["energy"],
+            energy_max_time: float = _MEASURE["energy_max_time"],
+            energy_max_time_capped: float = _MEASURE["energy_max_time_capped"],
+            energy_settle: float = _MEASURE["energy_settle"], energy_target_ci: float = _MEASURE["energy_target_ci"],
+            energy_min_windows: int = _MEASURE["energy_min_windows"], db: Optional[str] = None, store: bool = True,
             **kwargs: Any) -> Measurement:
     """Measures one operator call replayed alone in a loop, as ``opcost measure`` does.
 
@@ -343,15 +338,19 @@ def measure(op: str, *args: Any, device: str = "auto", cache: str = "warm", seed
     and shape, lists, numbers, None and booleans for themselves::
 
         opcost.measure("aten::addmm", self="bf16[3072]", mat1="bf16[1024,768]", mat2="bf16[768,3072]")
-    """
-    max_time, energy_max_time = _seconds("max_time", max_time), _seconds("energy_max_time", energy_max_time)
-    target_ci = _fraction("target_ci", target_ci, zero_ok=False)
+
+    The options are ``opcost measure``'s (``opcost._core.option_specs("measure")`` lists them with
+    their ranges), each taking effect on its own: ``device`` ("auto", "cpu", "cuda", "cuda:N"),
+    ``cache`` ("warm", "cold", "cold:ARG,..." rotating inputs over ``cold_footprint`` bytes),
+    ``seed`` of the input data, ``autocast`` ("bf16", "fp16"), the timing loop's ``max_time``
+    seconds and ``target_ci`` (relative 95% interval), and the energy loop's (``energy=False``
+    skips it) ``energy_max_time`` (``energy_max_time_capped`` at the power cap), ``energy_settle``,
+    ``energy_target_ci`` and ``energy_min_windows``. A bad value is a ValueError (TypeError for a
+    wrong type) naming the keyword and its flag. The result's ``settings`` records them."""
+    options = _registry_options(_MEASURE, locals())
     tokens = [spec_of(a) for a in args] + [f"{k}={spec_of(v)}" for k, v in kwargs.items()]
     path, is_default = _db_path(db)
-    options = {"device": device, "cache": cache, "seed": int(seed), "autocast": autocast or "",
-               "max_time": float(max_time), "target_ci": float(target_ci), "energy": bool(energy),
-               "energy_max_time": float(energy_max_time), "store": bool(store), "db": path,
-               "db_is_default": is_default}
+    options.update(store=bool(store), db=path, db_is_default=is_default)
     out = _core.measure(op, tokens, options)
     if out["resolution_note"]:
         log.info(out["resolution_note"])

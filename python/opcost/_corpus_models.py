@@ -55,14 +55,19 @@ def _pick(size: str, tiny: Any, gpu: Any) -> Any:
     return tiny if size == "tiny" else gpu
 
 
-def _images(size: str, tiny_hw: int = 32, gpu_batch: int = 16, gpu_hw: int = 224, channels: int = 3) -> torch.Tensor:
+# Image sides: a tiny run's (CI, the CPU) and a GPU run's, unless a model needs its own.
+_TINY_HW, _GPU_HW = 32, 224
+
+
+def _images(size: str, tiny_hw: int = _TINY_HW, gpu_batch: int = 16, gpu_hw: int = _GPU_HW,
+            channels: int = 3) -> torch.Tensor:
     batch, hw = _pick(size, (2, tiny_hw), (gpu_batch, gpu_hw))  # 2: batch norm trains on 2 or more
     return torch.randn(batch, channels, hw, hw)
 
 
 # ---------------------------------------------------------------------------------------- torchvision
 
-def _tv(constructor: str, tiny_hw: int = 32, gpu_hw: int = 224, **kwargs: Any) -> Callable[[str], Case]:
+def _tv(constructor: str, tiny_hw: int = _TINY_HW, gpu_hw: int = _GPU_HW, **kwargs: Any) -> Callable[[str], Case]:
     def build(size: str) -> Case:
         import torchvision
         model = getattr(torchvision.models, constructor)(weights=None, num_classes=10, **kwargs)
@@ -70,7 +75,7 @@ def _tv(constructor: str, tiny_hw: int = 32, gpu_hw: int = 224, **kwargs: Any) -
     return build
 
 
-def _tv_family(tiny: Callable[[], torch.nn.Module], constructor: str, tiny_hw: int = 32,
+def _tv_family(tiny: Callable[[], torch.nn.Module], constructor: str, tiny_hw: int = _TINY_HW,
                **gpu_kwargs: Any) -> Callable[[str], Case]:
     """A family's own class at a tiny width or depth on the CPU, the named constructor on the GPU."""
     def build(size: str) -> Case:
@@ -249,7 +254,7 @@ def _hf_seq2seq(model_class: str, config_class: str, config: Callable[[Dict[str,
 
 
 def _hf_vision(model_class: str, config_class: str, config: Callable[[Dict[str, int], int], Dict[str, Any]],
-               tiny_hw: int = 32) -> Callable[[str], Case]:
+               tiny_hw: int = _TINY_HW) -> Callable[[str], Case]:
     def build(size: str) -> Case:
         import transformers
         d, hw = _dims(size), _pick(size, tiny_hw, 224)

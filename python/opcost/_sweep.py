@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, TextIO, Tuple
 
 from . import _core
-from ._api import _db_path
+from ._api import _db_path, _registry_defaults, _registry_options
 
 log = logging.getLogger("opcost")
 
@@ -92,31 +92,40 @@ class _Progress:
         self.stream.flush()
 
 
-def _options(db, device, cache, seed, max_time, target_ci, energy, energy_max_time) -> Dict[str, Any]:
-    if max_time <= 0 or energy_max_time <= 0 or target_ci <= 0:
-        raise ValueError("max_time, energy_max_time and target_ci must be positive")
+_SWEEP = _registry_defaults("sweep")
+
+
+def _options(db: Optional[str | os.PathLike], settings: Dict[str, Any]) -> Dict[str, Any]:
+    """A sweep's options for the extension: the registry's (``settings``, by its names; the
+    extension checks each) and the database. The settings are part of every item's key."""
     path, is_default = _db_path(db)
-    return {"device": device, "cache": cache, "seed": int(seed), "autocast": "", "max_time": float(max_time),
-            "target_ci": float(target_ci), "energy": bool(energy), "energy_max_time": float(energy_max_time),
-            "store": True, "db": path, "db_is_default": is_default}
+    return dict(_registry_options(_SWEEP, settings), store=True, db=path, db_is_default=is_default)
 
 
 def _max_items(n: int) -> int:
     """``max_items``: the items a sweep file may make, counted before any is made (``--max-items``)."""
     if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= 1_000_000_000:
-        raise ValueError(f"max_items={n!r}: use a whole number from 1 to 1000000000 (the default is 1000000)")
+        raise ValueError(f"max_items={n!r}: use a whole number from 1 to 1000000000 (the default is {_core.DEFAULTS['max_items']})")
     return n
 
 
-def sweep(path: str | os.PathLike, *, db: Optional[str] = None, device: str = "auto", cache: str = "warm",
-          seed: int = 0, max_time: float = 1.0, target_ci: float = 0.01, energy: bool = True,
-          energy_max_time: float = 2.0, force: bool = False, retry_failed: bool = False, workers: int = 1,
-          max_attempts: int = 2, progress: bool = True, progress_every: float = 10.0,
-          stream: Optional[TextIO] = None, max_items: int = 1_000_000) -> SweepResult:
+def sweep(path: str | os.PathLike, *, db: Optional[str] = None, device: str = _SWEEP["device"],
+          cache: str = _SWEEP["cache"], seed: int = _SWEEP["seed"], autocast: Optional[str] = None,
+          cold_footprint: int = _SWEEP["cold_footprint"], max_time: float = _SWEEP["max_time"],
+          target_ci: float = _SWEEP["target_ci"], energy: bool = _SWEEP["energy"],
+          energy_max_time: float = _SWEEP["energy_max_time"],
+          energy_max_time_capped: float = _SWEEP["energy_max_time_capped"],
+          energy_settle: float = _SWEEP["energy_settle"], energy_target_ci: float = _SWEEP["energy_target_ci"],
+          energy_min_windows: int = _SWEEP["energy_min_windows"], force: bool = False, retry_failed: bool = False,
+          workers: int = 1, max_attempts: int = _core.DEFAULTS["max_attempts"], progress: bool = True,
+          progress_every: float = _core.DEFAULTS["progress_every"],
+          stream: Optional[TextIO] = None, max_items: int = _core.DEFAULTS["max_items"]) -> SweepResult:
     """Measures every item of a sweep file (a grid or a model list, docs/sweeps.md) that the
     database does not have yet, as ``opcost sweep`` does. Run it again to go on after a stop. A
     file that would make more than ``max_items`` items is refused before any is made.
     A model list may name Python models (``package.module:callable``, ``file.py:callable``).
+    The measuring options are ``opcost sweep``'s (``opcost._core.option_specs("sweep")``), each
+    taking effect on its own and part of every item's key.
 
     ``force`` measures every item again; ``retry_failed`` the failed ones. ``workers`` processes
     measure at once, one per GPU (on the CPU they share it); an item whose worker dies
@@ -130,11 +139,12 @@ def sweep(path: str | os.PathLike, *, db: Optional[str] = None, device: str = "a
         result = opcost.sweep("conv2d-grid.yaml", db="ops.db")
         print(result, opcost.sweep_status("conv2d-grid.yaml", db="ops.db").failures)
     """
+    settings = dict(locals())
     if force and retry_failed:
         raise ValueError("force and retry_failed: choose one (force measures everything again)")
     if workers < 1 or max_attempts < 1:
         raise ValueError("workers and max_attempts are 1 or more")
-    options = _options(db, device, cache, seed, max_time, target_ci, energy, energy_max_time)
+    options = _options(db, settings)
     options["max_items"] = _max_items(max_items)
     # The database reaches the workers as $OPCOST_DB (the sweep sets it in their environment),
     # never on their command line, which `ps` shows every local user: a URL's password with it.
@@ -161,14 +171,21 @@ def sweep(path: str | os.PathLike, *, db: Optional[str] = None, device: str = "a
                        stopped=out["stopped"], rejected=[tuple(r) for r in out["rejected"]])
 
 
-def sweep_status(path: str | os.PathLike, *, db: Optional[str] = None, device: str = "auto", cache: str = "warm",
-                 seed: int = 0, max_time: float = 1.0, target_ci: float = 0.01, energy: bool = True,
-                 energy_max_time: float = 2.0, max_items: int = 1_000_000) -> SweepStatus:
+def sweep_status(path: str | os.PathLike, *, db: Optional[str] = None, device: str = _SWEEP["device"],
+                 cache: str = _SWEEP["cache"], seed: int = _SWEEP["seed"], autocast: Optional[str] = None,
+                 cold_footprint: int = _SWEEP["cold_footprint"], max_time: float = _SWEEP["max_time"],
+                 target_ci: float = _SWEEP["target_ci"], energy: bool = _SWEEP["energy"],
+                 energy_max_time: float = _SWEEP["energy_max_time"],
+                 energy_max_time_capped: float = _SWEEP["energy_max_time_capped"],
+                 energy_settle: float = _SWEEP["energy_settle"], energy_target_ci: float = _SWEEP["energy_target_ci"],
+                 energy_min_windows: int = _SWEEP["energy_min_windows"],
+                 max_items: int = _core.DEFAULTS["max_items"]) -> SweepStatus:
     """A sweep's items in the database (``opcost sweep status``). The measurement settings are part
-    of an item's key: give the ones the sweep ran with. A model list's models are never run (nor
+    of an item's key: give the ones the sweep ran with (``opcost._core.option_specs("sweep")``
+    lists them; ``identity`` marks those in the key). A model list's models are never run (nor
     their files imported) for a status: its items are those the database has at these settings,
     none (``items == 0``) before a sweep of it ran at them."""
-    options = _options(db, device, cache, seed, max_time, target_ci, energy, energy_max_time)
+    options = _options(db, dict(locals()))
     options["max_items"] = _max_items(max_items)
     s = _core.sweep_status(os.fspath(path), options)
     return SweepStatus(name=s["name"], items=s["items"], done=s["done"], failed=s["failed"],

@@ -111,7 +111,7 @@ class Trace:
         """Why the tables have no energy, when energy was asked for (``trace_model(energy=True)``)."""
         return self.run.energy_why
 
-    def table(self, group_by: str = "op", sort_by: str = "gpu", limit: int = 30) -> str:
+    def table(self, group_by: str = "op", sort_by: str = "gpu", limit: int = _core.DEFAULTS["table_rows"]) -> str:
         """Rows per operator (``"op"``), per operator and input shapes (``"shape"``, when traced
         with ``shapes=True``) or per layer (``"layer"``): calls, CPU and GPU time, total and self;
         with energy (``trace_model(energy=True)``) each row's energy with its 95% interval and

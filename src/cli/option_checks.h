@@ -10,6 +10,9 @@
 
 namespace opcost {
 
+// Counts and sizes on the command line: what an int holds.
+inline constexpr long long kMaxWholeNumber = 2147483647;
+
 // A finite number above `low` (exclusive) and at most `high`.
 CLI::Validator number_above(double low, double high);
 // A finite number from `low` to `high`, both included.

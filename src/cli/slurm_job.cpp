@@ -14,6 +14,8 @@
 
 #include "cli/exit_codes.h"
 #include "core/spec/arg_value.h"
+#include "core/spec/cache_mode.h"
+#include "core/spec/device_spec.h"
 #include "core/store/database.h"
 #include "core/sys/child_process.h"
 #include "core/text/text.h"
@@ -79,32 +81,25 @@ void check_sbatch_option(const std::string& option) {
 // --device, --cache and --autocast as each task will parse them, checked before anything is
 // written: a value no task can use fails here, once, not in every task of the array.
 void check_task_options(const MeasureOptions& m) {
-  const std::string& device = m.replay.device;
-  if (device != "auto" && device != "cpu" && device != "cuda" && device != "cuda:0") {
-    if (device.rfind("cuda:", 0) == 0 && device.size() > 5 && device.size() <= 8 &&
-        std::all_of(device.begin() + 5, device.end(),
-                    [](char c) { return std::isdigit(static_cast<unsigned char>(c)); }))
-      throw std::invalid_argument(fmt::format(
-          "--slurm --device {}: each task sees only the one GPU Slurm gives it (cuda:0): give --device cuda", device));
+  // Parsed as the tasks parse them (core/spec): one rule, refused here with the --slurm reason.
+  DeviceSpec device;
+  try {
+    device = parse_device_spec(m.replay.device);
+  } catch (const std::invalid_argument&) {
     throw std::invalid_argument(
-        fmt::format("--slurm --device '{}': use auto, cpu or cuda (each task's one GPU)", shown(device)));
+        fmt::format("--slurm --device '{}': use auto, cpu or cuda (each task's one GPU)", shown(m.replay.device)));
   }
-  const std::string& cache = m.replay.cache_mode;
-  bool cache_ok = cache == "warm" || cache == "cold";
-  if (cache.rfind("cold:", 0) == 0 && cache.size() > 5 && cache.size() <= 1024) {
-    cache_ok = true;
-    for (std::size_t at = 5; at <= cache.size() && cache_ok;) {  // cold:ARG,ARG: each an argument's name
-      const std::size_t comma = std::min(cache.find(',', at), cache.size());
-      const std::string arg = cache.substr(at, comma - at);
-      cache_ok = !arg.empty() && !std::isdigit(static_cast<unsigned char>(arg[0])) &&
-                 std::all_of(arg.begin(), arg.end(),
-                             [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
-      at = comma + 1;
-    }
+  if (device.index && *device.index != 0)
+    throw std::invalid_argument(
+        fmt::format("--slurm --device {}: each task sees only the one GPU Slurm gives it (cuda:0): give --device cuda",
+                    m.replay.device));
+  try {
+    parse_cache_mode(m.replay.cache_mode);
+  } catch (const std::invalid_argument&) {
+    throw std::invalid_argument(
+        fmt::format("--slurm --cache '{}': use warm, cold or cold:ARG,... (the names of the op's arguments)",
+                    shown(m.replay.cache_mode)));
   }
-  if (!cache_ok)
-    throw std::invalid_argument(fmt::format(
-        "--slurm --cache '{}': use warm, cold or cold:ARG,... (the names of the op's arguments)", shown(cache)));
   if (!m.replay.autocast.empty()) {
     const auto code = canonical_dtype(m.replay.autocast);
     if (!code || (*code != "bf16" && *code != "f16"))

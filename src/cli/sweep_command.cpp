@@ -12,6 +12,7 @@
 #include "core/store/database.h"
 #include "core/text/text.h"
 #include "torch/runner.h"
+#include "workflow/reporters/reporter.h"
 
 namespace opcost {
 
@@ -39,17 +40,6 @@ int dry_run(const SweepCliOptions& o) {
                                                        format_duration(s.mean_seconds_per_item * double(left)))
                                          : "");
   return s.plan.rejected.empty() ? kExitSuccess : kExitBadInput;
-}
-
-// The options that make an item's scope (SweepId), as the command line takes them: what status
-// counts at, and what to pass to count at the options a sweep ran with.
-std::string scope_options(const MeasureOptions& m, const std::string& device_name) {
-  const MeasureConfig& c = m.config;
-  return fmt::format(
-      "--device {}{} --cache {} --seed {} --max-time {} --target-ci {}{} --energy-max-time {} --energy-target-ci {}",
-      m.replay.device, m.replay.device == "auto" ? fmt::format(" ({})", device_name) : "", m.replay.cache_mode,
-      m.replay.seed, c.time.max_seconds, c.time.target_rel_ci95, c.energy ? "" : " --no-energy", c.energy_max_s,
-      c.energy_target_rel_ci95);
 }
 
 }  // namespace
@@ -85,7 +75,11 @@ std::vector<std::string> command_without(const std::vector<std::string>& argv,
 }
 
 int run_sweep_command(const SweepCliOptions& o, const std::vector<std::string>& argv) {
-  if (o.worker) return run_sweep_worker(o.measure, {o.sweep_name, o.sweep_scope}, o.lease, stdout);
+  if (o.worker) {
+    MeasureOptions measure = o.measure;
+    measure.resume = !o.force;  // --force measures every item again, stored or not
+    return run_sweep_worker(measure, {o.sweep_name, o.sweep_scope}, o.lease, stdout);
+  }
   if (o.slurm) return run_slurm_sweep(o, argv, self_executable(argv[0]));
   if (o.dry_run) return dry_run(o);
   SweepOptions so;
@@ -144,36 +138,7 @@ int run_sweep_command(const SweepCliOptions& o, const std::vector<std::string>& 
 
 int run_sweep_status(const SweepCliOptions& o) {
   const SweepStatus s = sweep_status(o.measure, o.file);
-  const SweepCounts& c = s.counts;
-  const std::size_t pending = c.pending + s.not_enrolled;
-  // Every count is of the items at these options (they make an item's key): said first, so
-  // that items at other options (elsewhere) never read as a contradiction.
-  if (!s.planned && s.items == 0)
-    fmt::print(
-        "sweep {} ({}): a model list never run at these options, so its items are not known: a run takes each model's "
-        "inventory for them (status runs no model)\n",
-        s.plan.name, o.file);
-  else
-    fmt::print("sweep {} ({}): {} items{}\n", s.plan.name, o.file, s.items,
-               s.planned ? "" : " (as the database has them: status runs no model of the list)");
-  fmt::print("  at       {}\n", scope_options(o.measure, s.plan.device_name));
-  fmt::print("  done     {}\n  failed   {}\n  pending  {}{}\n  running  {}\n", c.done, c.failed, pending,
-             s.not_enrolled ? fmt::format(" ({} never run at these options)", s.not_enrolled) : "", c.running);
-  if (s.workers_seen > 1) fmt::print("  workers  {} (measured the done items)\n", s.workers_seen);
-  if (pending + c.running > 0)
-    fmt::print("  left     {}\n",
-               s.mean_seconds_per_item > 0
-                   ? fmt::format("about {} at {:.2f} s an item so far",
-                                 format_duration(s.mean_seconds_per_item * double(pending + c.running)),
-                                 s.mean_seconds_per_item)
-                   : std::string("no item done yet, so no pace to go by (`opcost sweep --dry-run` bounds it)"));
-  if (s.elsewhere)
-    fmt::print(
-        "  elsewhere {} items of this sweep at other settings or on another device, not counted above (the counts are "
-        "at the options after `at`: pass those the sweep ran with)\n",
-        s.elsewhere);
-  for (const auto& r : s.running) fmt::print("running: {} (worker {})\n", r.call, r.worker);
-  for (const auto& f : s.failed) fmt::print("failed: {}\n  {}\n", f.call, f.reason);
+  fmt::print("{}", make_reporter(ReportFormat::kText)->sweep_status({s, o.file, o.measure}));
   return kExitSuccess;
 }
 

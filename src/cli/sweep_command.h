@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "core/report/progress.h"
 #include "workflow/sweep.h"
 
 namespace opcost {
@@ -12,12 +13,11 @@ struct SweepCliOptions {
   std::string file;
   bool dry_run = false;
   bool force = false, retry_failed = false;
-  bool worker = false;                  // internal: this process is a sweep's worker
-  std::string sweep_name, sweep_scope;  // internal: the worker's sweep (SweepId)
-  bool no_energy = false;
-  double plain_every_s = 10;  // progress lines when standard error is not a terminal
-  std::size_t workers = 1;    // worker processes at once (one per GPU)
-  SweepState::Lease lease;    // its length, and the workers that may die on one item before it is failed
+  bool worker = false;                                // internal: this process is a sweep's worker
+  std::string sweep_name, sweep_scope;                // internal: the worker's sweep (SweepId)
+  double plain_every_s = kPlainProgressEverySeconds;  // progress lines when standard error is not a terminal
+  std::size_t workers = 1;                            // worker processes at once (one per GPU)
+  SweepState::Lease lease;  // its length, and the workers that may die on one item before it is failed
   // --slurm: an sbatch job array of `slurm_tasks` tasks, each a sweep with one worker, instead of
   // local workers (cli/slurm_job.h).
   bool slurm = false;

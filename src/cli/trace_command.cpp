@@ -12,6 +12,7 @@
 #include "core/trace/table.h"
 #include "core/trace/trace_file.h"
 #include "core/trace/trace_import.h"
+#include "workflow/reporters/reporter.h"
 
 namespace opcost {
 
@@ -62,8 +63,8 @@ int run_trace_command(TraceCliOptions o) {
   const bool table = o.table || o.output.empty();
   if (table) {
     const TraceTable t = o.group_by == "layer" ? layer_table(run) : op_table(run, o.group_by == "shape");
-    const std::string text = o.json ? to_json(t).dump(2) + "\n" : render_table(t, o.sort_by, o.limit);
-    write_file("", text);
+    write_file("",
+               make_reporter(o.json ? ReportFormat::kJson : ReportFormat::kText)->trace_table(t, o.sort_by, o.limit));
   }
   if (o.energy && !run.energy && !table)  // the table says it otherwise
     fmt::print(stderr, "opcost: no energy per {}: {}\n", o.group_by == "layer" ? "layer" : "operator", run.energy_why);

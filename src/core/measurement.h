@@ -50,8 +50,15 @@ struct EnergyResult {
 };
 
 // Appended to the method of an op timed by wall clock because it waits for the device
-// (aten::item, nonzero, a copy to the host): predictions read it back.
+// (aten::item, nonzero, a copy to the host), for the human reader. Predictions read the
+// stored `waits_for_device` instead; only the migration of rows stored before that field
+// existed reads this note (core/store/measurement_record.h).
 inline constexpr const char* kWaitsForDeviceNote = " (the op waits for the device)";
+
+// The settings a measurement ran with: the options registry's names (workflow/options.h) →
+// canonical text values, in the registry's order. Read back from a stored document they come
+// in name order (a JSON object's).
+using Settings = std::vector<std::pair<std::string, std::string>>;
 
 struct Measurement {
   int64_t db_id = -1;
@@ -60,6 +67,12 @@ struct Measurement {
   std::string cache_mode = "warm";
   std::string autocast;  // "" or the autocast dtype the op was replayed under
   std::string method;
+  // Timed by wall clock because the op waits for the device: its time is all host time.
+  bool waits_for_device = false;
+  // What it ran with, and the stable hash of the identity members among them (the settings
+  // that change the figure: seed, budgets, energy settings): part of the identity key.
+  Settings settings;
+  std::string settings_key;  // "" for a row stored before settings were recorded
   Environment env;
   TimeResult time;
   EnergyResult energy;

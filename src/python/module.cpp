@@ -8,17 +8,22 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
 #include <cmath>
 #include <nlohmann/json.hpp>
 #include <optional>
 
+#include "cli/command_line.h"
 #include "core/report/progress.h"
 #include "core/report/report.h"
 #include "core/spec/arg_value.h"
 #include "core/spec/op_call.h"
 #include "core/store/database.h"
+#include "core/store/sweep_state.h"
+#include "core/sweep/sweep_limits.h"
 #include "core/sys/interrupt.h"
 #include "core/text/text.h"
+#include "core/trace/table.h"
 #include "core/version.h"
 #include "python/trace_bindings.h"
 #include "torch/observer.h"
@@ -26,7 +31,9 @@
 #include "torch/runner.h"
 #include "workflow/measure.h"
 #include "workflow/model_inventory.h"
+#include "workflow/options.h"
 #include "workflow/predict.h"
+#include "workflow/reporters/reporter.h"
 #include "workflow/sweep.h"
 #include "workflow/trace.h"
 
@@ -85,20 +92,105 @@ void translate_interrupted(std::exception_ptr p) {
   }
 }
 
-// A budget or interval from the Python side, checked again here (the package checks first):
-// NaN, an infinity or a negative number must never reach a measurement loop.
-double positive_number(const py::dict& o, const char* key, double at_most) {
-  const double v = o[key].cast<double>();
-  if (!std::isfinite(v) || v <= 0 || v > at_most)
-    throw std::invalid_argument(fmt::format("{}={}: use a number above 0 and at most {}", key, v, at_most));
-  return v;
+// The Python face of the options registry (workflow/options.h): keyword arguments by the
+// registry's names, each converted by its option's type, checked and applied on its own. None
+// leaves the option at the command's default.
+std::string python_type_name(const OptionInfo& spec) {
+  switch (spec.type) {
+    case OptionType::kFlag:
+      return "True or False";
+    case OptionType::kNumber:
+      return spec.unit == "s" ? "a number of seconds" : "a number";
+    case OptionType::kWhole:
+      return "a whole number";
+    case OptionType::kBytes:
+      return "a whole number of bytes";
+    case OptionType::kText:
+      return "a string";
+  }
+  return "a value";
 }
-double fraction(const py::dict& o, const char* key) {
-  const double v = o[key].cast<double>();
-  if (!(v >= 0 && v <= 1)) throw std::invalid_argument(fmt::format("{}={}: use a number from 0 to 1", key, v));
-  return v;
+
+std::optional<OptionValue> python_option_value(const OptionInfo& spec, const py::handle& v) {
+  if (v.is_none()) return std::nullopt;
+  PyObject* p = v.ptr();
+  if (PyBool_Check(p)) return OptionValue(v.cast<bool>());
+  if (PyUnicode_Check(p)) return OptionValue(v.cast<std::string>());
+  if (PyLong_Check(p) || (PyIndex_Check(p) && !PyFloat_Check(p))) {
+    const py::int_ whole = py::reinterpret_steal<py::int_>(PyNumber_Index(p));
+    if (!whole) throw py::error_already_set();
+    int overflow = 0;
+    const long long w = PyLong_AsLongLongAndOverflow(whole.ptr(), &overflow);
+    // Past int64: its range check refuses it by value (a double of it), naming the option.
+    if (overflow) return OptionValue(PyLong_AsDouble(whole.ptr()));
+    return OptionValue(std::int64_t(w));
+  }
+  if (PyFloat_Check(p) || PyObject_HasAttrString(p, "__float__")) return OptionValue(v.cast<double>());
+  throw OptionTypeError(fmt::format("{} must be {}, not {}", spec.both_spellings(), python_type_name(spec),
+                                    printable(elide(py::repr(v).cast<std::string>(), 60), false)));
 }
-constexpr double kMaxBudgetS = 86400;  // a day per measurement: more is a mistake, or a loop that never ends
+
+// Applies `given`'s registry options to `o`, skipping `run_keys` (the run's own: db, store...).
+// An option the command does not offer is refused, as the command line refuses it.
+template <typename Options>
+void apply_python_options(Options& o, const std::vector<OptionSpec<Options>>& specs, OptionCommand command,
+                          std::string_view command_name, const py::dict& given,
+                          std::initializer_list<std::string_view> run_keys) {
+  for (auto [key, value] : given) {
+    const std::string name = py::str(key);
+    if (std::find(run_keys.begin(), run_keys.end(), name) != run_keys.end()) continue;
+    const OptionSpec<Options>* spec = nullptr;
+    for (const auto& s : specs)
+      if (s.name == name) spec = &s;
+    if (!spec || !spec->offered_by(command))
+      throw std::invalid_argument(fmt::format("{} takes no option '{}'", command_name, printable(elide(name, 60))));
+    if (const auto v = python_option_value(*spec, value)) spec->set(o, checked_option_value(*spec, *v));
+  }
+}
+
+OptionCommand predict_command(const std::string& name) {
+  if (name == "predict") return kPredictCommand;
+  if (name == "validate") return kValidateCommand;
+  if (name == "model") return kModelCommand;
+  throw std::invalid_argument(fmt::format("unknown command '{}' (use predict, validate or model)", printable(name)));
+}
+
+// opcost._core.option_specs(command): the registry as the Python package derives its keyword
+// arguments and its command line from it, the defaults the command's own.
+template <typename Options>
+py::list option_specs_of(const std::vector<OptionSpec<Options>>& specs, OptionCommand command,
+                         const Options& defaults) {
+  static constexpr const char* kTypes[] = {"flag", "number", "whole", "bytes", "text"};
+  py::list out;
+  for (const auto& s : specs) {
+    if (!s.offered_by(command)) continue;
+    py::dict d;
+    d["name"] = std::string(s.name);
+    d["flag"] = std::string(s.flag);
+    d["type"] = kTypes[int(s.type)];
+    d["unit"] = std::string(s.unit);
+    d["help"] = std::string(s.help);
+    d["default"] = std::visit([](const auto& x) { return py::cast(x); }, s.get(defaults));
+    d["low"] = s.range.low;
+    d["low_included"] = s.range.low_included;
+    d["high"] = s.range.high;
+    d["zero_allowed"] = s.range.zero_allowed;
+    py::list choices;
+    for (auto c : s.choices) choices.append(std::string(c));
+    d["choices"] = choices;
+    d["flag_sets"] = s.flag_sets;
+    d["identity"] = s.identity;
+    out.append(d);
+  }
+  return out;
+}
+
+py::list option_specs_py(const std::string& command) {
+  if (command == "measure") return option_specs_of(measure_option_specs(), kMeasureCommand, MeasureOptions{});
+  if (command == "sweep") return option_specs_of(measure_option_specs(), kSweepCommand, MeasureOptions{});
+  const OptionCommand c = predict_command(command);
+  return option_specs_of(predict_option_specs(), c, predict_preset(c));
+}
 
 // A model step written in Python: the callable runs one step (forward, or a whole training
 // step); the description says what it is. RunnableModel::step() runs it on this (the caller's,
@@ -159,51 +251,37 @@ Notes python_notes(py::object note, py::object progress) {
   return n;
 }
 
-MeasureConfig measure_config(const py::dict& o) {
-  MeasureConfig c;
-  c.time.max_seconds = positive_number(o, "max_time", kMaxBudgetS);
-  c.time.target_rel_ci95 = positive_number(o, "target_ci", 1);
-  c.energy = o["energy"].cast<bool>();
-  c.energy_max_s = positive_number(o, "energy_max_time", kMaxBudgetS);
-  return c;
-}
-
 py::dict inventory_of(py::function step, const py::dict& description, std::uint64_t cache_bytes) {
   PythonModel model(std::move(step), description);
   const Inventory inv =
       take_inventory(model, model_options(description), 8, cache_bytes_to_class(model, cache_bytes, nullptr));
   py::dict out;
   out["json"] = to_json(inv).dump();
-  out["text"] = to_table(inv);
+  out["text"] = make_reporter(ReportFormat::kText)->inventory(inv);
   return out;
+}
+
+// The dict opcost.predict / validate pass: "command" (predict, validate or model), the database
+// ("db", "db_is_default") and the registry's options by name.
+PredictOptions predict_options(const py::dict& o) {
+  const std::string command = o["command"].cast<std::string>();
+  PredictOptions p = predict_preset(predict_command(command));
+  p.db = o["db"].cast<std::string>();
+  p.db_create_parent = o["db_is_default"].cast<bool>();
+  apply_python_options(p, predict_option_specs(), predict_command(command), "opcost." + command, o,
+                       {"command", "db", "db_is_default"});
+  return p;
 }
 
 py::dict predict_step(py::function step, const py::dict& description, const py::dict& o, py::object note,
                       py::object progress) {
   PythonModel model(std::move(step), description);
-  const bool measure = o["measure"].cast<bool>();
-  const double target = o["target"].cast<double>();
-  PredictOptions p = !measure     ? PredictOptions::predict_only()
-                     : target > 0 ? PredictOptions::model_to(target)
-                                  : PredictOptions::validate();
+  PredictOptions p = predict_options(o);
   p.model = model_options(description);
-  p.db = o["db"].cast<std::string>();
-  p.db_create_parent = o["db_is_default"].cast<bool>();
-  p.cache = o["cache"].cast<std::string>();
-  p.cache_bytes = o["cache_bytes"].cast<std::uint64_t>();
-  if (!o["max_time"].is_none())
-    p.set_budgets(positive_number(o, "max_time", kMaxBudgetS), positive_number(o, "energy_max_time", kMaxBudgetS),
-                  positive_number(o, "energy_max_time_capped", kMaxBudgetS),
-                  positive_number(o, "step_max_time", kMaxBudgetS), !o["energy"].cast<bool>());
-  else if (!o["energy"].cast<bool>())
-    p.op_config.energy = p.step_config.energy = false;
-  // None: the command's default.
-  if (o.contains("short_loops_after")) p.short_loops_after = fraction(o, "short_loops_after");
-  if (o.contains("ops_energy_ci")) p.ops_energy_rel_ci95 = fraction(o, "ops_energy_ci");
   const PredictReport r = run_predict(p, model, python_notes(note, progress));
   py::dict out;
   out["json"] = to_json(r).dump();
-  out["text"] = to_text(r);
+  out["text"] = make_reporter(ReportFormat::kText)->prediction(r);
   return out;
 }
 
@@ -220,25 +298,26 @@ TraceRun trace_step(py::function step, const py::dict& description, const py::di
   std::optional<PredictOptions> p;
   if (!energy.is_none()) {
     const py::dict e = energy.cast<py::dict>();
-    p = PredictOptions::validate();
+    p = predict_preset(kValidateCommand);
     p->db = e["db"].cast<std::string>();
     p->db_create_parent = e["db_is_default"].cast<bool>();
-    p->cache = e["cache"].cast<std::string>();
+    apply_python_options(*p, predict_option_specs(), kValidateCommand, "opcost.trace_model(energy=True)", e,
+                         {"db", "db_is_default"});
   }
   return trace_model(model, model_options(description), r, p ? &*p : nullptr, python_notes(note, progress));
 }
 
-MeasureOptions measure_options(const py::dict& o) {
+// The dict opcost.measure and the sweeps pass: the run's own keys ("store", "db", "db_is_default",
+// and a sweep's "max_items") and the registry's options by name.
+MeasureOptions measure_options(const py::dict& o, OptionCommand command = kMeasureCommand) {
   MeasureOptions mo;
-  mo.replay.device = o["device"].cast<std::string>();
-  mo.replay.cache_mode = o["cache"].cast<std::string>();
-  mo.replay.seed = o["seed"].cast<uint64_t>();
-  mo.replay.autocast = o["autocast"].cast<std::string>();
-  mo.config = measure_config(o);
-  mo.store = o["store"].cast<bool>();
+  mo.store = o.contains("store") ? o["store"].cast<bool>() : true;
   mo.db = o["db"].cast<std::string>();
   mo.db_create_parent = o["db_is_default"].cast<bool>();
   if (o.contains("max_items")) mo.max_sweep_items = o["max_items"].cast<std::uint64_t>();  // sweeps only
+  apply_python_options(mo, measure_option_specs(), command,
+                       command == kSweepCommand ? "opcost.sweep" : "opcost.measure", o,
+                       {"store", "db", "db_is_default", "max_items"});
   return mo;
 }
 
@@ -255,7 +334,7 @@ py::dict measure_call(const std::string& op, const std::vector<std::string>& arg
   }
   py::dict out;
   out["json"] = to_json(*r.measurement).dump();
-  out["text"] = to_console(*r.measurement);
+  out["text"] = make_reporter(ReportFormat::kText)->measured(*r.measurement, "", false);
   out["not_stored"] = r.not_stored;  // the measurement is still returned, never lost
   out["resolution_note"] = r.resolution_note;
   return out;
@@ -296,7 +375,7 @@ py::dict run_sweep_py(const std::string& file, const py::dict& o, const std::str
                       const std::vector<std::string>& worker_command, py::function note, py::function progress,
                       py::object python_models, std::size_t workers, int64_t max_attempts) {
   SweepOptions so;
-  so.measure = measure_options(o);
+  so.measure = measure_options(o, kSweepCommand);
   so.workers = workers;
   so.lease.max_attempts = max_attempts;
   so.python_models = python_models_of(python_models);
@@ -332,8 +411,10 @@ py::dict run_sweep_py(const std::string& file, const py::dict& o, const std::str
 }
 
 py::dict sweep_status_py(const std::string& file, const py::dict& o, py::object python_models) {
-  const SweepStatus s = sweep_status(measure_options(o), file, python_models_of(python_models));
+  const MeasureOptions mo = measure_options(o, kSweepCommand);
+  const SweepStatus s = sweep_status(mo, file, python_models_of(python_models));
   py::dict out = counts_of(s.counts);
+  out["text"] = make_reporter(ReportFormat::kText)->sweep_status({s, file, mo});  // as `opcost sweep status`
   out["name"] = s.plan.name;
   out["items"] = s.items;
   out["not_enrolled"] = s.not_enrolled;
@@ -376,9 +457,10 @@ py::dict dtype_torch_names() {
 
 }  // namespace
 
-PYBIND11_MODULE(_core, m) {
-  m.doc() = "opcost's C++ core: observation, measurement and prediction (use the opcost package, not this)";
-  m.attr("__version__") = kOpcostVersion;
+namespace {
+
+// Errors keep their kinds across the boundary.
+void bind_errors(py::module_& m) {
   // Errors keep their kind: bad input is a ValueError, a database that cannot be used an
   // OSError; std::invalid_argument (a model or file that cannot be used) is a ValueError.
   py::register_exception<ReplayError>(m, "InputError", PyExc_ValueError);
@@ -399,9 +481,15 @@ PYBIND11_MODULE(_core, m) {
     }
   });
   py::register_exception<MeasurementAbandoned>(m, "MeasurementAbandoned", PyExc_RuntimeError);
+  // An option of the wrong type (text for a number): Python's TypeError, naming the option.
+  py::register_exception<OptionTypeError>(m, "OptionTypeError", PyExc_TypeError);
   // Ctrl-C stops a run at once (see held_interrupt): KeyboardInterrupt to the caller.
   py::register_exception_translator(&translate_interrupted);
   set_interrupt_check(&python_signal_raised);
+}
+
+// The workflows: inventory, predict / validate / model, trace, measure, sweep, and the options registry.
+void bind_workflows(py::module_& m) {
   m.def("inventory", &inventory_of, py::arg("step"), py::arg("description"), py::arg("cache_bytes") = 0,
         "Observe a few steps of `step` (after a warm-up): the inventory as JSON and text; each call's inputs "
         "classed against `cache_bytes` of cache (0: the GPU's L2)");
@@ -411,6 +499,20 @@ PYBIND11_MODULE(_core, m) {
   m.def("trace_model", &trace_step, py::arg("step"), py::arg("description"), py::arg("record"), py::arg("energy"),
         py::arg("note") = py::none(), py::arg("progress") = py::none(),
         "the step traced on a schedule, with energy per call after a validation when `energy` is given");
+  m.def("option_specs", &option_specs_py, py::arg("command"),
+        "The options registry as `command` (measure, sweep, predict, validate, model) offers it: a list of "
+        "{name, flag, type, unit, help, default, low, low_included, high, zero_allowed, choices, flag_sets, "
+        "identity}");
+  m.def(
+      "check_options",
+      [](const std::string& command, const py::dict& o) {
+        if (command == "measure" || command == "sweep")
+          return settings_of(measure_options(o, command == "sweep" ? kSweepCommand : kMeasureCommand));
+        return settings_of(predict_options(o));
+      },
+      py::arg("command"), py::arg("options"),
+      "Checks a run's options as `command` applies them (before any model runs): the settings they make, "
+      "[(name, text)], or ValueError/TypeError naming the bad one");
   m.def("measure", &measure_call, py::arg("op"), py::arg("args"), py::arg("options"),
         "Measure one operator call: its result as JSON and text");
   m.def(
@@ -425,17 +527,41 @@ PYBIND11_MODULE(_core, m) {
       "Run fn with the observer installed (to time what observing adds), recording nothing");
   m.def("sweep", &run_sweep_py, py::arg("file"), py::arg("options"), py::arg("reset"), py::arg("worker_command"),
         py::arg("note"), py::arg("progress"), py::arg("python_models") = py::none(), py::arg("workers") = 1,
-        py::arg("max_attempts") = 2, "Run a sweep file through worker processes: how far it got");
+        py::arg("max_attempts") = SweepLease{}.max_attempts,
+        "Run a sweep file through worker processes: how far it got");
   m.def(
       "sweep_worker",
       [](const py::dict& o, const std::string& name, const std::string& scope) {
-        const MeasureOptions mo = measure_options(o);
+        const MeasureOptions mo = measure_options(o, kSweepCommand);
         py::gil_scoped_release release;  // the worker never calls back into Python
         return run_sweep_worker(mo, {name, scope}, SweepState::Lease{}, stdout);
       },
       py::arg("options"), py::arg("sweep_name"), py::arg("sweep_scope"),
       "A sweep's worker: JSON events on standard output");
   m.def("sweep_status", &sweep_status_py, py::arg("file"), py::arg("options"), py::arg("python_models") = py::none());
+}
+
+// What the package's faces share with the command line: its command table, progress text, layer scopes,
+// the argument language.
+void bind_faces(py::module_& m) {
+  // The command line's command table, which `python -m opcost` builds its own from (faces).
+  m.def(
+      "command_table", [] { return describe_command_line().dump(); },
+      "The command line's commands and options (JSON): python -m opcost offers the same");
+  // The command line itself, in this process: what `python -m opcost` runs for a command or a
+  // model (built-in, TorchScript) it has no Python path for. Ctrl-C ends it as any run here.
+  m.def(
+      "run_command_line",
+      [](std::vector<std::string> args) {
+        args.insert(args.begin(), "opcost");
+        std::vector<char*> argv;
+        for (auto& a : args) argv.push_back(a.data());
+        std::fflush(stdout);
+        const int rc = run_command_line(int(argv.size()), argv.data());
+        std::fflush(stdout);
+        return rc;
+      },
+      py::arg("args"), "Run opcost's command line with these arguments: its exit status");
   m.def("progress_text", &progress_text, py::arg("label"), py::arg("done"), py::arg("total"), py::arg("elapsed_s"),
         py::arg("terminal"), py::arg("done_before") = 0);
   m.def("open_layer_scope", &open_layer_scope, py::arg("name"));
@@ -466,4 +592,22 @@ PYBIND11_MODULE(_core, m) {
       "reads back unchanged");
   m.def("tensor_spec", &tensor_spec, py::arg("text"), "Parse a tensor spec of the argument language");
   m.def("dtype_torch_names", &dtype_torch_names, "Every dtype spelling opcost accepts -> torch's name");
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_core, m) {
+  m.doc() = "opcost's C++ core: observation, measurement and prediction (use the opcost package, not this)";
+  m.attr("__version__") = kOpcostVersion;
+  // Defaults of the package's own keywords that are not measuring options (those are in
+  // option_specs): read here from the one place each is written in C++.
+  py::dict defaults;
+  defaults["max_attempts"] = SweepLease{}.max_attempts;
+  defaults["progress_every"] = kPlainProgressEverySeconds;
+  defaults["table_rows"] = kTraceTableRows;
+  defaults["max_items"] = kDefaultMaxSweepItems;
+  m.attr("DEFAULTS") = defaults;
+  bind_errors(m);
+  bind_workflows(m);
+  bind_faces(m);
 }

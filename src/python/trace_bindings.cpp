@@ -8,6 +8,7 @@
 #include "core/trace/table.h"
 #include "core/trace/trace_file.h"
 #include "torch/trace_recorder.h"
+#include "workflow/reporters/reporter.h"
 
 namespace py = pybind11;
 
@@ -36,7 +37,7 @@ void bind_trace(py::module_& m) {
       .def(
           "table",
           [](const TraceRun& r, const std::string& group_by, const std::string& sort_by, std::size_t limit) {
-            return render_table(table_of(r, group_by), sort_by, limit);
+            return make_reporter(ReportFormat::kText)->trace_table(table_of(r, group_by), sort_by, limit);
           },
           py::arg("group_by"), py::arg("sort_by"), py::arg("limit"))
       .def(

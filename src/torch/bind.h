@@ -1,6 +1,8 @@
 #pragma once
-// Schema-driven argument binding (LibTorch side). Exposed for tests that compare a replay
-// with a direct call of the op on the same inputs.
+// Binding a textual call (core/spec/op_call) to its operator's registered schema: the overload
+// chosen, one LibTorch value per schema argument, and the call's canonical arguments
+// (torch/canonical_form). The replay builds its inputs through it; a dry bind checks a call
+// without making a tensor.
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/core/ivalue.h>
 
@@ -25,47 +27,12 @@ struct BoundCall {
 };
 
 // Throws ReplayError with the op, the argument and what the schema expects. An op named
-// without an overload that has no default one gets the overload its arguments fit.
+// without an overload that has no default one gets the overload its arguments fit. Inputs are
+// drawn with a generator seeded with `seed` (torch/input_synthesis).
 BoundCall bind_call(const OpCall& call, c10::Device device, uint64_t seed);
 
 // The same checks without making a tensor: types, names, shapes' sizes. Cheap, so a spec
 // file's entries can all be checked before anything is measured.
 BoundCall check_call(const OpCall& call, c10::Device device);
-
-// The value as opcost writes it: normalised dtype codes, enum names, tensors as specs (keeping
-// the range/device annotations of `given` when the value came from the user).
-ArgValue canonical_value(const c10::Argument& a, const c10::IValue& iv, const ArgValue* given = nullptr);
-
-// The same from already-canonical values, one per schema argument. `schema` must be a
-// registered op's (defaults are cached by argument address).
-std::vector<NamedArg> drop_defaults(const c10::FunctionSchema& schema, std::vector<ArgValue> values);
-
-// Canonical text of a tensor as opcost writes it (dtype, shape, strides if not contiguous).
-TensorSpec tensor_spec_of(const at::Tensor& t);
-
-c10::Device resolve_device(const std::string& spec);
-
-// dtype codes as opcost writes them ("f32", "bf16", ...) and back.
-at::ScalarType scalar_type_of(const std::string& code);
-std::string code_of(at::ScalarType t);
-
-// The autocast dtype a user names ("bf16", "fp16", "half"...); nullopt for "". Throws
-// ReplayError for anything else.
-std::optional<at::ScalarType> autocast_dtype(const std::string& name);
-
-// Autocast to `dtype` (nullopt does nothing) on one device type for the scope's life, as
-// torch.autocast does: ops on the autocast lists cast their inputs.
-class AutocastScope {
- public:
-  AutocastScope(std::optional<at::ScalarType> dtype, c10::DeviceType device);
-  ~AutocastScope();
-  AutocastScope(const AutocastScope&) = delete;
-  AutocastScope& operator=(const AutocastScope&) = delete;
-
- private:
-  c10::DeviceType device_;
-  bool active_ = false, was_enabled_ = false;
-  at::ScalarType was_dtype_ = at::kFloat;
-};
 
 }  // namespace opcost

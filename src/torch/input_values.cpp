@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <set>
 #include <string_view>
 #include <vector>
@@ -87,40 +88,89 @@ at::Tensor exact_mask(int64_t storage, int64_t trues, at::Generator& gen, const 
   return flat.index_fill_(0, places, 1);
 }
 
-// How many true elements a bool mask must hold for the call to be valid: index_put_'s values
-// (x[mask] = v) fill exactly the masked elements, so v's size along the mask's dimension is
-// their count; masked_scatter reads at most its source's elements.
-std::optional<int64_t> required_trues(const ArgPlace& p, const TensorSpec& t, int64_t default_trues) {
-  const Given g{p.given};
-  const std::string_view op = base_name(p.op);
-  if (one_of(op, {"aten::index_put", "aten::_index_put_impl", "aten::_unsafe_index_put"}) && p.name == "indices") {
-    const auto* self = g.shape("self");
-    const auto* values = g.shape("values");
-    if (!self || !values) return std::nullopt;
-    // The indexing result is [k] + self's dimensions after the mask's; values broadcast to it.
-    const int64_t trailing = int64_t(self->size()) - int64_t(p.list_pos) - int64_t(t.shape.size());
-    const int64_t at_k = int64_t(values->size()) - 1 - trailing;
-    if (trailing < 0 || at_k < 0 || (*values)[at_k] == 1) return std::nullopt;  // broadcast over k: any count
-    return (*values)[at_k];
+// Per-operator value rules. Each table maps (operator, argument) to the rule for that
+// argument's values; in-place variants share their out-of-place operator's rules (base_name).
+// An argument named "*" stands for every other argument of its operators.
+template <class Rule>
+class RuleTable {
+ public:
+  struct Entry {
+    std::vector<std::string_view> ops;
+    std::string_view arg;
+    Rule rule;
+  };
+  explicit RuleTable(std::vector<Entry> entries) : entries_(std::move(entries)) {
+    for (const auto& e : entries_)
+      for (std::string_view op : e.ops) by_key_.emplace(std::pair{op, e.arg}, &e.rule);
   }
-  if (op == "aten::masked_scatter" && p.name == "mask")
-    if (const auto* source = g.shape("source")) return std::min<int64_t>(default_trues, int64_t(product(*source)));
-  return std::nullopt;
+  const Rule* find(std::string_view op, std::string_view arg) const {
+    if (auto it = by_key_.find({op, arg}); it != by_key_.end()) return it->second;
+    if (auto it = by_key_.find({op, "*"}); it != by_key_.end()) return it->second;
+    return nullptr;
+  }
+
+ private:
+  std::vector<Entry> entries_;
+  std::map<std::pair<std::string_view, std::string_view>, const Rule*> by_key_;
+};
+
+// How many true elements a bool mask must hold for the call to be valid, given the count a
+// fair draw would have.
+using TruesRule = std::optional<int64_t> (*)(const ArgPlace&, const TensorSpec&, int64_t default_trues);
+
+const RuleTable<TruesRule>& trues_rules() {
+  static const RuleTable<TruesRule> table({
+      // index_put_'s values (x[mask] = v) fill exactly the masked elements, so v's size along
+      // the mask's dimension is their count.
+      {{"aten::index_put", "aten::_index_put_impl", "aten::_unsafe_index_put"},
+       "indices",
+       [](const ArgPlace& p, const TensorSpec& t, int64_t) -> std::optional<int64_t> {
+         const Given g{p.given};
+         const auto* self = g.shape("self");
+         const auto* values = g.shape("values");
+         if (!self || !values) return std::nullopt;
+         // The indexing result is [k] + self's dimensions after the mask's; values broadcast to it.
+         const int64_t trailing = int64_t(self->size()) - int64_t(p.list_pos) - int64_t(t.shape.size());
+         const int64_t at_k = int64_t(values->size()) - 1 - trailing;
+         if (trailing < 0 || at_k < 0 || (*values)[at_k] == 1) return std::nullopt;  // broadcast over k: any count
+         return (*values)[at_k];
+       }},
+      // masked_scatter reads at most its source's elements.
+      {{"aten::masked_scatter"},
+       "mask",
+       [](const ArgPlace& p, const TensorSpec&, int64_t default_trues) -> std::optional<int64_t> {
+         if (const auto* source = Given{p.given}.shape("source"))
+           return std::min<int64_t>(default_trues, int64_t(product(*source)));
+         return std::nullopt;
+       }},
+  });
+  return table;
+}
+
+std::optional<int64_t> required_trues(const ArgPlace& p, const TensorSpec& t, int64_t default_trues) {
+  const TruesRule* rule = trues_rules().find(base_name(p.op), p.name);
+  return rule ? (*rule)(p, t, default_trues) : std::nullopt;
 }
 
 // Floating values a call requires (probabilities, rates), where the spec gives no :range.
+const RuleTable<std::pair<double, double>>& float_range_rules() {
+  static const RuleTable<std::pair<double, double>> table({
+      {{"aten::multinomial"}, "self", {0.0, 1.0}},  // weights: >= 0, rows of positive sum
+      {{"aten::bernoulli"}, "self", {0.0, 1.0}},
+      {{"aten::bernoulli"}, "p", {0.0, 1.0}},
+      {{"aten::binomial"}, "prob", {0.0, 1.0}},
+      {{"aten::binomial"}, "*", {0.0, 16.0}},  // the counts
+      {{"aten::poisson"}, "self", {0.0, 8.0}},
+      {{"aten::_standard_gamma", "aten::_sample_dirichlet"}, "self", {0.5, 4.0}},
+      {{"aten::binary_cross_entropy", "aten::binary_cross_entropy_backward"}, "self", {0.0, 1.0}},
+      {{"aten::binary_cross_entropy", "aten::binary_cross_entropy_backward"}, "target", {0.0, 1.0}},
+  });
+  return table;
+}
+
 std::optional<std::pair<double, double>> required_float_range(const ArgPlace& p) {
-  const std::string_view op = base_name(p.op);
-  const std::string& n = p.name;
-  if (op == "aten::multinomial" && n == "self") return std::pair{0.0, 1.0};  // weights: >= 0, rows of positive sum
-  if (op == "aten::bernoulli" && (n == "self" || n == "p")) return std::pair{0.0, 1.0};
-  if (op == "aten::binomial") return n == "prob" ? std::pair{0.0, 1.0} : std::pair{0.0, 16.0};
-  if (op == "aten::poisson" && n == "self") return std::pair{0.0, 8.0};
-  if (one_of(op, {"aten::_standard_gamma", "aten::_sample_dirichlet"}) && n == "self") return std::pair{0.5, 4.0};
-  if (one_of(op, {"aten::binary_cross_entropy", "aten::binary_cross_entropy_backward"}) &&
-      (n == "self" || n == "target"))
-    return std::pair{0.0, 1.0};
-  return std::nullopt;
+  const auto* range = float_range_rules().find(base_name(p.op), p.name);
+  return range ? std::optional(*range) : std::nullopt;
 }
 
 // The image a region's coordinates lie in: batch items, and height and width at the
@@ -130,9 +180,7 @@ struct RoiFrame {
   double height = 1, width = 1;
 };
 
-std::optional<RoiFrame> roi_frame(const ArgPlace& p) {
-  if (!p.op.starts_with("torchvision::") || p.name != "rois" || p.op.find("roi_") == std::string::npos)
-    return std::nullopt;
+RoiFrame roi_frame(const ArgPlace& p) {
   const Given g{p.given};
   RoiFrame f;
   if (const auto* input = g.shape("input"); input && input->size() == 4) {
@@ -188,87 +236,149 @@ at::Tensor counts_adding_to(int64_t n, int64_t total, at::Generator& gen, const 
   return counts;
 }
 
-// A tensor whose values must have a structure, not only a range; nullopt for any other.
+// A tensor whose values must have a structure, not only a range: made whatever the spec's
+// modifiers say. nullopt where the spec's shape does not fit the structure.
+using StructuredRule = std::optional<at::Tensor> (*)(const ArgPlace&, const TensorSpec&, int64_t storage,
+                                                     at::Generator&, const at::TensorOptions&);
+
+// Whether the storage is the shape's elements, no more (no strides that skip any).
+bool dense(const TensorSpec& t, int64_t storage) { return storage == int64_t(product(t.shape)); }
+
+const RuleTable<StructuredRule>& structured_rules() {
+  static const RuleTable<StructuredRule> table({
+      {{"torchvision::nms"},
+       "dets",
+       [](const ArgPlace& p, const TensorSpec& t, int64_t storage, at::Generator& gen,
+          const at::TensorOptions& draw) -> std::optional<at::Tensor> {
+         if (!dense(t, storage) || t.shape.size() != 2 || t.shape[1] != 4) return std::nullopt;
+         const int64_t n = t.shape[0];
+         return nms_boxes(n, std::clamp<int64_t>(t.distinct.value_or(default_nms_kept(n)), n > 0 ? 1 : 0, n),
+                          Given{p.given}.number("iou_threshold").value_or(0.5), gen, draw);
+       }},
+      {{"torchvision::roi_align", "torchvision::_roi_align_backward", "torchvision::roi_pool",
+        "torchvision::_roi_pool_backward", "torchvision::ps_roi_align", "torchvision::_ps_roi_align_backward",
+        "torchvision::ps_roi_pool", "torchvision::_ps_roi_pool_backward"},
+       "rois",
+       [](const ArgPlace& p, const TensorSpec& t, int64_t storage, at::Generator& gen,
+          const at::TensorOptions& draw) -> std::optional<at::Tensor> {
+         if (!dense(t, storage) || t.shape.size() != 2 || t.shape[1] != 5) return std::nullopt;
+         return roi_boxes(t.shape[0], roi_frame(p), gen, draw);
+       }},
+      {{"aten::embedding_bag", "aten::_embedding_bag", "aten::_embedding_bag_forward_only"},
+       "offsets",
+       [](const ArgPlace& p, const TensorSpec& t, int64_t storage, at::Generator& gen,
+          const at::TensorOptions& draw) -> std::optional<at::Tensor> {
+         if (!dense(t, storage) || t.shape.size() != 1) return std::nullopt;
+         const Given g{p.given};
+         const ArgValue* v = g.find("include_last_offset");
+         const bool include_last = v && std::holds_alternative<bool>(v->v) && std::get<bool>(v->v);
+         return bag_offsets(storage, int64_t(elements(g.shape("indices"))), include_last, gen, draw);
+       }},
+      {{"aten::repeat_interleave"},
+       "repeats",
+       [](const ArgPlace& p, const TensorSpec& t, int64_t storage, at::Generator& gen,
+          const at::TensorOptions& draw) -> std::optional<at::Tensor> {
+         if (!dense(t, storage) || storage <= 1) return std::nullopt;
+         if (auto total = Given{p.given}.integer("output_size"); total && *total >= 0)
+           return counts_adding_to(storage, *total, gen, draw);
+         return std::nullopt;
+       }},
+  });
+  return table;
+}
+
 std::optional<at::Tensor> structured_values(const ArgPlace& p, const TensorSpec& t, int64_t storage, at::Generator& gen,
                                             const at::TensorOptions& draw) {
-  const Given g{p.given};
-  const std::string_view op = base_name(p.op);
-  const bool contiguous = storage == int64_t(product(t.shape));
-  if (op == "torchvision::nms" && p.name == "dets" && contiguous && t.shape.size() == 2 && t.shape[1] == 4)
-    return nms_boxes(
-        t.shape[0],
-        std::clamp<int64_t>(t.distinct.value_or(default_nms_kept(t.shape[0])), t.shape[0] > 0 ? 1 : 0, t.shape[0]),
-        g.number("iou_threshold").value_or(0.5), gen, draw);
-  if (auto frame = roi_frame(p); frame && contiguous && t.shape.size() == 2 && t.shape[1] == 5)
-    return roi_boxes(t.shape[0], *frame, gen, draw);
-  if (one_of(op, {"aten::embedding_bag", "aten::_embedding_bag", "aten::_embedding_bag_forward_only"}) &&
-      p.name == "offsets" && contiguous && t.shape.size() == 1) {
-    const bool include_last = [&] {
-      const ArgValue* v = g.find("include_last_offset");
-      return v && std::holds_alternative<bool>(v->v) && std::get<bool>(v->v);
-    }();
-    return bag_offsets(storage, int64_t(elements(g.shape("indices"))), include_last, gen, draw);
-  }
-  if (op == "aten::repeat_interleave" && p.name == "repeats" && contiguous && storage > 1)
-    if (auto total = g.integer("output_size"); total && *total >= 0)
-      return counts_adding_to(storage, *total, gen, draw);
-  return std::nullopt;
+  const StructuredRule* rule = structured_rules().find(base_name(p.op), p.name);
+  return rule ? (*rule)(p, t, storage, gen, draw) : std::nullopt;
+}
+
+// The high end of an integer argument's values [0, high): an index below the size of the
+// dimension it indexes, a class below the number of classes. 0 where the call does not say.
+using IntHighRule = double (*)(const ArgPlace&, const Given&);
+
+int64_t dim_arg(const Given& g) { return g.integer("dim").value_or(0); }
+
+const RuleTable<IntHighRule>& int_high_rules() {
+  static const RuleTable<IntHighRule> table({
+      {{"aten::embedding", "aten::embedding_bag", "aten::_embedding_bag", "aten::_embedding_bag_forward_only"},
+       "indices",
+       [](const ArgPlace&, const Given& g) { return dim_size(g.shape("weight"), 0); }},
+      {{"aten::embedding_renorm"},
+       "indices",
+       [](const ArgPlace&, const Given& g) { return dim_size(g.shape("self"), 0); }},
+      {{"aten::index_select", "aten::gather", "aten::scatter", "aten::scatter_add", "aten::scatter_reduce",
+        "aten::index_add", "aten::index_copy", "aten::index_fill", "aten::index_reduce", "aten::gather_backward"},
+       "index",
+       [](const ArgPlace&, const Given& g) { return dim_size(g.shape("self"), dim_arg(g)); }},
+      {{"aten::index_select_backward"},
+       "index",
+       [](const ArgPlace&, const Given& g) {
+         const auto sizes = g.ints("self_sizes");
+         return dim_size(&sizes, dim_arg(g));
+       }},
+      {{"aten::take_along_dim"},
+       "indices",
+       [](const ArgPlace&, const Given& g) {
+         return g.integer("dim") ? dim_size(g.shape("self"), dim_arg(g)) : elements(g.shape("self"));
+       }},
+      {{"aten::take", "aten::put"}, "index", [](const ArgPlace&, const Given& g) { return elements(g.shape("self")); }},
+      {{"aten::index", "aten::_unsafe_index", "aten::index_put", "aten::_index_put_impl", "aten::_unsafe_index_put"},
+       "indices",
+       [](const ArgPlace& p, const Given& g) { return dim_size(g.shape("self"), int64_t(p.list_pos)); }},
+      // An index past num_weights writes outside the gradient.
+      {{"aten::embedding_backward", "aten::embedding_dense_backward"},
+       "indices",
+       [](const ArgPlace&, const Given& g) { return double(g.integer("num_weights").value_or(0)); }},
+      {{"aten::nll_loss", "aten::nll_loss_nd", "aten::nll_loss2d", "aten::cross_entropy_loss",
+        "aten::nll_loss_backward", "aten::nll_loss2d_backward", "aten::multi_margin_loss"},
+       "target",
+       [](const ArgPlace&, const Given& g) {
+         const auto* s = g.shape("self");
+         return dim_size(s, s && s->size() > 1 ? 1 : 0);
+       }},
+      {{"aten::one_hot"},
+       "self",
+       [](const ArgPlace&, const Given& g) {
+         return double(std::max<int64_t>(g.integer("num_classes").value_or(16), 1));
+       }},
+      // A flat index into one plane (volume) of the pooled input: a larger one writes outside it.
+      {{"aten::max_pool2d_with_indices_backward"},
+       "indices",
+       [](const ArgPlace&, const Given& g) {
+         const auto* s = g.shape("self");
+         return s && s->size() >= 2 ? product(*s, s->size() - 2) : 0.0;
+       }},
+      {{"aten::max_pool3d_with_indices_backward"},
+       "indices",
+       [](const ArgPlace&, const Given& g) {
+         const auto* s = g.shape("self");
+         return s && s->size() >= 3 ? product(*s, s->size() - 3) : 0.0;
+       }},
+      {{"aten::max_unpool2d", "aten::max_unpool3d"},
+       "indices",
+       [](const ArgPlace&, const Given& g) {
+         const auto sizes = g.ints("output_size");
+         return sizes.empty() ? 0.0 : product(sizes);
+       }},
+      {{"torchvision::_roi_pool_backward"},
+       "argmax",
+       [](const ArgPlace&, const Given& g) {
+         return double(g.integer("height").value_or(0) * g.integer("width").value_or(0));
+       }},
+      {{"torchvision::_ps_roi_align_backward", "torchvision::_ps_roi_pool_backward"},
+       "channel_mapping",
+       [](const ArgPlace&, const Given& g) { return double(g.integer("channels").value_or(0)); }},
+  });
+  return table;
 }
 
 }  // namespace
 
 std::pair<double, double> int_range(const ArgPlace& p, const TensorSpec& t) {
   if (t.range) return *t.range;
-  const Given g{p.given};
-  const std::string_view op = base_name(p.op);
-  const std::string& n = p.name;
-  const int64_t dim = g.integer("dim").value_or(0);
-  double hi = 0;
-  if (one_of(op,
-             {"aten::embedding", "aten::embedding_bag", "aten::_embedding_bag", "aten::_embedding_bag_forward_only"}) &&
-      n == "indices")
-    hi = dim_size(g.shape("weight"), 0);
-  else if (op == "aten::embedding_renorm" && n == "indices")
-    hi = dim_size(g.shape("self"), 0);
-  else if (one_of(op, {"aten::index_select", "aten::gather", "aten::scatter", "aten::scatter_add",
-                       "aten::scatter_reduce", "aten::index_add", "aten::index_copy", "aten::index_fill",
-                       "aten::index_reduce", "aten::gather_backward"}) &&
-           n == "index")
-    hi = dim_size(g.shape("self"), dim);
-  else if (op == "aten::index_select_backward" && n == "index") {
-    const auto sizes = g.ints("self_sizes");
-    hi = dim_size(&sizes, dim);
-  } else if (op == "aten::take_along_dim" && n == "indices")
-    hi = g.integer("dim") ? dim_size(g.shape("self"), dim) : elements(g.shape("self"));
-  else if (one_of(op, {"aten::take", "aten::put"}) && n == "index")
-    hi = elements(g.shape("self"));
-  else if (one_of(op, {"aten::index", "aten::_unsafe_index", "aten::index_put", "aten::_index_put_impl",
-                       "aten::_unsafe_index_put"}) &&
-           n == "indices")
-    hi = dim_size(g.shape("self"), int64_t(p.list_pos));
-  else if ((op == "aten::embedding_backward" || op == "aten::embedding_dense_backward") && n == "indices")
-    hi = double(g.integer("num_weights").value_or(0));  // an index past it writes outside the gradient
-  else if (one_of(op, {"aten::nll_loss", "aten::nll_loss_nd", "aten::nll_loss2d", "aten::cross_entropy_loss",
-                       "aten::nll_loss_backward", "aten::nll_loss2d_backward", "aten::multi_margin_loss"}) &&
-           n == "target") {
-    const auto* s = g.shape("self");
-    hi = dim_size(s, s && s->size() > 1 ? 1 : 0);
-  } else if (op == "aten::one_hot" && n == "self")
-    hi = double(std::max<int64_t>(g.integer("num_classes").value_or(16), 1));
-  else if (one_of(op, {"aten::max_pool2d_with_indices_backward", "aten::max_pool3d_with_indices_backward"}) &&
-           n == "indices") {
-    // A flat index into one plane (volume) of the pooled input: a larger one writes outside it.
-    const auto* s = g.shape("self");
-    const std::size_t spatial = op == "aten::max_pool2d_with_indices_backward" ? 2 : 3;
-    if (s && s->size() >= spatial) hi = product(*s, s->size() - spatial);
-  } else if (one_of(op, {"aten::max_unpool2d", "aten::max_unpool3d"}) && n == "indices") {
-    const auto sizes = g.ints("output_size");
-    if (!sizes.empty()) hi = product(sizes);
-  } else if (op == "torchvision::_roi_pool_backward" && n == "argmax")
-    hi = double(g.integer("height").value_or(0) * g.integer("width").value_or(0));
-  else if (one_of(op, {"torchvision::_ps_roi_align_backward", "torchvision::_ps_roi_pool_backward"}) &&
-           n == "channel_mapping")
-    hi = double(g.integer("channels").value_or(0));
+  const IntHighRule* rule = int_high_rules().find(base_name(p.op), p.name);
+  double hi = rule ? (*rule)(p, Given{p.given}) : 0;
   if (hi <= 0) hi = 16;
   return {0, hi};
 }

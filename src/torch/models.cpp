@@ -12,7 +12,9 @@
 #include <sys/stat.h>
 #include <stdexcept>
 
-#include "torch/bind.h"
+#include "torch/autocast.h"
+#include "torch/canonical_form.h"
+#include "torch/device.h"
 #include "torch/model_support.h"
 #include "torch/replay.h"
 
@@ -331,7 +333,7 @@ const std::vector<ModelInfo>& builtin_models() {
 
 std::unique_ptr<RunnableModel> make_builtin_model(const std::string& name, const ModelInput& in) {
   if (in.batch < 1) throw std::invalid_argument(fmt::format("--batch must be at least 1 (got {})", in.batch));
-  const c10::Device dev = resolve_device(in.device);
+  const c10::Device dev = resolve_device_option(in.device);
   const at::ScalarType dtype = model_dtype(in.dtype);
   const auto autocast = resolve_autocast(in, dtype);
   torch::manual_seed(0);

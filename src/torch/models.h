@@ -9,12 +9,14 @@
 #include <string>
 #include <vector>
 
+#include "core/sweep/model_list.h"  // ModelConfig: a model's defaults as a sweep's model list gives them
+
 namespace opcost {
 
 struct ModelInput {
   int64_t batch = 1;
-  int64_t seq = 128;           // token models
-  std::string dtype = "fp32";  // fp32 | bf16 | fp16
+  int64_t seq = ModelConfig{}.seq;  // token models
+  std::string dtype = "fp32";       // fp32 | bf16 | fp16
   std::string device = "auto";
   bool train = false;    // forward + backward of sum(output), grads set to none first
   std::string autocast;  // "", "bf16" or "fp16": autocast an fp32 model

@@ -17,7 +17,8 @@
 #include <variant>
 
 #include "core/inventory/cache_reuse.h"
-#include "torch/bind.h"
+#include "torch/canonical_form.h"
+#include "torch/dtype_codes.h"
 #include "torch/input_values.h"
 
 namespace opcost {
@@ -418,14 +419,11 @@ void close_layer_scope() {
   if (!tl_layer_scopes.empty()) tl_layer_scopes.pop_back();  // its destructor ends the record
 }
 
-Inventory observe(const std::function<void()>& body, const ObserveOptions& options) {
-  Capture capture;
-  capture.generation = ++g_generation;
-  capture.options = &options;
-  capture.calls.reserve(4096);  // no reallocation (and moves of every call) while the model runs
-  capture.top = capture.names.id(std::string());
-  capture.autograd = capture.names.id(std::string("(autograd)"));
-  capture.accumulate = capture.names.id(std::string("(accumulate-grad)"));
+namespace {
+
+// Runs `body` with the observer's callbacks installed, the calls recorded into `capture`;
+// returns when the body ended (steady clock, ns).
+int64_t run_observed(Capture& capture, const std::function<void()>& body, const ObserveOptions& options) {
   Capture* expected = nullptr;
   if (!g_capture.compare_exchange_strong(expected, &capture))
     throw std::logic_error("opcost::observe: another observation is already running");
@@ -441,36 +439,86 @@ Inventory observe(const std::function<void()>& body, const ObserveOptions& optio
     at::removeCallback(handle);
     g_capture.store(nullptr, std::memory_order_release);
   };
-  int64_t body_end_ns = 0;
   try {
     capture.body_start_ns = capture.last_end_ns = now_ns();
     body();
-    body_end_ns = now_ns();
   } catch (...) {
     stop();
     throw;
   }
+  const int64_t body_end_ns = now_ns();
   stop();
+  return body_end_ns;
+}
 
-  // Which inputs the model reads from memory rather than L2, by argument index.
-  std::vector<std::vector<int>> cold;
-  if (options.cache_bytes > 0 && options.inputs && !options.host_times_only) {
-    std::vector<CallTouches> touches;
-    touches.reserve(capture.calls.size());
-    for (const auto& call : capture.calls) {
-      CallTouches& t = touches.emplace_back();
-      for (std::size_t i = 0; i < call.slots.size(); ++i) {
-        if (auto* s = std::get_if<TensorSlot>(&call.slots[i])) t.push_back({s->address, s->bytes, int(i)});
-        if (auto* ts = std::get_if<std::vector<TensorSlot>>(&call.slots[i]))
-          for (const auto& s : *ts) t.push_back({s.address, s.bytes, int(i)});
-        if (auto* ts = std::get_if<OptionalTensors>(&call.slots[i]))
-          for (const auto& s : *ts)
-            if (s) t.push_back({s->address, s->bytes, int(i)});
-      }
-      t.insert(t.end(), call.outputs.begin(), call.outputs.end());
+// Which inputs of each call the model reads from memory rather than L2, by argument index;
+// empty when the options class none.
+std::vector<std::vector<int>> cold_inputs_of(const Capture& capture, const ObserveOptions& options) {
+  if (options.cache_bytes == 0 || !options.inputs || options.host_times_only) return {};
+  std::vector<CallTouches> touches;
+  touches.reserve(capture.calls.size());
+  for (const auto& call : capture.calls) {
+    CallTouches& t = touches.emplace_back();
+    for (std::size_t i = 0; i < call.slots.size(); ++i) {
+      if (auto* s = std::get_if<TensorSlot>(&call.slots[i])) t.push_back({s->address, s->bytes, int(i)});
+      if (auto* ts = std::get_if<std::vector<TensorSlot>>(&call.slots[i]))
+        for (const auto& s : *ts) t.push_back({s.address, s.bytes, int(i)});
+      if (auto* ts = std::get_if<OptionalTensors>(&call.slots[i]))
+        for (const auto& s : *ts)
+          if (s) t.push_back({s->address, s->bytes, int(i)});
     }
-    cold = cold_inputs(touches, options.cache_bytes);
+    t.insert(t.end(), call.outputs.begin(), call.outputs.end());
   }
+  return cold_inputs(touches, options.cache_bytes);
+}
+
+// Whether any tensor of the call is on a device (not the CPU).
+bool touches_device(const Call& call) {
+  bool on_device = false;
+  for (const auto& s : call.slots) {
+    if (auto* t = std::get_if<TensorSlot>(&s)) on_device |= !t->cpu;
+    if (auto* ts = std::get_if<std::vector<TensorSlot>>(&s))
+      for (const auto& t : *ts) on_device |= !t.cpu;
+    if (auto* ts = std::get_if<OptionalTensors>(&s))
+      for (const auto& t : *ts) on_device |= t && !t->cpu;
+  }
+  return on_device;
+}
+
+// The call's canonical arguments (torch/canonical_form), from what the observer kept of them.
+std::string signature_args(const Call& call) {
+  const auto& schema = call.handle->schema();
+  const auto& args = schema.arguments();
+  // A CPU tensor in a call that also has device tensors keeps its device in the signature.
+  const bool on_device = touches_device(call);
+  auto spec = [&](const TensorSlot& t) {
+    TensorSpec out = spec_of(t);
+    if (on_device && t.cpu) out.device = "cpu";
+    return out;
+  };
+  std::vector<ArgValue> values;
+  for (std::size_t i = 0; i < args.size() && i < call.slots.size(); ++i) {
+    const Slot& s = call.slots[i];
+    if (auto* t = std::get_if<TensorSlot>(&s)) {
+      values.push_back(ArgValue{spec(*t)});
+    } else if (auto* ts = std::get_if<std::vector<TensorSlot>>(&s)) {
+      ArgList l;
+      for (const auto& t : *ts) l.push_back(ArgValue{spec(t)});
+      values.push_back(ArgValue{l});
+    } else if (auto* ots = std::get_if<OptionalTensors>(&s)) {
+      ArgList l;
+      for (const auto& t : *ots) l.push_back(t ? ArgValue{spec(*t)} : ArgValue{ArgValue::None{}});
+      values.push_back(ArgValue{l});
+    } else {
+      values.push_back(canonical_value(args[i], std::get<c10::IValue>(s)));
+    }
+  }
+  return canonical_args(schema, std::move(values));
+}
+
+// The recorded calls as inventory entries. Calls whose inputs key alike (most of a model's
+// repeated layers) share one formatted signature.
+Inventory inventory_of(const Capture& capture, const std::vector<std::vector<int>>& cold) {
   InventoryBuilder builder;
   std::unordered_map<std::string, std::string> formatted;  // call key -> canonical args
   std::string key;
@@ -488,50 +536,28 @@ Inventory observe(const std::function<void()>& body, const ObserveOptions& optio
     key.assign(schema.name()).append(1, '.').append(schema.overload_name()).append(1, '\0');
     bool keyed = true;
     for (const auto& s : call.slots) keyed = keyed && append_key(key, s);
-    if (keyed)
-      if (auto it = formatted.find(key); it != formatted.end()) {
-        builder.add(schema.name(), schema.overload_name(), it->second, capture.names[call.layer], nested, phase,
-                    cold_args);
-        builder.time_last((call.end_ns - call.start_ns) * 1e-3, call.gap_ns * 1e-3);
-        continue;
-      }
-    // A CPU tensor in a call that also has device tensors keeps its device in the signature.
-    bool on_device = false;
-    for (const auto& s : call.slots) {
-      if (auto* t = std::get_if<TensorSlot>(&s)) on_device |= !t->cpu;
-      if (auto* ts = std::get_if<std::vector<TensorSlot>>(&s))
-        for (const auto& t : *ts) on_device |= !t.cpu;
-      if (auto* ts = std::get_if<OptionalTensors>(&s))
-        for (const auto& t : *ts) on_device |= t && !t->cpu;
-    }
-    auto spec = [&](const TensorSlot& t) {
-      TensorSpec out = spec_of(t);
-      if (on_device && t.cpu) out.device = "cpu";
-      return out;
-    };
-    std::vector<ArgValue> values;
-    for (std::size_t i = 0; i < args.size() && i < call.slots.size(); ++i) {
-      const Slot& s = call.slots[i];
-      if (auto* t = std::get_if<TensorSlot>(&s)) {
-        values.push_back(ArgValue{spec(*t)});
-      } else if (auto* ts = std::get_if<std::vector<TensorSlot>>(&s)) {
-        ArgList l;
-        for (const auto& t : *ts) l.push_back(ArgValue{spec(t)});
-        values.push_back(ArgValue{l});
-      } else if (auto* ots = std::get_if<OptionalTensors>(&s)) {
-        ArgList l;
-        for (const auto& t : *ots) l.push_back(t ? ArgValue{spec(*t)} : ArgValue{ArgValue::None{}});
-        values.push_back(ArgValue{l});
-      } else {
-        values.push_back(canonical_value(args[i], std::get<c10::IValue>(s)));
-      }
-    }
-    std::string text = format_args(drop_defaults(schema, std::move(values)));
+    const auto known = keyed ? formatted.find(key) : formatted.end();
+    const std::string text = known != formatted.end() ? known->second : signature_args(call);
     builder.add(schema.name(), schema.overload_name(), text, capture.names[call.layer], nested, phase, cold_args);
     builder.time_last((call.end_ns - call.start_ns) * 1e-3, call.gap_ns * 1e-3);
-    if (keyed) formatted.emplace(key, std::move(text));
+    if (keyed && known == formatted.end()) formatted.emplace(key, text);
   }
-  Inventory inv = builder.take();
+  return builder.take();
+}
+
+}  // namespace
+
+Inventory observe(const std::function<void()>& body, const ObserveOptions& options) {
+  Capture capture;
+  capture.generation = ++g_generation;
+  capture.options = &options;
+  capture.calls.reserve(4096);  // no reallocation (and moves of every call) while the model runs
+  capture.top = capture.names.id(std::string());
+  capture.autograd = capture.names.id(std::string("(autograd)"));
+  capture.accumulate = capture.names.id(std::string("(accumulate-grad)"));
+  const int64_t body_end_ns = run_observed(capture, body, options);
+  const std::vector<std::vector<int>> cold = cold_inputs_of(capture, options);
+  Inventory inv = inventory_of(capture, cold);
   if (!cold.empty()) inv.cache_bytes = options.cache_bytes;
   inv.host_step_us = (body_end_ns - capture.body_start_ns) * 1e-3;
   inv.host_after_last_call_us = (body_end_ns - capture.last_end_ns) * 1e-3;

@@ -9,9 +9,12 @@
 #include <vector>
 
 #include "core/spec/op_call.h"
+#include "core/text/text.h"
 
 namespace opcost {
 
+// The option texts as users give them; prepare() and identify() parse each once
+// (core/spec/device_spec, core/spec/cache_mode), refusing bad text in one line.
 struct ReplayOptions {
   std::string device = "auto";  // "auto" (CUDA when present), "cpu", "cuda", "cuda:N"
   uint64_t seed = 0;
@@ -27,7 +30,19 @@ struct ReplayOptions {
 // shapes the op rejects, out of memory. The message names the op, the argument and the fix.
 class ReplayError : public std::runtime_error {
  public:
-  using std::runtime_error::runtime_error;
+  // What a caller can do differs by kind (predict's one-line fix), so it is typed, not read
+  // back from the message.
+  enum class Kind {
+    kOther,              // the argument language, the schema's binding, a device or cache mode
+    kUnknownOperator,    // no such operator is registered in this process
+    kOutOfMemory,        // the inputs or the op's outputs do not fit the device or the host
+    kArgumentsRejected,  // the op ran and refused the inputs made for it
+  };
+  explicit ReplayError(const std::string& what, Kind kind = Kind::kOther) : std::runtime_error(what), kind_(kind) {}
+  Kind kind() const { return kind_; }
+
+ private:
+  Kind kind_;
 };
 
 // What a prepared call is: the fields the measurement and the database record.
@@ -86,13 +101,14 @@ int cuda_device_count();
 // memory: an allocation of 37.3 GiB failed, 12.0 GiB available". nullopt for any other error.
 std::optional<std::string> host_allocation_failure(std::string_view torch_text);
 
-// An inventory's call as it would be replayed: `args_text` (its signature's arguments) parsed,
+// An inventory's call as it would be replayed (the torch half of core/spec/signature.h, written
+// by torch/canonical_form as the observer writes it): `args_text` (its signature's arguments) parsed,
 // dry-bound to the schema of `op_name` ("aten::add.Tensor") on the CPU and written back in
 // canonical form. A signature round-trips when this returns it unchanged. Throws ReplayError
 // (the schema refuses it) or std::invalid_argument (the text does not parse).
 std::string canonical_signature(const std::string& op_name, const std::string& args_text);
 
 // Names of registered operators close to `name` (for "did you mean").
-std::vector<std::string> similar_op_names(const std::string& name, std::size_t max = 3);
+std::vector<std::string> similar_op_names(const std::string& name, std::size_t max = kMaxSuggestions);
 
 }  // namespace opcost

@@ -26,9 +26,10 @@
 #include "core/energy/monitor.h"
 #include "core/energy/nvml.h"
 #include "core/measure/watchdog.h"
-#include "core/spec/op_call.h"
+#include "core/spec/device_spec.h"
+#include "core/spec/signature.h"
 #include "core/version.h"
-#include "torch/bind.h"
+#include "torch/device.h"
 
 namespace opcost {
 
@@ -62,10 +63,11 @@ std::string hostname() {
 Environment describe_environment(const std::string& kind, int index) {
   Environment e;
   e.device_kind = kind;
+  const bool cuda = parse_device_spec(kind).is_cuda();
   e.opcost_version = kOpcostVersion;
   e.torch_version = fmt::format("{}.{}.{}", TORCH_VERSION_MAJOR, TORCH_VERSION_MINOR, TORCH_VERSION_PATCH);
   e.host = hostname();
-  if (kind == "cuda") {
+  if (cuda) {
     const long rt = at::detail::getCUDAHooks().versionCUDART();
     e.cuda_version = fmt::format("{}.{}", rt / 1000, (rt % 1000) / 10);
     const Nvml& nvml = Nvml::instance();
@@ -85,15 +87,15 @@ Environment describe_environment(const std::string& kind, int index) {
 }
 
 std::string device_model_name(const std::string& device_spec) {
-  const c10::Device device = resolve_device(device_spec);
+  const c10::Device device = resolve_device_option(device_spec);
   return describe_environment(device.is_cuda() ? "cuda" : "cpu", std::max<int>(0, device.index())).device_name;
 }
 
 Runner::Runner(const std::string& kind, int index, MeasureConfig cfg)
-    : kind_(kind), index_(index), cfg_(cfg), env_(describe_environment(kind, index)) {
+    : device_(parse_device_spec(kind)), index_(index), cfg_(cfg), env_(describe_environment(kind, index)) {
   if (!cfg_.energy) {
     energy_why_ = "energy measurement switched off (--no-energy; energy=False in Python)";
-  } else if (kind_ == "cuda") {
+  } else if (device_.is_cuda()) {
     probe_ = make_nvml_probe(index_, &energy_why_);
   } else {
     probe_ = make_rapl_probe(&energy_why_);
@@ -106,8 +108,8 @@ std::optional<double> Runner::idle_power() {
   // Idle power is re-measured when older than a minute: it drifts with temperature.
   if (!probe_) return std::nullopt;
   if (now_s() - idle_at_s_ < 60) return idle_W_;
-  if (kind_ == "cuda") at::accelerator::synchronizeDevice(index_);
-  idle_W_ = measure_idle_power_W(*probe_, kind_ == "cuda" ? 3 : 50, 2.0, &idle_why_);
+  if (device_.is_cuda()) at::accelerator::synchronizeDevice(index_);
+  idle_W_ = measure_idle_power_W(*probe_, device_.is_cuda() ? 3 : 50, 2.0, &idle_why_);
   idle_at_s_ = now_s();
   return idle_W_;
 }
@@ -116,7 +118,7 @@ void Runner::time_cpu(PreparedCall& call, Measurement& m) {
   // Warm-up (three calls, or one when a call alone outlasts the timing budget), then batches
   // of about target_sample_s each. On CUDA (a call that synchronises itself, or waits for the
   // device) each batch ends with a synchronisation, so its kernels are inside the sample.
-  const bool cuda = kind_ == "cuda";
+  const bool cuda = device_.is_cuda();
   auto sync = [&] {
     if (cuda) at::accelerator::synchronizeDevice(index_);
   };
@@ -285,6 +287,139 @@ bool Runner::take_settle_timing(const SettleTiming& t, Measurement& m) const {
   return true;
 }
 
+// The energy loop's batches as they complete: the timeline the counter's windows are cut from
+// and, on CUDA during the settle, each batch's GPU time. On CUDA two batches are in flight, so
+// the GPU never waits for the host unless the op itself is launch-bound.
+class Runner::EnergyLoop {
+ public:
+  EnergyLoop(bool cuda, c10::DeviceIndex index, std::size_t batch, SettleTiming* timing)
+      : cuda_(cuda),
+        index_(index),
+        batch_(batch),
+        timing_(timing),
+        time_settle_(cuda && timing),
+        stream_(cuda ? at::accelerator::getCurrentStream(index)
+                     : c10::Stream(c10::Stream::DEFAULT, c10::Device(c10::kCPU))) {
+    // Timing the settle needs events that keep time, and the one before the last (a ring of 3).
+    const auto flag = time_settle_ ? c10::EventFlag::BACKEND_DEFAULT : c10::EventFlag::PYTORCH_DEFAULT;
+    if (cuda_)
+      for (auto& ev : events_) ev.emplace(c10::DeviceType::CUDA, flag);
+    if (timing_) timing_->calls_per_sample = batch_;
+  }
+
+  // Issues one batch and records when the one before it completed (on the CPU: this one).
+  void issue_batch(PreparedCall& call, double settle_end) {
+    const double w0 = now_s();
+    const bool timing_this = time_settle_ && w0 < settle_end;  // a batch of the settle, timed
+    const double c0 = timing_this ? thread_cpu_s() : 0;
+    for (std::size_t i = 0; i < batch_; ++i) call.call();
+    issued_ += batch_;
+    if (!cuda_) {
+      timeline_.push_back({now_s(), double(issued_)});
+      return;
+    }
+    const std::size_t slot = k_ % 3;
+    events_[slot]->record(stream_);
+    if (timing_this) {
+      timing_->host_us.push_back((now_s() - w0) * 1e6 / double(batch_));
+      timing_->cpu_us.push_back((thread_cpu_s() - c0) * 1e6 / double(batch_));
+    }
+    if (k_ > 0)
+      previous_done(slot, timing_this);
+    else
+      timeline_.push_back({now_s(), 0.0});
+    ++k_;
+  }
+
+  // Waits for the last batch: the timeline's end.
+  void finish() {
+    if (cuda_) at::accelerator::synchronizeDevice(index_);
+    timeline_.push_back({now_s(), double(issued_)});
+  }
+
+  const std::vector<CompletionPoint>& timeline() const { return timeline_; }
+  std::size_t issued() const { return issued_; }
+
+ private:
+  void previous_done(std::size_t slot, bool timing_this) {
+    c10::Event& previous = *events_[(k_ - 1) % 3];
+    queued_while_busy_[slot] = timing_this && !previous.query();
+    previous.synchronize();
+    timeline_.push_back({now_s(), double(issued_ - batch_)});
+    // Batch k-1 is done. Its events time its kernels alone when it was queued while batch
+    // k-2 still ran: the GPU then never waited for the host between them.
+    const std::size_t done = (k_ - 1) % 3;
+    if (k_ >= 2 && queued_while_busy_[done])  // set only for the settle's batches
+      timing_->per_call_us.push_back(double(events_[(k_ - 2) % 3]->elapsedTime(previous)) * 1e3 / double(batch_));
+  }
+
+  bool cuda_;
+  c10::DeviceIndex index_;
+  std::size_t batch_;
+  SettleTiming* timing_;
+  bool time_settle_;
+  c10::Stream stream_;
+  std::optional<c10::Event> events_[3];
+  bool queued_while_busy_[3] = {false, false, false};  // queued before the batch ahead of it ended
+  std::vector<CompletionPoint> timeline_;
+  std::size_t issued_ = 0, k_ = 0;
+};
+
+namespace {
+
+// The energy counter's windows over the loop so far, and the estimate from them.
+struct EnergyWindows {
+  std::vector<EnergyWindow> windows;
+  EnergyEstimate estimate;
+  double period_s = 0.1;
+  std::size_t periods_per_window = 1;
+  std::size_t edges_seen = 0;
+  std::size_t stalled = 0;
+
+  // `refit_period`: estimate the counter's update period again from the edges (not for the
+  // final windows, which keep the period the loop stopped on).
+  void update(const std::vector<CounterEdge>& edges, const std::vector<CompletionPoint>& timeline, double settle_end,
+              double idle_W, bool refit_period = true) {
+    edges_seen = edges.size();
+    if (auto p = refit_period ? update_period_s(edges) : std::nullopt) {
+      period_s = *p;
+      // RAPL updates every ~1 ms: group its periods into windows of ~100 ms.
+      periods_per_window = std::max<std::size_t>(1, std::size_t(std::lround(0.1 / period_s)));
+    }
+    windows = make_windows(edges, timeline, settle_end, periods_per_window);
+    stalled = drop_stalled_windows(windows);
+    estimate = estimate_energy(windows, idle_W);
+  }
+};
+
+// The energy result from the final windows, or why there is none.
+void store_energy(EnergyResult& e, const EnergyWindows& w, const std::string& probe_name, double looped_s,
+                  double settle_s, double loop_start_s) {
+  e.stalled_windows = w.stalled;
+  if (w.windows.size() < 2) {
+    e.unavailable_reason = fmt::format(
+        "the {} energy counter gave {} usable window(s) in {:.2f} s of looping (it must update "
+        "at least twice after the {:.2f} s settle)",
+        probe_name, w.windows.size(), looped_s, settle_s);
+    return;
+  }
+  const EnergyEstimate& est = w.estimate;
+  e.available = true;
+  e.source = probe_name == "nvml" ? "nvml-energy-counter" : "rapl-energy-counter";
+  e.per_call_mJ = est.per_call_mJ;
+  e.above_idle_mJ = est.above_idle_mJ;
+  e.power_W = est.power_W;
+  e.wall_us_per_call = est.wall_s_per_call * 1e6;
+  e.counter_period_s = w.period_s * double(w.periods_per_window);
+  e.windows = est.windows;
+  e.effective_windows = est.effective_windows;
+  e.seconds = est.seconds;
+  e.window_list = w.windows;
+  e.loop_start_s = loop_start_s;
+}
+
+}  // namespace
+
 void Runner::measure_energy(PreparedCall& call, Measurement& m, double per_call_s, SettleTiming* timing) {
   auto& e = m.energy;
   if (!probe_) {
@@ -296,22 +431,9 @@ void Runner::measure_energy(PreparedCall& call, Measurement& m, double per_call_
     e.unavailable_reason = idle_why_;
     return;
   }
-  const bool cuda = kind_ == "cuda";
-  // Loop continuously; record when each batch is known complete. On CUDA two batches are in
-  // flight, so the GPU never waits for the host unless the op itself is launch-bound.
-  const double batch_s = 0.002;
-  const std::size_t batch = std::clamp<std::size_t>(std::size_t(batch_s / std::max(per_call_s, 1e-7)), 1, 2000);
-  std::vector<CompletionPoint> timeline;
-  // Timing the settle needs events that keep time, and the one before the last (a ring of 3).
-  const bool time_settle = cuda && timing;
-  const auto event_flag = time_settle ? c10::EventFlag::BACKEND_DEFAULT : c10::EventFlag::PYTORCH_DEFAULT;
-  std::optional<c10::Event> events[3];
-  bool queued_while_busy[3] = {false, false, false};  // queued before the batch ahead of it ended
-  if (cuda)
-    for (auto& ev : events) ev.emplace(c10::DeviceType::CUDA, event_flag);
-  if (timing) timing->calls_per_sample = batch;
-  const c10::Stream stream =
-      cuda ? at::accelerator::getCurrentStream(index_) : c10::Stream(c10::Stream::DEFAULT, c10::Device(c10::kCPU));
+  // Loop continuously in batches of ~2 ms; record when each batch is known complete.
+  const std::size_t batch = std::clamp<std::size_t>(std::size_t(0.002 / std::max(per_call_s, 1e-7)), 1, 2000);
+  EnergyLoop loop(device_.is_cuda(), c10::DeviceIndex(index_), batch, timing);
   // The target follows the op's share of a whole, known from its time: from the timing loop
   // before, or from the settle's samples (fixed once the settle is over).
   std::optional<double> target_rel_ci95;
@@ -319,99 +441,37 @@ void Runner::measure_energy(PreparedCall& call, Measurement& m, double per_call_
   monitor.start();
   const double start = now_s();
   const double settle_end = start + cfg_.energy_settle_s;
-  std::size_t issued = 0, k = 0;
-  EnergyEstimate est;
-  std::vector<EnergyWindow> windows;
-  double period = 0.1;
-  std::size_t periods_per_window = 1;
-  std::size_t edges_seen = 0;
+  EnergyWindows w;
   while (true) {
-    const double w0 = now_s();
-    const bool timing_this = time_settle && w0 < settle_end;  // a batch of the settle, timed
-    const double c0 = timing_this ? thread_cpu_s() : 0;
-    for (std::size_t i = 0; i < batch; ++i) call.call();
-    issued += batch;
-    if (cuda) {
-      const std::size_t slot = k % 3;
-      events[slot]->record(stream);
-      if (timing_this) {
-        timing->host_us.push_back((now_s() - w0) * 1e6 / double(batch));
-        timing->cpu_us.push_back((thread_cpu_s() - c0) * 1e6 / double(batch));
-      }
-      if (k > 0) {
-        c10::Event& previous = *events[(k - 1) % 3];
-        queued_while_busy[slot] = timing_this && !previous.query();
-        previous.synchronize();
-        timeline.push_back({now_s(), double(issued - batch)});
-        // Batch k-1 is done. Its events time its kernels alone when it was queued while batch
-        // k-2 still ran: the GPU then never waited for the host between them.
-        const std::size_t done = (k - 1) % 3;
-        if (k >= 2 && queued_while_busy[done])  // set only for the settle's batches
-          timing->per_call_us.push_back(double(events[(k - 2) % 3]->elapsedTime(previous)) * 1e3 / double(batch));
-      } else {
-        timeline.push_back({now_s(), 0.0});
-      }
-    } else {
-      timeline.push_back({now_s(), double(issued)});
-    }
-    ++k;
-    watch_->check("measuring energy", windows.size(), "windows");
+    loop.issue_batch(call, settle_end);
+    watch_->check("measuring energy", w.windows.size(), "windows");
     const double t = now_s();
     if (t < settle_end + 0.1) continue;
     // Recompute the windows only when the counter has moved: the loop stays lean.
     const bool capped = monitor.state_summary().throttle_reasons_seen & throttle::kSwPowerCap;
     const bool over_budget = t - start > (capped ? cfg_.energy_max_capped_s : cfg_.energy_max_s);
-    if (monitor.edge_count() == edges_seen && !over_budget) continue;
-    const auto edges = monitor.edges();
-    edges_seen = edges.size();
-    if (auto p = update_period_s(edges)) {
-      period = *p;
-      // RAPL updates every ~1 ms: group its periods into windows of ~100 ms.
-      periods_per_window = std::max<std::size_t>(1, std::size_t(std::lround(0.1 / period)));
-    }
-    windows = make_windows(edges, timeline, settle_end, periods_per_window);
-    drop_stalled_windows(windows);
-    est = estimate_energy(windows, *e.idle_power_W);
+    if (monitor.edge_count() == w.edges_seen && !over_budget) continue;
+    w.update(monitor.edges(), loop.timeline(), settle_end, *e.idle_power_W);
     if (!target_rel_ci95) {
       const double per_call_us = timing && !timing->per_call_us.empty() ? median_of(timing->per_call_us)
                                  : m.time.per_call_us.n > 0             ? m.time.per_call_us.median
                                                                         : per_call_s * 1e6;
       target_rel_ci95 = energy_target_rel_ci95(per_call_us);
     }
-    const bool enough = windows.size() >= cfg_.energy_min_windows && est.per_call_mJ.rel_ci95() <= *target_rel_ci95;
+    const bool enough =
+        w.windows.size() >= cfg_.energy_min_windows && w.estimate.per_call_mJ.rel_ci95() <= *target_rel_ci95;
     if (enough || over_budget) break;
   }
-  if (cuda) at::accelerator::synchronizeDevice(index_);
-  timeline.push_back({now_s(), double(issued)});
+  loop.finish();
   monitor.stop();
-  m.total_calls += issued;
+  m.total_calls += loop.issued();
   m.during = monitor.state_summary();
   if (cfg_.keep_power_trace) {
     m.power_trace = monitor.power_trace();
     m.sm_clock_trace = monitor.sm_clock_trace();
   }
-  windows = make_windows(monitor.edges(), timeline, settle_end, periods_per_window);
-  e.stalled_windows = drop_stalled_windows(windows);
-  est = estimate_energy(windows, *e.idle_power_W);
-  if (windows.size() < 2) {
-    e.unavailable_reason = fmt::format(
-        "the {} energy counter gave {} usable window(s) in {:.2f} s of looping (it must update "
-        "at least twice after the {:.2f} s settle)",
-        probe_->name(), windows.size(), now_s() - start, cfg_.energy_settle_s);
-    return;
-  }
-  e.available = true;
-  e.source = probe_->name() == "nvml" ? "nvml-energy-counter" : "rapl-energy-counter";
-  e.per_call_mJ = est.per_call_mJ;
-  e.above_idle_mJ = est.above_idle_mJ;
-  e.power_W = est.power_W;
-  e.wall_us_per_call = est.wall_s_per_call * 1e6;
-  e.counter_period_s = period * double(periods_per_window);
-  e.windows = est.windows;
-  e.effective_windows = est.effective_windows;
-  e.seconds = est.seconds;
-  e.window_list = windows;
-  e.loop_start_s = start;
+  w.update(monitor.edges(), loop.timeline(), settle_end, *e.idle_power_W, false);
+  store_energy(e, w, probe_->name(), now_s() - start, cfg_.energy_settle_s, start);
 }
 
 double measurement_budget_s(const MeasureConfig& cfg, bool with_energy) {
@@ -423,12 +483,24 @@ double measurement_budget_s(const MeasureConfig& cfg, bool with_energy) {
 double Runner::budget_s() const { return measurement_budget_s(cfg_, probe_ != nullptr); }
 
 Measurement Runner::measure(PreparedCall& call) {
+  try {
+    return measure_call(call);
+  } catch (const c10::OutOfMemoryError& e) {
+    // Typed for the caller (predict says what to do about it), in one line.
+    const std::string what = e.what_without_backtrace();
+    throw ReplayError(fmt::format("{}{}: {}", call.op(), call.overload().empty() ? "" : "." + call.overload(),
+                                  what.substr(0, what.find('\n'))),
+                      ReplayError::Kind::kOutOfMemory);
+  }
+}
+
+Measurement Runner::measure_call(PreparedCall& call) {
   // Replayed operators run without autograd, as inference does. A model step (ModelCall) sets
   // its own modes in RunnableModel::step(): a training step leaves this inference mode.
   c10::InferenceMode guard;
   // The measured device is the current one: streams, events and the GPU sleep all use it.
-  const c10::DeviceGuard device_guard(kind_ == "cuda" ? c10::Device(c10::kCUDA, c10::DeviceIndex(index_))
-                                                      : c10::Device(c10::kCPU));
+  const c10::DeviceGuard device_guard(device_.is_cuda() ? c10::Device(c10::kCUDA, c10::DeviceIndex(index_))
+                                                        : c10::Device(c10::kCPU));
   Measurement m;
   m.op = call.op();
   m.overload = call.overload();
@@ -448,9 +520,9 @@ Measurement Runner::measure(PreparedCall& call) {
   if (probe_) m.before = probe_->state(true);
   // An op that waits for the device cannot run ahead of it: no prefill can hide its issue
   // time, so it is timed by wall clock, each batch ending in a synchronisation.
-  const bool synchronous = cfg_.synchronous_calls || (kind_ == "cuda" && waits_for_device(call));
+  const bool synchronous = cfg_.synchronous_calls || (device_.is_cuda() && waits_for_device(call));
   auto estimate_s = [&] { return std::max(m.time.per_call_us.median, m.time.host_us_per_call) * 1e-6; };
-  if (kind_ == "cuda" && !synchronous) {
+  if (device_.is_cuda() && !synchronous) {
     const CudaWarmUp warm = warm_up_cuda(call, m);
     if (cfg_.time_in_energy_settle && probe_) {
       SettleTiming settle;
@@ -462,7 +534,10 @@ Measurement Runner::measure(PreparedCall& call) {
     }
   } else {
     time_cpu(call, m);
-    if (kind_ == "cuda" && !cfg_.synchronous_calls) m.method += kWaitsForDeviceNote;
+    if (device_.is_cuda() && !cfg_.synchronous_calls) {
+      m.method += kWaitsForDeviceNote;
+      m.waits_for_device = true;
+    }
     measure_energy(call, m, estimate_s(), nullptr);
   }
   watch_ = nullptr;
@@ -515,11 +590,11 @@ void gpu_sleep_s(double seconds) {
 }
 
 void synchronize_device(const std::string& device_kind, int device_index) {
-  if (device_kind == "cuda") at::accelerator::synchronizeDevice(c10::DeviceIndex(device_index));
+  if (parse_device_spec(device_kind).is_cuda()) at::accelerator::synchronizeDevice(c10::DeviceIndex(device_index));
 }
 
 double synchronize_latency_us(const std::string& device_kind, int device_index) {
-  if (device_kind != "cuda") return 0;
+  if (!parse_device_spec(device_kind).is_cuda()) return 0;
   std::vector<double> us;
   at::accelerator::synchronizeDevice(device_index);
   for (int i = 0; i < 200; ++i) {
@@ -532,7 +607,7 @@ double synchronize_latency_us(const std::string& device_kind, int device_index) 
 
 std::optional<double> launch_latency_untraced_us(const std::string& device_kind, int device_index, double sync_us) {
 #if defined(OPCOST_TORCH_HAS_CUDA)
-  if (device_kind != "cuda") return std::nullopt;
+  if (!parse_device_spec(device_kind).is_cuda()) return std::nullopt;
   const auto device = c10::DeviceIndex(device_index);
   const c10::Stream stream = at::accelerator::getCurrentStream(device);
   c10::Event a(c10::DeviceType::CUDA, c10::EventFlag::BACKEND_DEFAULT);

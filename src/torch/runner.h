@@ -9,13 +9,14 @@
 #include "core/energy/probe.h"
 #include "core/measure/watchdog.h"
 #include "core/measurement.h"
+#include "core/spec/device_spec.h"
 #include "core/stats/stopping.h"
 #include "torch/replay.h"
 
 namespace opcost {
 
 struct MeasureConfig {
-  StoppingCriterion time{0.01, 10, 0.05, 1.0, 100000};
+  StoppingCriterion time;  // its defaults are the stopping rule's (core/stats/stopping.h)
   double warmup_s = 0.05;
   double target_sample_s = 0.001;  // one timing sample spans about this much GPU time
   bool energy = true;
@@ -32,9 +33,9 @@ struct MeasureConfig {
   // its median time / the whole's (part_rel_ci95), in place of energy_target_rel_ci95, so that
   // the operators together keep the whole's interval. Unset: a measurement on its own.
   struct Whole {
-    double time_us = 0;             // the whole's time
-    double calls = 1;               // how often the part runs in it
-    double energy_rel_ci95 = 0.02;  // the interval the parts together may add to the whole
+    double time_us = 0;          // the whole's time
+    double calls = 1;            // how often the part runs in it
+    double energy_rel_ci95 = 0;  // the interval the parts together may add to the whole (always given)
   };
   std::optional<Whole> part_of;
   // Time the op from the energy loop's settle (batches back to back, each queued while the
@@ -47,7 +48,7 @@ struct MeasureConfig {
   // instead of CUDA events behind a sleep-kernel prefill.
   bool synchronous_calls = false;
   // A measurement running past budget × this is abandoned with an error (see Watchdog).
-  double abandon_factor = 10;
+  double abandon_factor = Watchdog::Options{}.abandon_factor;
   // Status lines for a measurement that runs past a few seconds; none when empty.
   ProgressFn progress;
 };
@@ -58,6 +59,7 @@ class Runner {
   Runner(const std::string& device_kind, int device_index, MeasureConfig cfg);
   ~Runner();
 
+  // Throws ReplayError (kind kOutOfMemory) when the loop runs out of device memory.
   Measurement measure(PreparedCall& call);
   // Later measurements use these loops; energy stays as the constructor chose (on or off).
   void reconfigure(MeasureConfig cfg) {
@@ -69,6 +71,7 @@ class Runner {
   const std::string& energy_unavailable_reason() const { return energy_why_; }
 
  private:
+  Measurement measure_call(PreparedCall& call);
   struct CudaWarmUp {
     double per_call_s = 0;        // a call's time in synchronised chunks of ten
     double issue_per_call_s = 0;  // its host issue time behind a GPU sleep
@@ -95,7 +98,9 @@ class Runner {
   double share_of_whole(double per_call_us) const;
   std::optional<double> idle_power();
 
-  std::string kind_;
+  class EnergyLoop;  // the energy loop's batches and their completions (runner.cpp)
+
+  DeviceSpec device_;  // the kind ("cuda" or "cpu"), parsed once
   int index_;
   MeasureConfig cfg_;
   Environment env_;

@@ -12,7 +12,9 @@
 #include <stdexcept>
 
 #include "core/spec/arg_value.h"
-#include "torch/bind.h"
+#include "torch/canonical_form.h"
+#include "torch/device.h"
+#include "torch/dtype_codes.h"
 #include "torch/model_support.h"
 
 namespace opcost {
@@ -122,7 +124,7 @@ std::unique_ptr<RunnableModel> load_torchscript_model(const std::string& path, c
   struct stat st {};  // POSIX: see make_model on libtorch's std::filesystem
   if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode))
     throw std::invalid_argument(fmt::format("{}: no such file (give a built-in model or a torch.jit.save file)", path));
-  const c10::Device dev = resolve_device(in.device);
+  const c10::Device dev = resolve_device_option(in.device);
   const at::ScalarType dtype = model_dtype(in.dtype);
   const auto autocast = resolve_autocast(in, dtype);
   // Fused groups are not dispatcher ops: keep every op visible and replayable.

@@ -20,6 +20,7 @@
 #include <unordered_set>
 
 #include "core/energy/monitor.h"
+#include "core/spec/device_spec.h"
 #include "core/trace/nvtx.h"
 #include "torch/runner.h"
 
@@ -66,6 +67,7 @@ void pop_nvtx_range(const at::RecordFunction&, at::ObserverContext*) { nvtx_pop(
 
 struct TraceRecorder::Impl {
   std::string device_kind;
+  bool on_gpu = false;  // device_kind is "cuda" (parsed once)
   int device_index = 0;
   TraceRecordOptions options;
   torch::profiler::impl::ProfilerConfig config{torch::profiler::impl::ProfilerState::KINETO};
@@ -103,7 +105,7 @@ struct TraceRecorder::Impl {
     close_step();
     if (!profiling) return;
     profiling = false;
-    if (device_kind == "cuda") at::accelerator::synchronizeDevice(c10::DeviceIndex(device_index));
+    if (on_gpu) at::accelerator::synchronizeDevice(c10::DeviceIndex(device_index));
     if (monitor) monitor->stop();
     collect(*torch::autograd::profiler::disableProfiler());
     monitor.reset();
@@ -131,17 +133,18 @@ TraceRecorder::TraceRecorder(std::string device_kind, int device_index, TraceRec
         at::RecordFunctionCallback(push_nvtx_range, pop_nvtx_range)
             .scopes({at::RecordScope::USER_SCOPE, at::RecordScope::FUNCTION, at::RecordScope::BACKWARD_FUNCTION}));
   m.device_kind = std::move(device_kind);
+  m.on_gpu = parse_device_spec(m.device_kind).is_cuda();
   m.device_index = device_index;
   m.options = options;
   m.config = impl::ProfilerConfig(impl::ProfilerState::KINETO, options.shapes, /*profile_memory=*/false,
                                   /*with_stack=*/false, options.flops, /*with_modules=*/false);
   m.activities = {impl::ActivityType::CPU};
-  if (m.device_kind == "cuda")
+  if (m.on_gpu)
     m.activities.insert(impl::ActivityType::CUDA);
   else  // Kineto's start-up logs that it finds no GPU: expected here (a user's own level wins)
     setenv("KINETO_LOG_LEVEL", "5", /*overwrite=*/0);
   for (const auto& n : c10::Dispatcher::singleton().getAllOpNames()) m.op_names.insert(n.name);
-  if (m.device_kind == "cuda") {
+  if (m.on_gpu) {
     m.probe = make_nvml_probe(device_index, &m.run.counters_unavailable);
     if (m.probe) m.run.counters_unavailable.clear();
   }

@@ -7,6 +7,8 @@
 #include <stdexcept>
 
 #include "core/store/database.h"
+#include "workflow/options.h"
+#include "workflow/session.h"
 
 namespace opcost {
 
@@ -40,45 +42,16 @@ MeasureOutcome bad_input(const OpCall* call, std::string error) {
 
 }  // namespace
 
-void check_option_number(double value, const char* python_name, const char* option, double low, bool low_included,
-                         double high, const char* unit) {
-  const bool in_range = std::isfinite(value) && (low_included ? value >= low : value > low) && value <= high;
-  if (!in_range)
-    throw std::invalid_argument(fmt::format("{} ({}) must be a finite number {} {} {} {}{}, not {}", python_name,
-                                            option, low_included ? "from" : "above", low,
-                                            low_included ? "to" : "and at most", high, unit, value));
-}
-
-void check_measure_config(const MeasureConfig& c) {
-  check_option_number(c.time.max_seconds, "max_time", "--max-time", 0, false, kMaxBudgetSeconds, " seconds");
-  check_option_number(c.time.target_rel_ci95, "target_ci", "--target-ci", 0, false, 1, "");
-  check_option_number(c.energy_max_s, "energy_max_time", "--energy-max-time", 0, false, kMaxBudgetSeconds, " seconds");
-  check_option_number(c.energy_max_capped_s, "energy_max_time_capped", "--energy-max-time-capped", 0, false,
-                      kMaxBudgetSeconds, " seconds");
-  check_option_number(c.energy_settle_s, "energy_settle", "--energy-settle", 0, true, kMaxBudgetSeconds, " seconds");
-  check_option_number(c.energy_target_rel_ci95, "energy_target_ci", "--energy-target-ci", 0, false, 1, "");
-  if (c.energy_min_windows < 2 || c.energy_min_windows > 100)
-    throw std::invalid_argument(
-        fmt::format("energy_min_windows (--energy-min-windows) must be a whole number from 2 to 100, not {}",
-                    c.energy_min_windows));
-}
-
 std::size_t MeasureRun::count(MeasureOutcome::Kind kind) const {
   return std::size_t(std::count_if(outcomes.begin(), outcomes.end(), [&](const auto& o) { return o.kind == kind; }));
 }
 
-MeasureRun measure_calls(const std::vector<OpCall>& calls, const std::vector<std::string>& bad_entries,
-                         const MeasureOptions& o, const Notes& notes, const MeasureEvents& events) {
-  check_measure_config(o.config);  // before anything is opened or measured
-  MeasureRun run;
-  const bool many = calls.size() + bad_entries.size() > 1;
-  auto record = [&](MeasureOutcome outcome) {
-    run.outcomes.push_back(std::move(outcome));
-    if (events.done) events.done(run.outcomes.back());
-  };
-  // Every entry is checked against its schema first (no tensor is made): all the bad ones
-  // are reported at once, and the good ones still run.
-  for (const auto& b : bad_entries) record(bad_input(nullptr, b));
+namespace {
+
+// The entries that pass their schema's check (no tensor is made), in order; the others are
+// recorded as bad input at once, so that all of them are reported together.
+std::vector<const OpCall*> checked_calls(const std::vector<OpCall>& calls, const MeasureOptions& o, bool many,
+                                         const std::function<void(MeasureOutcome)>& record) {
   std::vector<const OpCall*> good;
   for (const auto& c : calls) {
     try {
@@ -88,69 +61,78 @@ MeasureRun measure_calls(const std::vector<OpCall>& calls, const std::vector<std
       record(bad_input(&c, located(c, e.what(), many)));
     }
   }
+  return good;
+}
+
+MeasureOutcome::Kind kind_of(SessionOutcome::Kind k) {
+  switch (k) {
+    case SessionOutcome::Kind::kMeasured:
+      return MeasureOutcome::Kind::kMeasured;
+    case SessionOutcome::Kind::kSkipped:
+      return MeasureOutcome::Kind::kSkipped;
+    case SessionOutcome::Kind::kBadInput:
+      return MeasureOutcome::Kind::kBadInput;
+    case SessionOutcome::Kind::kFailed:
+      break;
+  }
+  return MeasureOutcome::Kind::kFailed;
+}
+
+MeasureOutcome outcome_of(SessionOutcome s, const OpCall& c, bool many) {
+  MeasureOutcome out;
+  out.kind = kind_of(s.kind);
+  out.call = &c;
+  out.measurement = std::move(s.measurement);
+  out.error = s.error.empty() ? "" : located(c, s.error, many);
+  out.not_stored = std::move(s.not_stored);
+  out.existing_row = s.existing_row;
+  out.resolution_note = std::move(s.resolution_note);
+  return out;
+}
+
+}  // namespace
+
+MeasureRun measure_calls(const std::vector<OpCall>& calls, const std::vector<std::string>& bad_entries,
+                         const MeasureOptions& o, const Notes& notes, const MeasureEvents& events) {
+  check_options(o);  // before anything is opened or measured (the registry's rules)
+  MeasureRun run;
+  const bool many = calls.size() + bad_entries.size() > 1;
+  const std::function<void(MeasureOutcome)> record = [&](MeasureOutcome outcome) {
+    run.outcomes.push_back(std::move(outcome));
+    if (events.done) events.done(run.outcomes.back());
+  };
+  for (const auto& b : bad_entries) record(bad_input(nullptr, b));
+  const std::vector<const OpCall*> good = checked_calls(calls, o, many, record);
   if (const std::size_t bad = run.count(MeasureOutcome::Kind::kBadInput); bad && many && !good.empty())
     notes.say(fmt::format("{} of {} entries cannot run (above); measuring the other {}", bad, bad + good.size(),
                           good.size()));
   // The database is opened (and checked writable) before anything is measured.
   std::optional<Database> db;
   if (o.store && !good.empty()) db.emplace(o.db, Database::Access::kReadWrite, o.db_create_parent);
-  MeasureConfig cfg = o.config;
-  cfg.progress = notes.progress;
-  std::optional<Runner> runner;
-  for (std::size_t i = 0; i < good.size(); ++i) {
+  SessionOptions so;
+  so.config = o.config;
+  so.resume = o.resume;
+  so.say_choices = true;
+  MeasuringSession session(db ? &*db : nullptr, so, notes);
+  for (std::size_t i = 0; i < good.size() && session.stopped().empty(); ++i) {
     const OpCall& c = *good[i];
     if (events.starting) events.starting(i, good.size(), c);
-    MeasureOutcome out;
-    out.kind = MeasureOutcome::Kind::kMeasured;
-    out.call = &c;
+    SessionOutcome s;
     try {
-      const ReplayOptions replay = options_for(c, o.replay);
-      auto prepared = PreparedCall::prepare(c, replay);
-      out.resolution_note = prepared->resolution_note();
-      if (!out.resolution_note.empty()) notes.say(out.resolution_note);
-      if (!runner) {
-        runner.emplace(prepared->device_kind(), prepared->device_index(), cfg);
-        run.device_name = runner->environment().device_name;
-        run.energy_why = runner->energy_unavailable_reason();
-        if (o.replay.device == "auto" && prepared->device_kind() == "cpu")
-          notes.say(fmt::format("no CUDA GPU found; measuring on the CPU ({})", run.device_name));
-        if (!run.energy_why.empty()) notes.say("energy unavailable: " + run.energy_why);
-      }
-      if (o.resume && db) {
-        const auto key = Database::Key::of(prepared->op(), prepared->overload(), prepared->canonical_args(),
-                                           run.device_name, replay.cache_mode, prepared->autocast());
-        if (auto row = db->lookup(key)) {
-          out.kind = MeasureOutcome::Kind::kSkipped;
-          out.existing_row = (*row)["db_id"].get<int64_t>();
-          record(std::move(out));
-          continue;
-        }
-      }
-      out.measurement = runner->measure(*prepared);
-      notes.done();
-    } catch (const std::exception& e) {  // one failure never loses the others
-      notes.done();
-      // The op rejecting its arguments (shapes, memory) is bad input, not a failed measurement.
-      out.kind = dynamic_cast<const ReplayError*>(&e) ? MeasureOutcome::Kind::kBadInput : MeasureOutcome::Kind::kFailed;
-      out.error = located(c, e.what(), many);
-      record(std::move(out));
-      continue;
+      s = session.measure(c, options_for(c, o.replay));
+    } catch (const std::exception& e) {  // the call's options contradict (options_for): bad input
+      s.kind = SessionOutcome::Kind::kFailed;
+      s.error = e.what();
     }
-    // Stored as it lands; a measurement the database refuses is still returned, never lost.
-    if (db) {
-      try {
-        out.measurement->db_id = db->insert(*out.measurement);
-      } catch (const DatabaseError& e) {
-        out.kind = MeasureOutcome::Kind::kFailed;
-        out.not_stored = e.what();
-        if (e.stops_writing()) {
-          run.stopped = e.what();
-          run.not_reached = good.size() - i - 1;
-        }
-      }
+    if (session.started() && run.device_name.empty()) {
+      run.device_name = session.device_name();
+      run.energy_why = session.energy_unavailable_reason();
     }
-    record(std::move(out));
-    if (!run.stopped.empty()) break;
+    record(outcome_of(std::move(s), c, many));
+    if (!session.stopped().empty()) {
+      run.stopped = session.stopped();
+      run.not_reached = good.size() - i - 1;
+    }
   }
   return run;
 }

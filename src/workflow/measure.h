@@ -23,15 +23,6 @@ namespace opcost {
 // mistakes, and past about 10^9 s the watchdog's deadline would overflow its clock.
 inline constexpr double kMaxBudgetSeconds = 86400;
 
-// Throws std::invalid_argument, in one line naming the option in both faces' spelling
-// ("max_time (--max-time)"), when a budget or target is not a finite number in its range:
-// the command line checks its own too, but Python's values arrive here unchecked (nan passes
-// every comparison, and -1 would run a loop that never stops or never starts).
-void check_measure_config(const MeasureConfig& c);
-// One such check: `value` finite, above `low` (or from it, when `low_included`), at most `high`.
-void check_option_number(double value, const char* python_name, const char* option, double low, bool low_included,
-                         double high, const char* unit = "");
-
 struct MeasureOptions {
   ReplayOptions replay;           // device, seed, cache mode, autocast (a call's own autocast wins if it agrees)
   MeasureConfig config;           // budgets and targets (MeasureConfig's defaults are the command line's)

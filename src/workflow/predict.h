@@ -42,7 +42,8 @@ struct PredictOptions {
   // With short loops, the relative 95% interval the operators' energies may together add to
   // the step's prediction: each operator's energy loop stops at its share's target
   // (part_rel_ci95; a 1% operator ±20%), from 2 counter periods on. 0: short_op_config's 5%.
-  double ops_energy_rel_ci95 = 0.02;
+  // By default the target a measurement on its own aims at: the step keeps an operator's precision.
+  double ops_energy_rel_ci95 = MeasureConfig{}.energy_target_rel_ci95;
   // On a GPU, after every loop: the kernels of each call in the model against its operator's
   // replayed alone (KernelReport).
   bool check_kernels = true;
@@ -51,8 +52,8 @@ struct PredictOptions {
   // call launches its kernels as it returns, with no delay.
   bool trace_launches = true;
 
-  // The three commands' defaults. `model` measures many operators to reach its target, so
-  // its loops are shorter (the budgets that keep GPU-bound predictions within a few percent).
+  // The three commands' defaults: the options registry's presets (workflow/options.cpp), where
+  // `model`'s shorter loops are written.
   static PredictOptions predict_only();
   static PredictOptions validate();
   static PredictOptions model_to(double target = 0.9);
@@ -60,12 +61,9 @@ struct PredictOptions {
   // time from the energy loop's settle where the GPU never waits for the host, a 0.15 s settle
   // and 3 to 5 counter periods of energy (5% target; see ops_energy_rel_ci95).
   MeasureConfig short_op_config() const;
-  // Budgets in seconds, as the command line sets them (timing and energy loops per operator,
-  // energy at the power cap, timing of the whole step); no_energy skips the energy loops.
-  void set_budgets(double op_time_s, double op_energy_s, double op_energy_capped_s, double step_time_s, bool no_energy);
   // Throws std::invalid_argument naming the option when a budget, share or target is not a
-  // finite number in its range (check_measure_config): run_predict calls it first, so that the
-  // command line and Python refuse the same values.
+  // finite number in its range (the registry's check_options): run_predict calls it first, so
+  // that the command line and Python refuse the same values.
   void check() const;
 };
 
@@ -97,6 +95,7 @@ struct PairedEnergy {
 };
 
 struct PredictReport {
+  Settings settings;  // the options it ran with, by the registry's names (workflow/options.h)
   std::string cache;
   std::string cache_why;  // auto: why the inputs were not classed (inventory.cache_bytes 0)
   Environment env;

@@ -21,6 +21,7 @@
 
 #include "core/io/input_file.h"
 #include "core/report/report.h"
+#include "core/spec/device_spec.h"
 #include "core/spec/spec_file.h"
 #include "core/store/database.h"
 #include "core/sweep/grid.h"
@@ -29,23 +30,19 @@
 #include "core/sys/interrupt.h"
 #include "core/text/text.h"
 #include "workflow/model_inventory.h"
+#include "workflow/options.h"
+#include "workflow/session.h"
 
 namespace opcost {
 
 namespace {
 
-// What, beyond the signature, the GPU model, the cache mode and autocast, decides what an item
-// measured: the same call at another target or without energy is another item.
-std::string settings_of(const MeasureConfig& c, uint64_t seed) {
-  return fmt::format("time_target={} time_max_s={} energy={} energy_target={} energy_max_s={} seed={}",
-                     c.time.target_rel_ci95, c.time.max_seconds, c.energy, c.energy_target_rel_ci95, c.energy_max_s,
-                     seed);
-}
-
 // The scope of a run (SweepId): the device model the options measure on, the cache mode and the
 // settings. The device is resolved once, before any call is identified.
 void set_scope(SweepPlan& plan, const MeasureOptions& o) {
-  plan.settings = settings_of(o.config, o.replay.seed);
+  // What, beyond the signature, the GPU model, the cache mode and autocast, decides what an item
+  // measured: the identity key of the options registry, as `measure --resume` keys a row.
+  plan.settings = settings_key(settings_of(o.replay, o.config));
   plan.device_name = device_model_name(o.replay.device);
   plan.scope = stable_hash(fmt::format("{}\n{}\n{}", plan.device_name, o.replay.cache_mode, plan.settings));
 }
@@ -226,16 +223,16 @@ std::vector<std::vector<std::pair<std::string, std::string>>> worker_environment
           "through $OPCOST_DB only");
   std::vector<std::vector<std::pair<std::string, std::string>>> env(
       o.workers, {{kSupervisorEnv, std::to_string(getpid())}, {kDatabaseEnv, o.measure.db}});
-  if (o.workers <= 1 || o.measure.replay.device == "cpu") return env;
-  if (o.measure.replay.device != "auto" && o.measure.replay.device != "cuda")
+  const DeviceSpec device = parse_device_spec(o.measure.replay.device, "--device");
+  if (o.workers <= 1 || device.is_cpu()) return env;
+  if (device.index)
     throw std::invalid_argument(fmt::format(
         "--device {} names one GPU, and --workers {} spreads the sweep over one GPU each: give --device cuda (or "
         "auto)",
         o.measure.replay.device, o.workers));
   const int gpus = cuda_device_count();
   if (gpus == 0) {
-    if (o.measure.replay.device == "cuda")
-      throw std::invalid_argument("--device cuda: this machine has no CUDA GPU (use --device cpu)");
+    if (device.is_cuda()) throw std::invalid_argument("--device cuda: this machine has no CUDA GPU (use --device cpu)");
     return env;  // auto on a machine without GPUs: every worker on the CPU
   }
   if (int(o.workers) > gpus)
@@ -265,41 +262,185 @@ struct WorkerSlot {
   bool progressed = false;               // it finished an item
 };
 
-// Reads the workers' events until every worker has ended, checking for Ctrl-C (Python's, see
-// core/sys/interrupt.h) at least every quarter second: a signal may land in another thread, so
-// poll() is not always interrupted by it.
-template <typename OnEvent, typename OnEnd>
-void poll_workers(std::vector<WorkerSlot>& slots, OnEvent& on_event, OnEnd& on_end) {
-  constexpr int kCheckEveryMs = 250;
-  while (true) {
-    stop_if_interrupted();
-    std::vector<pollfd> fds;
-    std::vector<std::size_t> owner;
-    for (std::size_t i = 0; i < slots.size(); ++i)
-      if (slots[i].process) {
-        fds.push_back({slots[i].process->output_fd(), POLLIN, 0});
-        owner.push_back(i);
-      }
-    if (fds.empty()) break;
-    if (poll(fds.data(), fds.size(), kCheckEveryMs) < 0) {
-      if (errno == EINTR) continue;
-      throw std::runtime_error(fmt::format("sweep: poll: {}", std::strerror(errno)));
-    }
-    for (std::size_t k = 0; k < fds.size(); ++k) {
-      if (!(fds[k].revents & (POLLIN | POLLHUP | POLLERR))) continue;
-      WorkerSlot& w = slots[owner[k]];
-      for (const auto& line : w.process->read_available_lines()) on_event(w, line);
-      if (w.process->output_fd() < 0) on_end(owner[k]);
+// The supervisor of one run: starts the workers, follows their events, replaces one that ends
+// while items are left, and keeps the run's counts.
+class Supervisor {
+ public:
+  Supervisor(const SweepOptions& o, SweepRun& run, SweepState& state, const Notes& notes, const SweepEvents& events,
+             std::vector<std::vector<std::pair<std::string, std::string>>> environments,
+             std::chrono::steady_clock::time_point t0)
+      : o_(o),
+        run_(run),
+        state_(state),
+        notes_(notes),
+        events_(events),
+        environments_(std::move(environments)),
+        t0_(t0),
+        total_(run.before.total()),
+        done_before_(run.before.done + run.before.failed),
+        done_(done_before_),
+        // No more workers than items: the others would find nothing to claim.
+        slots_(std::min(o.workers, run.before.pending)) {}
+
+  // Until every worker has ended. The run ends early (Ctrl-C in Python: Interrupted; a
+  // callback's error): no worker outlives it, and the items they held go back to pending at
+  // once, not "running" until a next run or their lease. (A supervisor killed outright leaves
+  // that to the next run: requeue_abandoned.)
+  void run() {
+    try {
+      for (std::size_t i = 0; i < slots_.size(); ++i) start(i);
+      poll();
+    } catch (...) {
+      stop_workers();
+      throw;
     }
   }
-}
+
+ private:
+  void progress(const std::string& current) {
+    if (events_.progress) events_.progress(done_, done_before_, total_, seconds_since(t0_), current);
+  }
+
+  void start(std::size_t i) {
+    std::vector<std::string> argv = o_.worker_command;
+    argv.push_back("--sweep-name");
+    argv.push_back(run_.plan.name);
+    argv.push_back("--sweep-scope");
+    argv.push_back(run_.plan.scope);
+    slots_[i] = WorkerSlot{};
+    slots_[i].process = std::make_unique<ChildProcess>(argv, environments_[i]);
+  }
+
+  void on_event(WorkerSlot& w, const std::string& line) {
+    nlohmann::json e;
+    try {
+      e = nlohmann::json::parse(line);
+    } catch (const nlohmann::json::exception&) {
+      notes_.say(line);  // not an event: pass it on
+      return;
+    }
+    const std::string kind = e.value("event", "");
+    if (kind == "start") {
+      w.key = e.value("key", "");
+      w.name = e.value("worker", "");
+      w.call = e.value("call", "");
+      progress(*w.call);
+    } else if (kind == "done" || kind == "failed") {
+      ++done_;
+      w.progressed = true;
+      failed_starts_in_a_row_ = 0;
+      ++(kind == "done" ? run_.measured : run_.failed);
+      if (kind == "failed") notes_.failed(fmt::format("{}: {}", e.value("call", ""), e.value("reason", "")));
+      w.key.reset();
+      progress("");
+    } else if (kind == "lost") {
+      notes_.say(fmt::format("{}: {}; the other worker's result is kept", e.value("call", ""), e.value("reason", "")));
+      w.key.reset();
+    } else if (kind == "note") {
+      if (said_.insert(e.value("text", "")).second) notes_.say(e.value("text", ""));  // once, not once a worker
+    } else if (kind == "stop") {
+      run_.stopped = e.value("reason", "");
+    }
+  }
+
+  // A worker ended: another one takes its place unless the sweep is over or stopping.
+  void on_end(std::size_t i) {
+    WorkerSlot& w = slots_[i];
+    const std::string ended = w.process->wait();
+    const int signal = w.process->signal();
+    w.process.reset();
+    if (ended.empty()) return;  // nothing left to claim
+    // Interrupted (Ctrl-C reaches the whole process group, a job scheduler's TERM): not the
+    // item's fault. It goes back to pending for the next run.
+    if (signal == SIGINT || signal == SIGTERM || signal == SIGHUP) {
+      if (run_.stopped.empty())
+        run_.stopped = fmt::format("interrupted: a worker {}; run the sweep again to go on", ended);
+      if (w.key) state_.requeue_abandoned([&](const std::string& name) { return name != w.name; });
+      return;
+    }
+    ++run_.crashes;
+    if (w.key)
+      worker_died_in_item(w, ended);
+    else if (!w.progressed)
+      // One that dies before any item (it cannot start, open the database, import) is the
+      // environment's fault: a few of those in a row stop the sweep.
+      ++failed_starts_in_a_row_;
+    if (failed_starts_in_a_row_ >= o_.max_failed_starts) {
+      if (run_.stopped.empty())
+        run_.stopped = fmt::format("{} worker processes in a row ended ({}) before taking an item",
+                                   failed_starts_in_a_row_, ended);
+      return;
+    }
+    if (run_.stopped.empty()) start(i);
+  }
+
+  void worker_died_in_item(const WorkerSlot& w, const std::string& ended) {
+    const std::string why = fmt::format("the worker process {} while measuring it", ended);
+    if (state_.worker_died(*w.key, why, o_.lease.max_attempts)) {
+      notes_.failed(fmt::format("{}: {} (again); the sweep goes on in a fresh worker", *w.call, why));
+      ++done_;
+      ++run_.failed;
+      progress("");
+    } else {
+      notes_.say(fmt::format("{}: {}; it goes back for another try", *w.call, why));
+    }
+  }
+
+  void stop_workers() {
+    for (auto& w : slots_) w.process.reset();  // killed with SIGKILL and reaped (ChildProcess)
+    try {
+      state_.requeue_abandoned(worker_alive);
+    } catch (...) {  // the database is what failed: the next run requeues them
+    }
+  }
+
+  // Reads the workers' events until every worker has ended, checking for Ctrl-C (Python's, see
+  // core/sys/interrupt.h) at least every quarter second: a signal may land in another thread,
+  // so poll() is not always interrupted by it.
+  void poll() {
+    constexpr int kCheckEveryMs = 250;
+    while (true) {
+      stop_if_interrupted();
+      std::vector<pollfd> fds;
+      std::vector<std::size_t> owner;
+      for (std::size_t i = 0; i < slots_.size(); ++i)
+        if (slots_[i].process) {
+          fds.push_back({slots_[i].process->output_fd(), POLLIN, 0});
+          owner.push_back(i);
+        }
+      if (fds.empty()) break;
+      if (::poll(fds.data(), fds.size(), kCheckEveryMs) < 0) {
+        if (errno == EINTR) continue;
+        throw std::runtime_error(fmt::format("sweep: poll: {}", std::strerror(errno)));
+      }
+      for (std::size_t k = 0; k < fds.size(); ++k) {
+        if (!(fds[k].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+        WorkerSlot& w = slots_[owner[k]];
+        for (const auto& line : w.process->read_available_lines()) on_event(w, line);
+        if (w.process->output_fd() < 0) on_end(owner[k]);
+      }
+    }
+  }
+
+  const SweepOptions& o_;
+  SweepRun& run_;
+  SweepState& state_;
+  const Notes& notes_;
+  const SweepEvents& events_;
+  std::vector<std::vector<std::pair<std::string, std::string>>> environments_;
+  std::chrono::steady_clock::time_point t0_;
+  std::size_t total_, done_before_, done_;
+  std::size_t failed_starts_in_a_row_ = 0;
+  std::set<std::string> said_;  // the workers' notes
+  std::vector<WorkerSlot> slots_;
+};
 
 }  // namespace
 
 SweepRun run_sweep(const SweepOptions& o, const std::string& file, const Notes& notes, const SweepEvents& events) {
   SweepRun run;
   const auto t0 = std::chrono::steady_clock::now();
-  const auto environments = worker_environments(o);  // before planning: a model list's inventories take a while
+  auto environments = worker_environments(o);  // before planning: a model list's inventories take a while
   run.plan = plan_sweep(file, o.measure, &notes, o.python_models);
   const SweepPlan& plan = run.plan;
   if (events.planned) events.planned(plan);
@@ -315,112 +456,7 @@ SweepRun run_sweep(const SweepOptions& o, const std::string& file, const Notes& 
     run.after = run.before;
     return run;
   }
-  const std::size_t total = run.before.total();
-  const std::size_t done_before = run.before.done + run.before.failed;
-  std::size_t done = done_before;
-  std::size_t failed_starts_in_a_row = 0;
-  std::set<std::string> said;  // the workers' notes
-  auto progress = [&](const std::string& current) {
-    if (events.progress) events.progress(done, done_before, total, seconds_since(t0), current);
-  };
-  // No more workers than items: the others would find nothing to claim.
-  std::vector<WorkerSlot> slots(std::min(o.workers, run.before.pending));
-  auto start = [&](std::size_t i) {
-    std::vector<std::string> argv = o.worker_command;
-    argv.push_back("--sweep-name");
-    argv.push_back(plan.name);
-    argv.push_back("--sweep-scope");
-    argv.push_back(plan.scope);
-    slots[i] = WorkerSlot{};
-    slots[i].process = std::make_unique<ChildProcess>(argv, environments[i]);
-  };
-  auto on_event = [&](WorkerSlot& w, const std::string& line) {
-    nlohmann::json e;
-    try {
-      e = nlohmann::json::parse(line);
-    } catch (const nlohmann::json::exception&) {
-      notes.say(line);  // not an event: pass it on
-      return;
-    }
-    const std::string kind = e.value("event", "");
-    if (kind == "start") {
-      w.key = e.value("key", "");
-      w.name = e.value("worker", "");
-      w.call = e.value("call", "");
-      progress(*w.call);
-    } else if (kind == "done" || kind == "failed") {
-      ++done;
-      w.progressed = true;
-      failed_starts_in_a_row = 0;
-      ++(kind == "done" ? run.measured : run.failed);
-      if (kind == "failed") notes.failed(fmt::format("{}: {}", e.value("call", ""), e.value("reason", "")));
-      w.key.reset();
-      progress("");
-    } else if (kind == "lost") {
-      notes.say(fmt::format("{}: {}; the other worker's result is kept", e.value("call", ""), e.value("reason", "")));
-      w.key.reset();
-    } else if (kind == "note") {
-      if (said.insert(e.value("text", "")).second) notes.say(e.value("text", ""));  // once, not once a worker
-    } else if (kind == "stop") {
-      run.stopped = e.value("reason", "");
-    }
-  };
-  // A worker ended: another one takes its place unless the sweep is over or stopping.
-  auto on_end = [&](std::size_t i) {
-    WorkerSlot& w = slots[i];
-    const std::string ended = w.process->wait();
-    const int signal = w.process->signal();
-    w.process.reset();
-    if (ended.empty()) return;  // nothing left to claim
-    // Interrupted (Ctrl-C reaches the whole process group, a job scheduler's TERM): not the
-    // item's fault. It goes back to pending for the next run.
-    if (signal == SIGINT || signal == SIGTERM || signal == SIGHUP) {
-      if (run.stopped.empty())
-        run.stopped = fmt::format("interrupted: a worker {}; run the sweep again to go on", ended);
-      if (w.key) state.requeue_abandoned([&](const std::string& name) { return name != w.name; });
-      return;
-    }
-    ++run.crashes;
-    if (w.key) {
-      const std::string why = fmt::format("the worker process {} while measuring it", ended);
-      if (state.worker_died(*w.key, why, o.lease.max_attempts)) {
-        notes.failed(fmt::format("{}: {} (again); the sweep goes on in a fresh worker", *w.call, why));
-        ++done;
-        ++run.failed;
-        progress("");
-      } else {
-        notes.say(fmt::format("{}: {}; it goes back for another try", *w.call, why));
-      }
-    } else if (!w.progressed) {
-      // One that dies before any item (it cannot start, open the database, import) is the
-      // environment's fault: a few of those in a row stop the sweep.
-      ++failed_starts_in_a_row;
-    }
-    if (failed_starts_in_a_row >= o.max_failed_starts) {
-      if (run.stopped.empty())
-        run.stopped =
-            fmt::format("{} worker processes in a row ended ({}) before taking an item", failed_starts_in_a_row, ended);
-      return;
-    }
-    if (run.stopped.empty()) start(i);
-  };
-  // The run ends early (Ctrl-C in Python: Interrupted; a callback's error): no worker outlives
-  // it, and the items they held go back to pending at once, not "running" until a next run or
-  // their lease. (A supervisor killed outright leaves that to the next run: requeue_abandoned.)
-  auto stop_workers = [&] {
-    for (auto& w : slots) w.process.reset();  // killed with SIGKILL and reaped (ChildProcess)
-    try {
-      state.requeue_abandoned(worker_alive);
-    } catch (...) {  // the database is what failed: the next run requeues them
-    }
-  };
-  try {
-    for (std::size_t i = 0; i < slots.size(); ++i) start(i);
-    poll_workers(slots, on_event, on_end);
-  } catch (...) {
-    stop_workers();
-    throw;
-  }
+  Supervisor(o, run, state, notes, events, std::move(environments), t0).run();
   run.after = state.counts(plan.id());
   run.seconds = seconds_since(t0);
   return run;
@@ -487,6 +523,65 @@ class LeaseKeeper {
 
 }  // namespace
 
+namespace {
+
+// Nothing left to take while other workers hold items: wait, since an item whose worker stops
+// renewing its lease (killed, its node lost) comes back, and this worker may be the last one.
+std::optional<ItemState> next_item(SweepState& state, const SweepId& sweep, const std::string& me,
+                                   const SweepState::Lease& lease) {
+  const double wait_s = std::clamp(lease.seconds / 8, 0.2, 1.0);
+  while (true) {
+    if (auto item = state.claim(sweep, me, lease)) return item;
+    if (state.counts(sweep).running == 0) return std::nullopt;
+    std::this_thread::sleep_for(std::chrono::duration<double>(wait_s));
+  }
+}
+
+// One claimed item measured in the session and marked done in its row's transaction; a failure
+// inside the item is recorded and the worker goes on. Returns false when the database stopped
+// taking rows.
+bool measure_item(MeasuringSession& session, SweepState& state, const ItemState& item, const MeasureOptions& o,
+                  const SweepId& sweep, const std::string& me, EventWriter& events) {
+  auto fail = [&](const std::string& reason) {
+    state.mark_failed(item.key, me, reason);
+    events.write({{"event", "failed"}, {"key", item.key}, {"call", item.call}, {"reason", reason}});
+  };
+  std::optional<OpCall> call;
+  try {
+    call = parse_call_line(item.call, fmt::format("sweep {}", sweep.name));
+  } catch (const std::exception& e) {
+    fail(user_message(e.what()));
+    return true;
+  }
+  ReplayOptions replay = o.replay;
+  replay.autocast = item.autocast;
+  SessionOutcome out;
+  try {
+    out = session.measure(*call, replay, [&](int64_t id) { state.mark_done(item.key, me, id); });
+  } catch (const LeaseLost& e) {
+    events.write({{"event", "lost"}, {"key", item.key}, {"call", item.call}, {"reason", e.what()}});
+    return true;
+  }
+  if (out.kind == SessionOutcome::Kind::kSkipped) {
+    // A row of the same identity is stored already (a `measure`, another sweep, a release
+    // before this sweep's keys changed): the item is done with it, not measured again.
+    state.mark_done(item.key, me, out.existing_row);
+    events.write({{"event", "done"}, {"key", item.key}, {"call", item.call}, {"existing_row", out.existing_row}});
+  } else if (!out.measurement) {  // the op refused its inputs, out of memory, an error in the op
+    fail(user_message(out.error));
+  } else if (!session.stopped().empty()) {
+    events.write({{"event", "stop"}, {"reason", session.stopped()}});
+    return false;
+  } else if (!out.not_stored.empty()) {
+    fail(out.not_stored);
+  } else {
+    events.write({{"event", "done"}, {"key", item.key}, {"call", item.call}});
+  }
+  return true;
+}
+
+}  // namespace
+
 int run_sweep_worker(const MeasureOptions& o, const SweepId& sweep, const SweepState::Lease& lease,
                      std::FILE* events_out) {
   // Dies with its supervisor: a killed sweep leaves no measurement running on the GPU. Its
@@ -501,55 +596,16 @@ int run_sweep_worker(const MeasureOptions& o, const SweepId& sweep, const SweepS
   Database db(o.db, Database::Access::kReadWrite, o.db_create_parent);
   SweepState state(db);
   const std::string me = worker_name();
-  std::optional<Runner> runner;
-  bool said_energy = false;
-  // Nothing left to take while other workers hold items: wait, since an item whose worker stops
-  // renewing its lease (killed, its node lost) comes back, and this worker may be the last one.
-  auto next_item = [&]() -> std::optional<ItemState> {
-    const double wait_s = std::clamp(lease.seconds / 8, 0.2, 1.0);
-    while (true) {
-      if (auto item = state.claim(sweep, me, lease)) return item;
-      if (state.counts(sweep).running == 0) return std::nullopt;
-      std::this_thread::sleep_for(std::chrono::duration<double>(wait_s));
-    }
-  };
+  SessionOptions so;
+  so.config = o.config;
+  // Unless forced (--force), an item whose measurement is stored already is done with that row.
+  so.resume = o.resume;
+  MeasuringSession session(&db, so, notes);
   LeaseKeeper keeper(o.db, me, lease.seconds);
-  while (auto item = next_item()) {
+  while (auto item = next_item(state, sweep, me, lease)) {
     events.write({{"event", "start"}, {"key", item->key}, {"call", item->call}, {"worker", me}});
     keeper.hold(item->key);
-    auto fail = [&](const std::string& reason) {
-      state.mark_failed(item->key, me, reason);
-      events.write({{"event", "failed"}, {"key", item->key}, {"call", item->call}, {"reason", reason}});
-    };
-    std::optional<Measurement> m;
-    try {
-      OpCall call = parse_call_line(item->call, fmt::format("sweep {}", sweep.name));
-      ReplayOptions replay = o.replay;
-      replay.autocast = item->autocast;
-      auto prepared = PreparedCall::prepare(call, replay);
-      if (!runner) runner.emplace(prepared->device_kind(), prepared->device_index(), o.config);
-      if (!said_energy && !runner->energy_unavailable_reason().empty())
-        notes.say("energy unavailable: " + runner->energy_unavailable_reason());
-      said_energy = true;
-      m = runner->measure(*prepared);
-    } catch (const std::exception& e) {  // the op refused its inputs, out of memory, an error in the op
-      fail(user_message(e.what()));
-      continue;
-    }
-    try {
-      db.insert(*m, [&](int64_t id) { state.mark_done(item->key, me, id); });
-    } catch (const LeaseLost& e) {
-      events.write({{"event", "lost"}, {"key", item->key}, {"call", item->call}, {"reason", e.what()}});
-      continue;
-    } catch (const DatabaseError& e) {
-      if (e.stops_writing()) {
-        events.write({{"event", "stop"}, {"reason", e.what()}});
-        return 1;
-      }
-      fail(e.what());
-      continue;
-    }
-    events.write({{"event", "done"}, {"key", item->key}, {"call", item->call}});
+    if (!measure_item(session, state, *item, o, sweep, me, events)) return 1;
   }
   return 0;
 }

@@ -223,6 +223,11 @@ def test_a_model_failing_past_its_first_step_is_a_model_error():
 BAD_BUDGETS = [-1, 0, math.nan, math.inf, -math.inf]
 
 
+def flag(keyword: str) -> str:
+    """The command line's spelling of a keyword, which every refusal names beside it."""
+    return keyword.replace("_", "-")
+
+
 class Counting(torch.nn.Module):
     def __init__(self):
         super().__init__()
@@ -237,7 +242,8 @@ class Counting(torch.nn.Module):
 @pytest.mark.parametrize("value", BAD_BUDGETS)
 def test_validate_refuses_budgets_that_are_not_finite_and_positive(tmp_path, keyword, value):
     net = Counting()
-    with pytest.raises(ValueError, match=rf"{keyword}={value!r}: use a number of seconds above 0 and at most"):
+    refusal = rf"{keyword} \(--{flag(keyword)}\) must be a (finite )?number above 0 and at most 86400 seconds, not "
+    with pytest.raises(ValueError, match=refusal):
         opcost.validate(net, torch.ones(2), db=tmp_path / "ops.db", **{keyword: value})
     assert net.calls == 0 and not (tmp_path / "ops.db").exists()  # refused up front: nothing ran
     with pytest.raises(TypeError, match=keyword):
@@ -247,18 +253,19 @@ def test_validate_refuses_budgets_that_are_not_finite_and_positive(tmp_path, key
 @pytest.mark.parametrize("keyword", ["short_loops_after", "ops_energy_ci"])
 @pytest.mark.parametrize("value", [-1, 1.5, math.nan, math.inf])
 def test_validate_refuses_shares_outside_0_to_1(tmp_path, keyword, value):
-    with pytest.raises(ValueError, match=rf"{keyword}={value!r}: use a number from 0 to 1"):
+    refusal = rf"{keyword} \(--{flag(keyword)}\) must be a (finite )?number from 0 to 1, not "
+    with pytest.raises(ValueError, match=refusal):
         opcost.validate(Counting(), torch.ones(2), db=tmp_path / "ops.db", **{keyword: value})
 
 
 @pytest.mark.parametrize("keyword", ["max_time", "energy_max_time", "target_ci"])
 @pytest.mark.parametrize("value", BAD_BUDGETS)
 def test_measure_refuses_budgets_that_are_not_finite_and_positive(tmp_path, keyword, value):
-    with pytest.raises(ValueError, match=rf"{keyword}={value!r}: use a number"):
+    with pytest.raises(ValueError, match=rf"{keyword} \(--{flag(keyword)}\) must be a (finite )?number "):
         opcost.measure("aten::add", self="f32[4]", other="f32[4]", device="cpu", db=tmp_path / "ops.db",
                        **{keyword: value})
     assert not (tmp_path / "ops.db").exists()
-    with pytest.raises(ValueError, match="target_ci=2"):
+    with pytest.raises(ValueError, match=r"target_ci \(--target-ci\) must be a number above 0 and at most 1, not 2"):
         opcost.measure("aten::add", self="f32[4]", other="f32[4]", device="cpu", store=False, target_ci=2)
 
 
@@ -268,7 +275,7 @@ def test_the_extension_refuses_bad_budgets_that_bypass_the_package(tmp_path, val
     options = {"device": "cpu", "cache": "warm", "seed": 0, "autocast": "", "max_time": value, "target_ci": 0.01,
                "energy": False, "energy_max_time": 2.0, "store": False, "db": str(tmp_path / "ops.db"),
                "db_is_default": False}
-    with pytest.raises(ValueError, match="max_time="):
+    with pytest.raises(ValueError, match=r"max_time \(--max-time\) must be a"):
         _core.measure("aten::add", ["self=f32[4]", "other=f32[4]"], options)
 
 

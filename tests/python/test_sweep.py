@@ -69,7 +69,7 @@ def test_sweep_errors_name_the_file_and_the_fix(tmp_path):
 def test_workers_that_cannot_start_stop_the_sweep_and_lose_nothing(tmp_path):
     grid = tmp_path / "grid.yaml"
     grid.write_text(GRID)
-    options = opcost._sweep._options(tmp_path / "ops.db", "cpu", "warm", 0, 0.05, 0.01, False, 2.0)
+    options = opcost._sweep._options(tmp_path / "ops.db", dict(device="cpu", max_time=0.05, energy=False))
     out = opcost._core.sweep(str(grid), options, "none", ["/bin/false"], lambda text, error: None,
                              lambda *a: None)
     assert out["crashes"] == 3
@@ -112,11 +112,13 @@ def test_python_m_opcost_sweep_runs_a_list_with_python_models(tmp_path):
     assert re.search(r"models: \d+ of \d+ items", run.stderr), run.stderr  # progress lines, not a terminal
     status = subprocess.run(base + ["--status"], capture_output=True, text=True)
     assert status.returncode == 0, status.stderr
-    assert re.search(r"sweep models: (\d+) items: \1 done, 0 failed, 0 pending", status.stdout), status.stdout
+    # The command line's status (`sweep --status` is the alias of `sweep status FILE`), its text.
+    assert re.search(r"sweep models \(.*\): (\d+) items.*\n.*\n  done     \1\n  failed   0\n  pending  0\n",
+                     status.stdout), status.stdout
     # The settings are part of each item's key: at another target the items are not measured.
     other = subprocess.run(base[:-4] + ["--status"], capture_output=True, text=True)
-    assert re.search(r"items: 0 done, 0 failed, \d+ pending", other.stdout), other.stdout
-    assert re.search(r"\d+ items of this sweep at other settings", other.stdout), other.stdout
+    assert re.search(r"  done     0\n  failed   0\n", other.stdout), other.stdout
+    assert re.search(r"elsewhere \d+ items of this sweep at other settings", other.stdout), other.stdout
     # Status runs no model: the list's model file is not even imported, whether the list ran at
     # these settings, at others, or never in this database.
     marker = tmp_path / "imported"

@@ -184,7 +184,7 @@ def test_a_caller_in_no_grad_or_inference_mode_does_not_reach_the_step(tmp_path)
 def core_validate(step, model, x, train: bool, db):
     """_core.predict as opcost.validate calls it, on a raw step that sets no modes of its own."""
     d = dict(_api._describe(model, (x,), {}, train, None, "raw-step"), name_layers=lambda on: None)
-    options = {"measure": True, "target": 0.0, "db": str(db), "db_is_default": False, "cache": "auto",
+    options = {"command": "validate", "db": str(db), "db_is_default": False, "cache": "auto",
                "cache_bytes": 0, "energy": False, "max_time": 0.02, "energy_max_time": 2.0,
                "energy_max_time_capped": 3.5, "step_max_time": 0.2}
     return json.loads(_core.predict(step, d, options)["json"])

@@ -1,5 +1,6 @@
-// Energy windowing and sampling logic, driven by synthetic data and by FakeEnergyProbe, a
-// simulated sensor that exists only in the tests (never reachable from the CLI).
+// Energy windowing and sampling logic, driven by synthetic data and by FakeEnergyProbe
+// (fake_energy_probe.h), a simulated sensor that exists only in the tests (never reachable from
+// the CLI or Python).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -12,35 +13,12 @@
 #include "core/energy/probe.h"
 #include "core/energy/windows.h"
 #include "core/measurement.h"
+#include "fake_energy_probe.h"
 
 using namespace opcost;
+using opcost::fakes::FakeEnergyProbe;
 
 namespace {
-
-// A cumulative counter that, like the H100's, changes only every `period_s`, each time by the
-// exact energy of the elapsed period at a constant `watts`.
-class FakeEnergyProbe : public EnergyProbe {
- public:
-  FakeEnergyProbe(double watts, double period_s) : watts_(watts), period_(period_s), t0_(now_s()) {}
-  std::string name() const override { return "fake"; }
-  std::optional<double> energy_mJ() override {
-    const double whole = std::floor((now_s() - t0_) / period_) * period_;
-    return 1e6 + watts_ * whole * 1000.0;
-  }
-  std::optional<double> power_W() override { return watts_; }
-  DeviceState state(bool) override {
-    DeviceState s;
-    s.sm_clock_MHz = clock_;
-    s.temperature_C = clock_ == 1980 ? 61 : 63;
-    clock_ = clock_ == 1980 ? 1400 : 1980;  // alternate: a clock change
-    s.throttle_reasons = throttle::kSwPowerCap;
-    return s;
-  }
-
- private:
-  double watts_, period_, t0_;
-  unsigned clock_ = 1980;
-};
 
 std::vector<CounterEdge> steady_edges(double watts, double period, double first, int n) {
   std::vector<CounterEdge> e;

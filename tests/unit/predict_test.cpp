@@ -6,6 +6,7 @@
 #include "core/predict/op_weight.h"
 #include "core/predict/prediction.h"
 #include "core/predict/timeline.h"
+#include "core/report/report.h"
 #include "core/spec/spec_file.h"
 
 namespace opcost {
@@ -315,7 +316,7 @@ TEST(Prediction, CostsComeFromStoredDocuments) {
   const auto doc = nlohmann::json::parse(R"({"db_id": 7, "time_us": {"mean": 20, "ci95_low": 19, "ci95_high": 21},
     "host_us_per_call": {"wall": 6, "cpu": 5}, "energy_mJ": {"per_call": 3, "ci95_low": 2.9, "ci95_high": 3.1,
     "loop_wall_us_per_call": 21}, "flags": ["throttled:sw_power_cap"], "environment": {"gpu_uuid": "GPU-1"}})");
-  OpCost gpu = op_cost_from_document(doc, true);
+  OpCost gpu = op_cost_from(from_json(doc), true);
   EXPECT_EQ(gpu.db_id, 7);
   EXPECT_DOUBLE_EQ(gpu.gpu_us, 20);
   EXPECT_DOUBLE_EQ(gpu.gpu_ci_us, 1);
@@ -323,7 +324,7 @@ TEST(Prediction, CostsComeFromStoredDocuments) {
   EXPECT_NEAR(*gpu.energy_ci_mJ, 0.1, 1e-12);
   EXPECT_EQ(gpu.flags.size(), 1u);
   EXPECT_EQ(gpu.gpu_uuid, "GPU-1");
-  OpCost cpu = op_cost_from_document(doc, false);  // on the CPU the time is the host's
+  OpCost cpu = op_cost_from(from_json(doc), false);  // on the CPU the time is the host's
   EXPECT_DOUBLE_EQ(cpu.cpu_us, 20);
   EXPECT_DOUBLE_EQ(cpu.gpu_us, 0);
 }

@@ -4,6 +4,7 @@
 #include <c10/core/InferenceMode.h>
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cstdlib>
 #include <functional>
 
@@ -12,6 +13,8 @@
 #include "core/spec/spec_file.h"
 #include "replay_test_support.h"
 #include "torch/bind.h"
+#include "torch/canonical_form.h"
+#include "torch/dtype_codes.h"
 #include "torch/replay.h"
 
 using namespace opcost;
@@ -145,7 +148,7 @@ TEST(Bind, AnUndefinedTensorGivenToAPlainTensorArgumentIsWrittenAndBoundAsNone) 
     else
       values.push_back(ArgValue{int64_t(8)});
   }
-  const std::string text = format_args(drop_defaults(schema, values));
+  const std::string text = canonical_args(schema, values);
   EXPECT_NE(text.find("attn_bias=None cum_seq_q=None cum_seq_k=None"), std::string::npos) << text;
   EXPECT_EQ(text.find("scale"), std::string::npos) << text;  // optional with default None: left out
   BoundCall b =
@@ -400,4 +403,32 @@ TEST(Replay, ScalarListsReplayWithTheirValues) {
   ASSERT_EQ(out.size(), 2u);
   EXPECT_TRUE(at::allclose(out[0], self[0] / 2.0));
   EXPECT_TRUE(at::allclose(out[1], self[1] / -0.5));
+}
+
+// Canonical arguments as the build before the signature module wrote them (defaults dropped,
+// dtype and enum names, positional values named): stored rows key on this text.
+TEST(Replay, CanonicalSignaturesAreThoseStoredBefore) {
+  const std::vector<std::array<std::string, 3>> cases = {
+      {"aten::conv2d", "input=f32[1,3,8,8] weight=f32[4,3,3,3] bias=None stride=1 padding=[1,1]",
+       "input=f32[1,3,8,8] weight=f32[4,3,3,3] padding=[1,1]"},
+      {"aten::add.Tensor", "f32[2,3] f32[2,3] alpha=1", "self=f32[2,3] other=f32[2,3]"},
+      {"aten::nll_loss_nd", "self=f32[8,10] target=i64[8] reduction=mean", "self=f32[8,10] target=i64[8]"},
+      {"aten::sum.dim_IntList", "self=f32[4,5] dim=[1] dtype=float32", "self=f32[4,5] dim=[1] dtype=f32"},
+      {"aten::empty_like", "self=f32[3] memory_format=channels_last", "self=f32[3] memory_format=channels_last"},
+  };
+  for (const auto& [op, given, stored] : cases) EXPECT_EQ(canonical_signature(op, given), stored) << op << " " << given;
+}
+
+// The observer and the replay write a call through the same canonical_form: a model's values
+// (all written, as a model passes them) and a user's text (defaults left out) agree.
+TEST(Replay, ObserverAndReplayWriteOneForm) {
+  const auto handle = c10::Dispatcher::singleton().findSchema({"aten::conv2d", ""});
+  ASSERT_TRUE(handle);
+  const auto& schema = handle->schema();
+  std::vector<ArgValue> values = {parse_value("f32[1,3,8,8]"), parse_value("f32[4,3,3,3]"), ArgValue{ArgValue::None{}},
+                                  parse_value("[1,1]"),        parse_value("[1,1]"),        parse_value("[1,1]"),
+                                  ArgValue{int64_t(1)}};
+  const std::string from_model = canonical_args(schema, values);
+  EXPECT_EQ(from_model, "input=f32[1,3,8,8] weight=f32[4,3,3,3] padding=[1,1]");
+  EXPECT_EQ(canonical_signature("aten::conv2d", from_model), from_model);
 }

@@ -41,27 +41,27 @@ bool measured_at_power_cap(const OpCost& c) {
   });
 }
 
-OpCost op_cost_from_document(const nlohmann::json& d, bool on_gpu) {
+OpCost op_cost_from(const Measurement& m, bool on_gpu) {
   OpCost c;
-  c.db_id = d.value("db_id", int64_t(-1));
-  const auto& t = d.at("time_us");
-  c.gpu_us = t.at("mean").get<double>();
-  c.gpu_ci_us = (t.at("ci95_high").get<double>() - t.at("ci95_low").get<double>()) / 2;
-  c.cpu_us = d.at("host_us_per_call").at("wall").get<double>();
+  c.db_id = m.db_id;
+  const auto& t = m.time.per_call_us;
+  c.gpu_us = t.mean;
+  c.gpu_ci_us = (t.ci95_high - t.ci95_low) / 2;
+  c.cpu_us = m.time.host_us_per_call;
   if (!on_gpu) {  // on the CPU the call's time is all host time, and nothing overlaps
     c.cpu_us = c.gpu_us;
     c.gpu_us = 0;
   }
-  if (d.contains("energy_mJ") && d["energy_mJ"].is_object()) {
-    const auto& e = d["energy_mJ"];
-    c.energy_mJ = e.at("per_call").get<double>();
-    c.energy_ci_mJ = (e.at("ci95_high").get<double>() - e.at("ci95_low").get<double>()) / 2;
-    c.loop_wall_us = e.value("loop_wall_us_per_call", 0.0);
+  if (m.energy.available) {
+    const auto& e = m.energy;
+    c.energy_mJ = e.per_call_mJ.mean;
+    c.energy_ci_mJ = (e.per_call_mJ.ci95_high - e.per_call_mJ.ci95_low) / 2;
+    c.loop_wall_us = e.wall_us_per_call;
   } else
-    c.energy_why = d.value("energy_unavailable", std::string("not measured"));
-  c.waits_for_device = d.value("method", std::string()).find(kWaitsForDeviceNote) != std::string::npos;
-  if (d.contains("flags")) c.flags = d["flags"].get<std::vector<std::string>>();
-  if (d.contains("environment")) c.gpu_uuid = d["environment"].value("gpu_uuid", std::string());
+    c.energy_why = m.energy.unavailable_reason;
+  c.waits_for_device = m.waits_for_device;
+  c.flags = m.flags;
+  c.gpu_uuid = m.env.device_uuid;
   return c;
 }
 
@@ -102,141 +102,201 @@ TimelineOp timeline_op(const ModelHostTimes& host, std::size_t i, const OpCost* 
 }
 }  // namespace
 
-Prediction predict(const Inventory& inv, const std::map<std::size_t, OpCost>& costs, const PredictionInputs& in) {
-  Prediction p;
-  p.on_gpu = in.on_gpu;
-  ModelHostTimes host = model_host_times(inv);
-  if (in.host_scale != 1) {
-    for (auto* v : {&host.before_us, &host.in_call_us})
-      for (double& t : *v) t *= in.host_scale;
-    host.after_last_us *= in.host_scale;
-  }
-  std::vector<TimelineOp> ops;
-  ops.reserve(inv.sequence.size() + 1);
-  for (std::size_t i = 0; i < inv.sequence.size(); ++i) {
-    auto it = costs.find(inv.sequence[i].entry);
-    const std::size_t entry = inv.sequence[i].entry;
-    const auto* launches = entry < in.launches_by_entry.size() ? &in.launches_by_entry[entry] : nullptr;
-    ops.push_back(timeline_op(host, i, it == costs.end() ? nullptr : &it->second, in.on_gpu, launches));
-  }
-  ops.push_back({host.after_last_us, 0});  // the step's own code after its last call
-  p.timeline = simulate(ops, in.sync_us, in.launch_latency_us);
-  if (!in.launches_by_entry.empty() || in.launch_latency_us > 0)
-    p.time_us_launched_at_return = simulate(ops, in.sync_us, 0, false).wall_us;
-  p.time_us = p.timeline.wall_us;
-  p.calls = inv.sequence.size();
+namespace {
 
-  bool energy = true;
-  std::size_t without_energy = 0;
-  std::string first_without_energy;  // "signature: reason"
-  std::set<std::string> reasons;     // why they have none: one reason for all, or several
-  for (std::size_t e = 0; e < inv.entries.size(); ++e) {
-    auto it = costs.find(e);
-    if (it == costs.end()) {
-      p.missing.push_back(e);
-      continue;
-    }
-    if (!it->second.energy_mJ) {
-      energy = false;
-      if (without_energy++ == 0)
-        first_without_energy = fmt::format("{}: {}", inv.entries[e].signature(), it->second.energy_why);
-      reasons.insert(it->second.energy_why);
-    }
-    if (!it->second.matched_args.empty())
-      p.matched_ignoring_float_scalars.push_back({e, it->second.matched_args, it->second.db_id});
-    if (!it->second.flags.empty()) p.flagged.push_back(inv.entries[e].signature());
-    if (measured_at_power_cap(it->second)) ++p.capped_signatures;
-    if (!in.gpu_uuid.empty() && !it->second.gpu_uuid.empty() && it->second.gpu_uuid != in.gpu_uuid)
-      ++p.from_other_board;
-  }
-  // One operator is named only where it is the one without energy; a reason every operator
-  // shares (energy switched off, no energy counter) is said as the run's.
-  if (without_energy == 1)
-    p.energy_why = first_without_energy;
-  else if (without_energy > 1 && reasons.size() == 1 && without_energy == costs.size())
-    p.energy_why = fmt::format("no measured operator has an energy figure: {}", *reasons.begin());
-  else if (without_energy > 1)
-    p.energy_why = fmt::format("{} of {} measured signatures have no energy figure (the first, {})", without_energy,
-                               costs.size(), first_without_energy);
-  if (in.on_gpu && !in.gap_power_W) {
-    energy = false;
-    p.energy_why = "no gap-power measurement: " + in.gap_power_why;
-  }
-  if (costs.empty()) {  // never "0 mJ ± 0": nothing was predicted
-    energy = false;
-    p.energy_why = "no operator of the model is measured yet";
-  }
-  if (in.energy_off) {
-    energy = false;
-    p.energy_why = "energy was switched off (--no-energy; energy=False in Python)";
+// A prediction built in steps over the same state: the timeline from the model's host times
+// and the costs, a review of the inventory's entries (what is missing, flagged, without
+// energy), whether there is an energy figure at all, then each call's share of the time and
+// energy by layer and by operator, and the intervals.
+class PredictionBuilder {
+ public:
+  PredictionBuilder(const Inventory& inv, const std::map<std::size_t, OpCost>& costs, const PredictionInputs& in)
+      : inv_(inv), costs_(costs), in_(in) {
+    p_.on_gpu = in.on_gpu;
   }
 
-  // Per-call attribution: the call's kernels plus the GPU's wait just before them; trailing
-  // CPU-only work and the final synchronisation are listed as their own row.
-  std::map<std::string, PredictedRow> by_layer, by_op;
-  double var_time = 0, var_energy = 0, energy_sum = 0;
-  std::map<std::size_t, std::size_t> calls_of;
-  for (std::size_t i = 0; i < inv.sequence.size(); ++i) {
-    const auto& call = inv.sequence[i];
-    const InventoryEntry& entry = inv.entries[call.entry];
-    auto it = costs.find(call.entry);
-    const std::string layer = call.layer.empty() ? "(top)" : call.layer;
-    for (PredictedRow* row : {&by_layer[layer], &by_op[entry.row_name()]}) {
-      ++row->calls;
-      if (it == costs.end()) {
-        ++row->missing_calls;
+  Prediction build() && {
+    simulate_timeline();
+    review_entries();
+    decide_energy();
+    attribute_calls();
+    add_intervals();
+    add_tail_row();
+    p_.layers = sorted_rows(std::move(by_layer_));
+    p_.ops = sorted_rows(std::move(by_op_));
+    return std::move(p_);
+  }
+
+ private:
+  const OpCost* cost_of(std::size_t entry) const {
+    const auto it = costs_.find(entry);
+    return it == costs_.end() ? nullptr : &it->second;
+  }
+
+  // The model's host times at this host's speed (PredictionInputs::host_scale).
+  ModelHostTimes scaled_host_times() const {
+    ModelHostTimes host = model_host_times(inv_);
+    if (in_.host_scale != 1) {
+      for (auto* v : {&host.before_us, &host.in_call_us})
+        for (double& t : *v) t *= in_.host_scale;
+      host.after_last_us *= in_.host_scale;
+    }
+    return host;
+  }
+
+  void simulate_timeline() {
+    const ModelHostTimes host = scaled_host_times();
+    ops_.reserve(inv_.sequence.size() + 1);
+    for (std::size_t i = 0; i < inv_.sequence.size(); ++i) {
+      const std::size_t entry = inv_.sequence[i].entry;
+      const auto* launches = entry < in_.launches_by_entry.size() ? &in_.launches_by_entry[entry] : nullptr;
+      ops_.push_back(timeline_op(host, i, cost_of(entry), in_.on_gpu, launches));
+    }
+    ops_.push_back({host.after_last_us, 0});  // the step's own code after its last call
+    p_.timeline = simulate(ops_, in_.sync_us, in_.launch_latency_us);
+    if (!in_.launches_by_entry.empty() || in_.launch_latency_us > 0)
+      p_.time_us_launched_at_return = simulate(ops_, in_.sync_us, 0, false).wall_us;
+    p_.time_us = p_.timeline.wall_us;
+    p_.calls = inv_.sequence.size();
+  }
+
+  // Per signature: missing, without energy (and why), matched ignoring float scalars,
+  // flagged, measured at the power cap, measured on another board.
+  void review_entries() {
+    std::size_t without_energy = 0;
+    std::string first_without_energy;  // "signature: reason"
+    std::set<std::string> reasons;     // why they have none: one reason for all, or several
+    for (std::size_t e = 0; e < inv_.entries.size(); ++e) {
+      const OpCost* c = cost_of(e);
+      if (!c) {
+        p_.missing.push_back(e);
         continue;
       }
-      const OpCost& c = it->second;
-      const double stall = p.timeline.stall_us[i];
-      row->time_us += in.on_gpu ? ops[i].gpu_us + stall : ops[i].cpu_us;
-      row->gpu_us += ops[i].gpu_us;
-      row->cpu_us += ops[i].cpu_us;
-      if (energy)
-        row->energy_mJ =
-            row->energy_mJ.value_or(0) + active_energy_mJ(c, in) + (in.on_gpu ? *in.gap_power_W * stall * 1e-3 : 0);
+      if (!c->energy_mJ) {
+        energy_ = false;
+        if (without_energy++ == 0)
+          first_without_energy = fmt::format("{}: {}", inv_.entries[e].signature(), c->energy_why);
+        reasons.insert(c->energy_why);
+      }
+      if (!c->matched_args.empty()) p_.matched_ignoring_float_scalars.push_back({e, c->matched_args, c->db_id});
+      if (!c->flags.empty()) p_.flagged.push_back(inv_.entries[e].signature());
+      if (measured_at_power_cap(*c)) ++p_.capped_signatures;
+      if (!in_.gpu_uuid.empty() && !c->gpu_uuid.empty() && c->gpu_uuid != in_.gpu_uuid) ++p_.from_other_board;
     }
-    if (it != costs.end()) {
-      ++p.measured_calls;
-      ++calls_of[call.entry];
-      if (energy) {
-        energy_sum += active_energy_mJ(it->second, in);
-        if (measured_at_power_cap(it->second)) p.capped_energy_mJ += active_energy_mJ(it->second, in);
+    // One operator is named only where it is the one without energy; a reason every operator
+    // shares (energy switched off, no energy counter) is said as the run's.
+    if (without_energy == 1)
+      p_.energy_why = first_without_energy;
+    else if (without_energy > 1 && reasons.size() == 1 && without_energy == costs_.size())
+      p_.energy_why = fmt::format("no measured operator has an energy figure: {}", *reasons.begin());
+    else if (without_energy > 1)
+      p_.energy_why = fmt::format("{} of {} measured signatures have no energy figure (the first, {})", without_energy,
+                                  costs_.size(), first_without_energy);
+  }
+
+  // Reasons that concern the whole run override the operators' (the last that applies is said).
+  void decide_energy() {
+    if (in_.on_gpu && !in_.gap_power_W) {
+      energy_ = false;
+      p_.energy_why = "no gap-power measurement: " + in_.gap_power_why;
+    }
+    if (costs_.empty()) {  // never "0 mJ ± 0": nothing was predicted
+      energy_ = false;
+      p_.energy_why = "no operator of the model is measured yet";
+    }
+    if (in_.energy_off) {
+      energy_ = false;
+      p_.energy_why = "energy was switched off (--no-energy; energy=False in Python)";
+    }
+  }
+
+  // Per-call attribution: the call's kernels plus the GPU's wait just before them.
+  void attribute_calls() {
+    for (std::size_t i = 0; i < inv_.sequence.size(); ++i) {
+      const auto& call = inv_.sequence[i];
+      const InventoryEntry& entry = inv_.entries[call.entry];
+      const OpCost* c = cost_of(call.entry);
+      const std::string layer = call.layer.empty() ? "(top)" : call.layer;
+      for (PredictedRow* row : {&by_layer_[layer], &by_op_[entry.row_name()]}) add_call(*row, i, c);
+      if (c) {
+        ++p_.measured_calls;
+        ++calls_of_[call.entry];
+        if (energy_) {
+          energy_sum_ += active_energy_mJ(*c, in_);
+          if (measured_at_power_cap(*c)) p_.capped_energy_mJ += active_energy_mJ(*c, in_);
+        }
       }
     }
   }
+
+  void add_call(PredictedRow& row, std::size_t i, const OpCost* c) const {
+    ++row.calls;
+    if (!c) {
+      ++row.missing_calls;
+      return;
+    }
+    const double stall = p_.timeline.stall_us[i];
+    row.time_us += in_.on_gpu ? ops_[i].gpu_us + stall : ops_[i].cpu_us;
+    row.gpu_us += ops_[i].gpu_us;
+    row.cpu_us += ops_[i].cpu_us;
+    if (energy_)
+      row.energy_mJ =
+          row.energy_mJ.value_or(0) + active_energy_mJ(*c, in_) + (in_.on_gpu ? *in_.gap_power_W * stall * 1e-3 : 0);
+  }
+
   // One measurement serves all calls of a signature: its error repeats (count × half-width);
   // different signatures' errors are independent (root sum of squares).
-  for (const auto& [e, n] : calls_of) {
-    const OpCost& c = costs.at(e);
-    var_time += std::pow(double(n) * c.gpu_ci_us, 2);  // GPU time's CI (on the CPU: wall time's)
-    if (c.energy_ci_mJ) var_energy += std::pow(double(n) * *c.energy_ci_mJ, 2);
+  void add_intervals() {
+    double var_time = 0, var_energy = 0;
+    for (const auto& [e, n] : calls_of_) {
+      const OpCost& c = costs_.at(e);
+      var_time += std::pow(double(n) * c.gpu_ci_us, 2);  // GPU time's CI (on the CPU: wall time's)
+      if (c.energy_ci_mJ) var_energy += std::pow(double(n) * *c.energy_ci_mJ, 2);
+    }
+    p_.time_ci_us = std::sqrt(var_time);
+    if (energy_) {
+      p_.gap_energy_mJ = in_.on_gpu ? *in_.gap_power_W * p_.timeline.gap_us * 1e-3 : 0;
+      p_.energy_mJ = energy_sum_ + p_.gap_energy_mJ;
+      p_.energy_ci_mJ = std::sqrt(var_energy);
+    }
   }
-  p.time_ci_us = std::sqrt(var_time);
-  if (energy) {
-    p.gap_energy_mJ = in.on_gpu ? *in.gap_power_W * p.timeline.gap_us * 1e-3 : 0;
-    p.energy_mJ = energy_sum + p.gap_energy_mJ;
-    p.energy_ci_mJ = std::sqrt(var_energy);
-  }
-  const double tail = p.timeline.tail_us + in.sync_us;
-  if (in.on_gpu && tail > 0) {  // on the CPU every call is its own row already
+
+  // Trailing CPU-only work and the final synchronisation are a layer row of their own.
+  void add_tail_row() {
+    const double tail = p_.timeline.tail_us + in_.sync_us;
+    if (!in_.on_gpu || tail <= 0) return;  // on the CPU every call is its own row already
     PredictedRow r;
     r.name = "(CPU tail and final sync)";
     r.time_us = r.cpu_us = tail;
-    if (energy && in.on_gpu) r.energy_mJ = *in.gap_power_W * tail * 1e-3;
-    by_layer.emplace(r.name, r);
+    if (energy_) r.energy_mJ = *in_.gap_power_W * tail * 1e-3;
+    by_layer_.emplace(r.name, r);
   }
-  for (auto& [name, row] : by_layer) {
-    row.name = name;
-    p.layers.push_back(row);
+
+  static std::vector<PredictedRow> sorted_rows(std::map<std::string, PredictedRow> by_name) {
+    std::vector<PredictedRow> rows;
+    for (auto& [name, row] : by_name) {
+      row.name = name;
+      rows.push_back(row);
+    }
+    sort_rows(rows);
+    return rows;
   }
-  for (auto& [name, row] : by_op) {
-    row.name = name;
-    p.ops.push_back(row);
-  }
-  sort_rows(p.layers);
-  sort_rows(p.ops);
-  return p;
+
+  const Inventory& inv_;
+  const std::map<std::size_t, OpCost>& costs_;
+  const PredictionInputs& in_;
+  Prediction p_;
+  std::vector<TimelineOp> ops_;  // per call, then the step's code after the last
+  bool energy_ = true;           // an energy figure can be given
+  std::map<std::string, PredictedRow> by_layer_, by_op_;
+  std::map<std::size_t, std::size_t> calls_of_;  // entry -> its measured calls
+  double energy_sum_ = 0;
+};
+
+}  // namespace
+
+Prediction predict(const Inventory& inv, const std::map<std::size_t, OpCost>& costs, const PredictionInputs& in) {
+  return PredictionBuilder(inv, costs, in).build();
 }
 
 namespace {
@@ -365,113 +425,155 @@ nlohmann::json to_json(const Prediction& p, const Inventory& inv, const StepMeas
   return j;
 }
 
-std::string to_table(const Prediction& p, const Inventory& inv, const StepMeasurement* m, std::size_t rows) {
-  std::string out = fmt::format("{} input={} on {} ({}, {})\n", inv.model, inv.input, inv.device, inv.dtype, inv.mode);
-  auto energy = [](const std::optional<double>& e) { return e ? fmt::format("{:.4g}", *e) : std::string("n/a"); };
-  auto table = [&](const char* title, const std::vector<PredictedRow>& v) {
-    out += fmt::format("\n{:<58} {:>6} {:>11} {:>7} {:>11} {:>7}\n", title, "calls", "time_us", "share", "energy_mJ",
-                       "share");
-    for (std::size_t i = 0; i < v.size() && i < rows; ++i) {
-      const auto& r = v[i];
-      out += fmt::format("{:<58} {:>6} {:>11.2f} {:>6.1f}% {:>11} {:>7}{}\n", fit_label(r.name, 58), r.calls, r.time_us,
-                         100 * r.time_us / p.time_us, energy(r.energy_mJ),
-                         r.energy_mJ && p.energy_mJ ? fmt::format("{:.1f}%", 100 * *r.energy_mJ / *p.energy_mJ) : "",
-                         r.missing_calls ? fmt::format("  ({} calls unmeasured)", r.missing_calls) : "");
+namespace {
+
+// The prediction as text: the tables of layers and operators, the predicted figures, the
+// comparison with a measured step, what is missing, and notes on what the figures rest on.
+class PredictionText {
+ public:
+  PredictionText(const Prediction& p, const Inventory& inv, const StepMeasurement* m, std::size_t rows)
+      : p_(p), inv_(inv), m_(m), rows_(rows) {}
+
+  std::string render() {
+    out_ = fmt::format("{} input={} on {} ({}, {})\n", inv_.model, inv_.input, inv_.device, inv_.dtype, inv_.mode);
+    const bool nothing_measured = p_.measured_calls == 0;
+    if (nothing_measured) {  // tables of zeros would say nothing
+      out_ += fmt::format(
+          "\npredicted: nothing: no operator of the model is measured yet ({} signatures, {} calls); run `opcost "
+          "validate` with the same model and options to measure them\n",
+          inv_.entries.size(), p_.calls);
+    } else {
+      table("layer", p_.layers);
+      table("operator", p_.ops);
+      predicted();
     }
-    if (v.size() > rows) out += fmt::format("... {} more (--json lists all)\n", v.size() - rows);
-  };
-  const bool nothing_measured = p.measured_calls == 0;
-  if (nothing_measured) {  // tables of zeros would say nothing
-    out += fmt::format(
-        "\npredicted: nothing: no operator of the model is measured yet ({} signatures, {} calls); run `opcost "
-        "validate` with the same model and options to measure them\n",
-        inv.entries.size(), p.calls);
-  } else {
-    table("layer", p.layers);
-    table("operator", p.ops);
+    if (m_ && nothing_measured) {  // no prediction to compare: an error of −97% would be no error of it
+      out_ += fmt::format("measured:  time {:.2f} µs ± {:.2f} µs (95%); no prediction to compare it with\n",
+                          m_->time_us, m_->time_ci_us);
+    } else if (m_) {
+      compared_with(*m_);
+    }
+    if (!p_.complete()) missing();
+    notes();
+    return std::move(out_);
+  }
+
+ private:
+  static std::string energy(const std::optional<double>& e) {
+    return e ? fmt::format("{:.4g}", *e) : std::string("n/a");
+  }
+
+  void table(const char* title, const std::vector<PredictedRow>& v) {
+    out_ += fmt::format("\n{:<58} {:>6} {:>11} {:>7} {:>11} {:>7}\n", title, "calls", "time_us", "share", "energy_mJ",
+                        "share");
+    for (std::size_t i = 0; i < v.size() && i < rows_; ++i) {
+      const auto& r = v[i];
+      out_ += fmt::format("{:<58} {:>6} {:>11.2f} {:>6.1f}% {:>11} {:>7}{}\n", fit_label(r.name, 58), r.calls,
+                          r.time_us, 100 * r.time_us / p_.time_us, energy(r.energy_mJ),
+                          r.energy_mJ && p_.energy_mJ ? fmt::format("{:.1f}%", 100 * *r.energy_mJ / *p_.energy_mJ) : "",
+                          r.missing_calls ? fmt::format("  ({} calls unmeasured)", r.missing_calls) : "");
+    }
+    if (v.size() > rows_) out_ += fmt::format("... {} more (--json lists all)\n", v.size() - rows_);
+  }
+
+  void predicted() {
     // The interval covers the operators' own times: on a GPU their kernels', on the CPU the
     // calls' (where all of the step is host time).
     const std::string covers =
-        p.on_gpu ? fmt::format("GPU time only{}; CPU issue {:.1f} µs, GPU busy {:.1f} µs, GPU idle {:.1f} µs",
-                               p.host_bound() ? "; the step is host-bound and host costs carry no interval, so the "
-                                                "error can be larger"
-                                              : "",
-                               p.timeline.cpu_us, p.timeline.gpu_busy_us, p.timeline.gap_us)
-                 : std::string(
-                       "the operators' times only; on the CPU the whole step is host time, and the model's own "
-                       "host code carries no interval");
-    out += fmt::format("\npredicted: time {:.2f} µs ± {:.2f} µs (95%, {})\n", p.time_us, p.time_ci_us, covers);
-    if (p.time_us_launched_at_return)
-      out += fmt::format(
+        p_.on_gpu ? fmt::format("GPU time only{}; CPU issue {:.1f} µs, GPU busy {:.1f} µs, GPU idle {:.1f} µs",
+                                p_.host_bound() ? "; the step is host-bound and host costs carry no interval, so the "
+                                                  "error can be larger"
+                                                : "",
+                                p_.timeline.cpu_us, p_.timeline.gpu_busy_us, p_.timeline.gap_us)
+                  : std::string(
+                        "the operators' times only; on the CPU the whole step is host time, and the model's own "
+                        "host code carries no interval");
+    out_ += fmt::format("\npredicted: time {:.2f} µs ± {:.2f} µs (95%, {})\n", p_.time_us, p_.time_ci_us, covers);
+    if (p_.time_us_launched_at_return)
+      out_ += fmt::format(
           "           ({:.2f} µs had every call launched its kernels as it returned, with no launch latency)\n",
-          *p.time_us_launched_at_return);
-    out += p.energy_mJ ? fmt::format("           energy {:.4g} mJ ± {:.2g} mJ (95%; {:.3g} mJ of it in GPU gaps)\n",
-                                     *p.energy_mJ, *p.energy_ci_mJ, p.gap_energy_mJ)
-                       : fmt::format("           energy unavailable: {}\n", p.energy_why);
+          *p_.time_us_launched_at_return);
+    out_ += p_.energy_mJ ? fmt::format("           energy {:.4g} mJ ± {:.2g} mJ (95%; {:.3g} mJ of it in GPU gaps)\n",
+                                       *p_.energy_mJ, *p_.energy_ci_mJ, p_.gap_energy_mJ)
+                         : fmt::format("           energy unavailable: {}\n", p_.energy_why);
   }
-  if (m && nothing_measured) {  // no prediction to compare: an error of −97% would be no error of it
-    out += fmt::format("measured:  time {:.2f} µs ± {:.2f} µs (95%); no prediction to compare it with\n", m->time_us,
-                       m->time_ci_us);
-  } else if (m) {
-    out += fmt::format("measured:  time {:.2f} µs ± {:.2f} µs (95%)   → error {}\n", m->time_us, m->time_ci_us,
-                       error_pct(p.time_us, m->time_us));
-    if (m->energy_mJ)
-      out += fmt::format("           energy {:.4g} mJ ± {:.2g} mJ (95%)   → error {}\n", *m->energy_mJ,
-                         m->energy_ci_mJ.value_or(0),
-                         p.energy_mJ ? error_pct(*p.energy_mJ, *m->energy_mJ) : std::string("n/a"));
+
+  void compared_with(const StepMeasurement& m) {
+    out_ += fmt::format("measured:  time {:.2f} µs ± {:.2f} µs (95%)   → error {}\n", m.time_us, m.time_ci_us,
+                        error_pct(p_.time_us, m.time_us));
+    if (m.energy_mJ)
+      out_ += fmt::format("           energy {:.4g} mJ ± {:.2g} mJ (95%)   → error {}\n", *m.energy_mJ,
+                          m.energy_ci_mJ.value_or(0),
+                          p_.energy_mJ ? error_pct(*p_.energy_mJ, *m.energy_mJ) : std::string("n/a"));
     else
-      out += fmt::format("           energy unavailable: {}\n", m->energy_why);
-    if (m->before_ops_time_us)
-      out += fmt::format("           (before the operator loops the step took {:.2f} µs: drift {})\n",
-                         *m->before_ops_time_us, error_pct(m->time_us, *m->before_ops_time_us));
-    out += fmt::format(
-        "explained: {:.1f}% of the measured time{}\n", 100 * p.time_us / m->time_us,
-        p.energy_mJ && m->energy_mJ ? fmt::format(", {:.1f}% of the energy", 100 * *p.energy_mJ / *m->energy_mJ) : "");
-    if (!m->flags.empty()) {
+      out_ += fmt::format("           energy unavailable: {}\n", m.energy_why);
+    if (m.before_ops_time_us)
+      out_ += fmt::format("           (before the operator loops the step took {:.2f} µs: drift {})\n",
+                          *m.before_ops_time_us, error_pct(m.time_us, *m.before_ops_time_us));
+    out_ += fmt::format(
+        "explained: {:.1f}% of the measured time{}\n", 100 * p_.time_us / m.time_us,
+        p_.energy_mJ && m.energy_mJ ? fmt::format(", {:.1f}% of the energy", 100 * *p_.energy_mJ / *m.energy_mJ) : "");
+    if (!m.flags.empty()) {
       std::string flags;
-      for (const auto& f : m->flags) flags += (flags.empty() ? "" : ", ") + f;
-      out += fmt::format("whole-step flags: {}\n", flags);
+      for (const auto& f : m.flags) flags += (flags.empty() ? "" : ", ") + f;
+      out_ += fmt::format("whole-step flags: {}\n", flags);
     }
   }
-  if (!p.complete()) {
+
+  void missing() {
     std::size_t calls = 0;
-    for (auto e : p.missing) calls += inv.entries[e].count;
-    out += fmt::format("{}: {} of {} signatures ({} of {} calls) have no measurement and count as zero above:\n",
-                       p.unmeasured_by_choice ? "target met; left unmeasured" : "INCOMPLETE", p.missing.size(),
-                       inv.entries.size(), calls, p.calls);
+    for (auto e : p_.missing) calls += inv_.entries[e].count;
+    out_ += fmt::format("{}: {} of {} signatures ({} of {} calls) have no measurement and count as zero above:\n",
+                        p_.unmeasured_by_choice ? "target met; left unmeasured" : "INCOMPLETE", p_.missing.size(),
+                        inv_.entries.size(), calls, p_.calls);
     // The failed first: each needs its own fix, the others only a run of validate.
-    std::vector<std::size_t> listed = p.missing;
-    std::stable_partition(listed.begin(), listed.end(), [&](std::size_t e) { return p.failed.count(e) > 0; });
-    for (std::size_t i = 0; i < listed.size() && i < rows; ++i) {
-      const InventoryEntry& e = inv.entries[listed[i]];
-      out += fmt::format("  {} ×{}{}\n", e.signature(), e.count, layers_text(e.layers));
-      if (const auto f = p.failed.find(listed[i]); f != p.failed.end())
-        out += fmt::format("    failed: {}\n", f->second);
+    std::vector<std::size_t> listed = p_.missing;
+    std::stable_partition(listed.begin(), listed.end(), [&](std::size_t e) { return p_.failed.count(e) > 0; });
+    for (std::size_t i = 0; i < listed.size() && i < rows_; ++i) {
+      const InventoryEntry& e = inv_.entries[listed[i]];
+      out_ += fmt::format("  {} ×{}{}\n", e.signature(), e.count, layers_text(e.layers));
+      if (const auto f = p_.failed.find(listed[i]); f != p_.failed.end())
+        out_ += fmt::format("    failed: {}\n", f->second);
     }
-    if (listed.size() > rows) out += fmt::format("  ... {} more (--json lists all)\n", listed.size() - rows);
-    if (p.failed.size() < p.missing.size())
-      out += "  measure them with `opcost validate` (or `opcost measure --spec` of the inventory)\n";
+    if (listed.size() > rows_) out_ += fmt::format("  ... {} more (--json lists all)\n", listed.size() - rows_);
+    if (p_.failed.size() < p_.missing.size())
+      out_ += "  measure them with `opcost validate` (or `opcost measure --spec` of the inventory)\n";
   }
-  if (!p.matched_ignoring_float_scalars.empty())
-    out += fmt::format(
-        "{} signatures matched ignoring float scalar values: measured with other floating-point scalars (an "
-        "optimizer's step size, a scale), which leave the kernel's work as it is (docs/prediction.md)\n",
-        p.matched_ignoring_float_scalars.size());
-  if (!p.flagged.empty())
-    out +=
-        fmt::format("{} measured signatures were flagged (throttling, clocks or other processes)\n", p.flagged.size());
-  if (p.capped_signatures && p.energy_mJ && *p.energy_mJ > 0)
-    out += fmt::format(
-        "{} measured signatures ({:.0f}% of the predicted energy) reached the power cap in their own loops: where "
-        "the step stays below the cap, their energy may not carry over (on the H100 such steps missed by -12 to +10%: "
-        "docs/prediction.md)\n",
-        p.capped_signatures, 100 * p.capped_energy_mJ / *p.energy_mJ);
-  if (p.from_other_board)
-    out += fmt::format(
-        "{} measured signatures come from another board of this GPU model: energy sensors differ between boards "
-        "by about ±5%, so their energy carries that too\n",
-        p.from_other_board);
-  return out;
+
+  // What the figures rest on: rows matched loosely, flagged, capped, or from another board.
+  void notes() {
+    if (!p_.matched_ignoring_float_scalars.empty())
+      out_ += fmt::format(
+          "{} signatures matched ignoring float scalar values: measured with other floating-point scalars (an "
+          "optimizer's step size, a scale), which leave the kernel's work as it is (docs/prediction.md)\n",
+          p_.matched_ignoring_float_scalars.size());
+    if (!p_.flagged.empty())
+      out_ += fmt::format("{} measured signatures were flagged (throttling, clocks or other processes)\n",
+                          p_.flagged.size());
+    if (p_.capped_signatures && p_.energy_mJ && *p_.energy_mJ > 0)
+      out_ += fmt::format(
+          "{} measured signatures ({:.0f}% of the predicted energy) reached the power cap in their own loops: where "
+          "the step stays below the cap, their energy may not carry over (on the H100 such steps missed by -12 to "
+          "+10%: docs/prediction.md)\n",
+          p_.capped_signatures, 100 * p_.capped_energy_mJ / *p_.energy_mJ);
+    if (p_.from_other_board)
+      out_ += fmt::format(
+          "{} measured signatures come from another board of this GPU model: energy sensors differ between boards "
+          "by about ±5%, so their energy carries that too\n",
+          p_.from_other_board);
+  }
+
+  const Prediction& p_;
+  const Inventory& inv_;
+  const StepMeasurement* m_;
+  const std::size_t rows_;
+  std::string out_;
+};
+
+}  // namespace
+
+std::string to_table(const Prediction& p, const Inventory& inv, const StepMeasurement* m, std::size_t rows) {
+  return PredictionText(p, inv, m, rows).render();
 }
 
 }  // namespace opcost

@@ -14,7 +14,7 @@
 
 namespace opcost {
 
-// What the prediction uses of one stored measurement (a result document).
+// What the prediction uses of one stored measurement.
 struct OpCost {
   int64_t db_id = -1;
   double gpu_us = 0, gpu_ci_us = 0;               // device time per call and its 95% half-width (CPU: wall time)
@@ -29,7 +29,7 @@ struct OpCost {
   // scalar values (core/predict/float_scalar_match.h); the row was used for want of an exact one.
   std::string matched_args;
 };
-OpCost op_cost_from_document(const nlohmann::json& doc, bool on_gpu);
+OpCost op_cost_from(const Measurement& m, bool on_gpu);
 
 struct PredictionInputs {
   bool on_gpu = true;

@@ -7,9 +7,12 @@
 
 namespace opcost {
 
+// How often a progress line is written when standard error is not a terminal (a log file).
+inline constexpr double kPlainProgressEverySeconds = 10;
+
 class ProgressLine {
  public:
-  explicit ProgressLine(std::FILE* out = stderr, double plain_every_s = 10);
+  explicit ProgressLine(std::FILE* out = stderr, double plain_every_s = kPlainProgressEverySeconds);
   ~ProgressLine();  // clears an unfinished line on a terminal
   // Shows `text` (on a terminal at once; otherwise when the last plain line is old enough).
   void update(const std::string& text);

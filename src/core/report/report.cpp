@@ -7,105 +7,17 @@
 #include <nlohmann/json.hpp>
 
 #include "core/energy/nvml.h"
+#include "core/store/measurement_record.h"
 
 namespace opcost {
 
 using nlohmann::json;
 
-namespace {
-template <typename T>
-json opt(const std::optional<T>& v) {
-  return v ? json(*v) : json(nullptr);
-}
+// The document is written and read by the record's field table, so that what is stored and
+// what reads it back cannot drift apart.
+json to_json(const Measurement& m) { return document_of(m); }
 
-json state_json(const DeviceState& s) {
-  return {{"sm_clock_MHz", opt(s.sm_clock_MHz)},
-          {"mem_clock_MHz", opt(s.mem_clock_MHz)},
-          {"temperature_C", opt(s.temperature_C)},
-          {"power_limit_W", opt(s.power_limit_W)},
-          {"throttle_reasons", s.throttle_reasons ? json(throttle::describe(*s.throttle_reasons)) : json(nullptr)},
-          {"other_processes", opt(s.other_processes)}};
-}
-}  // namespace
-
-json to_json(const Measurement& m) {
-  const auto& t = m.time.per_call_us;
-  json j = {
-      {"op", m.op},
-      {"overload", m.overload},
-      {"args", m.args},
-      {"args_hash", m.args_hash},
-      {"dtype", m.dtype},
-      {"device", m.env.device_name},
-      {"device_kind", m.env.device_kind},
-      {"cache_mode", m.cache_mode},
-      {"autocast", m.autocast},
-      {"method", m.method},
-      {"time_us",
-       {{"median", t.median},
-        {"mean", t.mean},
-        {"clipped_mean", t.clipped_mean},
-        {"min", t.min},
-        {"stdev", t.stdev},
-        {"ci95_low", t.ci95_low},
-        {"ci95_high", t.ci95_high},
-        {"rel_ci95", t.n >= 2 ? json(t.rel_ci95()) : json(nullptr)},
-        {"samples", t.n},
-        {"calls_per_sample", m.time.calls_per_sample},
-        {"host_bound_samples", m.time.host_bound_samples},
-        {"stop_reason", m.time.stop_reason}}},
-      {"host_us_per_call", {{"wall", m.time.host_us_per_call}, {"cpu", m.time.host_cpu_us_per_call}}},
-      {"clocks_MHz",
-       {{"sm", opt(m.after.sm_clock_MHz)},
-        {"mem", opt(m.after.mem_clock_MHz)},
-        {"sm_min", opt(m.during.sm_clock_min_MHz)},
-        {"sm_max", opt(m.during.sm_clock_max_MHz)}}},
-      {"temperature_C",
-       {{"before", opt(m.before.temperature_C)},
-        {"after", opt(m.after.temperature_C)},
-        {"max", opt(m.during.temperature_max_C)}}},
-      {"throttle_reasons", throttle::describe(m.during.throttle_reasons_seen)},
-      {"state_before", state_json(m.before)},
-      {"state_after", state_json(m.after)},
-      {"flags", m.flags},
-      {"measured", {{"calls", m.total_calls}, {"seconds", m.total_seconds}}},
-      {"environment",
-       {{"gpu_uuid", m.env.device_uuid},
-        {"driver", m.env.driver_version},
-        {"cuda", m.env.cuda_version},
-        {"torch", m.env.torch_version},
-        {"opcost", m.env.opcost_version},
-        {"host", m.env.host}}},
-      {"created_at", m.created_at},
-      {"db_id", m.db_id >= 0 ? json(m.db_id) : json(nullptr)},
-  };
-  const auto& e = m.energy;
-  if (e.available) {
-    j["energy_mJ"] = {{"per_call", e.per_call_mJ.mean},
-                      {"above_idle", e.above_idle_mJ},
-                      {"ci95_low", e.per_call_mJ.ci95_low},
-                      {"ci95_high", e.per_call_mJ.ci95_high},
-                      {"rel_ci95", e.per_call_mJ.n >= 2 ? json(e.per_call_mJ.rel_ci95()) : json(nullptr)},
-                      {"windows", e.windows},
-                      {"effective_windows", e.effective_windows},
-                      {"stalled_windows_dropped", e.stalled_windows},
-                      {"window_seconds", e.seconds},
-                      {"counter_period_s", e.counter_period_s},
-                      {"loop_wall_us_per_call", e.wall_us_per_call},
-                      {"source", e.source},
-                      {"window_columns", {"start_s", "seconds", "per_call_mJ", "W"}},
-                      {"window_list", [&] {
-                         json w = json::array();
-                         for (const auto& x : e.window_list)
-                           w.push_back({x.t0_s - e.loop_start_s, x.seconds(), x.per_call_mJ(), x.power_W()});
-                         return w;
-                       }()}};
-  } else {
-    j["energy_unavailable"] = e.unavailable_reason;
-  }
-  j["power_W"] = {{"average", e.available ? json(e.power_W) : json(nullptr)}, {"idle", opt(e.idle_power_W)}};
-  return j;
-}
+Measurement from_json(const json& doc) { return measurement_of(doc); }
 
 namespace {
 // Picks a unit so that the number reads naturally: 14.6 ms rather than 1.46e+04 us.

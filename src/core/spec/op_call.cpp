@@ -77,17 +77,4 @@ std::string format_args(const std::vector<NamedArg>& args) {
   return out;
 }
 
-std::string stable_hash(std::string_view text) {
-  uint64_t h = 0xcbf29ce484222325ULL;
-  for (unsigned char c : text) {
-    h ^= c;
-    h *= 0x100000001b3ULL;
-  }
-  return fmt::format("{:016x}", h);
-}
-
-std::string signature_hash(std::string_view op, std::string_view overload, std::string_view canonical_args) {
-  return stable_hash(fmt::format("{}.{} {}", op, overload, canonical_args));
-}
-
 }  // namespace opcost

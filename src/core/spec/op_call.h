@@ -7,6 +7,8 @@
 #include <vector>
 
 #include "core/spec/arg_value.h"
+// A call's key (stable_hash, signature_hash) is its canonical signature's: callers of this header key by it.
+#include "core/spec/signature.h"
 
 namespace opcost {
 
@@ -42,12 +44,5 @@ OpCall parse_call(std::string_view op_name, const std::vector<std::string>& toke
 
 // Canonical argument signature: `name=value` pairs joined by a space, in the order given.
 std::string format_args(const std::vector<NamedArg>& args);
-
-// Stable 64-bit FNV-1a hash of a text, as 16 hex digits (stored beside each signature).
-std::string stable_hash(std::string_view text);
-
-// The hash of a canonical call that the database keys its rows by: every writer and every
-// look-up goes through this one function, so the two can never drift apart.
-std::string signature_hash(std::string_view op, std::string_view overload, std::string_view canonical_args);
 
 }  // namespace opcost

@@ -15,6 +15,7 @@
 #include "core/io/output_file.h"
 #include "core/report/report.h"
 #include "core/spec/op_call.h"
+#include "core/store/measurement_record.h"
 #include "core/store/sql_connection.h"
 #include "core/store/sweep_state.h"
 
@@ -22,122 +23,23 @@ namespace opcost {
 
 namespace {
 
-// 1: the first files (some without the autocast column); 2: every column of columns(), the
-// version written once a file is migrated; 3: the sweep tables (core/store/sweep_state.h).
-constexpr int kSchemaVersion = 3;
+// 1: the first files (some without the autocast column); 2: every column of the record's
+// table, the version written once a file is migrated; 3: the sweep tables
+// (core/store/sweep_state.h); 4: waits_for_device (read once from the method's note), settings
+// and settings_key (core/store/measurement_record.h).
+constexpr int kSchemaVersion = 4;
 
-// Columns besides id: name, SQL type. The result document rides along as result_json.
-const std::vector<std::pair<const char*, const char*>>& columns() {
-  static const std::vector<std::pair<const char*, const char*>> c = {
-      {"created_at", "TEXT NOT NULL"},
-      {"opcost_version", "TEXT"},
-      {"op", "TEXT NOT NULL"},
-      {"overload", "TEXT NOT NULL"},
-      {"args", "TEXT NOT NULL"},
-      {"args_hash", "TEXT NOT NULL"},
-      {"dtype", "TEXT"},
-      {"device_kind", "TEXT"},
-      {"device_name", "TEXT"},
-      {"device_uuid", "TEXT"},
-      {"driver_version", "TEXT"},
-      {"cuda_version", "TEXT"},
-      {"torch_version", "TEXT"},
-      {"cache_mode", "TEXT"},
-      {"method", "TEXT"},
-      {"autocast", "TEXT NOT NULL DEFAULT ''"},
-      {"time_median_us", "REAL"},
-      {"time_mean_us", "REAL"},
-      {"time_clipped_mean_us", "REAL"},
-      {"time_min_us", "REAL"},
-      {"time_stdev_us", "REAL"},
-      {"time_ci95_low_us", "REAL"},
-      {"time_ci95_high_us", "REAL"},
-      {"time_samples", "INTEGER"},
-      {"stop_reason", "TEXT"},
-      {"host_us_per_call", "REAL"},
-      {"host_cpu_us_per_call", "REAL"},
-      {"energy_per_call_mJ", "REAL"},
-      {"energy_above_idle_mJ", "REAL"},
-      {"energy_ci95_low_mJ", "REAL"},
-      {"energy_ci95_high_mJ", "REAL"},
-      {"energy_unavailable", "TEXT"},
-      {"power_W", "REAL"},
-      {"idle_power_W", "REAL"},
-      {"loop_wall_us_per_call", "REAL"},
-      {"sm_clock_MHz", "INTEGER"},
-      {"mem_clock_MHz", "INTEGER"},
-      {"temperature_C", "INTEGER"},
-      {"throttle_reasons", "INTEGER"},
-      {"flags", "TEXT"},
-      {"calls", "INTEGER"},
-      {"seconds", "REAL"},
-      {"result_json", "TEXT NOT NULL"},
-  };
-  return c;
+bool has_column(const std::vector<std::string>& present, const std::string& name) {
+  return std::find(present.begin(), present.end(), name) != present.end();
 }
 
-template <typename T>
-nlohmann::json opt(const std::optional<T>& v) {
-  return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
-}
-
-nlohmann::json row_values(const Measurement& m) {
-  const auto& t = m.time.per_call_us;
-  const auto& e = m.energy;
-  std::string flags;
-  for (const auto& f : m.flags) flags += (flags.empty() ? "" : ",") + f;
-  auto energy = [&](double v) { return e.available ? nlohmann::json(v) : nlohmann::json(nullptr); };
-  return {{"created_at", m.created_at},
-          {"opcost_version", m.env.opcost_version},
-          {"op", m.op},
-          {"overload", m.overload},
-          {"args", m.args},
-          {"args_hash", m.args_hash},
-          {"dtype", m.dtype},
-          {"device_kind", m.env.device_kind},
-          {"device_name", m.env.device_name},
-          {"device_uuid", m.env.device_uuid},
-          {"driver_version", m.env.driver_version},
-          {"cuda_version", m.env.cuda_version},
-          {"torch_version", m.env.torch_version},
-          {"cache_mode", m.cache_mode},
-          {"method", m.method},
-          {"autocast", m.autocast},
-          {"time_median_us", t.median},
-          {"time_mean_us", t.mean},
-          {"time_clipped_mean_us", t.clipped_mean},
-          {"time_min_us", t.min},
-          {"time_stdev_us", t.stdev},
-          {"time_ci95_low_us", t.ci95_low},
-          {"time_ci95_high_us", t.ci95_high},
-          {"time_samples", t.n},
-          {"stop_reason", m.time.stop_reason},
-          {"host_us_per_call", m.time.host_us_per_call},
-          {"host_cpu_us_per_call", m.time.host_cpu_us_per_call},
-          {"energy_per_call_mJ", energy(e.per_call_mJ.mean)},
-          {"energy_above_idle_mJ", energy(e.above_idle_mJ)},
-          {"energy_ci95_low_mJ", energy(e.per_call_mJ.ci95_low)},
-          {"energy_ci95_high_mJ", energy(e.per_call_mJ.ci95_high)},
-          {"energy_unavailable", e.available ? nlohmann::json(nullptr) : nlohmann::json(e.unavailable_reason)},
-          {"power_W", energy(e.power_W)},
-          {"idle_power_W", opt(e.idle_power_W)},
-          {"loop_wall_us_per_call", energy(e.wall_us_per_call)},
-          {"sm_clock_MHz", opt(m.after.sm_clock_MHz)},
-          {"mem_clock_MHz", opt(m.after.mem_clock_MHz)},
-          {"temperature_C", opt(m.after.temperature_C)},
-          {"throttle_reasons", m.during.throttle_reasons_seen},
-          {"flags", flags},
-          {"calls", m.total_calls},
-          {"seconds", m.total_seconds}};
-}
-
-// The measurements' columns as the database lists them, in columns()' spelling: PostgreSQL
+// The measurements' columns as the database lists them, in measurement_columns()' spelling: PostgreSQL
 // folds unquoted names to lower case (energy_per_call_mJ is energy_per_call_mj there).
 std::vector<std::string> stored_columns(SqlConnection& c) {
   std::vector<std::string> names;
   for (std::string name : c.columns("measurements")) {
-    for (const auto& [known, type] : columns())
-      if (strcasecmp(known, name.c_str()) == 0) name = known;
+    for (const auto& known : measurement_columns())
+      if (strcasecmp(known.name.c_str(), name.c_str()) == 0) name = known.name;
     names.push_back(std::move(name));
   }
   return names;
@@ -159,8 +61,14 @@ std::string Database::default_path() {
 
 Database::Key Database::Key::of(const std::string& op, const std::string& overload, const std::string& canonical_args,
                                 const std::string& device_name, const std::string& cache_mode,
-                                const std::string& autocast) {
-  return {op, overload, signature_hash(op, overload, canonical_args), device_name, cache_mode, autocast};
+                                const std::string& autocast, std::optional<std::string> settings_key) {
+  return {op,
+          overload,
+          signature_hash(op, overload, canonical_args),
+          device_name,
+          cache_mode,
+          autocast,
+          std::move(settings_key)};
 }
 
 Database::Database(const std::string& location, Access access, bool create_parent) : path_(display_location(location)) {
@@ -220,25 +128,62 @@ std::string column_type(const std::string& type, const SqlDialect& d) {
 void Database::migrate() {
   const SqlDialect& d = conn_->dialect();
   std::string cols;
-  for (const auto& [name, type] : columns()) cols += fmt::format(", {} {}", name, column_type(type, d));
+  for (const auto& [name, type] : measurement_columns()) cols += fmt::format(", {} {}", name, column_type(type, d));
   conn_->exec(fmt::format("CREATE TABLE IF NOT EXISTS measurements (id {}{});", d.id_column, cols));
   // A database from an older opcost lacks the newer columns: add them (old rows get the
   // default). They land at the end of the table, so everything reads columns by name.
   present_ = stored_columns(*conn_);
-  for (const auto& [name, type] : columns())
-    if (std::find(present_.begin(), present_.end(), name) == present_.end()) {
+  for (const auto& [name, type] : measurement_columns())
+    if (!has_column(present_, name)) {
       conn_->exec(fmt::format("ALTER TABLE measurements ADD COLUMN {} {};", name, column_type(type, d)));
       present_.push_back(name);
     }
   conn_->exec(
       "CREATE INDEX IF NOT EXISTS measurements_key ON measurements(op, overload, args_hash, device_name, "
       "cache_mode);");
+  conn_->exec("CREATE INDEX IF NOT EXISTS measurements_settings ON measurements(settings_key);");
   conn_->exec("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);");
   create_sweep_tables(*conn_);
+  upgrade_documents();
   if (check_schema_version() != kSchemaVersion)
     conn_->exec(fmt::format(
         "INSERT INTO meta VALUES ('schema_version', '{}') ON CONFLICT(key) DO UPDATE SET value = excluded.value;",
         kSchemaVersion));
+}
+
+void Database::upgrade_documents() {
+  // Rows stored before schema 4 (waits_for_device NULL) get the field read from the method's
+  // note, in their column and their document: read once here, never searched for again. In
+  // batches, each its own transaction, so that a huge database is never held in memory; every
+  // batch sets the column, so the loop ends.
+  constexpr int kBatch = 1000;
+  for (;;) {
+    std::vector<std::pair<int64_t, nlohmann::json>> batch;
+    auto s = conn_->query(
+        "SELECT id, result_json FROM measurements WHERE waits_for_device IS NULL ORDER BY id LIMIT ?1", {kBatch});
+    while (s->step()) {
+      const int64_t id = s->column(0).get<int64_t>();
+      nlohmann::json doc = nlohmann::json::parse(s->column(1).get<std::string>(), nullptr, false);
+      if (doc.is_discarded() || !doc.is_object())
+        throw DatabaseError(DatabaseError::Kind::kUnusable,
+                            fmt::format("{}: row {} holds no readable result document (a damaged file); copy the "
+                                        "other rows out with `opcost db copy`",
+                                        path_, id));
+      upgrade_document(doc);
+      batch.emplace_back(id, std::move(doc));
+    }
+    s.reset();
+    if (batch.empty()) return;
+    in_transaction(*conn_, [&] {
+      auto u = conn_->prepare("UPDATE measurements SET waits_for_device = ?1, result_json = ?2 WHERE id = ?3");
+      for (const auto& [id, doc] : batch) {
+        u->reset();
+        u->bind_all({doc.at("waits_for_device").get<bool>() ? 1 : 0, doc.dump(), id});
+        u->step();
+      }
+      return 0;
+    });
+  }
 }
 
 int Database::check_schema_version() const {
@@ -281,8 +226,8 @@ void Database::check_writable() {
 Database::~Database() = default;
 
 int64_t Database::insert(const Measurement& m, const std::function<void(int64_t)>& also) {
-  nlohmann::json values = row_values(m);
-  values["result_json"] = to_json(m).dump();
+  nlohmann::json values = column_values(m);
+  values[kDocumentColumn] = document_of(m).dump();
   return insert_values(values, also);
 }
 
@@ -291,7 +236,7 @@ int64_t Database::insert_values(const nlohmann::json& values, const std::functio
   // get their defaults.
   std::vector<std::string> present;
   std::string names, marks;
-  for (const auto& [name, type] : columns())
+  for (const auto& [name, type] : measurement_columns())
     if (values.contains(name)) {
       present.push_back(name);
       names += (names.empty() ? "" : ", ") + std::string(name);
@@ -319,7 +264,18 @@ void Database::each_row(const std::function<void(const nlohmann::json& row)>& vi
   }
 }
 
-Database::Copied Database::insert_row(const nlohmann::json& row, const std::function<void(int64_t)>& also) {
+Database::Copied Database::insert_row(const nlohmann::json& source_row, const std::function<void(int64_t)>& also) {
+  // A row of an older (unmigrated) database: upgraded as the migration upgrades stored rows, so
+  // that it compares equal to its copy made before, and reads back as every row here does.
+  nlohmann::json row = source_row;
+  if (!row.contains("waits_for_device") || row["waits_for_device"].is_null()) {
+    auto doc = nlohmann::json::parse(row.value(kDocumentColumn, std::string()), nullptr, false);
+    if (doc.is_object()) {
+      upgrade_document(doc);
+      row["waits_for_device"] = doc["waits_for_device"].get<bool>() ? 1 : 0;
+      row[kDocumentColumn] = doc.dump();
+    }
+  }
   // By the signature first, which the measurements' index leads with: a copy of n rows looks up
   // the few rows of each signature, not all n.
   auto same = conn_->query(
@@ -331,31 +287,77 @@ Database::Copied Database::insert_row(const nlohmann::json& row, const std::func
   return {insert_values(row, also), true};
 }
 
-static nlohmann::json document_of(SqlStatement& s, int id_col, int json_col) {
-  auto doc = nlohmann::json::parse(s.column(json_col).get<std::string>());
-  doc["db_id"] = s.column(id_col);
+// The stored document of the statement's row, with its id; a row stored before schema 4 and
+// not migrated (a file opened read-only) gets waits_for_device from its note.
+static nlohmann::json stored_document(SqlStatement& s, int id_col, int json_col, const std::string& where) {
+  const int64_t id = s.column(id_col).get<int64_t>();
+  auto doc = nlohmann::json::parse(s.column(json_col).get<std::string>(), nullptr, false);
+  if (doc.is_discarded() || !doc.is_object())
+    throw DatabaseError(DatabaseError::Kind::kUnusable,
+                        fmt::format("{}: row {} holds no readable result document (a damaged file)", where, id));
+  upgrade_document(doc);
+  doc["db_id"] = id;
   return doc;
 }
 
-std::optional<nlohmann::json> Database::get(int64_t id) const {
+// The typed record of a stored document; a document that does not read back is a damaged row.
+static Measurement stored_record(const nlohmann::json& doc, const std::string& where) {
+  try {
+    Measurement m = from_json(doc);
+    m.db_id = doc.at("db_id").get<int64_t>();
+    return m;
+  } catch (const std::invalid_argument& e) {
+    throw DatabaseError(DatabaseError::Kind::kUnusable,
+                        fmt::format("{}: row {}: {}", where, doc.at("db_id").get<int64_t>(), e.what()));
+  }
+}
+
+std::optional<nlohmann::json> Database::get_document(int64_t id) const {
   auto s = conn_->prepare("SELECT id, result_json FROM measurements WHERE id = ?1");
   s->bind(1, id);
   if (!s->step()) return std::nullopt;
-  return document_of(*s, 0, 1);
+  return stored_document(*s, 0, 1, path_);
 }
 
-std::optional<nlohmann::json> Database::lookup(const Key& k, bool allow_flagged) const {
-  // A file opened read-only is not migrated: one from before autocast has no such column.
-  const bool has_autocast = std::find(present_.begin(), present_.end(), "autocast") != present_.end();
-  auto s = conn_->query(
-      fmt::format("SELECT id, result_json FROM measurements WHERE op=?1 AND overload=?2 AND args_hash=?3 "
-                  "AND device_name=?4 AND cache_mode=?5 AND {}=?6 ORDER BY (flags = '') DESC, id DESC LIMIT 1",
-                  has_autocast ? "autocast" : "''"),
-      {k.op, k.overload, k.args_hash, k.device_name, k.cache_mode, k.autocast});
+std::optional<Measurement> Database::get(int64_t id) const {
+  const auto doc = get_document(id);
+  if (!doc) return std::nullopt;
+  return stored_record(*doc, path_);
+}
+
+std::optional<Measurement> Database::lookup(const Key& k, bool allow_flagged) const {
+  // The identity fields of the record, bound from the key. A file opened read-only is not
+  // migrated: one from before autocast has no such column (every row ran without), one from
+  // before settings has no settings_key (every row matches any settings).
+  Measurement probe;
+  probe.op = k.op;
+  probe.overload = k.overload;
+  probe.args_hash = k.args_hash;
+  probe.env.device_name = k.device_name;
+  probe.cache_mode = k.cache_mode;
+  probe.autocast = k.autocast;
+  std::string where;
+  std::vector<nlohmann::json> values;
+  for (const auto& f : measurement_fields()) {
+    if (!f.identity) continue;
+    const bool present = has_column(present_, f.sql_column);
+    if (f.sql_column == "settings_key") {
+      if (!k.settings_key || !present) continue;
+      values.push_back(*k.settings_key);
+      where += fmt::format(" AND (settings_key = ?{} OR settings_key IS NULL)", values.size());
+      continue;
+    }
+    values.push_back(f.value(probe));
+    where += fmt::format(" AND {} = ?{}", present ? f.sql_column : "''", values.size());
+  }
+  auto s = conn_->query(fmt::format("SELECT id, result_json, flags FROM measurements WHERE {} ORDER BY (flags = '') "
+                                    "DESC, id DESC LIMIT 1",
+                                    where.substr(5)),
+                        values);
   if (!s->step()) return std::nullopt;
-  auto doc = document_of(*s, 0, 1);
-  if (!allow_flagged && !doc["flags"].empty()) return std::nullopt;
-  return doc;
+  const auto flags = s->column(2);
+  if (!allow_flagged && flags.is_string() && !flags.get<std::string>().empty()) return std::nullopt;
+  return stored_record(stored_document(*s, 0, 1, path_), path_);
 }
 
 std::vector<Database::StoredCall> Database::calls_of(const Key& k, std::size_t limit) const {
@@ -426,8 +428,8 @@ void Database::export_csv(OutputFile& out, const ExtraColumns& extra) const {
   // end, so SELECT * would put values under the wrong header. A column an unmigrated
   // (read-only) file lacks is written empty.
   std::string header = "id", select = "id";
-  for (const auto& [name, type] : columns()) {
-    if (std::string(name) == "result_json") continue;
+  for (const auto& [name, type] : measurement_columns()) {
+    if (name == kDocumentColumn) continue;
     header += fmt::format(",{}", name);
     const bool has = std::find(present_.begin(), present_.end(), name) != present_.end();
     select += has ? fmt::format(", {}", name) : ", NULL";
@@ -457,7 +459,7 @@ void Database::export_json(OutputFile& out, const ExtraColumns& extra) const {
   while (s->step()) {
     std::optional<std::vector<nlohmann::json>> more;
     if (extra.values && !(more = extra.values(s->column(0).get<int64_t>()))) continue;
-    nlohmann::json doc = document_of(*s, 0, 1);
+    nlohmann::json doc = stored_document(*s, 0, 1, path_);
     if (more)
       for (std::size_t i = 0; i < extra.names.size() && i < more->size(); ++i) doc[extra.names[i]] = (*more)[i];
     out.write(first ? "\n" : ",\n");

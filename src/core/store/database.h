@@ -75,17 +75,26 @@ class Database {
   // transaction (a sweep marks its item done there: both land or neither does).
   int64_t insert(const Measurement& m, const std::function<void(int64_t)>& also = {});
 
+  // The identity key (core/store/measurement_record.h marks its fields): what makes two
+  // measurements "the same" for --resume, predict and sweeps.
   struct Key {
     std::string op, overload, args_hash, device_name, cache_mode;
     std::string autocast;  // "" when the op ran without autocast
+    // Set: only rows made with these settings (resume, sweeps). None: any settings (predict:
+    // a budget or a target changes an interval, not the quantity). Rows stored before settings
+    // were recorded (no settings_key) match any key, so --resume keeps skipping them.
+    std::optional<std::string> settings_key;
     // The key of a canonical call, hashed as every stored row is (signature_hash).
     static Key of(const std::string& op, const std::string& overload, const std::string& canonical_args,
-                  const std::string& device_name, const std::string& cache_mode, const std::string& autocast);
+                  const std::string& device_name, const std::string& cache_mode, const std::string& autocast,
+                  std::optional<std::string> settings_key = std::nullopt);
   };
   // The newest unflagged row for the key; with allow_flagged, the newest row of any kind
-  // when no unflagged one exists. The JSON is the stored result document with db_id set.
-  std::optional<nlohmann::json> lookup(const Key& key, bool allow_flagged = false) const;
-  std::optional<nlohmann::json> get(int64_t id) const;
+  // when no unflagged one exists. Read back as a typed record, db_id set.
+  std::optional<Measurement> lookup(const Key& key, bool allow_flagged = false) const;
+  std::optional<Measurement> get(int64_t id) const;
+  // The stored result document as it is stored, db_id set (db show prints it).
+  std::optional<nlohmann::json> get_document(int64_t id) const;
   // The rows of one operator and overload on one device, cache mode and autocast, whatever
   // their arguments: for a look-up that compares arguments by meaning, not by text (the
   // prediction's match ignoring floating-point scalar values). Newest unflagged first, then
@@ -133,6 +142,7 @@ class Database {
 
  private:
   void migrate();
+  void upgrade_documents();          // schema 4: waits_for_device read once from each older row's note
   int check_schema_version() const;  // the stored version (0: none yet); throws if unusable
   void check_writable();
   int64_t insert_values(const nlohmann::json& values, const std::function<void(int64_t)>& also);

@@ -213,141 +213,214 @@ std::string fault_of(const EventFields& e) {
   return "";
 }
 
-}  // namespace
+// The run made of the used events, in the order the parser meets them: calls are folded and
+// tied once every event is in (finish).
+class RunFromEvents {
+ public:
+  RunFromEvents(const std::string& name, const TraceImportLimits& limits) : name_(name), limits_(limits) {
+    run_.source = "torch.profiler export";
+  }
 
-TraceRun import_chrome_trace(const std::string& path, const TraceImportLimits& limits) {
-  TraceBytes bytes = TraceBytes::open_file(path);
-  return import_chrome_trace(bytes, limits);
-}
-
-TraceRun import_chrome_trace(TraceBytes& bytes, const TraceImportLimits& limits) {
-  const std::string& name = bytes.name();
-  TraceRun run;
-  run.source = "torch.profiler export";
-  std::vector<OpActivity> calls;
-  std::size_t records = 0;
-  auto add_event = [&](const EventFields& e, uint64_t index, uint64_t offset) {
+  // Event `index` (1-based) at byte `offset`: a used event that cannot be placed on the time
+  // line is skipped and counted, not the trace refused (one odd event should not lose a run).
+  void add(const EventFields& e, uint64_t index, uint64_t offset) {
     if (!is_used(e)) return;
     if (std::string fault = fault_of(e); !fault.empty()) {
-      if (run.skipped_events++ == 0) run.first_skipped = fmt::format("event {} at byte {}: {}", index, offset, fault);
+      if (run_.skipped_events++ == 0) run_.first_skipped = fmt::format("event {} at byte {}: {}", index, offset, fault);
       return;
     }
-    if (++records > limits.max_records)
+    count_record(index, offset);
+    const int64_t start = ns_of(*e.ts_us), end = start + ns_of(*e.dur_us);
+    if (e.cat == "cpu_op")
+      add_call(e, start, end);
+    else
+      add_range_or_activity(e, start, end);
+  }
+
+  // The top-level values (otherData's source and device) are written here as they are read.
+  TraceRun& run() { return run_; }
+
+  // Refuses a trace with no call to tie anything to, saying whether its calls were all malformed.
+  TraceRun finish() && {
+    if (calls_.empty() && run_.skipped_events > 0)
+      throw std::invalid_argument(fmt::format(
+          "{}: no valid operator calls: {} events skipped as malformed, the first {}; give a trace whose events have "
+          "numeric tid, ts and a non-negative dur",
+          name_, run_.skipped_events, run_.first_skipped));
+    if (calls_.empty())
+      throw std::invalid_argument(fmt::format(
+          "{}: no operator calls (cpu_op events); profile with activities=[ProfilerActivity.CPU, ...] and export with "
+          "export_chrome_trace",
+          name_));
+    run_.ops = fold_nested_calls(std::move(calls_));
+    tie_activities(run_);
+    return std::move(run_);
+  }
+
+ private:
+  // The run is the one thing that grows with the file: bounded, whatever the file holds.
+  void count_record(uint64_t index, uint64_t offset) {
+    if (++records_ > limits_.max_records)
       throw std::invalid_argument(fmt::format(
           "{}: more than {} calls, ranges and device activities (event {} at byte {}), over the import's bound; "
           "trace fewer steps (torch.profiler.schedule's active=)",
-          name, limits.max_records, index, offset));
-    const int64_t start = ns_of(*e.ts_us), end = start + ns_of(*e.dur_us);
-    const uint64_t thread = *e.thread;
-    const std::string_view event_name = e.name;
-    if (e.cat == "cpu_op") {
-      OpActivity op;
-      op.name = event_name;
-      op.shapes = e.dims;
-      op.thread = thread;
-      op.start_ns = start;
-      op.end_ns = end;
-      op.flops = e.flops;
-      if (e.external_id) op.correlations.push_back(e.external_id);
-      op.correlations.insert(op.correlations.end(), e.external_ids.begin(), e.external_ids.end());
-      op.forward_sequence = e.forward_sequences;
-      op.backward_of = e.backward_of;
-      if (e.sequence >= 0) {
-        if (e.forward_thread > 0)
-          op.backward_of = e.sequence;
-        else
-          op.forward_sequence.push_back(e.sequence);
-      }
-      calls.push_back(std::move(op));
-    } else if (const char* kind = device_kind_of(e.cat)) {
-      run.device_activities.push_back(
-          DeviceActivity{std::string(event_name), kind, e.device, e.stream, start, end, e.external_id});
-    } else if (e.cat == "cuda_runtime") {  // a synchronisation: for activities without ids
-      run.synchronizations.push_back(HostRange{std::string(event_name), thread, start, end});
-    } else if (e.cat == "step" || (e.cat == "user_annotation" && event_name.rfind("ProfilerStep#", 0) == 0)) {
-      run.steps.push_back(HostRange{std::string(event_name), thread, start, end});
-    } else if (e.cat == "user_annotation" || e.cat == "layer") {
-      run.layers.push_back(HostRange{std::string(event_name), thread, start, end});
-    } else {  // a module's range
-      run.layers.push_back(HostRange{std::string(event_name.substr(11)), thread, start, end});
+          name_, limits_.max_records, index, offset));
+  }
+
+  void add_call(const EventFields& e, int64_t start, int64_t end) {
+    OpActivity op;
+    op.name = e.name;
+    op.shapes = e.dims;
+    op.thread = *e.thread;
+    op.start_ns = start;
+    op.end_ns = end;
+    op.flops = e.flops;
+    if (e.external_id) op.correlations.push_back(e.external_id);
+    op.correlations.insert(op.correlations.end(), e.external_ids.begin(), e.external_ids.end());
+    op.forward_sequence = e.forward_sequences;
+    op.backward_of = e.backward_of;
+    // torch.profiler marks a backward call by the forward thread it answers; its sequence
+    // number is then the forward node's, not one the call made.
+    if (e.sequence >= 0) {
+      if (e.forward_thread > 0)
+        op.backward_of = e.sequence;
+      else
+        op.forward_sequence.push_back(e.sequence);
     }
-  };
-  // Events are parsed a chunk at a time (event_chunks.h), with one parser: memory holds a
-  // few chunks and their indexes, not the document.
-  simdjson::ondemand::parser parser;
-  // The scan (this thread) and the parse (a worker) overlap: chunks pass through a queue two
-  // deep, so memory holds at most four chunks (one filling, two queued, one parsed).
-  std::mutex mu;
-  std::condition_variable changed;
-  std::deque<EventChunk> queue;
-  bool scanned = false;
-  std::exception_ptr parse_failed;
-  std::thread parser_thread([&] {
+    calls_.push_back(std::move(op));
+  }
+
+  void add_range_or_activity(const EventFields& e, int64_t start, int64_t end) {
+    const uint64_t thread = *e.thread;
+    const std::string_view name = e.name;
+    if (const char* kind = device_kind_of(e.cat)) {
+      run_.device_activities.push_back(
+          DeviceActivity{std::string(name), kind, e.device, e.stream, start, end, e.external_id});
+    } else if (e.cat == "cuda_runtime") {  // a synchronisation: for activities without ids
+      run_.synchronizations.push_back(HostRange{std::string(name), thread, start, end});
+    } else if (e.cat == "step" || (e.cat == "user_annotation" && name.rfind("ProfilerStep#", 0) == 0)) {
+      run_.steps.push_back(HostRange{std::string(name), thread, start, end});
+    } else if (e.cat == "user_annotation" || e.cat == "layer") {
+      run_.layers.push_back(HostRange{std::string(name), thread, start, end});
+    } else {  // a module's range: "nn.Module: Conv2d_0" is layer "Conv2d_0"
+      run_.layers.push_back(HostRange{std::string(name.substr(11)), thread, start, end});
+    }
+  }
+
+  const std::string& name_;
+  const TraceImportLimits& limits_;
+  TraceRun run_;
+  std::vector<OpActivity> calls_;
+  std::size_t records_ = 0;
+};
+
+// Events are parsed a chunk at a time (event_chunks.h), with one parser: memory holds a few
+// chunks and their indexes, not the document. The scan (the calling thread) and the parse (a
+// worker) overlap: chunks pass through a queue two deep, so memory holds at most four chunks
+// (one filling, two queued, one parsed). The first failure on either side ends both, and the
+// parser's own failure is the one reported (the scanner only stops for it).
+class OverlappedParse {
+ public:
+  OverlappedParse(simdjson::ondemand::parser& parser, const std::string& name, RunFromEvents& events)
+      : parser_(parser), name_(name), events_(events) {}
+
+  ChunkedTrace scan_and_parse(TraceBytes& bytes, const TraceImportLimits& limits) {
+    std::thread worker([this] { parse_queued(); });
+    ChunkedTrace chunked;
+    try {
+      chunked = read_event_chunks(bytes, limits, simdjson::SIMDJSON_PADDING,
+                                  [this](EventChunk&& chunk) { hand_over(std::move(chunk)); });
+    } catch (...) {
+      finish(worker);
+      if (parse_failed_) std::rethrow_exception(parse_failed_);
+      throw;
+    }
+    finish(worker);
+    if (parse_failed_) std::rethrow_exception(parse_failed_);
+    return chunked;
+  }
+
+ private:
+  // The scanner's side: waits for room in the queue.
+  void hand_over(EventChunk&& chunk) {
+    std::unique_lock lock(mu_);
+    changed_.wait(lock, [&] { return queue_.size() < 2 || parse_failed_; });
+    if (parse_failed_) throw std::invalid_argument("");  // the parser's own error is rethrown instead
+    queue_.push_back(std::move(chunk));
+    changed_.notify_all();
+  }
+
+  // The worker: parses chunks until the scan is done and the queue empty, or a chunk fails.
+  void parse_queued() {
     for (;;) {
-      EventChunk chunk;
-      {
-        std::unique_lock lock(mu);
-        changed.wait(lock, [&] { return !queue.empty() || scanned; });
-        if (queue.empty()) return;
-        chunk = std::move(queue.front());
-        queue.pop_front();
-      }
-      changed.notify_all();
-      std::size_t k = 0;  // the event being read
+      EventChunk chunk;  // freed before waiting for the next: the four-chunk bound holds
+      if (!next_chunk(chunk)) return;
       try {
-        simdjson::ondemand::document events =
-            parser.iterate(simdjson::padded_string_view(chunk.json.data(), chunk.json.size(), chunk.json.capacity()));
-        for (auto event : events.get_array()) {
-          simdjson::ondemand::object o;
-          if (event.get_object().get(o) == simdjson::SUCCESS)
-            add_event(read_event(o), chunk.first_event + k + 1, chunk.event_offsets[k]);
-          ++k;
-        }
-      } catch (const simdjson::simdjson_error& e) {
-        std::lock_guard lock(mu);
-        const std::size_t at = std::min(k, chunk.event_offsets.size() - 1);
-        parse_failed = std::make_exception_ptr(std::invalid_argument(
-            fmt::format("{}: not JSON in event {} (at byte {}): {}; {}", name, chunk.first_event + at + 1,
-                        chunk.event_offsets[at], e.what(), kSuggestion)));
+        parse(chunk);
       } catch (...) {
-        std::lock_guard lock(mu);
-        parse_failed = std::current_exception();
-      }
-      if (parse_failed) {
-        std::lock_guard lock(mu);
-        queue.clear();
-        changed.notify_all();
+        std::lock_guard lock(mu_);
+        parse_failed_ = std::current_exception();
+        queue_.clear();
+        changed_.notify_all();
         return;
       }
     }
-  });
-  auto finish_parsing = [&] {
-    {
-      std::lock_guard lock(mu);
-      scanned = true;
-    }
-    changed.notify_all();
-    parser_thread.join();
-  };
-  ChunkedTrace chunked;
-  try {
-    chunked = read_event_chunks(bytes, limits, simdjson::SIMDJSON_PADDING, [&](EventChunk&& chunk) {
-      std::unique_lock lock(mu);
-      changed.wait(lock, [&] { return queue.size() < 2 || parse_failed; });
-      if (parse_failed) throw std::invalid_argument("");  // the parser's own error is rethrown below
-      queue.push_back(std::move(chunk));
-      changed.notify_all();
-    });
-  } catch (...) {
-    finish_parsing();
-    if (parse_failed) std::rethrow_exception(parse_failed);
-    throw;
   }
-  finish_parsing();
-  if (parse_failed) std::rethrow_exception(parse_failed);
-  if (!chunked.has_events) throw std::invalid_argument(fmt::format("{}: no traceEvents; {}", name, kSuggestion));
-  // The top-level values kept (bounded): the GPU's name, and opcost's own source and device.
-  std::string& kept = chunked.kept;
+
+  bool next_chunk(EventChunk& chunk) {
+    {
+      std::unique_lock lock(mu_);
+      changed_.wait(lock, [&] { return !queue_.empty() || scanned_; });
+      if (queue_.empty()) return false;
+      chunk = std::move(queue_.front());
+      queue_.pop_front();
+    }
+    changed_.notify_all();
+    return true;
+  }
+
+  // A chunk that is not JSON is refused naming the event the parser was in and its byte.
+  void parse(const EventChunk& chunk) {
+    std::size_t k = 0;  // the event being read
+    try {
+      simdjson::ondemand::document events =
+          parser_.iterate(simdjson::padded_string_view(chunk.json.data(), chunk.json.size(), chunk.json.capacity()));
+      for (auto event : events.get_array()) {
+        simdjson::ondemand::object o;
+        if (event.get_object().get(o) == simdjson::SUCCESS)
+          events_.add(read_event(o), chunk.first_event + k + 1, chunk.event_offsets[k]);
+        ++k;
+      }
+    } catch (const simdjson::simdjson_error& e) {
+      const std::size_t at = std::min(k, chunk.event_offsets.size() - 1);
+      throw std::invalid_argument(fmt::format("{}: not JSON in event {} (at byte {}): {}; {}", name_,
+                                              chunk.first_event + at + 1, chunk.event_offsets[at], e.what(),
+                                              kSuggestion));
+    }
+  }
+
+  void finish(std::thread& worker) {
+    {
+      std::lock_guard lock(mu_);
+      scanned_ = true;
+    }
+    changed_.notify_all();
+    worker.join();
+  }
+
+  simdjson::ondemand::parser& parser_;
+  const std::string& name_;
+  RunFromEvents& events_;
+  std::mutex mu_;
+  std::condition_variable changed_;
+  std::deque<EventChunk> queue_;
+  bool scanned_ = false;
+  std::exception_ptr parse_failed_;
+};
+
+// The top-level values kept (bounded, event_chunks.h): the GPU's name, and opcost's own
+// source and device.
+void read_kept_values(simdjson::ondemand::parser& parser, std::string& kept, const std::string& name, TraceRun& run) {
   kept.reserve(kept.size() + simdjson::SIMDJSON_PADDING);
   try {
     simdjson::ondemand::document doc =
@@ -375,19 +448,23 @@ TraceRun import_chrome_trace(TraceBytes& bytes, const TraceImportLimits& limits)
     throw std::invalid_argument(
         fmt::format("{}: not JSON in its deviceProperties or otherData ({}); {}", name, e.what(), kSuggestion));
   }
-  if (calls.empty() && run.skipped_events > 0)
-    throw std::invalid_argument(fmt::format(
-        "{}: no valid operator calls: {} events skipped as malformed, the first {}; give a trace whose events have "
-        "numeric tid, ts and a non-negative dur",
-        name, run.skipped_events, run.first_skipped));
-  if (calls.empty())
-    throw std::invalid_argument(fmt::format(
-        "{}: no operator calls (cpu_op events); profile with activities=[ProfilerActivity.CPU, ...] and export with "
-        "export_chrome_trace",
-        name));
-  run.ops = fold_nested_calls(std::move(calls));
-  tie_activities(run);
-  return run;
+}
+
+}  // namespace
+
+TraceRun import_chrome_trace(const std::string& path, const TraceImportLimits& limits) {
+  TraceBytes bytes = TraceBytes::open_file(path);
+  return import_chrome_trace(bytes, limits);
+}
+
+TraceRun import_chrome_trace(TraceBytes& bytes, const TraceImportLimits& limits) {
+  const std::string& name = bytes.name();
+  RunFromEvents events(name, limits);
+  simdjson::ondemand::parser parser;  // the chunks' first, then the kept values'
+  ChunkedTrace chunked = OverlappedParse(parser, name, events).scan_and_parse(bytes, limits);
+  if (!chunked.has_events) throw std::invalid_argument(fmt::format("{}: no traceEvents; {}", name, kSuggestion));
+  read_kept_values(parser, chunked.kept, name, events.run());
+  return std::move(events).finish();
 }
 
 }  // namespace opcost

@@ -159,136 +159,170 @@ const char* copy_kind(int64_t kind) {  // CUpti_ActivityMemcpyKind
   }
 }
 
-TraceRun import_export(Export& ex, const TraceImportLimits& limits) {
-  const std::string& path = ex.name();
-  std::size_t records = 0;
-  auto count = [&] {  // the run is what grows with the export: bounded as a Chrome trace's is
-    if (++records > limits.max_records)
+// The run, read table by table: the NVTX ranges (calls, steps, backward functions, layers),
+// then the runtime calls that tie kernels to calls, then the device activities.
+class RunFromExport {
+ public:
+  RunFromExport(Export& ex, const TraceImportLimits& limits) : ex_(ex), limits_(limits) {
+    run_.source = "nsys SQLite export";
+  }
+
+  TraceRun read() && {
+    require_tables();
+    if (ex_.has_table("TARGET_INFO_GPU"))
+      ex_.each("SELECT name FROM TARGET_INFO_GPU LIMIT 1", [&](sqlite3_stmt* s) { run_.device = text(s, 0); });
+    read_ranges();
+    read_runtime_calls();
+    read_device_activities();
+    if (run_.steps.empty()) add_whole_export_step();
+    tie_activities(run_);
+    return std::move(run_);
+  }
+
+ private:
+  // The run is what grows with the export: bounded as a Chrome trace's is.
+  void count() {
+    if (++records_ > limits_.max_records)
       throw std::invalid_argument(
           fmt::format("{}: more than {} calls, ranges and device activities, over the import's bound; record fewer "
                       "steps",
-                      path, limits.max_records));
-  };
-  for (const char* table : {"StringIds", "CUPTI_ACTIVITY_KIND_KERNEL"})
-    if (!ex.has_table(table))
+                      ex_.name(), limits_.max_records));
+  }
+
+  void require_tables() {
+    for (const char* table : {"StringIds", "CUPTI_ACTIVITY_KIND_KERNEL"})
+      if (!ex_.has_table(table))
+        throw std::invalid_argument(fmt::format(
+            "{}: no {} table: not an nsys export of a CUDA run; record with `nsys profile -t cuda,nvtx` and export "
+            "with `nsys export --type sqlite`",
+            ex_.name(), table));
+    if (!ex_.has_table("NVTX_EVENTS"))
       throw std::invalid_argument(fmt::format(
-          "{}: no {} table: not an nsys export of a CUDA run; record with `nsys profile -t cuda,nvtx` and export "
-          "with `nsys export --type sqlite`",
-          path, table));
-  if (!ex.has_table("NVTX_EVENTS"))
-    throw std::invalid_argument(fmt::format(
-        "{}: no NVTX ranges, so no operator calls; run the model inside torch.autograd.profiler.emit_nvtx() under "
-        "`nsys profile -t cuda,nvtx`",
-        path));
-  TraceRun run;
-  run.source = "nsys SQLite export";
-  if (ex.has_table("TARGET_INFO_GPU"))
-    ex.each("SELECT name FROM TARGET_INFO_GPU LIMIT 1", [&](sqlite3_stmt* s) { run.device = text(s, 0); });
+          "{}: no NVTX ranges, so no operator calls; run the model inside torch.autograd.profiler.emit_nvtx() under "
+          "`nsys profile -t cuda,nvtx`",
+          ex_.name()));
+  }
 
   // NVTX push/pop (59) and start/end (60) ranges: calls, steps, backward functions, layers.
-  std::vector<OpActivity> calls;
-  ex.each(
-      "SELECT n.start, n.end, n.globalTid, COALESCE(n.text, s.value, '') FROM NVTX_EVENTS n "
-      "LEFT JOIN StringIds s ON n.textId = s.id WHERE n.eventType IN (59, 60) AND n.end >= n.start",
-      [&](sqlite3_stmt* s) {
-        count();
-        const std::string full = text(s, 3);
-        HostRange span = span_of(s, full);
-        if (skipped_bad_span(run, "NVTX_EVENTS", span.start_ns, span.end_ns)) return;
-        if (full.rfind("ProfilerStep#", 0) == 0) {
-          span.name = full.substr(0, full.find(", "));
-          run.steps.push_back(std::move(span));
-        } else if (full.rfind(kBackwardPrefix, 0) == 0) {
-          run.backward_ranges.push_back({span.thread, span.start_ns, span.end_ns, parse_range_name(full).seq});
-        } else if (is_call(full)) {
-          const RangeName r = parse_range_name(full);
-          OpActivity op;
-          op.name = r.name;
-          op.shapes = r.shapes;
-          op.thread = span.thread;
-          op.start_ns = span.start_ns;
-          op.end_ns = span.end_ns;
-          if (r.seq >= 0) op.forward_sequence.push_back(r.seq);
-          calls.push_back(std::move(op));
-        } else {
-          run.layers.push_back(span);
-        }
-      });
-  if (calls.empty())
-    throw std::invalid_argument(
-        fmt::format("{}: no operator ranges (NVTX ranges named aten::...); run the model inside "
-                    "torch.autograd.profiler.emit_nvtx() under `nsys profile -t cuda,nvtx`",
-                    path));
-  run.ops = fold_nested_calls(std::move(calls));  // by thread, then start; outermost only
+  void read_ranges() {
+    std::vector<OpActivity> calls;
+    ex_.each(
+        "SELECT n.start, n.end, n.globalTid, COALESCE(n.text, s.value, '') FROM NVTX_EVENTS n "
+        "LEFT JOIN StringIds s ON n.textId = s.id WHERE n.eventType IN (59, 60) AND n.end >= n.start",
+        [&](sqlite3_stmt* s) { add_range(s, calls); });
+    if (calls.empty())
+      throw std::invalid_argument(
+          fmt::format("{}: no operator ranges (NVTX ranges named aten::...); run the model inside "
+                      "torch.autograd.profiler.emit_nvtx() under `nsys profile -t cuda,nvtx`",
+                      ex_.name()));
+    run_.ops = fold_nested_calls(std::move(calls));  // by thread, then start; outermost only
+  }
 
-  // Each runtime call's correlation id goes to the outermost call around it on its thread.
-  std::unordered_map<uint64_t, std::vector<std::size_t>> calls_of_thread;
-  for (std::size_t i = 0; i < run.ops.size(); ++i) calls_of_thread[run.ops[i].thread].push_back(i);
-  if (ex.has_table("CUPTI_ACTIVITY_KIND_RUNTIME"))
-    ex.each(
+  void add_range(sqlite3_stmt* s, std::vector<OpActivity>& calls) {
+    count();
+    const std::string full = text(s, 3);
+    HostRange span = span_of(s, full);
+    if (skipped_bad_span(run_, "NVTX_EVENTS", span.start_ns, span.end_ns)) return;
+    if (full.rfind("ProfilerStep#", 0) == 0) {
+      span.name = full.substr(0, full.find(", "));
+      run_.steps.push_back(std::move(span));
+    } else if (full.rfind(kBackwardPrefix, 0) == 0) {
+      run_.backward_ranges.push_back({span.thread, span.start_ns, span.end_ns, parse_range_name(full).seq});
+    } else if (is_call(full)) {
+      const RangeName r = parse_range_name(full);
+      OpActivity op;
+      op.name = r.name;
+      op.shapes = r.shapes;
+      op.thread = span.thread;
+      op.start_ns = span.start_ns;
+      op.end_ns = span.end_ns;
+      if (r.seq >= 0) op.forward_sequence.push_back(r.seq);
+      calls.push_back(std::move(op));
+    } else {
+      run_.layers.push_back(span);
+    }
+  }
+
+  // Each runtime call's correlation id goes to the outermost call around it on its thread;
+  // synchronisations are kept, to tie activities that carry no correlation id.
+  void read_runtime_calls() {
+    if (!ex_.has_table("CUPTI_ACTIVITY_KIND_RUNTIME")) return;
+    std::unordered_map<uint64_t, std::vector<std::size_t>> calls_of_thread;
+    for (std::size_t i = 0; i < run_.ops.size(); ++i) calls_of_thread[run_.ops[i].thread].push_back(i);
+    ex_.each(
         "SELECT r.start, r.end, r.globalTid, r.correlationId, COALESCE(s.value, '') FROM CUPTI_ACTIVITY_KIND_RUNTIME r "
         "LEFT JOIN StringIds s ON r.nameId = s.id",
         [&](sqlite3_stmt* s) {
           const HostRange call = span_of(s, text(s, 4));
-          if (skipped_bad_span(run, "CUPTI_ACTIVITY_KIND_RUNTIME", call.start_ns, call.end_ns)) return;
+          if (skipped_bad_span(run_, "CUPTI_ACTIVITY_KIND_RUNTIME", call.start_ns, call.end_ns)) return;
           if (call.name.find("Synchronize") != std::string::npos) count();
-          if (call.name.find("Synchronize") != std::string::npos) run.synchronizations.push_back(call);
+          if (call.name.find("Synchronize") != std::string::npos) run_.synchronizations.push_back(call);
           const auto correlation = uint64_t(sqlite3_column_int64(s, 3));
           const auto it = calls_of_thread.find(call.thread);
           if (correlation == 0 || it == calls_of_thread.end()) return;
           const auto& on_thread = it->second;  // by start, not overlapping
           auto after = std::upper_bound(on_thread.begin(), on_thread.end(), call.start_ns,
-                                        [&](int64_t t, std::size_t i) { return t < run.ops[i].start_ns; });
+                                        [&](int64_t t, std::size_t i) { return t < run_.ops[i].start_ns; });
           if (after == on_thread.begin()) return;
-          OpActivity& op = run.ops[*std::prev(after)];
+          OpActivity& op = run_.ops[*std::prev(after)];
           if (call.end_ns <= op.end_ns) op.correlations.push_back(correlation);
         });
+  }
 
-  auto add_device = [&](const std::string& sql, const char* kind, auto name_of) {
-    ex.each(sql, [&](sqlite3_stmt* s) {
+  // Kernels, copies and sets, ordered by start as the tables expect.
+  void read_device_activities() {
+    add_device(
+        "SELECT k.start, k.end, k.deviceId, k.streamId, k.correlationId, COALESCE(s.value, '') "
+        "FROM CUPTI_ACTIVITY_KIND_KERNEL k LEFT JOIN StringIds s ON k.demangledName = s.id",
+        "kernel", [](sqlite3_stmt* s) { return text(s, 5); });
+    if (ex_.has_table("CUPTI_ACTIVITY_KIND_MEMCPY"))
+      add_device("SELECT start, end, deviceId, streamId, correlationId, copyKind FROM CUPTI_ACTIVITY_KIND_MEMCPY",
+                 "memcpy", [](sqlite3_stmt* s) { return std::string(copy_kind(sqlite3_column_int64(s, 5))); });
+    if (ex_.has_table("CUPTI_ACTIVITY_KIND_MEMSET"))
+      add_device("SELECT start, end, deviceId, streamId, correlationId FROM CUPTI_ACTIVITY_KIND_MEMSET", "memset",
+                 [](sqlite3_stmt*) { return std::string("Memset"); });
+    std::stable_sort(run_.device_activities.begin(), run_.device_activities.end(),
+                     [](const auto& a, const auto& b) { return a.start_ns < b.start_ns; });
+  }
+
+  // Columns 0-4 of `sql`: start, end, device, stream, correlation id.
+  template <typename NameOf>
+  void add_device(const std::string& sql, const char* kind, NameOf name_of) {
+    ex_.each(sql, [&](sqlite3_stmt* s) {
       count();
-      if (skipped_bad_span(run, kind, sqlite3_column_int64(s, 0), sqlite3_column_int64(s, 1))) return;
-      run.device_activities.push_back(DeviceActivity{name_of(s), kind, int(sqlite3_column_int64(s, 2)),
-                                                     sqlite3_column_int64(s, 3), sqlite3_column_int64(s, 0),
-                                                     sqlite3_column_int64(s, 1), uint64_t(sqlite3_column_int64(s, 4))});
+      if (skipped_bad_span(run_, kind, sqlite3_column_int64(s, 0), sqlite3_column_int64(s, 1))) return;
+      run_.device_activities.push_back(
+          DeviceActivity{name_of(s), kind, int(sqlite3_column_int64(s, 2)), sqlite3_column_int64(s, 3),
+                         sqlite3_column_int64(s, 0), sqlite3_column_int64(s, 1), uint64_t(sqlite3_column_int64(s, 4))});
     });
-  };
-  add_device(
-      "SELECT k.start, k.end, k.deviceId, k.streamId, k.correlationId, COALESCE(s.value, '') "
-      "FROM CUPTI_ACTIVITY_KIND_KERNEL k LEFT JOIN StringIds s ON k.demangledName = s.id",
-      "kernel", [](sqlite3_stmt* s) { return text(s, 5); });
-  if (ex.has_table("CUPTI_ACTIVITY_KIND_MEMCPY"))
-    add_device("SELECT start, end, deviceId, streamId, correlationId, copyKind FROM CUPTI_ACTIVITY_KIND_MEMCPY",
-               "memcpy", [](sqlite3_stmt* s) { return std::string(copy_kind(sqlite3_column_int64(s, 5))); });
-  if (ex.has_table("CUPTI_ACTIVITY_KIND_MEMSET"))
-    add_device("SELECT start, end, deviceId, streamId, correlationId FROM CUPTI_ACTIVITY_KIND_MEMSET", "memset",
-               [](sqlite3_stmt*) { return std::string("Memset"); });
-  std::stable_sort(run.device_activities.begin(), run.device_activities.end(),
-                   [](const auto& a, const auto& b) { return a.start_ns < b.start_ns; });
+  }
 
   // Without step ranges the whole export is one step, so that the tables count it.
-  if (run.steps.empty()) {
-    int64_t first = run.ops.front().start_ns, last = run.ops.front().end_ns;
-    for (const auto& op : run.ops) {
+  void add_whole_export_step() {
+    int64_t first = run_.ops.front().start_ns, last = run_.ops.front().end_ns;
+    for (const auto& op : run_.ops) {
       first = std::min(first, op.start_ns);
       last = std::max(last, op.end_ns);
     }
-    run.steps.push_back(HostRange{"(the whole export)", run.ops.front().thread, first, last});
+    run_.steps.push_back(HostRange{"(the whole export)", run_.ops.front().thread, first, last});
   }
-  tie_activities(run);
-  return run;
-}
+
+  Export& ex_;
+  const TraceImportLimits& limits_;
+  TraceRun run_;
+  std::size_t records_ = 0;
+};
 
 }  // namespace
 
 TraceRun import_nsys_sqlite(const std::string& path, const TraceImportLimits& limits) {
   Export ex(path, limits.max_event_bytes);
-  return import_export(ex, limits);
+  return RunFromExport(ex, limits).read();
 }
 
 TraceRun import_nsys_sqlite_bytes(std::string_view bytes, const std::string& name, const TraceImportLimits& limits) {
   Export ex(bytes, name, limits.max_event_bytes);
-  return import_export(ex, limits);
+  return RunFromExport(ex, limits).read();
 }
 
 }  // namespace opcost

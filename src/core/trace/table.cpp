@@ -214,7 +214,10 @@ TraceTable layer_table(const TraceRun& run) {
   return t;
 }
 
-std::string render_table(const TraceTable& t, const std::string& sort_by, std::size_t limit) {
+namespace {
+
+// The rows to show: sorted by a column, largest first (by name: A to Z), the first `limit`.
+std::vector<const TraceRow*> sorted_rows(const TraceTable& t, const std::string& sort_by, std::size_t limit) {
   static const std::map<std::string, std::function<double(const TraceRow&)>> keys = {
       {"gpu", [](const TraceRow& r) { return r.gpu_total_us; }},
       {"gpu_total", [](const TraceRow& r) { return r.gpu_total_us; }},
@@ -241,52 +244,56 @@ std::string render_table(const TraceTable& t, const std::string& sort_by, std::s
     std::stable_sort(rows.begin(), rows.end(), [&](auto* a, auto* b) { return k->second(*a) > k->second(*b); });
   }
   if (limit && rows.size() > limit) rows.resize(limit);
-  std::size_t width = t.group_by == "layer" ? 5 : 8;
-  for (auto* r : rows) width = std::max(width, r->name.size() + (r->inferred ? 2 : 0));
-  width = std::min<std::size_t>(width, 60);
-  const bool shapes = t.group_by == "op+shape";
-  auto fit = [&](const std::string& s) { return s.size() <= width ? s : s.substr(0, width - 3) + "..."; };
-  auto pct = [&](double v) {
-    return t.device_busy_us > 0 ? fmt::format("{:5.1f}%", 100 * v / t.device_busy_us) : std::string("     -");
-  };
-  // Energy columns when attributed: a layer's total and self differ, an operator's do not.
-  const bool energy = t.energy.has_value(), layers = t.group_by == "layer";
-  std::string energy_head;
-  if (energy)
-    energy_head = layers ? fmt::format("  {:>18}  {:>18}  {:>10}", "energy total mJ", "energy self mJ", "self W")
-                         : fmt::format("  {:>18}  {:>10}", "energy mJ", "W");
-  auto energy_cells = [&](const TraceRow& r) {
-    if (!energy) return std::string();
-    auto cell = [](double v, double ci) { return fmt::format("{:>18}", fmt::format("{:.3f} ± {:.3f}", v, ci)); };
-    std::string c = "  " + cell(r.energy_total_mJ, r.energy_total_ci_mJ);
-    if (layers) c += "  " + cell(r.energy_self_mJ, r.energy_self_ci_mJ);
-    const auto w = r.power_W();
-    return c + fmt::format("  {:>10}", w ? fmt::format("{:.0f} ± {:.0f}", *w, r.power_ci_W()) : "-");
-  };
-  std::string out = fmt::format("{:<{}}  {:>7}  {:>12}  {:>12}  {:>12}  {:>12}  {:>6}{}{}\n",
-                                layers ? "layer" : "operator", width, "calls", "CPU total us", "CPU self us",
-                                "GPU total us", "GPU self us", "GPU %", energy_head, shapes ? "  input shapes" : "");
-  // A row with activities tied by synchronisations says so.
-  auto label = [&](const TraceRow& r) { return r.inferred ? fit(r.name + " *") : fit(r.name); };
-  auto line = [&](const TraceRow& r) {
-    out += fmt::format("{:<{}}  {:>7}  {:>12.1f}  {:>12.1f}  {:>12.1f}  {:>12.1f}  {}{}{}\n", label(r), width, r.calls,
+  return rows;
+}
+
+// The table's text: the columns sized to the shown rows' names, then the notes under it.
+class TableText {
+ public:
+  TableText(const TraceTable& t, const std::vector<const TraceRow*>& rows)
+      : t_(t), shapes_(t.group_by == "op+shape"), layers_(t.group_by == "layer"), energy_(t.energy.has_value()) {
+    width_ = layers_ ? 5 : 8;
+    for (auto* r : rows) width_ = std::max(width_, r->name.size() + (r->inferred ? 2 : 0));
+    width_ = std::min<std::size_t>(width_, 60);
+  }
+
+  std::string header() const {
+    // Energy columns when attributed: a layer's total and self differ, an operator's do not.
+    std::string energy_head;
+    if (energy_)
+      energy_head = layers_ ? fmt::format("  {:>18}  {:>18}  {:>10}", "energy total mJ", "energy self mJ", "self W")
+                            : fmt::format("  {:>18}  {:>10}", "energy mJ", "W");
+    return fmt::format("{:<{}}  {:>7}  {:>12}  {:>12}  {:>12}  {:>12}  {:>6}{}{}\n", layers_ ? "layer" : "operator",
+                       width_, "calls", "CPU total us", "CPU self us", "GPU total us", "GPU self us", "GPU %",
+                       energy_head, shapes_ ? "  input shapes" : "");
+  }
+
+  std::string line(const TraceRow& r) const {
+    return fmt::format("{:<{}}  {:>7}  {:>12.1f}  {:>12.1f}  {:>12.1f}  {:>12.1f}  {}{}{}\n", label(r), width_, r.calls,
                        r.cpu_total_us, r.cpu_self_us, r.gpu_total_us, r.gpu_self_us, pct(r.gpu_self_us),
-                       energy_cells(r), shapes ? "  " + r.shapes : "");
-  };
-  for (auto* r : rows) line(*r);
-  if (rows.size() < t.rows.size()) out += fmt::format("({} more rows)\n", t.rows.size() - rows.size());
-  line(t.total);
+                       energy_cells(r), shapes_ ? "  " + r.shapes : "");
+  }
+
   // One traced run: its times are what it took, with no interval (the measured step below has one).
-  out += fmt::format("{} step{} traced (times are their sums, one run, no interval); device busy {:.1f} us", t.steps,
-                     t.steps == 1 ? "" : "s", t.device_busy_us);
-  if (t.untied) out += fmt::format(", of which {:.1f} us in {} activities tied to no call", t.untied_gpu_us, t.untied);
-  out += "\n";
-  if (t.total.inferred)
-    out += fmt::format(
-        "* inferred: {} device activities had no correlation id and were tied by the synchronisations around them\n",
-        t.total.inferred);
-  if (const auto& m = t.measured_step) {
-    out += fmt::format("untraced step, measured: {:.1f} us ± {:.1f}", m->time_us, m->time_ci_us);
+  std::string steps_note() const {
+    std::string out =
+        fmt::format("{} step{} traced (times are their sums, one run, no interval); device busy {:.1f} us", t_.steps,
+                    t_.steps == 1 ? "" : "s", t_.device_busy_us);
+    if (t_.untied)
+      out += fmt::format(", of which {:.1f} us in {} activities tied to no call", t_.untied_gpu_us, t_.untied);
+    out += "\n";
+    if (t_.total.inferred)
+      out += fmt::format(
+          "* inferred: {} device activities had no correlation id and were tied by the synchronisations around "
+          "them\n",
+          t_.total.inferred);
+    return out;
+  }
+
+  std::string measured_step_note() const {
+    const auto& m = t_.measured_step;
+    if (!m) return "";
+    std::string out = fmt::format("untraced step, measured: {:.1f} us ± {:.1f}", m->time_us, m->time_ci_us);
     if (m->energy_mJ) {
       out += fmt::format(", {:.2f} mJ ± {:.2f}", *m->energy_mJ, m->energy_ci_mJ.value_or(0));
       if (m->energy_loop_time_us)  // the energy loop's own pace: steps back to back
@@ -297,14 +304,22 @@ std::string render_table(const TraceTable& t, const std::string& sort_by, std::s
       out += fmt::format("; energy unavailable: {}", m->energy_why);
     }
     if (!m->flags.empty()) out += fmt::format(" [{}]", fmt::join(m->flags, ", "));
-    out += "\n";
+    return out + "\n";
   }
-  if (const auto& e = t.energy) {
-    out += fmt::format(
+
+  // The attributed energy against the untraced steps' measured one, and what was left out; or
+  // why there is none.
+  std::string energy_note() const {
+    const auto& e = t_.energy;
+    if (!e)
+      return t_.energy_why.empty()
+                 ? ""
+                 : fmt::format("no energy per {}: {}\n", layers_ ? "layer" : "operator", t_.energy_why);
+    std::string out = fmt::format(
         "energy attributed: {:.2f} mJ ± {:.2f} (95%, from the operators' and the idle power's measurements) = "
         "kernels {:.2f} mJ + GPU idle {:.2f} mJ at {:.0f} W ± {:.0f}; the untraced steps measured {:.2f} mJ ± {:.2f}: "
         "{:+.1f}%, not scaled\n",
-        e->attributed_mJ(), t.total.energy_total_ci_mJ, e->kernels_mJ, e->gaps_mJ, e->gap_power_W, e->gap_power_ci_W,
+        e->attributed_mJ(), t_.total.energy_total_ci_mJ, e->kernels_mJ, e->gaps_mJ, e->gap_power_W, e->gap_power_ci_W,
         e->measured_mJ, e->measured_ci_mJ, 100 * e->error());
     if (e->unattributed_us > 0) {
       std::vector<std::string> why;
@@ -313,10 +328,40 @@ std::string render_table(const TraceTable& t, const std::string& sort_by, std::s
                          why.empty() ? " tied to no call" : " (",
                          why.empty() ? "" : fmt::format("{})", fmt::join(why, "; ")));
     }
-  } else if (!t.energy_why.empty()) {
-    out += fmt::format("no energy per {}: {}\n", layers ? "layer" : "operator", t.energy_why);
+    return out;
   }
-  return out;
+
+ private:
+  std::string fit(const std::string& s) const { return s.size() <= width_ ? s : s.substr(0, width_ - 3) + "..."; }
+  // A row with activities tied by synchronisations says so.
+  std::string label(const TraceRow& r) const { return r.inferred ? fit(r.name + " *") : fit(r.name); }
+  std::string pct(double v) const {
+    return t_.device_busy_us > 0 ? fmt::format("{:5.1f}%", 100 * v / t_.device_busy_us) : std::string("     -");
+  }
+  std::string energy_cells(const TraceRow& r) const {
+    if (!energy_) return std::string();
+    auto cell = [](double v, double ci) { return fmt::format("{:>18}", fmt::format("{:.3f} ± {:.3f}", v, ci)); };
+    std::string c = "  " + cell(r.energy_total_mJ, r.energy_total_ci_mJ);
+    if (layers_) c += "  " + cell(r.energy_self_mJ, r.energy_self_ci_mJ);
+    const auto w = r.power_W();
+    return c + fmt::format("  {:>10}", w ? fmt::format("{:.0f} ± {:.0f}", *w, r.power_ci_W()) : "-");
+  }
+
+  const TraceTable& t_;
+  const bool shapes_, layers_, energy_;
+  std::size_t width_;
+};
+
+}  // namespace
+
+std::string render_table(const TraceTable& t, const std::string& sort_by, std::size_t limit) {
+  const std::vector<const TraceRow*> rows = sorted_rows(t, sort_by, limit);
+  const TableText text(t, rows);
+  std::string out = text.header();
+  for (auto* r : rows) out += text.line(*r);
+  if (rows.size() < t.rows.size()) out += fmt::format("({} more rows)\n", t.rows.size() - rows.size());
+  out += text.line(t.total);
+  return out + text.steps_note() + text.measured_step_note() + text.energy_note();
 }
 
 nlohmann::json to_json(const TraceTable& t) {

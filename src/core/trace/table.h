@@ -3,6 +3,7 @@
 // (optionally per input shape) and per layer, with calls, host (CPU) time and the device time
 // of the kernels tied to them. Every row's figures are sums over the traced steps; the total
 // row is the sum of the rows, so nothing is counted twice or lost. Torch-free.
+#include <cstddef>
 #include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <vector>
@@ -10,6 +11,9 @@
 #include "core/trace/activities.h"
 
 namespace opcost {
+
+// How many rows a trace table shows unless told (the command line's --limit, Python's limit).
+inline constexpr std::size_t kTraceTableRows = 30;
 
 struct TraceRow {
   std::string name;    // operator, or layer (module path; "(no layer)" for calls outside any)

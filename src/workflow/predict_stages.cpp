@@ -1,0 +1,497 @@
+// The stages of predict / validate / model (predict_stages.h).
+#include "workflow/predict_stages.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <stdexcept>
+
+#include "core/predict/op_weight.h"
+#include "core/spec/spec_file.h"
+#include "core/stats/summary.h"
+#include "core/text/text.h"
+
+namespace opcost {
+
+namespace {
+
+constexpr double kPairedSeconds = 1.0;
+constexpr std::size_t kPairedMinRounds = 5, kPairedMaxRounds = 200;
+
+// The op whose loop is almost all gaps between tiny kernels: its power is the GPU's power
+// while it idles between kernels, which a model's gaps draw (not deep idle).
+const char* kGapProbeOp = "aten::add";
+const char* kGapProbeOverload = "Tensor";
+const char* kGapProbeArgs = "self=f32[1] other=f32[1]";
+
+// An error as one line: without LibTorch's C++ backtrace, nor the Python traceback ("\n\nAt:\n"
+// and its frames) a Python kernel's exception carries, its other lines joined by "; ".
+std::string one_line(const std::string& what) {
+  std::string_view text = what;
+  if (const auto at = text.find("\n\nAt:\n"); at != std::string_view::npos) text = text.substr(0, at);
+  const std::string message = user_message(text);
+  std::string out;
+  bool newline = false;
+  for (char c : message) {
+    if (c == '\n') {
+      newline = true;
+      continue;
+    }
+    if (newline && !(c == ' ' || c == '\t')) {
+      out += !out.empty() && out.back() == ':' ? " " : "; ";  // "rejected the arguments x:" then the reason
+      newline = false;
+    }
+    if (!newline) out += c;
+  }
+  return printable_one_line(out, 1000);
+}
+
+// What the user can do about a call that failed when replayed alone, by the replay's kind of
+// error. `rebuilding`: the error came from making its arguments (the argument language or the
+// schema's binding), not from running the operator on them.
+std::string fix_for(ReplayError::Kind kind, const std::string& signature, bool rebuilding) {
+  if (kind == ReplayError::Kind::kUnknownOperator)
+    return "register the operator in the process that runs opcost (import the package that defines it, or "
+           "torch.ops.load_library its library) and run again";
+  if (kind == ReplayError::Kind::kOutOfMemory)
+    return "free memory on the device (other processes, a smaller batch) and run again";
+  if (rebuilding && kind != ReplayError::Kind::kArgumentsRejected)
+    return "opcost cannot rebuild this argument for a replay (opcost's limit, not the model's): report this line "
+           "with the model's opcost and torch versions";
+  return fmt::format(
+      "the operator refused opcost's seeded random inputs; replay it alone to see the whole error (opcost.measure in "
+      "Python, or `opcost measure {}`), giving an input that needs particular values a :range[low,high]",
+      elide(signature, 300));
+}
+
+// The model, the layer and the call a failure belongs to, in one line with its fix.
+std::string failure_line(const Inventory& inv, const InventoryEntry& e, const std::string& why,
+                         const std::string& fix) {
+  const std::string layer = e.layers.empty() || e.layers[0].empty() ? "(top)" : e.layers[0];
+  const std::string more = e.layers.size() > 1 ? fmt::format(" (+{} more layers)", e.layers.size() - 1) : "";
+  return fmt::format(
+      "{}: layer {}{}: {}: {}; fix: {} (the rest of the model is measured and predicted, this call is listed as "
+      "missing)",
+      inv.model, layer, more, elide(e.signature(), 600), why, fix);
+}
+
+// One signature measured in the session; a signature that does not read back fails as the
+// replay's refusals do (its arguments cannot be made).
+SessionOutcome measure_signature(OperatorSession& session, const std::string& signature, const ReplayOptions& replay) {
+  std::optional<OpCall> call;
+  try {
+    call = parse_call_line(signature, "inventory");
+  } catch (const std::exception& e) {
+    SessionOutcome out;
+    out.kind = SessionOutcome::Kind::kBadInput;
+    out.from_arguments = true;
+    out.error = e.what();
+    return out;
+  }
+  return session.measure(*call, replay);
+}
+
+ReplayOptions replay_for(const PredictContext& ctx, const std::string& autocast, const std::string& cache_mode) {
+  ReplayOptions ro;
+  ro.device = ctx.device;
+  ro.autocast = autocast;
+  ro.cache_mode = cache_mode;
+  return ro;
+}
+
+// The measurement in hand, whether or not the database took it (one it refused is used, and
+// counted as a failure); nullopt when the call failed.
+std::optional<Measurement> kept(const SessionOutcome& out, const Notes& notes, std::size_t& failures) {
+  if (!out.measurement) return std::nullopt;
+  if (!out.not_stored.empty()) {
+    ++failures;
+    notes.failed(fmt::format("{} (the measurement is used, but not stored)", out.not_stored));
+  }
+  return out.measurement;
+}
+
+// A failed inventory entry said with its model, layer and fix; returns why; fix.
+std::string entry_failure(const Inventory& inv, const InventoryEntry& en, const SessionOutcome& out,
+                          const Notes& notes) {
+  std::string why = one_line(out.error);
+  // The replay's errors begin with the call (or its name) already: said once, by failure_line.
+  for (const std::string& prefix : {en.signature() + ": ", en.display_name() + ": "})
+    if (why.rfind(prefix, 0) == 0) {
+      why.erase(0, prefix.size());
+      break;
+    }
+  const std::string fix = fix_for(out.error_kind, en.signature(), out.from_arguments);
+  notes.failed(failure_line(inv, en, why, fix));
+  return fmt::format("{}; fix: {}", why, fix);
+}
+
+}  // namespace
+
+std::string cache_mode_for(const InventoryEntry& e, const std::string& cache_option) {
+  return cache_option == "auto" ? e.cache_mode() : cache_option;
+}
+
+bool explains(const Prediction& p, const StepMeasurement& step, double share) {
+  // The model's own host code is in every prediction: at least one operator must be.
+  const bool time_ok = p.measured_calls > 0 && p.time_us >= share * step.time_us;
+  const bool energy_ok = !step.energy_mJ || (p.energy_mJ && *p.energy_mJ >= share * *step.energy_mJ);
+  return time_ok && energy_ok;
+}
+
+LookedUp look_up_costs(const Inventory& inv, StoredCosts& stored, const std::string& cache_option, bool on_gpu) {
+  LookedUp out;
+  for (std::size_t i = 0; i < inv.entries.size(); ++i) {
+    const auto& e = inv.entries[i];
+    const StoredCallKey key{e.op, e.overload, e.args, inv.autocast, cache_mode_for(e, cache_option)};
+    if (auto row = stored.newest(key)) {
+      out.costs[i] = op_cost_from(*row, on_gpu);
+    } else if (auto near = stored.ignoring_float_scalars(e, key)) {
+      out.costs[i] = op_cost_from(near->measurement, on_gpu);
+      out.costs[i].matched_args = near->stored_args;
+    } else {
+      out.missing.push_back(i);
+    }
+  }
+  return out;
+}
+
+std::string gap_probe_signature() { return fmt::format("{}.{} {}", kGapProbeOp, kGapProbeOverload, kGapProbeArgs); }
+
+GapProbe look_up_gap_probe(const PredictContext& ctx, StoredCosts& stored) {
+  GapProbe out;
+  if (ctx.on_gpu) out.measurement = stored.newest({kGapProbeOp, kGapProbeOverload, kGapProbeArgs, "", "warm"});
+  return out;
+}
+
+GapProbe measure_gap_probe(const PredictContext& ctx, OperatorSession& session, const GapProbe& previous) {
+  GapProbe out = previous;
+  // Always a warm loop: it measures the GPU between kernels, not the op.
+  const std::string signature = gap_probe_signature();
+  const SessionOutcome o = measure_signature(session, signature, replay_for(ctx, "", "warm"));
+  if (auto m = kept(o, ctx.notes, out.failures)) {
+    out.measurement = std::move(m);
+    return out;
+  }
+  ++out.failures;
+  const std::string why = one_line(o.error);
+  ctx.notes.failed(why.rfind(signature, 0) == 0 ? why : fmt::format("{}: {}", signature, why));
+  return out;
+}
+
+void take_gap_power(PredictionInputs& pin, const GapProbe& probe) {
+  if (!pin.on_gpu) return;
+  const std::optional<Measurement>& m = probe.measurement;
+  if (m && m->energy.available) {
+    pin.gap_power_W = m->energy.power_W;
+    // The average power comes from the same counter windows as the energy per call: the
+    // same relative interval.
+    const OpCost cost = op_cost_from(*m, true);
+    if (cost.energy_mJ && *cost.energy_mJ > 0)
+      pin.gap_power_ci_W = *pin.gap_power_W * cost.energy_ci_mJ.value_or(0) / *cost.energy_mJ;
+  } else if (m) {  // measured, but without energy (a budget too short, NVML missing)
+    pin.gap_power_why = fmt::format("the probe {} has no energy figure: {}", gap_probe_signature(),
+                                    m->energy.unavailable_reason.empty() ? "unknown" : m->energy.unavailable_reason);
+  } else {
+    pin.gap_power_why =
+        fmt::format("measure it with `opcost measure {}` or run `opcost validate`", gap_probe_signature());
+  }
+}
+
+StepMeasured measure_whole_step(const PredictContext& ctx, const Inventory& inv, ModelSteps& model,
+                                OperatorSession& session) {
+  ctx.notes.say(fmt::format("measuring the whole step of {} ({})", inv.model, inv.input));
+  MeasureConfig config = ctx.options.step_config;
+  config.progress = ctx.notes.progress;
+  Measurement m = model.measure_step(config);
+  ctx.notes.done();
+  StepMeasured out;
+  const std::string not_stored = session.store(m, replay_for(ctx, inv.autocast, "warm"), config);
+  out.stored = not_stored.empty();
+  if (!out.stored) ctx.notes.failed(fmt::format("{} (the measurement is used, but not stored)", not_stored));
+  out.step = step_measurement_of(m);
+  return out;
+}
+
+namespace {
+
+// The missing entries, heaviest first (core/predict/op_weight.h): `model` then needs fewer to
+// reach its target.
+std::vector<std::size_t> heaviest_first(const Inventory& inv, std::vector<std::size_t> todo) {
+  std::vector<double> weight(inv.entries.size());
+  for (std::size_t i : todo) {
+    try {
+      weight[i] = expected_weight(parse_call_line(inv.entries[i].signature(), "inventory"), inv.entries[i].count);
+    } catch (const std::exception&) {
+      weight[i] = 0;  // a signature that does not read back fails when measured, with its layer and fix
+    }
+  }
+  std::stable_sort(todo.begin(), todo.end(), [&](auto a, auto b) { return weight[a] > weight[b]; });
+  return todo;
+}
+
+// The loops the missing operators get: the full ones, then short ones once the measured
+// operators explain `short_loops_after` of the step (PredictOptions::short_op_config).
+class LoopChoice {
+ public:
+  LoopChoice(const PredictContext& ctx, OperatorSession& session) : ctx_(ctx), session_(session) {}
+  bool may_switch() const { return !short_ && ctx_.options.short_loops_after < 1; }
+  // Before each operator, with the prediction so far (`p`, when there is a step to judge by).
+  void switch_if_explained(const Prediction& p, const std::optional<StepMeasurement>& step) {
+    const PredictOptions& o = ctx_.options;
+    // 0: short loops from the first operator (explains() needs one measured to say yes).
+    if (!step || !may_switch() || (o.short_loops_after != 0 && !explains(p, *step, o.short_loops_after))) return;
+    short_ = true;
+    short_config_ = o.short_op_config();
+    session_.reconfigure(short_config_);
+    ctx_.notes.say(o.short_loops_after == 0
+                       ? std::string("every operator gets short loops (--short-loops-after 0)")
+                       : fmt::format("measured operators explain {:.0f}% of the step: the rest get short loops",
+                                     100 * o.short_loops_after));
+  }
+  // With short loops, each operator's energy interval as its share of the step allows (see
+  // ops_energy_rel_ci95).
+  void for_entry(const InventoryEntry& e, const std::optional<StepMeasurement>& step) {
+    if (!short_ || !step || ctx_.options.ops_energy_rel_ci95 <= 0) return;
+    MeasureConfig c = short_config_;
+    c.part_of = MeasureConfig::Whole{step->time_us, double(e.count), ctx_.options.ops_energy_rel_ci95};
+    c.energy_min_windows = std::min<std::size_t>(c.energy_min_windows, 2);
+    session_.reconfigure(c);
+  }
+
+ private:
+  const PredictContext& ctx_;
+  OperatorSession& session_;
+  bool short_ = false;
+  MeasureConfig short_config_;
+};
+
+}  // namespace
+
+MissingMeasured measure_missing(const PredictContext& ctx, const Inventory& inv, const LookedUp& looked_up,
+                                const PredictionInputs& pin, const std::optional<StepMeasurement>& step,
+                                OperatorSession& session) {
+  const PredictOptions& o = ctx.options;
+  MissingMeasured out;
+  out.costs = looked_up.costs;
+  const std::vector<std::size_t> todo = heaviest_first(inv, looked_up.missing);
+  LoopChoice loops(ctx, session);
+  std::size_t done = 0;
+  for (std::size_t i : todo) {
+    if (!session.stopped().empty()) {
+      out.stopped = session.stopped();
+      ctx.notes.say("stopped measuring: " + out.stopped);
+      break;
+    }
+    const bool predicting = step && (loops.may_switch() || o.target > 0);
+    const Prediction p = predicting ? predict(inv, out.costs, pin) : Prediction{};
+    loops.switch_if_explained(p, step);
+    if (o.target > 0 && step && explains(p, *step, o.target)) {  // `model`: the measured ones explain enough
+      ctx.notes.say(fmt::format("measured operators explain {:.1f}% of the step's time (target {:.0f}%); stopping",
+                                100 * p.time_us / step->time_us, 100 * o.target));
+      out.stopped_at_target = true;
+      break;
+    }
+    const InventoryEntry& e = inv.entries[i];
+    loops.for_entry(e, step);
+    ctx.notes.say(fmt::format("[{}/{}] {} ×{}", ++done, todo.size(), e.signature(), e.count));
+    const SessionOutcome m =
+        measure_signature(session, e.signature(), replay_for(ctx, inv.autocast, cache_mode_for(e, o.cache)));
+    if (auto kept_m = kept(m, ctx.notes, out.failures)) {
+      out.costs[i] = op_cost_from(*kept_m, ctx.on_gpu);
+      out.measured.push_back(i);
+    } else {
+      ++out.failures;
+      out.failed[i] = entry_failure(inv, e, m, ctx.notes);
+    }
+  }
+  if (out.stopped.empty()) out.stopped = session.stopped();
+  return out;
+}
+
+PairedRounds paired_rounds(ModelSteps& model, Inventory& inv, std::vector<HostRound>& compared, const Notes& notes) {
+  notes.say("timing the step and the host times of its calls in interleaved rounds");
+  PairedRounds out;
+  std::vector<HostRound> rounds;
+  std::vector<double> plain_host;
+  const auto start = std::chrono::steady_clock::now();
+  auto elapsed_s = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
+  while (rounds.size() < kPairedMinRounds || (elapsed_s() < kPairedSeconds && rounds.size() < kPairedMaxRounds)) {
+    rounds.push_back(model.time_host_round());
+    const HostRound& r = rounds.back();
+    plain_host.push_back(r.plain_step_us);
+    if (!same_calls(inv, r.observed)) continue;
+    compared.push_back(r);
+    out.measured_us.push_back(r.plain_wall_us);
+  }
+  out.seconds = elapsed_s();
+  // The 10th to 90th percentile: one step held up by something else (a page fault, a
+  // collection) is not the host's speed.
+  std::sort(plain_host.begin(), plain_host.end());
+  const std::size_t n = plain_host.size();
+  out.host_drift = (plain_host[std::min(n - 1, 9 * n / 10)] - plain_host[n / 10]) / median_of(plain_host);
+  take_host_times(inv, rounds);  // the prediction's host times: these rounds', next to the step
+  return out;
+}
+
+Traced trace_launches_and_kernels(const PredictContext& ctx, const Inventory& inv, ModelSteps& model, double sync_us) {
+  const PredictOptions& o = ctx.options;
+  Traced out;
+  out.kernels_why = !ctx.on_gpu ? "kernels are traced on a GPU only" : o.check_kernels ? "" : "not asked for";
+  out.launches_why = !ctx.on_gpu ? "launches are traced on a GPU only" : o.trace_launches ? "" : "not asked for";
+  if (!ctx.on_gpu || (!o.check_kernels && !o.trace_launches)) return out;
+  std::optional<std::vector<CallKernels>> traced;
+  try {
+    ctx.notes.say("tracing the kernels of one step of the model");
+    traced = model.trace_step();
+  } catch (const std::exception& e) {
+    out.kernels_why = out.launches_why = e.what();
+    return out;
+  }
+  if (o.check_kernels) {
+    try {
+      ctx.notes.say("tracing the kernels of each operator replayed alone");
+      out.kernels = compare_kernels(inv, *traced, model.kernels_alone(inv));
+    } catch (const std::exception& e) {
+      out.kernels_why = e.what();
+    }
+  }
+  if (o.trace_launches) {
+    try {
+      out.launches = launch_profiles(inv, *traced);
+      out.launches->untraced_latency_us = model.untraced_launch_latency_us(sync_us);
+    } catch (const std::exception& e) {
+      out.launches.reset();
+      out.launches_why = e.what();
+    }
+  }
+  return out;
+}
+
+namespace {
+
+// Each compared round predicted with the host times of its own round (and, with traced
+// launches, as if every call launched as it returned), once the prediction's inputs are final.
+void predict_rounds(PairedRounds& paired, const Inventory& inv, const std::vector<HostRound>& compared,
+                    const std::map<std::size_t, OpCost>& costs, const PredictionInputs& pin) {
+  for (const HostRound& r : compared) {
+    Inventory own = inv;
+    take_host_times(own, {r});
+    const Prediction p = predict(own, costs, pin);
+    paired.predicted_us.push_back(p.time_us);
+    if (p.time_us_launched_at_return) paired.predicted_at_return_us.push_back(*p.time_us_launched_at_return);
+  }
+}
+
+void pair_energy(PredictReport& r) {
+  const StepMeasurement& step = *r.step;
+  if (!step.energy_mJ || !step.energy_loop_time_us || !r.prediction.energy_mJ) {
+    r.paired_energy_why = "no energy figure on one side";
+    return;
+  }
+  const auto scale = host_scale_matching(r.inventory, r.costs, r.inputs, *step.energy_loop_time_us);
+  if (!scale) {
+    r.paired_energy_why = fmt::format(
+        "no host speed within 1/4 to 4 times this one makes the predicted time {:.0f} µs, the step's in its energy "
+        "loop (a GPU-bound step's time hardly depends on the host)",
+        *step.energy_loop_time_us);
+    return;
+  }
+  PredictionInputs at = r.inputs;
+  at.host_scale = *scale;
+  const Prediction p = predict(r.inventory, r.costs, at);
+  r.paired_energy =
+      PairedEnergy{*step.energy_loop_time_us,    *scale, *p.energy_mJ, *step.energy_mJ, p.energy_ci_mJ.value_or(0),
+                   step.energy_ci_mJ.value_or(0)};
+}
+
+// The host can change speed within seconds: the same step timed elsewhere shows whether the
+// prediction's inputs saw the host the step saw.
+void flag_drift(StepMeasurement& step, double other_us, const char* when) {
+  const double change = step.time_us / other_us - 1;
+  if (std::abs(change) > kStepDriftFlag)
+    step.flags.push_back(fmt::format("drift: the step took {:.0f} µs {} and {:.0f} µs in its timing loop ({:+.1f}%)",
+                                     other_us, when, step.time_us, 100 * change));
+}
+
+void flag_drifts(StepMeasurement& step, const std::optional<PairedRounds>& paired, std::optional<double> before_ops) {
+  if (paired && paired->rounds() > 0) flag_drift(step, median_of(paired->measured_us), "in the paired rounds");
+  if (before_ops) {
+    step.before_ops_time_us = before_ops;
+    flag_drift(step, *before_ops, "before the operator loops");
+  }
+  // The step's energy loop runs just after its timing loop, and the host can change speed
+  // between them: its energy then belongs to another step time (see pair_energy).
+  if (step.energy_loop_time_us) flag_drift(step, *step.energy_loop_time_us, "in its energy loop");
+}
+
+void take_step(PredictReport& r, const StepMeasured& s) {
+  r.failures += s.stored ? 0 : 1;
+  r.step = s.step;
+}
+
+}  // namespace
+
+void predict_from_stages(PredictReport& r, const std::vector<HostRound>& compared, const MissingMeasured& measured) {
+  if (r.paired) predict_rounds(*r.paired, r.inventory, compared, r.costs, r.inputs);
+  r.prediction = predict(r.inventory, r.costs, r.inputs);
+  r.prediction.failed = measured.failed;
+  r.prediction.unmeasured_by_choice = measured.stopped_at_target;
+  // Judged on the final prediction too: the last operator measured may be the one that meets it.
+  r.target_met = r.target > 0 && r.step && explains(r.prediction, *r.step, r.target);
+  if (r.step && r.target == 0) pair_energy(r);
+}
+
+void run_predict_stages(const PredictContext& ctx, PredictReport& r, StoredCosts& stored, OperatorSession& session,
+                        ModelSteps& model) {
+  const PredictOptions& o = ctx.options;
+  const LookedUp looked_up = look_up_costs(r.inventory, stored, o.cache, ctx.on_gpu);
+  r.costs = looked_up.costs;
+  GapProbe probe = look_up_gap_probe(ctx, stored);
+  const bool has_power = probe.measurement && probe.measurement->energy.available;
+  if (ctx.on_gpu && !has_power && o.measure) {
+    ctx.notes.say(fmt::format("measuring the GPU's power between kernels ({})", gap_probe_signature()));
+    probe = measure_gap_probe(ctx, session, GapProbe{});
+  }
+  take_gap_power(r.inputs, probe);
+  // `model` measures the step first (it decides when enough operators are measured);
+  // `validate` measures it before and after the operator loops, and reports the drift.
+  if (o.measure && (o.target > 0 || !looked_up.missing.empty()))
+    take_step(r, measure_whole_step(ctx, r.inventory, model, session));
+  const std::optional<double> before_ops = o.target > 0 || !r.step ? std::nullopt : std::optional(r.step->time_us);
+  r.target = o.target;
+  MissingMeasured measured;
+  measured.costs = r.costs;
+  if (o.measure) measured = measure_missing(ctx, r.inventory, looked_up, r.inputs, r.step, session);
+  r.costs = measured.costs;
+  r.failures += probe.failures + measured.failures;
+  // validate: the prediction's host times and the step in the same rounds, just before the
+  // final step measurement, so that the prediction sees the host as the step does.
+  std::vector<HostRound> compared;
+  if (o.measure && o.target == 0 && !r.costs.empty()) {
+    // The GPU's power between kernels moves with its temperature and clocks: measured again.
+    if (ctx.on_gpu) {
+      session.reconfigure(o.op_config);  // the probe's loop is never a short one
+      ctx.notes.say("measuring the GPU's power between kernels again, beside the step");
+      const GapProbe again = measure_gap_probe(ctx, session, probe);
+      r.failures += again.failures - probe.failures;
+      take_gap_power(r.inputs, again);
+    }
+    r.paired = paired_rounds(model, r.inventory, compared, ctx.notes);
+  }
+  if (o.measure && (!r.step || before_ops)) take_step(r, measure_whole_step(ctx, r.inventory, model, session));
+  if (r.step) flag_drifts(*r.step, r.paired, before_ops);
+  Traced traced = trace_launches_and_kernels(ctx, r.inventory, model, r.inputs.sync_us);
+  r.kernels = std::move(traced.kernels);
+  r.kernels_why = traced.kernels_why;
+  r.launches = std::move(traced.launches);
+  r.launches_why = traced.launches_why;
+  if (r.launches) {
+    r.inputs.launches_by_entry = r.launches->by_entry;
+    r.inputs.launch_latency_us = r.launches->timeline_latency_us();
+  }
+  predict_from_stages(r, compared, measured);
+}
+
+}  // namespace opcost

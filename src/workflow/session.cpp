@@ -1,0 +1,117 @@
+#include "workflow/session.h"
+
+#include <fmt/format.h>
+
+#include <stdexcept>
+
+#include "core/store/database.h"
+#include "workflow/options.h"
+
+namespace opcost {
+
+SettingsStamp settings_stamp(const ReplayOptions& replay, const MeasureConfig& config) {
+  SettingsStamp stamp;
+  stamp.settings = settings_of(replay, config);  // the options registry's names and canonical values
+  stamp.key = settings_key(stamp.settings);
+  return stamp;
+}
+
+std::string MeasurementStore::store(Measurement& m, const SettingsStamp& stamp,
+                                    const std::function<void(int64_t)>& also) {
+  m.settings = stamp.settings;
+  m.settings_key = stamp.key;
+  if (!db_) return "";
+  try {
+    m.db_id = db_->insert(m, also);  // each its own transaction: an interrupted run keeps what it measured
+    return "";
+  } catch (const DatabaseError& e) {
+    if (e.stops_writing()) stopped_ = e.what();
+    return e.what();
+  }
+}
+
+MeasuringSession::MeasuringSession(Database* db, SessionOptions options, const Notes& notes)
+    : options_(std::move(options)), notes_(notes), store_(db) {
+  options_.config.progress = notes_.progress;
+}
+
+MeasuringSession::~MeasuringSession() = default;
+
+const std::string& MeasuringSession::device_name() const {
+  if (!runner_) throw std::logic_error("MeasuringSession: no call was prepared yet");
+  return runner_->environment().device_name;
+}
+
+const std::string& MeasuringSession::energy_unavailable_reason() const {
+  if (!runner_) throw std::logic_error("MeasuringSession: no call was prepared yet");
+  return runner_->energy_unavailable_reason();
+}
+
+Runner& MeasuringSession::runner_for(const PreparedCall& prepared, const ReplayOptions& replay) {
+  if (runner_) return *runner_;
+  runner_ = std::make_unique<Runner>(prepared.device_kind(), prepared.device_index(), options_.config);
+  if (options_.say_choices && replay.device == "auto" && prepared.device_kind() == "cpu")
+    notes_.say(fmt::format("no CUDA GPU found; measuring on the CPU ({})", runner_->environment().device_name));
+  if (!runner_->energy_unavailable_reason().empty())
+    notes_.say("energy unavailable: " + runner_->energy_unavailable_reason());
+  return *runner_;
+}
+
+int64_t MeasuringSession::stored_row(const PreparedCall& prepared, const ReplayOptions& replay) const {
+  if (!options_.resume || !store_.database()) return -1;
+  // The same call at the same settings: a row made at another budget or seed is another result.
+  const auto key =
+      Database::Key::of(prepared.op(), prepared.overload(), prepared.canonical_args(), device_name(), replay.cache_mode,
+                        prepared.autocast(), settings_stamp(replay, options_.config).key);
+  const auto row = store_.database()->lookup(key);
+  return row ? row->db_id : -1;
+}
+
+SessionOutcome MeasuringSession::measure(const OpCall& call, const ReplayOptions& replay) {
+  return measure(call, replay, {});
+}
+
+SessionOutcome MeasuringSession::measure(const OpCall& call, const ReplayOptions& replay,
+                                         const std::function<void(int64_t)>& also) {
+  SessionOutcome out;
+  out.kind = SessionOutcome::Kind::kMeasured;
+  try {
+    auto prepared = PreparedCall::prepare(call, replay);
+    out.resolution_note = prepared->resolution_note();
+    if (options_.say_choices && !out.resolution_note.empty()) notes_.say(out.resolution_note);
+    Runner& runner = runner_for(*prepared, replay);
+    if (const int64_t row = stored_row(*prepared, replay); row >= 0) {
+      out.kind = SessionOutcome::Kind::kSkipped;
+      out.existing_row = row;
+      return out;
+    }
+    out.measurement = runner.measure(*prepared);
+    notes_.done();
+  } catch (const std::exception& e) {  // one failure never loses the others
+    notes_.done();
+    // The op rejecting its arguments (shapes, memory) is bad input, not a failed measurement.
+    const auto* replay_error = dynamic_cast<const ReplayError*>(&e);
+    const bool refused = replay_error != nullptr;
+    if (replay_error) out.error_kind = replay_error->kind();
+    out.kind = refused ? SessionOutcome::Kind::kBadInput : SessionOutcome::Kind::kFailed;
+    out.from_arguments = refused || dynamic_cast<const std::invalid_argument*>(&e) != nullptr;
+    out.error = e.what();
+    return out;
+  }
+  // Stored as it lands; a measurement the database refuses is still returned, never lost.
+  out.not_stored = store_.store(*out.measurement, settings_stamp(replay, options_.config), also);
+  if (!out.not_stored.empty()) out.kind = SessionOutcome::Kind::kFailed;
+  return out;
+}
+
+std::string MeasuringSession::store(Measurement& m, const ReplayOptions& replay, const MeasureConfig& ran_with) {
+  return store_.store(m, settings_stamp(replay, ran_with));
+}
+
+void MeasuringSession::reconfigure(const MeasureConfig& config) {
+  options_.config = config;
+  options_.config.progress = notes_.progress;
+  if (runner_) runner_->reconfigure(options_.config);
+}
+
+}  // namespace opcost

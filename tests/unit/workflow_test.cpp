@@ -1,0 +1,455 @@
+// The workflows' measuring session and predict's stages, on the CPU without a device: each stage
+// runs against FakeSession (made-up measurements, energies from FakeEnergyProbe's power), a fake
+// database look-up and a fake model. The store policy runs against a real SQLite file.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <map>
+#include <set>
+#include <stdexcept>
+
+#include "core/store/database.h"
+#include "core/store/sql_connection.h"
+#include "fake_energy_probe.h"
+#include "workflow/options.h"
+#include "workflow/predict_stages.h"
+#include "workflow/session.h"
+
+using namespace opcost;
+using opcost::fakes::FakeEnergyProbe;
+
+namespace {
+
+// A measurement as a runner would return it: `time_us` per call (±1%), half of it host issue
+// time, and with `watts`, the energy of that time at that power.
+Measurement made_up(const std::string& op, const std::string& overload, const std::string& args, double time_us,
+                    std::optional<double> watts) {
+  Measurement m;
+  m.op = op;
+  m.overload = overload;
+  m.args = args;
+  m.time.per_call_us.n = 10;
+  m.time.per_call_us.mean = m.time.per_call_us.median = time_us;
+  m.time.per_call_us.ci95_low = time_us * 0.99;
+  m.time.per_call_us.ci95_high = time_us * 1.01;
+  m.time.host_us_per_call = time_us / 2;
+  if (watts) {
+    m.energy.available = true;
+    m.energy.power_W = *watts;
+    const double mJ = *watts * time_us * 1e-3;
+    m.energy.per_call_mJ.mean = m.energy.per_call_mJ.median = mJ;
+    m.energy.per_call_mJ.ci95_low = mJ * 0.98;
+    m.energy.per_call_mJ.ci95_high = mJ * 1.02;
+    m.energy.wall_us_per_call = time_us;
+  } else {
+    m.energy.unavailable_reason = "no energy counter";
+  }
+  return m;
+}
+
+// The session the stages measure in: each operator's time from `time_us_by_op` (by display
+// name), its energy at the fake probe's power; signatures in `failing` fail with their error;
+// the "database" takes `rows_before_full` rows, then refuses every one and stops the run.
+class FakeSession final : public OperatorSession {
+ public:
+  explicit FakeSession(FakeEnergyProbe& probe) : probe_(probe) {}
+  SessionOutcome measure(const OpCall& call, const ReplayOptions& replay) override {
+    measured.push_back(call.display_name());
+    replays.push_back(replay);
+    SessionOutcome out;
+    if (const auto f = failing.find(call.display_name()); f != failing.end()) {
+      out.kind = SessionOutcome::Kind::kBadInput;
+      out.from_arguments = true;
+      out.error = f->second;
+      if (const auto k = failing_kind.find(call.display_name()); k != failing_kind.end()) out.error_kind = k->second;
+      return out;
+    }
+    const auto t = time_us_by_op.find(call.display_name());
+    const double time_us = t == time_us_by_op.end() ? 1.0 : t->second;
+    out.kind = SessionOutcome::Kind::kMeasured;
+    out.measurement = made_up(call.op, call.overload, "", time_us, probe_.power_W());
+    out.not_stored = store(*out.measurement, replay, config);
+    if (!out.not_stored.empty()) out.kind = SessionOutcome::Kind::kFailed;
+    return out;
+  }
+  std::string store(Measurement& m, const ReplayOptions&, const MeasureConfig& ran_with) override {
+    stored_with.push_back(ran_with);
+    if (rows_taken >= rows_before_full) {
+      stopped_ = "database or disk is full: fake.db";
+      return stopped_;
+    }
+    m.db_id = int64_t(++rows_taken);
+    return "";
+  }
+  void reconfigure(const MeasureConfig& c) override {
+    config = c;
+    ++reconfigured;
+  }
+  const std::string& stopped() const override { return stopped_; }
+
+  std::map<std::string, double> time_us_by_op;
+  std::map<std::string, std::string> failing;
+  std::map<std::string, ReplayError::Kind> failing_kind;  // the replay's kind of each failure (default kOther)
+  std::size_t rows_before_full = 1000;
+  std::vector<std::string> measured;  // display names, in order
+  std::vector<ReplayOptions> replays;
+  std::vector<MeasureConfig> stored_with;
+  MeasureConfig config;
+  std::size_t rows_taken = 0, reconfigured = 0;
+
+ private:
+  FakeEnergyProbe& probe_;
+  std::string stopped_;
+};
+
+// The database look-up: rows by display name and arguments; `near` answers the look-up
+// ignoring floating-point scalars for a display name.
+class FakeStoredCosts final : public StoredCosts {
+ public:
+  std::optional<Measurement> newest(const StoredCallKey& key) override {
+    asked.push_back(key);
+    const auto it = rows.find(name(key.op, key.overload) + " " + key.args);
+    return it == rows.end() ? std::nullopt : std::optional(it->second);
+  }
+  std::optional<NearRow> ignoring_float_scalars(const InventoryEntry& e, const StoredCallKey&) override {
+    const auto it = near.find(e.display_name());
+    return it == near.end() ? std::nullopt : std::optional(it->second);
+  }
+  static std::string name(const std::string& op, const std::string& overload) {
+    return overload.empty() ? op : op + "." + overload;
+  }
+  void add(const std::string& op, const std::string& overload, const std::string& args, Measurement m) {
+    rows[name(op, overload) + " " + args] = std::move(m);
+  }
+  std::map<std::string, Measurement> rows;
+  std::map<std::string, NearRow> near;
+  std::vector<StoredCallKey> asked;
+};
+
+// A model whose step takes `step_us` and whose host rounds are the inventory's own calls
+// (every `odd_round_other_calls`-th round another path through the model).
+class FakeModelSteps final : public ModelSteps {
+ public:
+  explicit FakeModelSteps(Inventory inv) : inv_(std::move(inv)) {}
+  Measurement measure_step(const MeasureConfig& c) override {
+    step_configs.push_back(c);
+    return made_up("model", "", "", step_us, std::nullopt);
+  }
+  HostRound time_host_round() override {
+    HostRound r;
+    r.observed = inv_;
+    if (++rounds % 3 == 0) r.observed.sequence.pop_back();  // another path: not comparable
+    r.plain_step_us = 100 + double(rounds % 4);
+    r.plain_wall_us = step_us;
+    return r;
+  }
+  std::vector<CallKernels> trace_step() override { throw std::logic_error("no trace on the CPU"); }
+  std::vector<std::optional<std::vector<std::string>>> kernels_alone(const Inventory&) override {
+    throw std::logic_error("no trace on the CPU");
+  }
+  std::optional<double> untraced_launch_latency_us(double) override { return std::nullopt; }
+
+  double step_us = 40;
+  std::size_t rounds = 0;
+  std::vector<MeasureConfig> step_configs;
+
+ private:
+  Inventory inv_;
+};
+
+// Three signatures: a large matrix product (1 call), a small add (2 calls), a relu (1 call).
+Inventory tiny_inventory() {
+  InventoryBuilder b;
+  b.add("aten::add", "Tensor", "self=f32[4] other=f32[4]", "a", {});
+  b.time_last(0, 0);
+  b.add("aten::mm", "", "self=f32[512,512] mat2=f32[512,512]", "b", {});
+  b.time_last(0, 0);
+  b.add("aten::add", "Tensor", "self=f32[4] other=f32[4]", "c", {});
+  b.time_last(0, 0);
+  b.add("aten::relu", "", "self=f32[4]", "d", {});
+  b.time_last(0, 0);
+  Inventory inv = b.take();
+  inv.model = "tiny";
+  return inv;
+}
+
+struct Stages {
+  PredictOptions options = PredictOptions::validate();
+  Notes notes;
+  std::vector<std::string> said, failed;
+  Stages() {
+    notes.note = [this](const std::string& t) { said.push_back(t); };
+    notes.error = [this](const std::string& t) { failed.push_back(t); };
+  }
+  PredictContext cpu() { return PredictContext{options, false, "cpu", notes}; }
+};
+
+}  // namespace
+
+TEST(LookUpStage, ReportsExactlyTheMissingCalls) {
+  const Inventory inv = tiny_inventory();
+  FakeStoredCosts db;
+  db.add("aten::add", "Tensor", "self=f32[4] other=f32[4]", made_up("aten::add", "Tensor", "", 3, 50.0));
+  db.add("aten::relu", "", "self=f32[4]", made_up("aten::relu", "", "", 7, std::nullopt));
+  const LookedUp found = look_up_costs(inv, db, "warm", /*on_gpu=*/false);
+  ASSERT_EQ(inv.entries.size(), 3u);
+  EXPECT_EQ(found.missing, (std::vector<std::size_t>{1}));  // aten::mm only
+  ASSERT_EQ(found.costs.size(), 2u);
+  EXPECT_DOUBLE_EQ(found.costs.at(0).cpu_us, 3);  // on the CPU a call's time is host time
+  EXPECT_DOUBLE_EQ(found.costs.at(0).gpu_us, 0);
+  EXPECT_DOUBLE_EQ(*found.costs.at(0).energy_mJ, 50 * 3 * 1e-3);
+  EXPECT_FALSE(found.costs.at(2).energy_mJ);
+  EXPECT_EQ(found.costs.at(2).energy_why, "no energy counter");
+  for (const auto& k : db.asked) EXPECT_EQ(k.cache_mode, "warm");
+}
+
+TEST(LookUpStage, UsesARowDifferingOnlyInFloatScalarsAndSaysWhich) {
+  const Inventory inv = tiny_inventory();
+  FakeStoredCosts db;
+  db.near["aten::mm"] = {made_up("aten::mm", "", "", 90, 300.0), "self=f32[512,512] mat2=f32[512,512] alpha=0.5"};
+  const LookedUp found = look_up_costs(inv, db, "auto", true);
+  EXPECT_EQ(found.missing, (std::vector<std::size_t>{0, 2}));
+  ASSERT_EQ(found.costs.count(1), 1u);
+  EXPECT_DOUBLE_EQ(found.costs.at(1).gpu_us, 90);
+  EXPECT_EQ(found.costs.at(1).matched_args, "self=f32[512,512] mat2=f32[512,512] alpha=0.5");
+}
+
+TEST(MeasureStage, MeasuresHeaviestFirstInTheModelsCacheMode) {
+  Stages s;
+  s.options.short_loops_after = 1;  // full loops throughout
+  FakeEnergyProbe probe(200, 0.01);
+  FakeSession session(probe);
+  const Inventory inv = tiny_inventory();
+  LookedUp looked_up;
+  looked_up.missing = {0, 1, 2};
+  const MissingMeasured m = measure_missing(s.cpu(), inv, looked_up, PredictionInputs{}, std::nullopt, session);
+  ASSERT_EQ(session.measured.size(), 3u);
+  EXPECT_EQ(session.measured[0], "aten::mm");  // 512×512 product outweighs 2 adds of 4 floats
+  EXPECT_EQ(m.measured.front(), 1u);
+  EXPECT_EQ(m.costs.size(), 3u);
+  EXPECT_EQ(m.failures, 0u);
+  EXPECT_TRUE(m.stopped.empty());
+  for (const auto& r : session.replays) {
+    EXPECT_EQ(r.device, "cpu");
+    EXPECT_EQ(r.cache_mode, "warm");  // auto: as the model reads its inputs (all warm here)
+  }
+}
+
+TEST(MeasureStage, StopsOnAFullDatabaseAndKeepsTheMeasurementInHand) {
+  Stages s;
+  s.options.short_loops_after = 1;
+  FakeEnergyProbe probe(200, 0.01);
+  FakeSession session(probe);
+  session.rows_before_full = 1;
+  session.time_us_by_op = {{"aten::mm", 80}, {"aten::add.Tensor", 2}, {"aten::relu", 3}};
+  const Inventory inv = tiny_inventory();
+  LookedUp looked_up;
+  looked_up.missing = {0, 1, 2};
+  const MissingMeasured m = measure_missing(s.cpu(), inv, looked_up, PredictionInputs{}, std::nullopt, session);
+  // The first is stored; the second is measured, refused and still used; the third never runs.
+  EXPECT_EQ(session.measured.size(), 2u);
+  EXPECT_EQ(m.measured.size(), 2u);
+  EXPECT_EQ(m.costs.size(), 2u);
+  EXPECT_EQ(m.failures, 1u);
+  EXPECT_EQ(m.stopped, "database or disk is full: fake.db");
+  ASSERT_FALSE(s.failed.empty());
+  EXPECT_NE(s.failed.back().find("the measurement is used, but not stored"), std::string::npos) << s.failed.back();
+  ASSERT_FALSE(s.said.empty());
+  EXPECT_EQ(s.said.back(), "stopped measuring: database or disk is full: fake.db");
+}
+
+TEST(MeasureStage, AFailedCallIsNamedWithItsLayerAndFixAndTheRestGoOn) {
+  Stages s;
+  FakeEnergyProbe probe(200, 0.01);
+  FakeSession session(probe);
+  session.failing["aten::relu"] = "aten::relu: rejected the arguments: boom";
+  const Inventory inv = tiny_inventory();
+  LookedUp looked_up;
+  looked_up.missing = {1, 2};
+  const MissingMeasured m = measure_missing(s.cpu(), inv, looked_up, PredictionInputs{}, std::nullopt, session);
+  EXPECT_EQ(m.failures, 1u);
+  ASSERT_EQ(m.failed.count(2), 1u);
+  EXPECT_EQ(m.failed.at(2).rfind("rejected the arguments: boom; fix: ", 0), 0u) << m.failed.at(2);
+  EXPECT_EQ(m.costs.count(1), 1u);
+  ASSERT_EQ(s.failed.size(), 1u);
+  EXPECT_NE(s.failed[0].find("tiny: layer d: aten::relu self=f32[4]"), std::string::npos) << s.failed[0];
+}
+
+TEST(MeasureStage, TheFixFollowsTheReplaysKindOfErrorNotItsText) {
+  // The same words, three kinds: the fix is chosen by ReplayError::Kind alone.
+  const std::pair<ReplayError::Kind, const char*> cases[] = {
+      {ReplayError::Kind::kOutOfMemory, "free memory on the device"},
+      {ReplayError::Kind::kUnknownOperator, "register the operator"},
+      {ReplayError::Kind::kArgumentsRejected, "refused opcost's seeded random inputs"},
+      {ReplayError::Kind::kOther, "cannot rebuild this argument"},
+  };
+  for (const auto& [kind, fix] : cases) {
+    Stages s;
+    FakeEnergyProbe probe(200, 0.01);
+    FakeSession session(probe);
+    session.failing["aten::relu"] = "aten::relu: unknown operator or out of memory, who knows";
+    session.failing_kind["aten::relu"] = kind;
+    LookedUp looked_up;
+    looked_up.missing = {2};
+    const MissingMeasured m =
+        measure_missing(s.cpu(), tiny_inventory(), looked_up, PredictionInputs{}, std::nullopt, session);
+    ASSERT_EQ(m.failed.count(2), 1u);
+    EXPECT_NE(m.failed.at(2).find(fix), std::string::npos) << int(kind) << ": " << m.failed.at(2);
+  }
+}
+
+TEST(MeasureStage, ModelStopsOnceTheMeasuredOperatorsExplainTheTarget) {
+  Stages s;
+  s.options = PredictOptions::model_to(0.5);
+  FakeEnergyProbe probe(200, 0.01);
+  FakeSession session(probe);
+  session.time_us_by_op = {{"aten::mm", 80}, {"aten::add.Tensor", 2}, {"aten::relu", 3}};
+  const Inventory inv = tiny_inventory();
+  LookedUp looked_up;
+  looked_up.missing = {0, 1, 2};
+  StepMeasurement step;
+  step.time_us = 100;  // the product alone explains 80%
+  PredictionInputs pin;
+  pin.on_gpu = false;
+  const MissingMeasured m = measure_missing(s.cpu(), inv, looked_up, pin, step, session);
+  EXPECT_EQ(session.measured, (std::vector<std::string>{"aten::mm"}));
+  EXPECT_TRUE(m.stopped_at_target);
+  // Short loops from the first operator (model's preset), each as its share of the step allows.
+  ASSERT_FALSE(session.stored_with.empty());
+  EXPECT_LT(session.stored_with[0].time.max_seconds, s.options.op_config.time.max_seconds);
+  EXPECT_TRUE(session.stored_with[0].part_of.has_value());
+}
+
+TEST(GapPower, TakenFromTheProbesPowerOrSaysWhyNot) {
+  FakeEnergyProbe probe(73, 0.01);
+  PredictionInputs pin;
+  pin.on_gpu = true;
+  GapProbe gap;
+  gap.measurement = made_up("aten::add", "Tensor", "", 5, probe.power_W());
+  take_gap_power(pin, gap);
+  ASSERT_TRUE(pin.gap_power_W);
+  EXPECT_DOUBLE_EQ(*pin.gap_power_W, 73);
+  EXPECT_NEAR(pin.gap_power_ci_W, 73 * 0.02, 1e-9);  // the energy's relative interval
+
+  PredictionInputs none;
+  none.on_gpu = true;
+  gap.measurement = made_up("aten::add", "Tensor", "", 5, std::nullopt);
+  take_gap_power(none, gap);
+  EXPECT_FALSE(none.gap_power_W);
+  EXPECT_NE(none.gap_power_why.find("has no energy figure: no energy counter"), std::string::npos);
+}
+
+TEST(PairedRoundsStage, ComparesOnlyRoundsOnTheModelsPath) {
+  Stages s;
+  Inventory inv = tiny_inventory();
+  FakeModelSteps model(inv);
+  std::vector<HostRound> compared;
+  const PairedRounds p = paired_rounds(model, inv, compared, s.notes);
+  ASSERT_GE(model.rounds, 5u);
+  EXPECT_EQ(compared.size(), model.rounds - model.rounds / 3);  // every third took another path
+  EXPECT_EQ(p.measured_us.size(), compared.size());
+  EXPECT_DOUBLE_EQ(p.measured_us.front(), model.step_us);
+  EXPECT_GT(p.host_drift, 0);  // plain steps of 100–103 µs
+  EXPECT_LT(p.host_drift, 0.05);
+}
+
+TEST(TraceStage, OnTheCpuSaysWhyAndTracesNothing) {
+  Stages s;
+  const Inventory inv = tiny_inventory();
+  FakeModelSteps model(inv);  // would throw if traced
+  const Traced t = trace_launches_and_kernels(s.cpu(), inv, model, 0);
+  EXPECT_FALSE(t.kernels);
+  EXPECT_FALSE(t.launches);
+  EXPECT_EQ(t.kernels_why, "kernels are traced on a GPU only");
+  EXPECT_EQ(t.launches_why, "launches are traced on a GPU only");
+}
+
+TEST(PredictStage, TotalsAreCountsTimesCostsOnATinyTimeline) {
+  PredictReport r;
+  r.inventory = tiny_inventory();  // no host time of its own around the calls
+  r.inputs.on_gpu = false;
+  OpCost add, mm, relu;
+  add.cpu_us = 2, add.energy_mJ = 0.5;
+  mm.cpu_us = 80, mm.energy_mJ = 16;
+  relu.cpu_us = 3, relu.energy_mJ = 0.25;
+  r.costs = {{0, add}, {1, mm}, {2, relu}};
+  MissingMeasured measured;
+  measured.failed[2] = "x; fix: y";
+  predict_from_stages(r, {}, measured);
+  EXPECT_DOUBLE_EQ(r.prediction.time_us, 2 * 2 + 80 + 3);
+  ASSERT_TRUE(r.prediction.energy_mJ) << r.prediction.energy_why;
+  EXPECT_DOUBLE_EQ(*r.prediction.energy_mJ, 2 * 0.5 + 16 + 0.25);
+  EXPECT_EQ(r.prediction.calls, 4u);
+  EXPECT_EQ(r.prediction.failed, measured.failed);
+  EXPECT_FALSE(r.target_met);
+}
+
+TEST(PredictStages, ValidateOnFakesMeasuresWhatIsMissingAndTheStepTwice) {
+  Stages s;
+  FakeEnergyProbe probe(150, 0.01);
+  FakeSession session(probe);
+  FakeStoredCosts db;
+  db.add("aten::relu", "", "self=f32[4]", made_up("aten::relu", "", "", 3, 150.0));
+  PredictReport r;
+  r.inventory = tiny_inventory();
+  r.inputs.on_gpu = false;
+  FakeModelSteps model(r.inventory);
+  model.step_us = 90;
+  run_predict_stages(s.cpu(), r, db, session, model);
+  EXPECT_EQ(session.measured.size(), 2u);  // mm and add; relu was stored; no gap probe on the CPU
+  EXPECT_TRUE(r.prediction.complete());
+  ASSERT_TRUE(r.step);
+  EXPECT_DOUBLE_EQ(r.step->time_us, 90);
+  ASSERT_EQ(model.step_configs.size(), 2u);  // before the operator loops and after the paired rounds
+  EXPECT_TRUE(model.step_configs[0].synchronous_calls);
+  ASSERT_TRUE(r.paired);
+  EXPECT_EQ(r.paired->predicted_us.size(), r.paired->measured_us.size());
+  EXPECT_EQ(r.failures, 0u);
+}
+
+TEST(StorePolicy, StampsSettingsAndStopsOnAFullDatabaseKeepingTheMeasurement) {
+  // POSIX, not std::filesystem: libtorch.so exports a remove_all that crashes.
+  char tmpl[] = "/tmp/opcost_workflow_XXXXXX";
+  ASSERT_NE(::mkdtemp(tmpl), nullptr);
+  const std::string dir = tmpl, file = dir + "/store.db";
+  {
+    Database db(file);
+    MeasurementStore store(&db);
+    ReplayOptions replay;
+    replay.device = "cpu";
+    replay.seed = 7;
+    const SettingsStamp stamp = settings_stamp(replay, MeasureConfig{});
+    ASSERT_FALSE(stamp.settings.empty());
+    ASSERT_FALSE(stamp.key.empty());
+    ReplayOptions other = replay;
+    other.seed = 8;
+    EXPECT_NE(settings_stamp(other, MeasureConfig{}).key, stamp.key);  // the seed is part of the identity
+
+    Measurement m = made_up("aten::relu", "", "self=f32[4]", 3, std::nullopt);
+    m.env.device_name = "cpu";
+    EXPECT_EQ(store.store(m, stamp), "");
+    ASSERT_GE(m.db_id, 0);
+    EXPECT_EQ(m.settings, stamp.settings);
+    const auto back = db.get(m.db_id);
+    ASSERT_TRUE(back);
+    EXPECT_EQ(back->settings_key, stamp.key);
+
+    // Full: SQLite may not grow the file past its current pages.
+    db.connection().exec("PRAGMA max_page_count = 1");
+    std::string refused;
+    Measurement in_hand;
+    for (int i = 0; i < 200 && refused.empty(); ++i) {
+      in_hand = made_up("aten::relu", "", "self=f32[" + std::to_string(i + 5) + "]", 4, std::nullopt);
+      in_hand.env.device_name = "cpu";
+      in_hand.flags.assign(50, std::string(200, 'x'));  // rows large enough to need new pages
+      refused = store.store(in_hand, stamp);
+    }
+    ASSERT_FALSE(refused.empty());
+    EXPECT_EQ(store.stopped(), refused);
+    EXPECT_EQ(in_hand.db_id, -1);
+    EXPECT_DOUBLE_EQ(in_hand.time.per_call_us.mean, 4);  // the measurement in hand is intact
+  }
+  for (const char* suffix : {"", "-wal", "-shm", "-journal"}) std::remove((file + suffix).c_str());
+  ::rmdir(dir.c_str());
+}
