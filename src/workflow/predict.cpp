@@ -140,8 +140,6 @@ PredictReport run_predict(const PredictOptions& o, RunnableModel& model, const N
   PredictReport report;
   report.settings = settings_of(o);
   report.cache = o.cache;
-  if (o.cache != "auto" && o.cache != "warm" && o.cache != "cold")
-    throw std::invalid_argument(fmt::format("cache '{}' is not one of auto, warm, cold", o.cache));
   const std::uint64_t cache_bytes =
       o.cache == "auto" ? cache_bytes_to_class(model, o.cache_bytes, &report.cache_why) : 0;
   report.inventory = take_inventory(model, o.model, 8, cache_bytes);
