@@ -18,7 +18,7 @@ import subprocess
 import sys
 
 WAITS_NOTE = " (the op waits for the device)"  # core/measurement.h: kWaitsForDeviceNote
-SCHEMA_VERSION = "4"
+SCHEMA_VERSION = "5"
 
 
 def fail(message):

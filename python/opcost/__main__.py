@@ -110,7 +110,7 @@ def sweep(args) -> int:
 def trace(args) -> int:
     handled = {"model", "input", "dtype", "device", "train", "autocast", "energy", "output", "table", "group_by",
                "sort_by", "limit", "json", "wait", "warmup", "steps", "repeat", "flops", "nvtx", "only_steps",
-               "min_duration", "db"}
+               "min_duration", "db", "html"}
     _refuse_unhandled(args, "trace", handled)
     model, inputs = prepare(args)
     sched = opcost.schedule(wait=_whole(args.wait, 0), warmup=_whole(args.warmup, 1), active=_whole(args.steps, 1),
@@ -127,7 +127,10 @@ def trace(args) -> int:
         print(f"opcost: trace of {args.model} written to {args.output} ({r.steps} steps, {r.layers} layer "
               f"ranges, {r.calls} operator calls, {r.device_activities} device activities); open it in "
               "https://ui.perfetto.dev", file=sys.stderr)
-    if args.table or not args.output:
+    if args.html:  # the page of the table, as `opcost trace --html` writes it
+        _core.write_report(t.run.table_json(group_by), args.model, args.html)
+        print(f"opcost: report of {args.model} written to {args.html}", file=sys.stderr)
+    if args.table or not (args.output or args.html):
         if args.json:  # the document `opcost trace --json` writes: rows, total, measured step, energy
             print(json.dumps(json.loads(t.run.table_json(group_by)), indent=1))
         else:
@@ -192,7 +195,8 @@ def _registry_given(args, command: str) -> dict:
 
 def model_command(args) -> int:
     """inventory, predict, validate of a Python model."""
-    handled = {"model", "input", "dtype", "device", "train", "autocast", "json", "output", "db", "cache_bytes"}
+    handled = {"model", "input", "dtype", "device", "train", "autocast", "json", "output", "db", "cache_bytes",
+               "html"}
     if args.command != "inventory":
         handled |= {spec["flag"].lstrip("-").replace("-", "_") for spec in _core.option_specs(args.command)}
     _refuse_unhandled(args, args.command, handled)
@@ -214,6 +218,9 @@ def model_command(args) -> int:
     else:
         sys.stdout.write(text)
         sys.stdout.flush()
+    if getattr(args, "html", None):  # the page, as the command line's --html writes it (not inventory's)
+        _core.write_report(result.to_json(), args.model, args.html)
+        print(f"opcost: report written to {args.html}", file=sys.stderr)
     if args.command == "inventory":
         return EXIT_OK
     if result.failures:  # as the command line: some measurements failed, the rest were stored

@@ -299,9 +299,12 @@ def validate(model: Any, *inputs: Any, db: Optional[str] = None, cache: str = _V
              energy_settle: float = _VALIDATE["energy_settle"],
              energy_target_ci: float = _VALIDATE["energy_target_ci"],
              energy_min_windows: int = _VALIDATE["energy_min_windows"],
+             energy_graphs: str = _VALIDATE["energy_graphs"],
              step_max_time: float = _VALIDATE["step_max_time"],
              short_loops_after: float = _VALIDATE["short_loops_after"],
-             ops_energy_ci: float = _VALIDATE["ops_energy_ci"], **kwargs: Any) -> Prediction:
+             ops_energy_ci: float = _VALIDATE["ops_energy_ci"],
+             shared_windows: bool = _VALIDATE["shared_windows"], duty_cycle: bool = _VALIDATE["duty_cycle"],
+             **kwargs: Any) -> Prediction:
     """Measures what the database lacks (stored as it goes), then the whole step, and returns
     the prediction beside the measurement (``time_error``, ``energy_error``).
 
@@ -310,11 +313,16 @@ def validate(model: Any, *inputs: Any, db: Optional[str] = None, cache: str = _V
     per operator ``max_time`` and ``energy_max_time`` (``energy_max_time_capped`` at the power
     cap) in seconds, finite, above 0 and at most a day; ``target_ci`` and ``energy_target_ci``
     the relative 95% intervals its loops stop at; ``energy_settle`` seconds before energy windows
-    count, at least ``energy_min_windows`` of them; ``step_max_time`` for the whole step;
-    ``energy=False`` skips every energy loop. Once the measured operators explain
-    ``short_loops_after`` of the step (0 to 1; 0: from the first, 1: never), the rest get short
+    count, at least ``energy_min_windows`` of them; ``energy_graphs`` ("auto": on CUDA an operator
+    the GPU waits for has its energy loop replay a CUDA graph of its calls; "off");
+    ``step_max_time`` for the whole step; ``energy=False`` skips every energy loop. Once the
+    measured operators explain ``short_loops_after`` of the step (0 to 1; 0: from the first, 1: never), the rest get short
     loops, and each short loop's energy stops at the interval its share of the step needs for
-    the operators together to add ``ops_energy_ci`` (relative 95%, 0 to 1; 0: each at 5%).
+    the operators together to add ``ops_energy_ci`` (relative 95%, 0 to 1; 0: each at 5%). On a
+    GPU such operators share one energy loop's counter windows, up to 16 at a time;
+    ``shared_windows=False`` gives each a loop of its own. An operator that reaches the power cap
+    in its own loop while the step stays below it has its energy measured again at the step's duty
+    cycle; ``duty_cycle=False`` keeps the capped loop's figure.
     ``opcost._core.option_specs("validate")`` lists them all with their ranges; the result's
     ``settings`` records them."""
     options = _registry_options(_VALIDATE, locals())
@@ -329,7 +337,8 @@ def measure(op: str, *args: Any, device: str = _MEASURE["device"], cache: str = 
             energy_max_time: float = _MEASURE["energy_max_time"],
             energy_max_time_capped: float = _MEASURE["energy_max_time_capped"],
             energy_settle: float = _MEASURE["energy_settle"], energy_target_ci: float = _MEASURE["energy_target_ci"],
-            energy_min_windows: int = _MEASURE["energy_min_windows"], db: Optional[str] = None, store: bool = True,
+            energy_min_windows: int = _MEASURE["energy_min_windows"],
+            energy_graphs: str = _MEASURE["energy_graphs"], db: Optional[str] = None, store: bool = True,
             **kwargs: Any) -> Measurement:
     """Measures one operator call replayed alone in a loop, as ``opcost measure`` does.
 
@@ -345,8 +354,11 @@ def measure(op: str, *args: Any, device: str = _MEASURE["device"], cache: str = 
     ``seed`` of the input data, ``autocast`` ("bf16", "fp16"), the timing loop's ``max_time``
     seconds and ``target_ci`` (relative 95% interval), and the energy loop's (``energy=False``
     skips it) ``energy_max_time`` (``energy_max_time_capped`` at the power cap), ``energy_settle``,
-    ``energy_target_ci`` and ``energy_min_windows``. A bad value is a ValueError (TypeError for a
-    wrong type) naming the keyword and its flag. The result's ``settings`` records them."""
+    ``energy_target_ci``, ``energy_min_windows`` and ``energy_graphs`` ("auto": on CUDA, an op the
+    GPU waits for, its host issue time above its GPU time, has its energy loop replay a CUDA graph
+    of its calls, at the GPU's pace; "off": calls issued one by one). A bad value is a ValueError
+    (TypeError for a wrong type) naming the keyword and its flag. The result's ``settings``
+    records them."""
     options = _registry_options(_MEASURE, locals())
     tokens = [spec_of(a) for a in args] + [f"{k}={spec_of(v)}" for k, v in kwargs.items()]
     path, is_default = _db_path(db)

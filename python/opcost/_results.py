@@ -9,6 +9,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
+from . import _plot
+
 
 def _pandas():
     try:
@@ -285,6 +287,13 @@ class Prediction(_Document):
         rows = self._doc["layers" if by == "layer" else "ops"]
         return _pandas().DataFrame([{k: r[k] for k in ("name", "calls", "time_us", "gpu_us", "cpu_us", "energy_mJ",
                                                       "missing_calls")} for r in rows])
+
+    def plot(self, by: str = "layer", metric: str = "time", top: int = _plot.TOP_ROWS):
+        """A matplotlib Figure (never shown): the ``top`` largest layers (``by="layer"``) or
+        operators (``by="op"``) in ``metric`` ("time" or "energy") as sorted bars, the rest summed,
+        beside the whole step predicted and, from validate, measured, with their 95% intervals.
+        Needs matplotlib: ``pip install 'opcost[plot]'``."""
+        return _plot.prediction_figure(self._doc, by=by, metric=metric, top=top)
 
     def __repr__(self) -> str:
         energy = (f"{self.energy_mJ:.4g} ± {self.energy_ci95_mJ:.2g} mJ" if self.energy_mJ is not None

@@ -7,6 +7,7 @@ import json
 import logging
 import os
 import sys
+import tempfile
 import time
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, TextIO, Tuple
@@ -32,6 +33,23 @@ class SweepResult:
     failed_total: int
     stopped: str = ""  # why it stopped before every item was tried
     rejected: List[Tuple[str, str]] = field(default_factory=list)  # items the op's schema refuses: (call, why)
+    # The database the sweep stored into (a URL may hold a password: kept out of the repr).
+    db: Optional[str] = field(default=None, repr=False, compare=False)
+
+    def rows(self) -> List[Dict[str, Any]]:
+        """Every row this sweep measured, from its database, as ``opcost db export --sweep NAME
+        --json`` gives them: one result document per measurement, its ``axes`` among its fields."""
+        if not self.db:
+            raise ValueError(f"sweep {self.name!r}: this result does not know its database (opcost.sweep sets it)")
+        return _export_rows(self.db, self.name)
+
+    def plot(self, x: str, y: str = "time_us", hue: Optional[str] = None):
+        """A matplotlib Figure (never shown) of the sweep's rows: ``y`` (time_us, energy_mJ or
+        power_W per call) against the axis ``x``, a series per value of the axis ``hue``, each
+        point with its 95% interval. Needs matplotlib: ``pip install 'opcost[plot]'``."""
+        from ._plot import sweep_figure
+
+        return sweep_figure(self.rows(), x=x, y=y, hue=hue)
 
     def __repr__(self) -> str:
         return (f"<SweepResult {self.name}: {self.done} of {self.items} items done, {self.failed_total} failed, "
@@ -116,7 +134,8 @@ def sweep(path: str | os.PathLike, *, db: Optional[str] = None, device: str = _S
           energy_max_time: float = _SWEEP["energy_max_time"],
           energy_max_time_capped: float = _SWEEP["energy_max_time_capped"],
           energy_settle: float = _SWEEP["energy_settle"], energy_target_ci: float = _SWEEP["energy_target_ci"],
-          energy_min_windows: int = _SWEEP["energy_min_windows"], force: bool = False, retry_failed: bool = False,
+          energy_min_windows: int = _SWEEP["energy_min_windows"], energy_graphs: str = _SWEEP["energy_graphs"],
+          force: bool = False, retry_failed: bool = False,
           workers: int = 1, max_attempts: int = _core.DEFAULTS["max_attempts"], progress: bool = True,
           progress_every: float = _core.DEFAULTS["progress_every"],
           stream: Optional[TextIO] = None, max_items: int = _core.DEFAULTS["max_items"]) -> SweepResult:
@@ -168,7 +187,29 @@ def sweep(path: str | os.PathLike, *, db: Optional[str] = None, device: str = _S
     return SweepResult(name=out["name"], items=out["items"], measured=out["measured"], failed=out["failed"],
                        crashes=out["crashes"], seconds=out["seconds"], done=after["done"],
                        pending=after["pending"] + after["running"], failed_total=after["failed"],
-                       stopped=out["stopped"], rejected=[tuple(r) for r in out["rejected"]])
+                       stopped=out["stopped"], rejected=[tuple(r) for r in out["rejected"]], db=options["db"])
+
+
+def _export_rows(db: str, sweep_name: str) -> List[Dict[str, Any]]:
+    """The command line's own export, run in this process (the database never on a command line
+    another user sees), into a temporary file; its note on standard error is kept for an error."""
+    with tempfile.TemporaryDirectory(prefix="opcost-export-") as folder:
+        out, log_path = os.path.join(folder, "rows.json"), os.path.join(folder, "stderr.txt")
+        sys.stderr.flush()
+        saved = os.dup(2)
+        try:
+            with open(log_path, "w") as log_file:
+                os.dup2(log_file.fileno(), 2)
+                rc = _core.run_command_line(["--db", db, "db", "export", "--json", "--sweep", sweep_name, "-o", out])
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+        if rc != 0:
+            with open(log_path, errors="replace") as f:
+                why = " ".join(f.read(2000).split()).removeprefix("opcost: error: ")
+            raise RuntimeError(f"sweep {sweep_name!r}: its rows could not be exported: {why}")
+        with open(out) as f:
+            return json.load(f)
 
 
 def sweep_status(path: str | os.PathLike, *, db: Optional[str] = None, device: str = _SWEEP["device"],
@@ -179,6 +220,7 @@ def sweep_status(path: str | os.PathLike, *, db: Optional[str] = None, device: s
                  energy_max_time_capped: float = _SWEEP["energy_max_time_capped"],
                  energy_settle: float = _SWEEP["energy_settle"], energy_target_ci: float = _SWEEP["energy_target_ci"],
                  energy_min_windows: int = _SWEEP["energy_min_windows"],
+                 energy_graphs: str = _SWEEP["energy_graphs"],
                  max_items: int = _core.DEFAULTS["max_items"]) -> SweepStatus:
     """A sweep's items in the database (``opcost sweep status``). The measurement settings are part
     of an item's key: give the ones the sweep ran with (``opcost._core.option_specs("sweep")``

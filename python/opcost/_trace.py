@@ -18,6 +18,7 @@ from typing import Any, Dict, List, Optional
 import torch
 
 from . import _core
+from . import _plot
 from ._api import _LayerNames, _checked_step, _db_path, _describe, _device_of, _layer_names, _make_step, _name_of, \
     _notes
 
@@ -127,6 +128,16 @@ class Trace:
         self._check_shapes(group_by)
         t = json.loads(self.run.table_json(group_by))
         return t["rows"] + [t["total"]]
+
+    def plot(self, by: str = "layer", metric: Optional[str] = None, top: int = _plot.TOP_ROWS):
+        """A matplotlib Figure (never shown) of the table's rows (``by="layer"`` or ``"op"``) as
+        sorted bars: with energy (``trace_model(energy=True)``) each row's own energy with its 95%
+        interval, its average power and the attributed energy against the measured; without,
+        ``metric="gpu"`` or ``"cpu"``: each row's own GPU or CPU time (GPU where kernels ran).
+        Needs matplotlib: ``pip install 'opcost[plot]'``."""
+        if by not in ("layer", "op"):
+            raise ValueError(f"by={by!r}: use 'layer' or 'op'")
+        return _plot.trace_figure(json.loads(self.run.table_json(by)), metric=metric, top=top)
 
     def export(self, path: str | os.PathLike, min_duration_us: float = 0.0, layers: str = "") -> str:
         """Writes the trace for https://ui.perfetto.dev: Chrome JSON, or Perfetto's protobuf for a

@@ -23,6 +23,8 @@ const std::vector<CommandEntry>& command_table() {
       {"model", "Measure operators in order of expected share until they explain --target of the step",
        &make_model_command},
       {"models", "List the built-in models with their parameter counts and inputs", &make_models_command},
+      {"report", "Write any result JSON opcost writes as one self-contained HTML page with charts (docs/report.md)",
+       &make_report_command},
   };
   return table;
 }

@@ -12,6 +12,7 @@
 #include "core/trace/table.h"
 #include "core/trace/trace_file.h"
 #include "core/trace/trace_import.h"
+#include "workflow/report_html.h"
 #include "workflow/reporters/reporter.h"
 
 namespace opcost {
@@ -38,6 +39,10 @@ int run_trace_command(TraceCliOptions o) {
                          {{o.import_path, "the trace"},
                           {o.model.model, "the model file"},
                           {o.energy ? o.energy_options.db : std::string(), "the database"}});
+  check_output_not_input(o.html, "--html",
+                         {{o.import_path, "the trace"},
+                          {o.model.model, "the model file"},
+                          {o.energy ? o.energy_options.db : std::string(), "the database"}});
   TraceRun run = o.import_path.empty()
                      ? trace_model(o.model, o.record, o.energy ? &o.energy_options : nullptr, Notes::to_stderr())
                      : import_trace(o.import_path);
@@ -60,11 +65,16 @@ int run_trace_command(TraceCliOptions o) {
                  return n;
                }()));
   }
-  const bool table = o.table || o.output.empty();
-  if (table) {
+  const bool table = o.table || (o.output.empty() && o.html.empty());
+  if (table || !o.html.empty()) {
     const TraceTable t = o.group_by == "layer" ? layer_table(run) : op_table(run, o.group_by == "shape");
-    write_file("",
-               make_reporter(o.json ? ReportFormat::kJson : ReportFormat::kText)->trace_table(t, o.sort_by, o.limit));
+    if (table)
+      write_file("",
+                 make_reporter(o.json ? ReportFormat::kJson : ReportFormat::kText)->trace_table(t, o.sort_by, o.limit));
+    if (!o.html.empty()) {
+      write_report_of(to_json(t), what, o.html);
+      fmt::print(stderr, "opcost: report of {} written to {}\n", what, o.html);
+    }
   }
   if (o.energy && !run.energy && !table)  // the table says it otherwise
     fmt::print(stderr, "opcost: no energy per {}: {}\n", o.group_by == "layer" ? "layer" : "operator", run.energy_why);

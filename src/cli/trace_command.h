@@ -21,6 +21,7 @@ struct TraceCliOptions {
   std::string sort_by = "gpu";          // a column of the table
   std::size_t limit = kTraceTableRows;  // table rows (0: all)
   bool json = false;                    // the table as JSON
+  std::string html;                     // the table as an HTML page (workflow/report_html.h)
   double min_duration_us = 0;           // leave shorter calls and kernels out of the trace file
   std::string layers;                   // only these layers (a regular expression) in the trace file
   std::string only_steps;               // "A" or "A-B": only these steps in the trace file and the tables

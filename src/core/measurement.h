@@ -28,6 +28,9 @@ struct TimeResult {
   // CUDA: samples kept although their batch outlasted the GPU prefill, so the GPU may have
   // waited for the host inside them (after 50 late batches; see Runner::time_cuda).
   std::size_t host_bound_samples = 0;
+  // The host wall time per call with its interval, where the host time is the figure: a call
+  // without device work on a GPU (per_call_us is then all zeros). n = 0 otherwise.
+  Summary host_us;
 };
 
 struct EnergyResult {
@@ -47,6 +50,13 @@ struct EnergyResult {
   // The windows themselves (start relative to the loop's start), for the JSON report.
   std::vector<EnergyWindow> window_list;
   double loop_start_s = 0;
+  // The busy share of a duty-cycled loop (core/energy/duty_cycle.h), 0 for a continuous one. Not
+  // stored: the row keeps it in its source, method and flags.
+  double duty_cycle_busy_share = 0;
+  // How the loop issued its calls when not one by one ("replayed from a CUDA graph of 400
+  // calls"), or why a graph it wanted was not used (torch/graph_batch.h): for the method text.
+  // Not stored (the row's method keeps it).
+  std::string loop_note;
 };
 
 // Appended to the method of an op timed by wall clock because it waits for the device
@@ -69,6 +79,9 @@ struct Measurement {
   std::string method;
   // Timed by wall clock because the op waits for the device: its time is all host time.
   bool waits_for_device = false;
+  // "none-view" or "none-no-kernel" for a call that does no work on its device
+  // (core/measure/loop_plan.h); "" when it does, or for a row stored before schema 5.
+  std::string device_work;
   // What it ran with, and the stable hash of the identity members among them (the settings
   // that change the figure: seed, budgets, energy settings): part of the identity key.
   Settings settings;
@@ -90,9 +103,17 @@ struct Measurement {
 // Flags for a run that saw throttling, a clock change or another process on the GPU.
 std::vector<std::string> hygiene_flags(const DeviceState& before, const DeviceState& after, const StateSummary& during);
 
+// The power a row's energy per call implies over its GPU time per call, its loop's own gaps
+// charged at `gap_power_W` (the GPU's power between kernels; idle power when not given).
+// nullopt without energy or GPU time (a call timed by wall clock).
+std::optional<double> implied_power_W(const Measurement& m, std::optional<double> gap_power_W = std::nullopt);
+
 // Flags for figures that are weaker than they look: a time from a single sample (no
-// interval), samples in which the GPU may have waited for the host.
-std::vector<std::string> measurement_flags(const Measurement& m);
+// interval), samples in which the GPU may have waited for the host, an energy per call that
+// implies more than the board's power limit over the GPU time
+// (`energy_over_power_limit:<implied>W><limit>W`, see implied_power_W). Also
+// `energy_at_duty_cycle:<busy>%` on an energy measured duty-cycled (core/energy/duty_cycle.h).
+std::vector<std::string> measurement_flags(const Measurement& m, std::optional<double> gap_power_W = std::nullopt);
 
 std::string utc_timestamp();
 

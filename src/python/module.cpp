@@ -33,6 +33,7 @@
 #include "workflow/model_inventory.h"
 #include "workflow/options.h"
 #include "workflow/predict.h"
+#include "workflow/report_html.h"
 #include "workflow/reporters/reporter.h"
 #include "workflow/sweep.h"
 #include "workflow/trace.h"
@@ -562,6 +563,17 @@ void bind_faces(py::module_& m) {
         return rc;
       },
       py::arg("args"), "Run opcost's command line with these arguments: its exit status");
+  // opcost.report(): the command line's report (workflow/report_html.h), of a file or of a result's JSON text.
+  m.def(
+      "write_report_file",
+      [](const std::string& input, const std::string& output) { return report_kind_name(write_report(input, output)); },
+      py::arg("input"), py::arg("output"), "opcost report INPUT -o OUTPUT: the kind written");
+  m.def(
+      "write_report",
+      [](const std::string& json_text, const std::string& source, const std::string& output) {
+        return report_kind_name(write_report_of(parse_result_json(json_text, source), source, output));
+      },
+      py::arg("json_text"), py::arg("source"), py::arg("output"), "The page of a result's JSON text: the kind written");
   m.def("progress_text", &progress_text, py::arg("label"), py::arg("done"), py::arg("total"), py::arg("elapsed_s"),
         py::arg("terminal"), py::arg("done_before") = 0);
   m.def("open_layer_scope", &open_layer_scope, py::arg("name"));

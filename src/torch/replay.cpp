@@ -17,6 +17,7 @@
 #include "torch/autocast.h"
 #include "torch/bind.h"
 #include "torch/device.h"
+#include "torch/device_work.h"
 #include "torch/dtype_codes.h"
 #include "torch/out_of_memory.h"
 #include "torch/replay.h"
@@ -158,6 +159,13 @@ class PreparedCallImpl : public PreparedCall {
       AutocastScope scope(autocast_, device_type_);  // a few thread-local stores per call
       handle_->callBoxed(stack_);
     }
+  }
+
+  bool returns_views_only() override {
+    c10::InferenceMode guard;  // as the inputs were made (an in-place op refuses them outside it)
+    const std::vector<c10::IValue> inputs = sets_[next_];  // the set this call takes (IValues share the tensors)
+    call();
+    return outputs_are_views_of_inputs(handle_->schema(), inputs, stack_);
   }
 
  private:

@@ -88,6 +88,9 @@ class PreparedCall {
   std::size_t input_bytes() const { return info_.input_bytes; }
   const std::string& resolution_note() const { return info_.resolution_note; }
   virtual void call() = 0;  // one call (asynchronous on CUDA); rotates input sets when cold
+  // Makes one call: whether it returned only views of its inputs and wrote to none (view,
+  // permute, expand): then it launches no kernel on any device (torch/device_work.h).
+  virtual bool returns_views_only() { return false; }
 
  protected:
   CallInfo info_;

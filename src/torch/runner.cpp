@@ -30,6 +30,7 @@
 #include "core/spec/signature.h"
 #include "core/version.h"
 #include "torch/device.h"
+#include "torch/graph_batch.h"
 
 namespace opcost {
 
@@ -102,6 +103,12 @@ Runner::Runner(const std::string& kind, int index, MeasureConfig cfg)
   }
 }
 
+Runner::Runner(const std::string& kind, int index, MeasureConfig cfg, std::unique_ptr<EnergyProbe> probe)
+    : device_(parse_device_spec(kind)), index_(index), cfg_(cfg), env_(describe_environment(kind, index)) {
+  probe_ = std::move(probe);
+  if (!probe_) energy_why_ = "no energy probe was given";
+}
+
 Runner::~Runner() = default;
 
 std::optional<double> Runner::idle_power() {
@@ -109,12 +116,14 @@ std::optional<double> Runner::idle_power() {
   if (!probe_) return std::nullopt;
   if (now_s() - idle_at_s_ < 60) return idle_W_;
   if (device_.is_cuda()) at::accelerator::synchronizeDevice(index_);
-  idle_W_ = measure_idle_power_W(*probe_, device_.is_cuda() ? 3 : 50, 2.0, &idle_why_);
+  std::vector<CounterEdge> edges;
+  idle_W_ = measure_idle_power_W(*probe_, device_.is_cuda() ? 3 : 50, 2.0, &idle_why_, &edges);
+  if (auto period = update_period_s(edges)) counter_period_s_ = period;  // measure_group's choice
   idle_at_s_ = now_s();
   return idle_W_;
 }
 
-void Runner::time_cpu(PreparedCall& call, Measurement& m) {
+void Runner::time_cpu(PreparedCall& call, Measurement& m, const StoppingCriterion& rule, double warmup_s) {
   // Warm-up (three calls, or one when a call alone outlasts the timing budget), then batches
   // of about target_sample_s each. On CUDA (a call that synchronises itself, or waits for the
   // device) each batch ends with a synchronisation, so its kernels are inside the sample.
@@ -124,7 +133,7 @@ void Runner::time_cpu(PreparedCall& call, Measurement& m) {
   };
   const double t0 = now_s();
   std::size_t n = 0;
-  while ((n < 3 && now_s() - t0 < cfg_.time.max_seconds) || now_s() - t0 < cfg_.warmup_s) {
+  while ((n < 3 && now_s() - t0 < rule.max_seconds) || now_s() - t0 < warmup_s) {
     call.call();
     sync();
     ++n;
@@ -132,7 +141,7 @@ void Runner::time_cpu(PreparedCall& call, Measurement& m) {
   }
   const double per_call = (now_s() - t0) / double(n);
   const std::size_t batch = std::clamp<std::size_t>(std::size_t(cfg_.target_sample_s / per_call), 1, 10000);
-  AdaptiveStop stop(cfg_.time);
+  AdaptiveStop stop(rule);
   std::vector<double> samples, cpu;
   const double start = now_s();
   while (!stop.done()) {
@@ -193,19 +202,30 @@ Runner::CudaWarmUp Runner::warm_up_cuda(PreparedCall& call, Measurement& m) {
     watch_->check("warming up", n, "calls");
   }
   // Host issue cost estimate: ten calls behind a long sleep, so the queue never blocks.
-  double issue_per_call = per_call;
+  double issue_per_call = per_call, gpu_per_call = 0;
 #if defined(OPCOST_TORCH_HAS_CUDA)
   {
-    gpu_sleep_s(0.02);
+    // Behind the sleep the ten calls also run back to back: events around them time their
+    // kernels alone, the GPU time the energy loop's graph choice weighs the issue time against.
+    const c10::Stream stream = at::accelerator::getCurrentStream(index_);
+    c10::Event first(c10::DeviceType::CUDA, c10::EventFlag::BACKEND_DEFAULT);
+    c10::Event last(c10::DeviceType::CUDA, c10::EventFlag::BACKEND_DEFAULT);
+    constexpr double kSleepS = 0.02;
+    gpu_sleep_s(kSleepS);
+    first.record(stream);
     const double i0 = now_s();
     for (int i = 0; i < 10; ++i) call.call();
-    issue_per_call = (now_s() - i0) / 10;
+    const double issue_s = now_s() - i0;
+    issue_per_call = issue_s / 10;
+    last.record(stream);
     sync();
+    // Calls issued after the sleep ended kept the GPU waiting: their GPU time is unknown.
+    if (issue_s < kSleepS) gpu_per_call = double(first.elapsedTime(last)) * 1e-3 / 10;
     n += 10;
   }
 #endif
   m.total_calls += n;
-  return {per_call, issue_per_call};
+  return {per_call, issue_per_call, gpu_per_call};
 }
 
 void Runner::time_cuda(PreparedCall& call, Measurement& m, const CudaWarmUp& warm) {
@@ -292,11 +312,13 @@ bool Runner::take_settle_timing(const SettleTiming& t, Measurement& m) const {
 // the GPU never waits for the host unless the op itself is launch-bound.
 class Runner::EnergyLoop {
  public:
-  EnergyLoop(bool cuda, c10::DeviceIndex index, std::size_t batch, SettleTiming* timing)
+  // `graph`, when given, is the batch (its calls() of them): each batch is one replay.
+  EnergyLoop(bool cuda, c10::DeviceIndex index, std::size_t batch, SettleTiming* timing, GraphBatch* graph = nullptr)
       : cuda_(cuda),
         index_(index),
-        batch_(batch),
+        batch_(graph ? graph->calls() : batch),
         timing_(timing),
+        graph_(graph),
         time_settle_(cuda && timing),
         stream_(cuda ? at::accelerator::getCurrentStream(index)
                      : c10::Stream(c10::Stream::DEFAULT, c10::Device(c10::kCPU))) {
@@ -312,7 +334,10 @@ class Runner::EnergyLoop {
     const double w0 = now_s();
     const bool timing_this = time_settle_ && w0 < settle_end;  // a batch of the settle, timed
     const double c0 = timing_this ? thread_cpu_s() : 0;
-    for (std::size_t i = 0; i < batch_; ++i) call.call();
+    if (graph_)
+      graph_->replay();
+    else
+      for (std::size_t i = 0; i < batch_; ++i) call.call();
     issued_ += batch_;
     if (!cuda_) {
       timeline_.push_back({now_s(), double(issued_)});
@@ -357,6 +382,7 @@ class Runner::EnergyLoop {
   c10::DeviceIndex index_;
   std::size_t batch_;
   SettleTiming* timing_;
+  GraphBatch* graph_;
   bool time_settle_;
   c10::Stream stream_;
   std::optional<c10::Event> events_[3];
@@ -420,12 +446,34 @@ void store_energy(EnergyResult& e, const EnergyWindows& w, const std::string& pr
 
 }  // namespace
 
-void Runner::measure_energy(PreparedCall& call, Measurement& m, double per_call_s, SettleTiming* timing) {
+std::unique_ptr<GraphBatch> Runner::energy_graph(PreparedCall& call, Measurement& m, const CudaWarmUp* warm,
+                                                 double& gpu_us) {
+  // A call that waits for the device synchronises: it could not be captured, and is not issued
+  // ahead of the GPU anyway.
+  if (!device_.is_cuda() || cfg_.synchronous_calls || m.waits_for_device) return nullptr;
+  // GPU and issue times per call: the timing loop's when it ran, else the warm-up's.
+  const bool timed = m.time.per_call_us.n > 0;
+  gpu_us = timed ? m.time.per_call_us.median : warm ? warm->gpu_per_call_s * 1e6 : 0;
+  const double issue_us = timed ? m.time.host_us_per_call : warm ? warm->issue_per_call_s * 1e6 : 0;
+  if (!energy_loop_replays_graph(cfg_.energy_graphs, gpu_us, issue_us)) return nullptr;
+  const std::size_t calls = graph_batch_calls(gpu_us);
+  std::string why;
+  auto graph = GraphBatch::capture(call, calls, why);
+  m.total_calls += 3;  // the capture stream's warm-up (the captured calls never ran)
+  m.energy.loop_note =
+      graph ? fmt::format("energy loop replayed from a CUDA graph of {} calls", calls)
+            : fmt::format("energy loop issued call by call: a CUDA graph of the call could not be captured: {}", why);
+  return graph;
+}
+
+void Runner::measure_energy(PreparedCall& call, Measurement& m, double per_call_s, SettleTiming* timing,
+                            const CudaWarmUp* warm) {
   auto& e = m.energy;
   if (!probe_) {
     e.unavailable_reason = energy_why_;
     return;
   }
+  if (energy_deferred_) return;  // measure_group's shared loop measures it (shared_energy_loop.cpp)
   e.idle_power_W = idle_power();
   if (!e.idle_power_W) {
     e.unavailable_reason = idle_why_;
@@ -433,7 +481,11 @@ void Runner::measure_energy(PreparedCall& call, Measurement& m, double per_call_
   }
   // Loop continuously in batches of ~2 ms; record when each batch is known complete.
   const std::size_t batch = std::clamp<std::size_t>(std::size_t(0.002 / std::max(per_call_s, 1e-7)), 1, 2000);
-  EnergyLoop loop(device_.is_cuda(), c10::DeviceIndex(index_), batch, timing);
+  double graph_gpu_us = 0;
+  std::unique_ptr<GraphBatch> graph = energy_graph(call, m, warm, graph_gpu_us);
+  // A graph's batches are not timed in the settle: the op keeps the timing loop a host-bound
+  // op gets (behind a prefill, its calls issued as the model issues them).
+  EnergyLoop loop(device_.is_cuda(), c10::DeviceIndex(index_), batch, graph ? nullptr : timing, graph.get());
   // The target follows the op's share of a whole, known from its time: from the timing loop
   // before, or from the settle's samples (fixed once the settle is over).
   std::optional<double> target_rel_ci95;
@@ -455,6 +507,7 @@ void Runner::measure_energy(PreparedCall& call, Measurement& m, double per_call_
     if (!target_rel_ci95) {
       const double per_call_us = timing && !timing->per_call_us.empty() ? median_of(timing->per_call_us)
                                  : m.time.per_call_us.n > 0             ? m.time.per_call_us.median
+                                 : graph                                ? graph_gpu_us
                                                                         : per_call_s * 1e6;
       target_rel_ci95 = energy_target_rel_ci95(per_call_us);
     }
@@ -465,6 +518,10 @@ void Runner::measure_energy(PreparedCall& call, Measurement& m, double per_call_
   loop.finish();
   monitor.stop();
   m.total_calls += loop.issued();
+  if (graph) {
+    graph->release();  // its memory pool back to the allocator (one eager call)
+    m.total_calls += 1;
+  }
   m.during = monitor.state_summary();
   if (cfg_.keep_power_trace) {
     m.power_trace = monitor.power_trace();
@@ -477,10 +534,19 @@ void Runner::measure_energy(PreparedCall& call, Measurement& m, double per_call_
 double measurement_budget_s(const MeasureConfig& cfg, bool with_energy) {
   const double energy =
       with_energy ? 2.0 + cfg.energy_settle_s + std::max(cfg.energy_max_s, cfg.energy_max_capped_s) : 0;
-  return 2.0 + cfg.warmup_s + cfg.time.max_seconds + energy;
+  // An op at the power cap in a step below it loops once more, duty-cycled (duty_cycle_loop.cpp).
+  const double duty_cycled = with_energy && cfg.step_power ? cfg.energy_settle_s + cfg.energy_max_s : 0;
+  return 2.0 + cfg.warmup_s + cfg.time.max_seconds + energy + duty_cycled;
 }
 
 double Runner::budget_s() const { return measurement_budget_s(cfg_, probe_ != nullptr); }
+
+Watchdog::Options Runner::watchdog_options() const {
+  Watchdog::Options wo;
+  wo.budget_s = budget_s();
+  wo.abandon_factor = cfg_.abandon_factor;
+  return wo;
+}
 
 Measurement Runner::measure(PreparedCall& call) {
   try {
@@ -511,29 +577,34 @@ Measurement Runner::measure_call(PreparedCall& call) {
   m.autocast = call.autocast();
   m.env = env_;
   m.created_at = utc_timestamp();
-  Watchdog::Options wo;
-  wo.budget_s = budget_s();
-  wo.abandon_factor = cfg_.abandon_factor;
-  Watchdog watch(fmt::format("{} {}", m.display_name(), m.args), wo, cfg_.progress);
+  Watchdog watch(fmt::format("{} {}", m.display_name(), m.args), watchdog_options(), cfg_.progress);
   watch_ = &watch;
   const double t0 = now_s();
   if (probe_) m.before = probe_->state(true);
-  // An op that waits for the device cannot run ahead of it: no prefill can hide its issue
-  // time, so it is timed by wall clock, each batch ending in a synchronisation.
-  const bool synchronous = cfg_.synchronous_calls || (device_.is_cuda() && waits_for_device(call));
+  // A call without device work (a view; on CUDA, no kernel) is told apart first: on a GPU it
+  // costs its host time alone. An op that waits for the device cannot run ahead of it: no
+  // prefill can hide its issue time, so it is timed by wall clock, each batch ending in a
+  // synchronisation.
+  const WorkCheck checked = check_device_work(call);
+  const LoopPlan plan = plan_loops(checked.work, device_);
+  m.device_work = to_string(checked.work);
+  const bool synchronous = checked.synchronous;
   auto estimate_s = [&] { return std::max(m.time.per_call_us.median, m.time.host_us_per_call) * 1e-6; };
-  if (device_.is_cuda() && !synchronous) {
+  if (plan.host_time_only) {
+    time_host_only(call, m, checked.work);
+  } else if (device_.is_cuda() && !synchronous) {
     const CudaWarmUp warm = warm_up_cuda(call, m);
     if (cfg_.time_in_energy_settle && probe_) {
       SettleTiming settle;
-      measure_energy(call, m, std::max(warm.per_call_s, warm.issue_per_call_s), &settle);
+      measure_energy(call, m, std::max(warm.per_call_s, warm.issue_per_call_s), &settle, &warm);
       if (!take_settle_timing(settle, m)) time_cuda(call, m, warm);
     } else {
       time_cuda(call, m, warm);
       measure_energy(call, m, estimate_s(), nullptr);
     }
+    measure_energy_duty_cycled(call, m);  // at the power cap, in a step below it (duty_cycle_loop.cpp)
   } else {
-    time_cpu(call, m);
+    time_cpu(call, m, cfg_.time, cfg_.warmup_s);
     if (device_.is_cuda() && !cfg_.synchronous_calls) {
       m.method += kWaitsForDeviceNote;
       m.waits_for_device = true;
@@ -542,14 +613,19 @@ Measurement Runner::measure_call(PreparedCall& call) {
   }
   watch_ = nullptr;
   if (probe_) m.after = probe_->state(true);
-  if (m.energy.available)
-    m.method += fmt::format("; energy from {} over {} aligned windows", m.energy.source, m.energy.windows);
-  if (m.energy.available && cfg_.part_of && cfg_.part_of->time_us > 0)
+  // On the CPU a view keeps its loops (the host is the device), and the method says what it is.
+  if (!plan.host_time_only && checked.work != DeviceWork::kUnknown)
+    m.method += fmt::format("; no device work beyond the host's ({})", device_work_reason(checked.work));
+  if (m.energy.available && plan.energy_loop)
+    m.method += fmt::format("; energy from {} over {} aligned windows{}", m.energy.source, m.energy.windows,
+                            m.energy.loop_note.empty() ? "" : " (" + m.energy.loop_note + ")");
+  if (m.energy.available && plan.energy_loop && cfg_.part_of && cfg_.part_of->time_us > 0)
     m.method += fmt::format(" to a ±{:.1f}% target ({:.2f}% of the whole's time)",
                             100 * energy_target_rel_ci95(m.time.per_call_us.median),
                             100 * share_of_whole(m.time.per_call_us.median));
   m.flags = hygiene_flags(m.before, m.after, m.during);
-  for (auto& f : measurement_flags(m)) m.flags.push_back(std::move(f));
+  for (auto& f : measurement_flags(m, cfg_.step_power ? cfg_.step_power->gap_W : std::nullopt))
+    m.flags.push_back(std::move(f));
   m.total_seconds = now_s() - t0;
   return m;
 }

@@ -1,16 +1,19 @@
 #pragma once
 // The measurement engine: warm-up, timing with an adaptive stopping rule, host-side issue
 // cost, and energy from the device's cumulative counter. Torch-free header.
+#include <exception>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "core/energy/probe.h"
+#include "core/measure/loop_plan.h"
 #include "core/measure/watchdog.h"
 #include "core/measurement.h"
 #include "core/spec/device_spec.h"
 #include "core/stats/stopping.h"
+#include "torch/graph_batch.h"
 #include "torch/replay.h"
 
 namespace opcost {
@@ -38,12 +41,27 @@ struct MeasureConfig {
     double energy_rel_ci95 = 0;  // the interval the parts together may add to the whole (always given)
   };
   std::optional<Whole> part_of;
+  // The model step the op is part of, as power (validate, model: the step and the gap probe are
+  // measured before the operators). An op whose own energy loop ran at the power cap while the
+  // step stays below it gets its energy measured again at the step's duty cycle
+  // (duty_cycle_loop.cpp, core/energy/duty_cycle.h). Unset: the loop's figure stands.
+  struct StepPower {
+    double step_W = 0;            // the step's average power: energy per step / its loop's time
+    std::optional<double> gap_W;  // the GPU's power between kernels (the gap probe); without it, no
+                                  // duty-cycled loop, and the row's method says so
+    double gap_ci_W = 0;          // its 95% half-width
+  };
+  std::optional<StepPower> step_power;
   // Time the op from the energy loop's settle (batches back to back, each queued while the
   // one ahead of it ran: events then time its kernels alone), not in a loop of its own; an op
   // that leaves the GPU waiting for the host still gets its own loop. Short loops use it: the
   // settle is spent anyway.
   bool time_in_energy_settle = false;
   bool keep_power_trace = false;
+  // "auto": on CUDA, a call whose host issue time exceeds its GPU time has its energy loop
+  // replay a CUDA graph of its batch (torch/graph_batch.h), so the loop runs at the GPU's pace,
+  // not the host's; "off": every loop issues its calls one by one.
+  std::string energy_graphs{kEnergyGraphsAuto};
   // The call synchronises itself (a whole model step): time it by wall clock, as on the CPU,
   // instead of CUDA events behind a sleep-kernel prefill.
   bool synchronous_calls = false;
@@ -57,10 +75,31 @@ class Runner {
  public:
   // Opens the energy probe for the device (NVML on CUDA, RAPL on the CPU) if there is one.
   Runner(const std::string& device_kind, int device_index, MeasureConfig cfg);
+  // With this energy probe instead (unit tests' simulated sensor; C++ only: neither command
+  // line nor Python reaches it). nullptr: no energy, as with energy switched off.
+  Runner(const std::string& device_kind, int device_index, MeasureConfig cfg, std::unique_ptr<EnergyProbe> probe);
   ~Runner();
 
   // Throws ReplayError (kind kOutOfMemory) when the loop runs out of device memory.
   Measurement measure(PreparedCall& call);
+  // Whether `call` does work on the device (torch/device_work.h): kNoneView for a view of its
+  // inputs (any device), kNoneNoKernel on CUDA for a call that launches no kernel, kUnknown
+  // otherwise (and for a call that waits for the device). A few calls and ms of GPU sleep.
+  // measure() decides the same itself; a caller grouping calls routes those without work
+  // (plan_loops says no energy loop) to measure() alone.
+  DeviceWork device_work_of(PreparedCall& call);
+  // Several calls measured together (shared_energy_loop.cpp): each warmed up and timed as
+  // measure() does it, then their energies in ONE loop whose counter windows a least-squares
+  // split divides among them (core/energy/shared_windows.h), when the counter updates slowly
+  // (NVML's ~100 ms); each in its own energy loop otherwise, or where the split cannot tell it
+  // apart. `parts[i]`: call i's share of a whole (as MeasureConfig::part_of), or none. One
+  // call's failure is its own result (what measure() would have thrown); the others go on.
+  struct GroupResult {
+    std::optional<Measurement> measurement;
+    std::exception_ptr error;
+  };
+  std::vector<GroupResult> measure_group(const std::vector<PreparedCall*>& calls,
+                                         const std::vector<std::optional<MeasureConfig::Whole>>& parts);
   // Later measurements use these loops; energy stays as the constructor chose (on or off).
   void reconfigure(MeasureConfig cfg) {
     cfg.energy = cfg_.energy;
@@ -75,6 +114,7 @@ class Runner {
   struct CudaWarmUp {
     double per_call_s = 0;        // a call's time in synchronised chunks of ten
     double issue_per_call_s = 0;  // its host issue time behind a GPU sleep
+    double gpu_per_call_s = 0;    // those calls' GPU time (events; 0: unknown), for the energy loop's graph choice
   };
   CudaWarmUp warm_up_cuda(PreparedCall& call, Measurement& m);
   void time_cuda(PreparedCall& call, Measurement& m, const CudaWarmUp& warm);
@@ -89,14 +129,42 @@ class Runner {
   // Whether a call blocks until the device is idle (.item(), nonzero, a copy to the host).
   bool waits_for_device(PreparedCall& call);
   double budget_s() const;
-  void time_cpu(PreparedCall& call, Measurement& m);
+  // The watchdog's settings for one measurement: this budget, the abandon factor.
+  Watchdog::Options watchdog_options() const;
+  void time_cpu(PreparedCall& call, Measurement& m, const StoppingCriterion& rule, double warmup_s);
+  // A call without device work on CUDA: host wall time with its interval (a short budget), GPU
+  // time 0, and no energy loop (plan_loops).
+  void time_host_only(PreparedCall& call, Measurement& m, DeviceWork work);
+  struct WorkCheck {
+    DeviceWork work = DeviceWork::kUnknown;
+    bool synchronous = false;  // the call waits for the device, or synchronises itself
+  };
+  WorkCheck check_device_work(PreparedCall& call);
   // Batches of about 2 ms from `per_call_s`; `timing`, when given, collects the settle's GPU
   // times (energy before timing).
-  void measure_energy(PreparedCall& call, Measurement& m, double per_call_s, SettleTiming* timing);
+  // `warm` (energy before timing): the warm-up's GPU and issue times, whether the op is host-bound
+  // (once timed, m.time says); a host-bound op's loop replays a CUDA graph (cfg_.energy_graphs).
+  void measure_energy(PreparedCall& call, Measurement& m, double per_call_s, SettleTiming* timing,
+                      const CudaWarmUp* warm = nullptr);
+  // The energy loop's batch as a CUDA graph, for a host-bound op with graphs on
+  // (energy_loop_replays_graph), else nullptr; sets `gpu_us` (its GPU time per call) and
+  // m.energy.loop_note (the graph's size, or why the capture failed).
+  std::unique_ptr<GraphBatch> energy_graph(PreparedCall& call, Measurement& m, const CudaWarmUp* warm, double& gpu_us);
   // The energy loop's stopping target: cfg_'s, or as part of a whole, by the part's share of it.
   double energy_target_rel_ci95(double per_call_us) const;
   double share_of_whole(double per_call_us) const;
+  // After an energy loop at the power cap, for an op of a step below the cap (cfg_.step_power):
+  // its energy again, in bursts at the step's duty cycle (duty_cycle_loop.cpp). Replaces
+  // m.energy when it gives a figure; the method keeps the capped loop's and says why.
+  void measure_energy_duty_cycled(PreparedCall& call, Measurement& m);
   std::optional<double> idle_power();
+  // measure_group's parts (shared_energy_loop.cpp). The calls' energies from one shared loop;
+  // those it could not identify are returned (their own loops measure them).
+  std::vector<std::size_t> measure_energy_shared(const std::vector<PreparedCall*>& calls,
+                                                 const std::vector<Measurement*>& ms,
+                                                 const std::vector<std::optional<MeasureConfig::Whole>>& parts);
+  // Whether the counter updates slowly enough for shared windows to pay (not RAPL's ~1 ms).
+  bool shares_counter_windows();
 
   class EnergyLoop;  // the energy loop's batches and their completions (runner.cpp)
 
@@ -109,6 +177,9 @@ class Runner {
   std::optional<double> idle_W_;
   double idle_at_s_ = -1e9;
   std::string idle_why_;
+  std::optional<double> counter_period_s_;  // from the idle-power probe's counter edges
+  // measure_group times its calls first: their energy loops wait for the group's shared loop.
+  bool energy_deferred_ = false;
   Watchdog* watch_ = nullptr;  // the measurement in progress
 };
 

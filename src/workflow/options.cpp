@@ -13,6 +13,7 @@
 #include "core/spec/device_spec.h"
 #include "core/spec/signature.h"  // stable_hash
 #include "core/text/text.h"
+#include "torch/graph_batch.h"  // kEnergyGraphsAuto, kEnergyGraphsOff
 
 namespace opcost {
 
@@ -31,6 +32,10 @@ std::string canonical_cache_mode(std::string_view text) { return to_string(parse
 std::string canonical_predict_cache(std::string_view text) {
   if (text == "auto" || text == "warm" || text == "cold") return std::string(text);
   throw std::invalid_argument(fmt::format("unknown cache '{}' (use auto, warm or cold)", echoed(text)));
+}
+std::string canonical_energy_graphs(std::string_view text) {
+  if (text == kEnergyGraphsAuto || text == kEnergyGraphsOff) return std::string(text);
+  throw std::invalid_argument(fmt::format("unknown energy graphs mode '{}' (use auto or off)", echoed(text)));
 }
 std::string canonical_autocast(std::string_view text) {
   if (text.empty()) return "";
@@ -79,6 +84,17 @@ constexpr unsigned kMeasuring = kMeasureCommand | kSweepCommand;
 constexpr unsigned kPredictMeasuring = kValidateCommand | kModelCommand;
 constexpr unsigned kAllMeasuring = kMeasuring | kPredictMeasuring;
 
+// Part of the identity key: a loop replayed from a CUDA graph runs at another pace than one
+// issued call by call, and its energy per call differs (torch/graph_batch.h).
+OptionInfo energy_graphs_info() {
+  OptionInfo i = text_info("energy_graphs", "--energy-graphs",
+                           "auto: on CUDA, an op the GPU waits for (host issue time above its GPU time) has its energy "
+                           "loop replay a CUDA graph of its calls, at the GPU's pace; off: calls issued one by one",
+                           {kEnergyGraphsAuto, kEnergyGraphsOff}, &canonical_energy_graphs, kAllMeasuring);
+  i.identity = true;
+  return i;
+}
+
 const std::vector<ConfigOption>& config_options() {
   using T = OptionType;
   static const std::vector<ConfigOption> options = {
@@ -116,6 +132,8 @@ const std::vector<ConfigOption>& config_options() {
             kAllMeasuring),
        [](const MeasureConfig& c) { return OptionValue(std::int64_t(c.energy_min_windows)); },
        [](MeasureConfig& c, const OptionValue& v) { c.energy_min_windows = std::size_t(whole_of(v)); }},
+      {energy_graphs_info(), [](const MeasureConfig& c) { return OptionValue(c.energy_graphs); },
+       [](MeasureConfig& c, const OptionValue& v) { c.energy_graphs = text_of(v); }},
   };
   return options;
 }
@@ -227,6 +245,20 @@ std::vector<PredictOptionSpec> make_predict_specs() {
            {0, true, 1}, false, kPredictMeasuring),
       [](const PredictOptions& o) { return OptionValue(o.ops_energy_rel_ci95); },
       [](PredictOptions& o, const OptionValue& v) { o.ops_energy_rel_ci95 = number_of(v); });
+  add(
+      info("shared_windows", "--no-shared-windows", OptionType::kFlag, "",
+           "with short loops on a GPU, give each operator an energy loop of its own instead of sharing one loop's "
+           "counter windows among up to 16",
+           {}, false, kPredictMeasuring),
+      [](const PredictOptions& o) { return OptionValue(o.shared_windows); },
+      [](PredictOptions& o, const OptionValue& v) { o.shared_windows = flag_of(v); });
+  add(
+      info("duty_cycle", "--no-duty-cycle", OptionType::kFlag, "",
+           "on a GPU, keep the energy of an operator that reaches the power cap in its own loop as that loop "
+           "measured it, instead of measuring it again at the step's duty cycle when the step stays below the cap",
+           {}, false, kPredictMeasuring),
+      [](const PredictOptions& o) { return OptionValue(o.duty_cycle); },
+      [](PredictOptions& o, const OptionValue& v) { o.duty_cycle = flag_of(v); });
   add(
       info("target", "--target", OptionType::kNumber, "", "share of the step's time and energy to explain",
            {0.01, true, 1, true}, false, kModelCommand),
@@ -458,8 +490,17 @@ const PredictOptionSpec* find_predict_option(std::string_view name) {
 const std::vector<PredictPreset>& predict_presets() {
   static const std::vector<PredictPreset> presets = {
       {kPredictCommand, false, {}},
-      // The whole step runs longer than an operator: its time varies with the host's.
-      {kValidateCommand, true, {{"step_max_time", 3.0}}},
+      // The whole step runs longer than an operator: its time varies with the host's. Every
+      // operator gets short loops whose energy interval follows its share of the step (issue
+      // 25: a model validated in under a minute; the operators together still add at most
+      // `ops_energy_ci` to the step's interval), with `model`'s budgets.
+      {kValidateCommand,
+       true,
+       {{"max_time", 0.5},
+        {"energy_max_time", 1.0},
+        {"energy_max_time_capped", 1.5},
+        {"step_max_time", 3.0},
+        {"short_loops_after", 0.0}}},
       // `model` measures many operators to reach its target, so its loops are shorter (the
       // budgets that keep GPU-bound predictions within a few percent), short from the start:
       // most models' operators each hold a few percent of the step.

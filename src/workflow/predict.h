@@ -44,6 +44,12 @@ struct PredictOptions {
   // (part_rel_ci95; a 1% operator ±20%), from 2 counter periods on. 0: short_op_config's 5%.
   // By default the target a measurement on its own aims at: the step keeps an operator's precision.
   double ops_energy_rel_ci95 = MeasureConfig{}.energy_target_rel_ci95;
+  // On a GPU, with short loops and ops_energy_rel_ci95 > 0: the operators' energies in groups of
+  // up to 16 sharing one loop's counter windows (Runner::measure_group), instead of a loop each.
+  bool shared_windows = true;
+  // On a GPU: an operator whose own energy loop reaches the power cap while the step stays below
+  // it has its energy measured again at the step's duty cycle (MeasureConfig::step_power).
+  bool duty_cycle = true;
   // On a GPU, after every loop: the kernels of each call in the model against its operator's
   // replayed alone (KernelReport).
   bool check_kernels = true;

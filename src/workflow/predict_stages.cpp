@@ -19,6 +19,23 @@ namespace {
 
 constexpr double kPairedSeconds = 1.0;
 constexpr std::size_t kPairedMinRounds = 5, kPairedMaxRounds = 200;
+// The most operators one shared energy loop measures: its budget grows with them (Runner::measure_group).
+constexpr std::size_t kSharedWindowOps = 16;
+// Operators are measured one by one, heaviest first, until the measured ones explain this share
+// of the step's time (or, in a host-bound step whose GPU time never does, this many were), and
+// the rest (each a small share) share counter windows. A heavy operator keeps a loop of its own:
+// alone it may reach the power cap, which its own loop sees and measures again at the step's
+// duty cycle (MeasureConfig::step_power); in a shared loop its segments would set the others'
+// power too.
+constexpr double kShareAfterExplained = 0.5;
+constexpr std::size_t kShareAfterAlone = 16;
+
+// The share of the step's time that the measured operators' GPU time explains.
+double explained_share(const Inventory& inv, const std::map<std::size_t, OpCost>& costs, const StepMeasurement& step) {
+  double us = 0;
+  for (const auto& [e, c] : costs) us += double(inv.entries[e].count) * c.gpu_us;
+  return step.time_us > 0 ? us / step.time_us : 0;
+}
 
 // The op whose loop is almost all gaps between tiny kernels: its power is the GPU's power
 // while it idles between kernels, which a model's gaps draw (not deep idle).
@@ -91,6 +108,33 @@ SessionOutcome measure_signature(OperatorSession& session, const std::string& si
     return out;
   }
   return session.measure(*call, replay);
+}
+
+// Several signatures measured together in the session (their energies sharing one loop's
+// counter windows); one that does not read back fails alone, as in measure_signature.
+std::vector<SessionOutcome> measure_signatures(OperatorSession& session, const std::vector<std::string>& signatures,
+                                               const ReplayOptions& replay,
+                                               const std::vector<std::optional<MeasureConfig::Whole>>& parts) {
+  std::vector<SessionOutcome> outs(signatures.size());
+  std::vector<OpCall> calls;
+  std::vector<std::optional<MeasureConfig::Whole>> call_parts;
+  std::vector<std::size_t> which;
+  for (std::size_t i = 0; i < signatures.size(); ++i) {
+    try {
+      calls.push_back(parse_call_line(signatures[i], "inventory"));
+    } catch (const std::exception& e) {
+      outs[i].kind = SessionOutcome::Kind::kBadInput;
+      outs[i].from_arguments = true;
+      outs[i].error = e.what();
+      continue;
+    }
+    call_parts.push_back(parts[i]);
+    which.push_back(i);
+  }
+  if (calls.empty()) return outs;
+  std::vector<SessionOutcome> measured = session.measure_group(calls, replay, call_parts);
+  for (std::size_t k = 0; k < which.size() && k < measured.size(); ++k) outs[which[k]] = std::move(measured[k]);
+  return outs;
 }
 
 ReplayOptions replay_for(const PredictContext& ctx, const std::string& autocast, const std::string& cache_mode) {
@@ -244,19 +288,51 @@ class LoopChoice {
     if (!step || !may_switch() || (o.short_loops_after != 0 && !explains(p, *step, o.short_loops_after))) return;
     short_ = true;
     short_config_ = o.short_op_config();
+    short_config_.step_power = step_power_;
     session_.reconfigure(short_config_);
     ctx_.notes.say(o.short_loops_after == 0
                        ? std::string("every operator gets short loops (--short-loops-after 0)")
                        : fmt::format("measured operators explain {:.0f}% of the step: the rest get short loops",
                                      100 * o.short_loops_after));
   }
-  // With short loops, each operator's energy interval as its share of the step allows (see
-  // ops_energy_rel_ci95).
+  // With short loops, an operator's share of the step: its energy interval is what that share
+  // allows (see ops_energy_rel_ci95). None otherwise.
+  std::optional<MeasureConfig::Whole> part_for(const InventoryEntry& e,
+                                               const std::optional<StepMeasurement>& step) const {
+    if (!short_ || !step || ctx_.options.ops_energy_rel_ci95 <= 0) return std::nullopt;
+    return MeasureConfig::Whole{step->time_us, double(e.count), ctx_.options.ops_energy_rel_ci95};
+  }
   void for_entry(const InventoryEntry& e, const std::optional<StepMeasurement>& step) {
-    if (!short_ || !step || ctx_.options.ops_energy_rel_ci95 <= 0) return;
+    const auto part = part_for(e, step);
+    if (!part) return;
     MeasureConfig c = short_config_;
-    c.part_of = MeasureConfig::Whole{step->time_us, double(e.count), ctx_.options.ops_energy_rel_ci95};
+    c.part_of = part;
     c.energy_min_windows = std::min<std::size_t>(c.energy_min_windows, 2);
+    session_.reconfigure(c);
+  }
+  // Whether the next operators share counter windows in groups (PredictOptions::shared_windows):
+  // on a GPU, with short loops whose targets follow the operators' shares.
+  bool groups(const std::optional<StepMeasurement>& step) const {
+    const PredictOptions& o = ctx_.options;
+    return short_ && step && ctx_.on_gpu && o.shared_windows && o.ops_energy_rel_ci95 > 0 && o.op_config.energy;
+  }
+  // A group's loops: the short ones from 2 counter periods on; each call's part goes with it.
+  void for_group() {
+    MeasureConfig c = short_config_;
+    c.energy_min_windows = std::min<std::size_t>(c.energy_min_windows, 2);
+    session_.reconfigure(c);
+  }
+  // The step's power and the gap power, for every operator's loops (full and short): an operator
+  // that reaches the power cap alone while the step stays below it is measured again at the
+  // step's duty cycle (MeasureConfig::step_power).
+  void take_step_power(const PredictionInputs& pin, const std::optional<StepMeasurement>& step) {
+    if (!ctx_.on_gpu || !ctx_.options.duty_cycle || !step || !step->energy_mJ || !step->energy_loop_time_us ||
+        !(*step->energy_loop_time_us > 0))
+      return;
+    step_power_ = MeasureConfig::StepPower{*step->energy_mJ / *step->energy_loop_time_us * 1e3, pin.gap_power_W,
+                                           pin.gap_power_ci_W};
+    MeasureConfig c = ctx_.options.op_config;
+    c.step_power = step_power_;
     session_.reconfigure(c);
   }
 
@@ -265,6 +341,7 @@ class LoopChoice {
   OperatorSession& session_;
   bool short_ = false;
   MeasureConfig short_config_;
+  std::optional<MeasureConfig::StepPower> step_power_;
 };
 
 }  // namespace
@@ -275,10 +352,21 @@ MissingMeasured measure_missing(const PredictContext& ctx, const Inventory& inv,
   const PredictOptions& o = ctx.options;
   MissingMeasured out;
   out.costs = looked_up.costs;
-  const std::vector<std::size_t> todo = heaviest_first(inv, looked_up.missing);
+  std::vector<std::size_t> remaining = heaviest_first(inv, looked_up.missing);
+  const std::size_t total = remaining.size();
   LoopChoice loops(ctx, session);
+  loops.take_step_power(pin, step);
   std::size_t done = 0;
-  for (std::size_t i : todo) {
+  auto take = [&](std::size_t i, const SessionOutcome& m) {
+    if (auto kept_m = kept(m, ctx.notes, out.failures)) {
+      out.costs[i] = op_cost_from(*kept_m, ctx.on_gpu);
+      out.measured.push_back(i);
+    } else {
+      ++out.failures;
+      out.failed[i] = entry_failure(inv, inv.entries[i], m, ctx.notes);
+    }
+  };
+  while (!remaining.empty()) {
     if (!session.stopped().empty()) {
       out.stopped = session.stopped();
       ctx.notes.say("stopped measuring: " + out.stopped);
@@ -293,18 +381,41 @@ MissingMeasured measure_missing(const PredictContext& ctx, const Inventory& inv,
       out.stopped_at_target = true;
       break;
     }
-    const InventoryEntry& e = inv.entries[i];
-    loops.for_entry(e, step);
-    ctx.notes.say(fmt::format("[{}/{}] {} ×{}", ++done, todo.size(), e.signature(), e.count));
-    const SessionOutcome m =
-        measure_signature(session, e.signature(), replay_for(ctx, inv.autocast, cache_mode_for(e, o.cache)));
-    if (auto kept_m = kept(m, ctx.notes, out.failures)) {
-      out.costs[i] = op_cost_from(*kept_m, ctx.on_gpu);
-      out.measured.push_back(i);
-    } else {
-      ++out.failures;
-      out.failed[i] = entry_failure(inv, e, m, ctx.notes);
+    // The next operators: one, or with shared counter windows the next (heaviest first) of the
+    // same cache mode, so that they share replay options.
+    const std::string mode = cache_mode_for(inv.entries[remaining.front()], o.cache);
+    std::vector<std::size_t> group;
+    const bool sharing = loops.groups(step) && (out.measured.size() >= kShareAfterAlone ||
+                                                explained_share(inv, out.costs, *step) >= kShareAfterExplained);
+    const std::size_t most = sharing ? kSharedWindowOps : 1;
+    for (auto it = remaining.begin(); it != remaining.end() && group.size() < most;) {
+      if (cache_mode_for(inv.entries[*it], o.cache) != mode) {
+        ++it;
+        continue;
+      }
+      group.push_back(*it);
+      it = remaining.erase(it);
     }
+    const ReplayOptions replay = replay_for(ctx, inv.autocast, mode);
+    if (group.size() == 1) {
+      const InventoryEntry& e = inv.entries[group[0]];
+      loops.for_entry(e, step);
+      ctx.notes.say(fmt::format("[{}/{}] {} ×{}", ++done, total, e.signature(), e.count));
+      take(group[0], measure_signature(session, e.signature(), replay));
+      continue;
+    }
+    loops.for_group();
+    std::vector<std::string> signatures;
+    std::vector<std::optional<MeasureConfig::Whole>> parts;
+    for (std::size_t i : group) {
+      const InventoryEntry& e = inv.entries[i];
+      ctx.notes.say(
+          fmt::format("[{}/{}] {} ×{} (energy in shared counter windows)", ++done, total, e.signature(), e.count));
+      signatures.push_back(e.signature());
+      parts.push_back(loops.part_for(e, step));
+    }
+    const std::vector<SessionOutcome> outcomes = measure_signatures(session, signatures, replay, parts);
+    for (std::size_t k = 0; k < group.size(); ++k) take(group[k], outcomes[k]);
   }
   if (out.stopped.empty()) out.stopped = session.stopped();
   return out;
@@ -485,6 +596,12 @@ void run_predict_stages(const PredictContext& ctx, PredictReport& r, StoredCosts
   Traced traced = trace_launches_and_kernels(ctx, r.inventory, model, r.inputs.sync_us);
   r.kernels = std::move(traced.kernels);
   r.kernels_why = traced.kernels_why;
+  if (r.kernels)  // the runner found no device work in the call alone; the model's call had some
+    for (std::size_t e : kernel_less_entries_with_kernels(*r.kernels, r.costs))
+      ctx.notes.say(
+          fmt::format("{}: measured as a call without device work ({}), but it launched kernels in the "
+                      "traced step: the prediction charges it host time only",
+                      r.inventory.entries[e].signature(), r.costs.at(e).device_work));
   r.launches = std::move(traced.launches);
   r.launches_why = traced.launches_why;
   if (r.launches) {

@@ -71,37 +71,109 @@ SessionOutcome MeasuringSession::measure(const OpCall& call, const ReplayOptions
   return measure(call, replay, {});
 }
 
+std::unique_ptr<PreparedCall> MeasuringSession::prepare(const OpCall& call, const ReplayOptions& replay,
+                                                        SessionOutcome& out) {
+  auto prepared = PreparedCall::prepare(call, replay);
+  out.resolution_note = prepared->resolution_note();
+  if (options_.say_choices && !out.resolution_note.empty()) notes_.say(out.resolution_note);
+  runner_for(*prepared, replay);
+  if (const int64_t row = stored_row(*prepared, replay); row >= 0) {
+    out.kind = SessionOutcome::Kind::kSkipped;
+    out.existing_row = row;
+    return nullptr;
+  }
+  return prepared;
+}
+
+namespace {
+
+// A call's failure as its outcome. The op rejecting its arguments (shapes, memory) is bad
+// input, not a failed measurement.
+void take_failure(SessionOutcome& out, const std::exception& e) {
+  const auto* replay_error = dynamic_cast<const ReplayError*>(&e);
+  const bool refused = replay_error != nullptr;
+  if (replay_error) out.error_kind = replay_error->kind();
+  out.kind = refused ? SessionOutcome::Kind::kBadInput : SessionOutcome::Kind::kFailed;
+  out.from_arguments = refused || dynamic_cast<const std::invalid_argument*>(&e) != nullptr;
+  out.error = e.what();
+}
+
+}  // namespace
+
 SessionOutcome MeasuringSession::measure(const OpCall& call, const ReplayOptions& replay,
                                          const std::function<void(int64_t)>& also) {
   SessionOutcome out;
   out.kind = SessionOutcome::Kind::kMeasured;
   try {
-    auto prepared = PreparedCall::prepare(call, replay);
-    out.resolution_note = prepared->resolution_note();
-    if (options_.say_choices && !out.resolution_note.empty()) notes_.say(out.resolution_note);
-    Runner& runner = runner_for(*prepared, replay);
-    if (const int64_t row = stored_row(*prepared, replay); row >= 0) {
-      out.kind = SessionOutcome::Kind::kSkipped;
-      out.existing_row = row;
-      return out;
-    }
-    out.measurement = runner.measure(*prepared);
+    auto prepared = prepare(call, replay, out);
+    if (!prepared) return out;  // resume: stored already
+    out.measurement = runner_->measure(*prepared);
     notes_.done();
   } catch (const std::exception& e) {  // one failure never loses the others
     notes_.done();
-    // The op rejecting its arguments (shapes, memory) is bad input, not a failed measurement.
-    const auto* replay_error = dynamic_cast<const ReplayError*>(&e);
-    const bool refused = replay_error != nullptr;
-    if (replay_error) out.error_kind = replay_error->kind();
-    out.kind = refused ? SessionOutcome::Kind::kBadInput : SessionOutcome::Kind::kFailed;
-    out.from_arguments = refused || dynamic_cast<const std::invalid_argument*>(&e) != nullptr;
-    out.error = e.what();
+    take_failure(out, e);
     return out;
   }
   // Stored as it lands; a measurement the database refuses is still returned, never lost.
   out.not_stored = store_.store(*out.measurement, settings_stamp(replay, options_.config), also);
   if (!out.not_stored.empty()) out.kind = SessionOutcome::Kind::kFailed;
   return out;
+}
+
+std::vector<SessionOutcome> MeasuringSession::measure_group(
+    const std::vector<OpCall>& calls, const ReplayOptions& replay,
+    const std::vector<std::optional<MeasureConfig::Whole>>& parts) {
+  if (parts.size() != calls.size())
+    throw std::invalid_argument(
+        fmt::format("MeasuringSession::measure_group: {} calls but {} parts", calls.size(), parts.size()));
+  std::vector<SessionOutcome> outs(calls.size());
+  std::vector<std::unique_ptr<PreparedCall>> prepared(calls.size());
+  std::vector<PreparedCall*> measured;
+  std::vector<std::optional<MeasureConfig::Whole>> measured_parts;
+  std::vector<std::size_t> which;  // the outcome each measured call fills
+  for (std::size_t i = 0; i < calls.size(); ++i) {
+    outs[i].kind = SessionOutcome::Kind::kMeasured;
+    try {
+      prepared[i] = prepare(calls[i], replay, outs[i]);
+    } catch (const std::exception& e) {  // a call that cannot be made is its own outcome
+      take_failure(outs[i], e);
+      continue;
+    }
+    if (!prepared[i]) continue;
+    measured.push_back(prepared[i].get());
+    measured_parts.push_back(parts[i]);
+    which.push_back(i);
+  }
+  if (measured.empty()) return outs;
+  std::vector<Runner::GroupResult> results;
+  try {
+    results = runner_->measure_group(measured, measured_parts);
+  } catch (const std::exception& e) {  // the group as a whole failed: each call says so
+    notes_.done();
+    for (std::size_t i : which) take_failure(outs[i], e);
+    return outs;
+  }
+  notes_.done();
+  const SettingsStamp stamp = settings_stamp(replay, options_.config);
+  for (std::size_t k = 0; k < which.size(); ++k) {
+    SessionOutcome& out = outs[which[k]];
+    if (results[k].error) {
+      try {
+        std::rethrow_exception(results[k].error);
+      } catch (const std::exception& e) {
+        take_failure(out, e);
+      } catch (...) {
+        out.kind = SessionOutcome::Kind::kFailed;
+        out.error = "an unknown error";
+      }
+      continue;
+    }
+    out.measurement = std::move(results[k].measurement);
+    // Stored one by one, as measure() stores: a refused row is still returned.
+    out.not_stored = store_.store(*out.measurement, stamp);
+    if (!out.not_stored.empty()) out.kind = SessionOutcome::Kind::kFailed;
+  }
+  return outs;
 }
 
 std::string MeasuringSession::store(Measurement& m, const ReplayOptions& replay, const MeasureConfig& ran_with) {

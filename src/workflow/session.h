@@ -9,6 +9,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "core/measurement.h"
 #include "core/spec/op_call.h"
@@ -71,6 +72,12 @@ class OperatorSession {
   virtual ~OperatorSession() = default;
   // Prepares, measures and stores one call; never throws for the call's own failure.
   virtual SessionOutcome measure(const OpCall& call, const ReplayOptions& replay) = 0;
+  // The same for several calls measured together (Runner::measure_group: their energies from one
+  // loop's shared counter windows where the counter is slow), one outcome per call in order,
+  // each stored as it would be alone. `parts[i]`: call i's share of a whole (the loops' part_of
+  // for it), or none. A call that fails to prepare or measure is its own outcome.
+  virtual std::vector<SessionOutcome> measure_group(const std::vector<OpCall>& calls, const ReplayOptions& replay,
+                                                    const std::vector<std::optional<MeasureConfig::Whole>>& parts) = 0;
   // Stores a measurement made elsewhere (a whole model step) with the loops it ran with.
   // Returns "" or why it was not stored.
   virtual std::string store(Measurement& m, const ReplayOptions& replay, const MeasureConfig& ran_with) = 0;
@@ -99,6 +106,8 @@ class MeasuringSession final : public OperatorSession {
   // The same, with `also` run inside the insert's transaction (a sweep marks its item done
   // there). LeaseLost and anything else `also` throws, other than DatabaseError, go on.
   SessionOutcome measure(const OpCall& call, const ReplayOptions& replay, const std::function<void(int64_t)>& also);
+  std::vector<SessionOutcome> measure_group(const std::vector<OpCall>& calls, const ReplayOptions& replay,
+                                            const std::vector<std::optional<MeasureConfig::Whole>>& parts) override;
   std::string store(Measurement& m, const ReplayOptions& replay, const MeasureConfig& ran_with) override;
   void reconfigure(const MeasureConfig& config) override;
   const std::string& stopped() const override { return store_.stopped(); }
@@ -112,6 +121,9 @@ class MeasuringSession final : public OperatorSession {
   Runner& runner_for(const PreparedCall& prepared, const ReplayOptions& replay);
   // The row that makes this call unnecessary (resume), or -1.
   int64_t stored_row(const PreparedCall& prepared, const ReplayOptions& replay) const;
+  // Prepares `call` and its runner: the prepared call, or `out` says why not (a failure, or
+  // skipped on resume).
+  std::unique_ptr<PreparedCall> prepare(const OpCall& call, const ReplayOptions& replay, SessionOutcome& out);
 
   SessionOptions options_;
   Notes notes_;

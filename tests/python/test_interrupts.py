@@ -115,7 +115,8 @@ def test_ctrl_c_stops_validate_keeps_what_was_stored_and_raises_keyboard_interru
         exec(open({str(model)!r}).read(), namespace)
         net = namespace["build"]()
         try:
-            opcost.validate(net, torch.randn(4, 16), db={str(db)!r}, max_time=30, step_max_time=1, energy=False)
+            opcost.validate(net, torch.randn(4, 16), db={str(db)!r}, max_time=30, step_max_time=1, energy=False,
+                            short_loops_after=1)  # full loops: each operator long enough to be interrupted
         except KeyboardInterrupt:
             print("caller: KeyboardInterrupt", file=sys.stderr, flush=True)
             sys.exit(42)
@@ -168,7 +169,8 @@ def run_module(*args, **kwargs):
 def test_python_m_opcost_says_interrupted_and_exits_130(tmp_path):
     model, db = many_ops_model(tmp_path), tmp_path / "ops.db"
     child = Child([sys.executable, "-m", "opcost", "validate", f"{model}:build", "--input", "f32[4,16]", "--device",
-                   "cpu", "--db", str(db), "--no-energy", "--max-time", "30"], tmp_path / "stdout")
+                   "cpu", "--db", str(db), "--no-energy", "--max-time", "30", "--short-loops-after", "1"],
+                  tmp_path / "stdout")
     child.wait_for(f"[2/{SIGNATURES}]")
     status, seconds, stdout = child.interrupt()
     assert status == 130, child.stderr

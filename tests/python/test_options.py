@@ -24,9 +24,11 @@ ADD = dict(self="f32[4]", other="f32[4]")
 OTHER = {"device": "auto", "cache": "cold", "seed": 7, "autocast": "bf16", "cold_footprint": 2 << 20,
          "max_time": 0.02, "target_ci": 0.5, "energy": True, "energy_max_time": 0.07,
          "energy_max_time_capped": 0.06, "energy_settle": 0.01, "energy_target_ci": 0.5, "energy_min_windows": 3,
-         "cache_bytes": 4096, "step_max_time": 0.3, "short_loops_after": 0.5, "ops_energy_ci": 0.1}
+         "energy_graphs": "off",
+         "cache_bytes": 4096, "step_max_time": 0.3, "short_loops_after": 0.5, "ops_energy_ci": 0.1,
+         "shared_windows": False, "duty_cycle": False}
 # What a value reads as in the settings (the registry's canonical text).
-TEXT = {"autocast": "bf16", "energy": "true", "cold_footprint": str(2 << 20), "cache_bytes": "4096"}
+TEXT = {"autocast": "bf16", "energy": "true", "shared_windows": "false", "duty_cycle": "false", "cold_footprint": str(2 << 20), "cache_bytes": "4096"}
 
 # A bad value per option type (and the kind of error it is).
 BAD = {"number": (-1.0, ValueError), "whole": (-1, ValueError), "bytes": (-5, ValueError),
@@ -61,7 +63,7 @@ def test_the_exported_table_has_what_the_faces_derive_from():
     assert [s["default"] for s in specs("model") if s["name"] == "target"] == [0.9]
     assert {s["name"] for s in specs("measure") if s["identity"]} == {
         "seed", "max_time", "target_ci", "energy", "energy_max_time", "energy_max_time_capped", "energy_settle",
-        "energy_target_ci", "energy_min_windows", "cold_footprint"}
+        "energy_target_ci", "energy_min_windows", "energy_graphs", "cold_footprint"}
     with pytest.raises(ValueError, match="unknown command 'nope'"):
         _core.option_specs("nope")
 

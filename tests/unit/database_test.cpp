@@ -271,7 +271,7 @@ TEST(Database, CsvColumnsMatchTheirHeaderOnAMigratedFile) {
   sqlite3_stmt* st = nullptr;
   sqlite3_prepare_v2(raw, "SELECT value FROM meta WHERE key='schema_version'", -1, &st, nullptr);
   ASSERT_EQ(sqlite3_step(st), SQLITE_ROW);
-  EXPECT_EQ(std::string(reinterpret_cast<const char*>(sqlite3_column_text(st, 0))), "4");
+  EXPECT_EQ(std::string(reinterpret_cast<const char*>(sqlite3_column_text(st, 0))), "5");
   sqlite3_finalize(st);
   sqlite3_close(raw);
 }

@@ -90,6 +90,27 @@ TEST(KernelCheck, AnotherAlgorithmInsideTheModelIsAMismatch) {
   EXPECT_FALSE(r.entries[1]);
 }
 
+TEST(KernelCheck, ACallMeasuredWithoutDeviceWorkThatLaunchedKernelsInTheModelIsNamed) {
+  Inventory inv = two_convs_and_a_view();
+  const std::vector<std::optional<std::vector<std::string>>> alone = {std::vector<std::string>{"winograd"},
+                                                                      std::vector<std::string>{}};
+  std::map<std::size_t, OpCost> costs;
+  costs[1].device_work = "none-view";
+  // The view launched nothing in the model either: nothing to say.
+  const std::vector<CallKernels> quiet = {
+      {"aten::conv2d", {"winograd"}, 10000}, {"aten::view", {}}, {"aten::conv2d", {"winograd"}, 10000}};
+  EXPECT_TRUE(kernel_less_entries_with_kernels(compare_kernels(inv, quiet, alone), costs).empty());
+  // In the model its call copied (a non-contiguous input there): named.
+  const std::vector<CallKernels> copied = {{"aten::conv2d", {"winograd"}, 10000},
+                                           {"aten::view", {"copy_kernel"}, 800},
+                                           {"aten::conv2d", {"winograd"}, 10000}};
+  const KernelReport r = compare_kernels(inv, copied, alone);
+  EXPECT_EQ(kernel_less_entries_with_kernels(r, costs), (std::vector<std::size_t>{1}));
+  // The same kernels under a cost with device work: the ordinary mismatch, not this.
+  costs[1].device_work.clear();
+  EXPECT_TRUE(kernel_less_entries_with_kernels(r, costs).empty());
+}
+
 TEST(KernelReport, ListsMismatchesAndTheLargestGpuTimeDifferences) {
   Inventory inv = two_convs_and_a_view();
   const std::vector<CallKernels> model = {

@@ -64,9 +64,13 @@ TEST(Options, PresetsAsDataAreTheCommandsPresets) {
   // predict_presets() is the data PredictOptions' named presets are made from: `model`'s
   // target given to model_to lands, and its shorter loops come from the data.
   EXPECT_DOUBLE_EQ(PredictOptions::model_to(0.5).target, 0.5);
+  // `model` and `validate` take the short loops from the first operator, `predict`'s are the full ones.
   EXPECT_LT(predict_preset(kModelCommand).op_config.time.max_seconds,
-            predict_preset(kValidateCommand).op_config.time.max_seconds);
+            predict_preset(kPredictCommand).op_config.time.max_seconds);
+  EXPECT_LT(predict_preset(kValidateCommand).op_config.energy_max_s,
+            predict_preset(kPredictCommand).op_config.energy_max_s);
   EXPECT_EQ(predict_preset(kModelCommand).short_loops_after, 0);
+  EXPECT_EQ(predict_preset(kValidateCommand).short_loops_after, 0);
   EXPECT_TRUE(predict_preset(kValidateCommand).measure);
   EXPECT_TRUE(predict_preset(kValidateCommand).step_config.synchronous_calls);
   EXPECT_FALSE(predict_preset(kPredictCommand).measure);
@@ -94,6 +98,11 @@ TEST(Options, EachOptionTakesEffectAlone) {
           break;
         case OptionType::kText:
           other = std::string(s.name == "device" ? "cpu" : s.name == "autocast" ? "bf16" : "cold");
+          for (std::string_view choice : s.choices)  // a fixed choice other than the current one
+            if (choice != std::get<std::string>(s.get(o))) {
+              other = std::string(choice);
+              break;
+            }
           break;
       }
       const auto before = settings(o);
@@ -119,7 +128,8 @@ TEST(Options, PredictEnergyIsTheOperatorsAndTheSteps) {
   EXPECT_FALSE(o.step_config.energy);
   apply_option(o, "energy_max_time", 0.25);
   EXPECT_EQ(o.op_config.energy_max_s, 0.25);
-  EXPECT_EQ(o.op_config.time.max_seconds, MeasureConfig{}.time.max_seconds);  // max_time not needed
+  EXPECT_EQ(o.op_config.time.max_seconds,  // max_time not needed: the preset's stays
+            predict_preset(kValidateCommand).op_config.time.max_seconds);
 }
 
 TEST(Options, EveryIdentityOptionChangesTheKeyAndNoOtherDoes) {
@@ -138,8 +148,8 @@ TEST(Options, EveryIdentityOptionChangesTheKeyAndNoOtherDoes) {
       EXPECT_EQ(settings_key(changed), base) << s.name;
     }
   }
-  // seed, both targets, the four budgets, energy, its windows and the cold footprint.
-  EXPECT_EQ(identity, 10u);
+  // seed, both targets, the four budgets, energy, its windows, its graphs and the cold footprint.
+  EXPECT_EQ(identity, 11u);
   // A setting order or an unknown name does not move the key.
   Settings reordered = settings_of(d);
   std::reverse(reordered.begin(), reordered.end());

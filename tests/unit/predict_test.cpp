@@ -128,6 +128,69 @@ TEST(Prediction, EnergyIsActiveEnergyPlusGapPowerOverTheTimelinesGaps) {
   EXPECT_DOUBLE_EQ(p.layers.front().time_us, 45);
 }
 
+// What the runner stores for a call without device work on a GPU (Runner::time_host_only): GPU
+// time exactly 0 from as many samples as its host time, energy 0 mJ above the gaps, no windows.
+Measurement without_device_work(double host_us) {
+  Measurement m;
+  m.op = "aten::view";
+  m.args = "self=f32[8,64] size=[512]";
+  m.env.device_kind = "cuda";
+  m.device_work = "none-view";
+  auto& h = m.time.host_us;
+  h.n = 40;
+  h.mean = h.median = h.clipped_mean = h.min = host_us;
+  h.ci95_low = host_us * 0.99;
+  h.ci95_high = host_us * 1.01;
+  m.time.per_call_us.n = h.n;
+  m.time.host_us_per_call = host_us;
+  m.time.stop_reason = "converged";
+  m.energy.available = true;
+  m.energy.source = "no-device-work";
+  return m;
+}
+
+TEST(Prediction, ACallWithoutDeviceWorkCostsItsHostTimeAtGapPowerOnly) {
+  // A view of 30 µs of host time before a linear: the GPU idles through the view, and the
+  // timeline charges that at gap power; the view itself adds no energy of its own.
+  InventoryBuilder b;
+  b.add("aten::view", "", "self=f32[8,64] size=[512]", "flat", {});
+  b.add("aten::linear", "", "input=f32[8,64] weight=f32[64,64]", "fc", {});
+  Inventory inv = b.take();
+  inv.sequence[0].host_us = 30;
+  inv.sequence[1].host_us = 5;
+  PredictionInputs in;
+  in.gap_power_W = 100;
+  // Through the stored document, as predict reads a database's row.
+  const Measurement stored = from_json(to_json(without_device_work(2.5)));
+  EXPECT_EQ(stored.device_work, "none-view");
+  EXPECT_EQ(stored.time.host_us.n, 40u);
+  const OpCost view = op_cost_from(stored, true);
+  EXPECT_EQ(view.gpu_us, 0.0);
+  EXPECT_EQ(view.gpu_ci_us, 0.0);
+  ASSERT_TRUE(view.energy_mJ);
+  EXPECT_EQ(*view.energy_mJ, 0.0);
+  EXPECT_EQ(view.device_work, "none-view");
+  EXPECT_TRUE(view.flags.empty());
+  EXPECT_EQ(active_energy_mJ(view, in), 0.0);
+  const std::map<std::size_t, OpCost> costs = {{0, view}, {1, cost(5, 40, 12.0, 40)}};
+  const Prediction p = predict(inv, costs, in);
+  // view cpu 0-30 (no GPU work); linear cpu 30-35, GPU 35-75.
+  EXPECT_DOUBLE_EQ(p.time_us, 75);
+  EXPECT_DOUBLE_EQ(p.timeline.gap_us, 35);
+  ASSERT_TRUE(p.energy_mJ) << p.energy_why;
+  EXPECT_NEAR(p.gap_energy_mJ, 100 * 35e-3, 1e-12);
+  EXPECT_NEAR(*p.energy_mJ, 12 + 100 * 35e-3, 1e-12);
+  EXPECT_TRUE(p.complete());
+  for (const PredictedRow& r : p.ops)
+    if (r.name.starts_with("aten::view")) {
+      ASSERT_TRUE(r.energy_mJ);
+      EXPECT_EQ(*r.energy_mJ, 0.0);  // its host time is in the gaps, not in its row
+      EXPECT_EQ(r.gpu_us, 0.0);
+    }
+  // Its interval adds nothing: the linear's alone.
+  EXPECT_NEAR(*p.energy_ci_mJ, 12.0 * 0.02, 1e-12);
+}
+
 TEST(Timeline, AnOpThatWaitsForTheDeviceStartsWhenTheGpuIsDone) {
   // op0's kernel runs 5-105; op1 (aten::item) waits for it, then takes 3 µs; op2 launches at 113.
   Timeline t = simulate({{5, 100}, {3, 0, true}, {5, 10}});

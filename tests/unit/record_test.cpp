@@ -61,6 +61,10 @@ Measurement full_sample() {
   m.time.host_us_per_call = 4.5;
   m.time.host_cpu_us_per_call = 4.25;
   m.time.host_bound_samples = 3;
+  m.device_work = "none-no-kernel";
+  m.time.host_us.n = 21;
+  m.time.host_us.ci95_low = 4.375;
+  m.time.host_us.ci95_high = 4.625;
   auto& e = m.energy;
   e.available = true;
   e.source = "nvml-energy-counter";
@@ -293,11 +297,14 @@ std::pair<int64_t, int64_t> make_schema3(const std::string& location, bool postg
     m.waits_for_device = false;  // schema 3 knew only the note
     m.settings.clear();
     m.settings_key.clear();
+    m.device_work.clear();  // nor schema 5's fields
+    m.time.host_us = {};
     m.flags.clear();
     if (!waits) m.method = "cuda events";
     m.time.per_call_us.mean = waits ? 5.0 : 6.0;
     json doc = to_json(m);
-    for (const char* newer : {"waits_for_device", "settings", "settings_key"}) doc.erase(newer);
+    for (const char* newer : {"waits_for_device", "settings", "settings_key", "device_work"}) doc.erase(newer);
+    for (const char* newer : {"ci95_low", "ci95_high", "samples"}) doc["host_us_per_call"].erase(newer);
     auto s =
         c->prepare(fmt::format("INSERT INTO measurements (created_at, op, overload, args, args_hash, device_name, "
                                "cache_mode, method, autocast, time_mean_us, flags, result_json) VALUES (?1, ?2, "
@@ -323,12 +330,15 @@ TEST_P(RecordEngineTest, ASchema3DatabaseMigratesAndReadsTheNoteOnce) {
   Database db(location());  // migrates
   auto version = db.connection().query("SELECT value FROM meta WHERE key = 'schema_version'", {});
   ASSERT_TRUE(version->step());
-  EXPECT_EQ(version->column(0), "4");
-  auto s = db.connection().query("SELECT id, waits_for_device, settings_key FROM measurements ORDER BY id", {});
+  EXPECT_EQ(version->column(0), "5");
+  auto s = db.connection().query(
+      "SELECT id, waits_for_device, settings_key, device_work, host_ci95_low_us FROM measurements ORDER BY id", {});
   std::map<int64_t, json> waits;
   while (s->step()) {
     waits[s->column(0).get<int64_t>()] = s->column(1);
     EXPECT_TRUE(s->column(2).is_null());
+    EXPECT_TRUE(s->column(3).is_null());  // schema 5: not known for an older row
+    EXPECT_TRUE(s->column(4).is_null());
   }
   EXPECT_EQ(waits[with_note], 1);
   EXPECT_EQ(waits[without_note], 0);
@@ -337,6 +347,8 @@ TEST_P(RecordEngineTest, ASchema3DatabaseMigratesAndReadsTheNoteOnce) {
   EXPECT_EQ((*db.get_document(without_note))["waits_for_device"], false);
   const auto back = db.get(with_note);
   EXPECT_TRUE(back->waits_for_device);
+  EXPECT_EQ(back->device_work, "");  // read as a call with device work, as it was measured
+  EXPECT_EQ(back->time.host_us.n, 0u);
   EXPECT_DOUBLE_EQ(back->time.per_call_us.mean, 5.0);
   // A key with settings finds the legacy rows (NULL matches any), newest first.
   auto key = Database::Key::of("aten::addmm", "out", full_sample().args, "NVIDIA H100 80GB HBM3", "cold", "bf16", "k1");

@@ -1,6 +1,7 @@
 // The workflows' measuring session and predict's stages, on the CPU without a device: each stage
 // runs against FakeSession (made-up measurements, energies from FakeEnergyProbe's power), a fake
 // database look-up and a fake model. The store policy runs against a real SQLite file.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -73,6 +74,19 @@ class FakeSession final : public OperatorSession {
     if (!out.not_stored.empty()) out.kind = SessionOutcome::Kind::kFailed;
     return out;
   }
+  // Each call as measure() would have it; the group, its parts and the loops it ran with are kept.
+  std::vector<SessionOutcome> measure_group(const std::vector<OpCall>& calls, const ReplayOptions& replay,
+                                            const std::vector<std::optional<MeasureConfig::Whole>>& parts) override {
+    EXPECT_EQ(calls.size(), parts.size());
+    std::vector<std::string> names;
+    for (const auto& c : calls) names.push_back(c.display_name());
+    groups.push_back(names);
+    group_parts.push_back(parts);
+    group_configs.push_back(config);
+    std::vector<SessionOutcome> outs;
+    for (const auto& c : calls) outs.push_back(measure(c, replay));
+    return outs;
+  }
   std::string store(Measurement& m, const ReplayOptions&, const MeasureConfig& ran_with) override {
     stored_with.push_back(ran_with);
     if (rows_taken >= rows_before_full) {
@@ -92,7 +106,10 @@ class FakeSession final : public OperatorSession {
   std::map<std::string, std::string> failing;
   std::map<std::string, ReplayError::Kind> failing_kind;  // the replay's kind of each failure (default kOther)
   std::size_t rows_before_full = 1000;
-  std::vector<std::string> measured;  // display names, in order
+  std::vector<std::string> measured;             // display names, in order
+  std::vector<std::vector<std::string>> groups;  // the calls measured together, by display name
+  std::vector<std::vector<std::optional<MeasureConfig::Whole>>> group_parts;
+  std::vector<MeasureConfig> group_configs;
   std::vector<ReplayOptions> replays;
   std::vector<MeasureConfig> stored_with;
   MeasureConfig config;
@@ -183,6 +200,7 @@ struct Stages {
     notes.error = [this](const std::string& t) { failed.push_back(t); };
   }
   PredictContext cpu() { return PredictContext{options, false, "cpu", notes}; }
+  PredictContext gpu() { return PredictContext{options, true, "cuda:0", notes}; }
 };
 
 }  // namespace
@@ -319,6 +337,197 @@ TEST(MeasureStage, ModelStopsOnceTheMeasuredOperatorsExplainTheTarget) {
   ASSERT_FALSE(session.stored_with.empty());
   EXPECT_LT(session.stored_with[0].time.max_seconds, s.options.op_config.time.max_seconds);
   EXPECT_TRUE(session.stored_with[0].part_of.has_value());
+}
+
+// validate's defaults on a GPU with a step: short loops from the first operator, shared windows.
+MissingMeasured measure_on_gpu(Stages& s, FakeSession& session, const std::vector<std::size_t>& missing) {
+  LookedUp looked_up;
+  looked_up.missing = missing;
+  StepMeasurement step;
+  step.time_us = 1000;
+  PredictionInputs pin;
+  pin.on_gpu = true;
+  return measure_missing(s.gpu(), tiny_inventory(), looked_up, pin, step, session);
+}
+
+TEST(MeasureStage, OnAGpuShortLoopsShareCounterWindowsInOneGroupWithEachCallsShare) {
+  Stages s;
+  s.options.short_loops_after = 0;
+  s.options.cache = "warm";
+  FakeEnergyProbe probe(200, 0.01);
+  FakeSession session(probe);
+  session.time_us_by_op = {{"aten::mm", 600}};  // 60% of the 1000 µs step
+  const MissingMeasured m = measure_on_gpu(s, session, {0, 1, 2});
+  // The heaviest alone (its own loop sees the power cap), then, half the step explained, the rest together.
+  ASSERT_EQ(session.measured.size(), 3u);
+  EXPECT_EQ(session.measured[0], "aten::mm");
+  ASSERT_EQ(session.groups.size(), 1u);
+  EXPECT_EQ(session.groups[0], (std::vector<std::string>{"aten::add.Tensor", "aten::relu"}));
+  EXPECT_EQ(m.measured, (std::vector<std::size_t>{1, 0, 2}));  // heaviest first, every one measured
+  EXPECT_EQ(m.costs.size(), 3u);
+  EXPECT_EQ(m.failures, 0u);
+  // Each call's part of the step goes with it: its count, the step's time, the operators' interval.
+  const auto& parts = session.group_parts[0];
+  ASSERT_EQ(parts.size(), 2u);
+  for (const auto& part : parts) {
+    ASSERT_TRUE(part.has_value());
+    EXPECT_DOUBLE_EQ(part->time_us, 1000);
+    EXPECT_DOUBLE_EQ(part->energy_rel_ci95, s.options.ops_energy_rel_ci95);
+  }
+  EXPECT_DOUBLE_EQ(parts[0]->calls, 2);  // aten::add runs twice in the step
+  EXPECT_DOUBLE_EQ(parts[1]->calls, 1);
+  // The group's loops are the short ones, with no single call's part in them.
+  EXPECT_LT(session.group_configs[0].time.max_seconds, s.options.op_config.time.max_seconds);
+  EXPECT_FALSE(session.group_configs[0].part_of.has_value());
+  for (const auto& r : session.replays) EXPECT_EQ(r.cache_mode, "warm");
+}
+
+TEST(MeasureStage, EachOperatorGetsItsOwnLoopWhenSharingIsOffOrNotPossible) {
+  auto run = [](auto change, bool on_gpu) {
+    Stages s;
+    s.options.short_loops_after = 0;
+    s.options.cache = "warm";
+    change(s.options);
+    FakeEnergyProbe probe(200, 0.01);
+    FakeSession session(probe);
+    session.time_us_by_op = {{"aten::mm", 600}};
+    if (on_gpu) {
+      measure_on_gpu(s, session, {0, 1, 2});
+    } else {
+      LookedUp looked_up;
+      looked_up.missing = {0, 1, 2};
+      StepMeasurement step;
+      step.time_us = 1000;
+      measure_missing(s.cpu(), tiny_inventory(), looked_up, PredictionInputs{}, step, session);
+    }
+    EXPECT_EQ(session.measured.size(), 3u);
+    return session.groups.size();
+  };
+  EXPECT_EQ(run([](PredictOptions&) {}, true), 1u);  // the defaults share
+  EXPECT_EQ(run([](PredictOptions& o) { o.shared_windows = false; }, true), 0u);
+  EXPECT_EQ(run([](PredictOptions& o) { o.ops_energy_rel_ci95 = 0; }, true), 0u);  // a fixed target each
+  EXPECT_EQ(run([](PredictOptions& o) { o.short_loops_after = 1; }, true), 0u);    // full loops throughout
+  EXPECT_EQ(run([](PredictOptions& o) { o.op_config.energy = false; }, true), 0u);
+  EXPECT_EQ(run([](PredictOptions&) {}, false), 0u);  // the CPU's counter is fast: nothing to share
+}
+
+TEST(MeasureStage, EveryOperatorsLoopsKnowTheStepsPowerAndTheGapPowerForTheDutyCycle) {
+  // A step of 450 mJ over its 1000 µs energy loop: 450 W; the gap probe's 180 ± 6 W.
+  auto run = [](auto change, bool on_gpu) {
+    Stages s;
+    s.options.cache = "warm";
+    s.options.short_loops_after = 1;  // full loops throughout: one by one
+    change(s.options);
+    FakeEnergyProbe probe(200, 0.01);
+    FakeSession session(probe);
+    LookedUp looked_up;
+    looked_up.missing = {0, 1, 2};
+    StepMeasurement step;
+    step.time_us = 1000;
+    step.energy_mJ = 450;
+    step.energy_loop_time_us = 1000;
+    PredictionInputs pin;
+    pin.on_gpu = on_gpu;
+    pin.gap_power_W = 180;
+    pin.gap_power_ci_W = 6;
+    measure_missing(on_gpu ? s.gpu() : s.cpu(), tiny_inventory(), looked_up, pin, step, session);
+    EXPECT_EQ(session.measured.size(), 3u);
+    std::vector<std::optional<MeasureConfig::StepPower>> seen;
+    for (const auto& c : session.stored_with) seen.push_back(c.step_power);
+    return seen;
+  };
+  for (const auto& p : run([](PredictOptions&) {}, true)) {
+    ASSERT_TRUE(p.has_value());
+    EXPECT_DOUBLE_EQ(p->step_W, 450);
+    EXPECT_EQ(p->gap_W, std::optional<double>(180));
+    EXPECT_DOUBLE_EQ(p->gap_ci_W, 6);
+  }
+  // Short loops keep it too.
+  auto short_one_by_one = [](PredictOptions& o) {
+    o.short_loops_after = 0;
+    o.shared_windows = false;
+  };
+  for (const auto& p : run(short_one_by_one, true)) EXPECT_TRUE(p.has_value());
+  for (const auto& p : run([](PredictOptions& o) { o.duty_cycle = false; }, true)) EXPECT_FALSE(p.has_value());
+  for (const auto& p : run([](PredictOptions&) {}, false)) EXPECT_FALSE(p.has_value());  // the CPU has no cap
+}
+
+TEST(MeasureStage, AFailedCallInAGroupIsNamedWithItsLayerAndTheOthersAreUsed) {
+  Stages s;
+  s.options.short_loops_after = 0;
+  s.options.cache = "warm";
+  FakeEnergyProbe probe(200, 0.01);
+  FakeSession session(probe);
+  session.failing["aten::relu"] = "aten::relu: rejected the arguments: boom";
+  session.time_us_by_op = {{"aten::mm", 600}};
+  const MissingMeasured m = measure_on_gpu(s, session, {0, 1, 2});
+  ASSERT_EQ(session.groups.size(), 1u);
+  EXPECT_EQ(m.failures, 1u);
+  ASSERT_EQ(m.failed.count(2), 1u);
+  EXPECT_EQ(m.failed.at(2).rfind("rejected the arguments: boom; fix: ", 0), 0u) << m.failed.at(2);
+  EXPECT_EQ(m.costs.count(0), 1u);
+  EXPECT_EQ(m.costs.count(1), 1u);
+  ASSERT_EQ(s.failed.size(), 1u);
+  EXPECT_NE(s.failed[0].find("tiny: layer d: aten::relu self=f32[4]"), std::string::npos) << s.failed[0];
+}
+
+TEST(MeasureStage, AHostBoundStepSharesWindowsAfterSixteenOperatorsAlone) {
+  // 20 adds of 1 µs in a 1000 µs step: their GPU time never explains half of it.
+  InventoryBuilder b;
+  for (int i = 0; i < 20; ++i) {
+    b.add("aten::add", "Tensor", fmt::format("self=f32[{}] other=f32[{}]", 100 + i, 100 + i), "l", {});
+    b.time_last(0, 0);
+  }
+  Inventory inv = b.take();
+  Stages s;
+  s.options.short_loops_after = 0;
+  s.options.cache = "warm";
+  FakeEnergyProbe probe(200, 0.01);
+  FakeSession session(probe);
+  LookedUp looked_up;
+  for (std::size_t i = 0; i < 20; ++i) looked_up.missing.push_back(i);
+  StepMeasurement step;
+  step.time_us = 1000;
+  PredictionInputs pin;
+  pin.on_gpu = true;
+  const MissingMeasured m = measure_missing(s.gpu(), inv, looked_up, pin, step, session);
+  ASSERT_EQ(session.groups.size(), 1u);
+  EXPECT_EQ(session.groups[0].size(), 4u);
+  EXPECT_EQ(m.measured.size(), 20u);
+}
+
+TEST(MeasureStage, ModelChecksItsTargetBeforeEachGroupAndAGroupHasAtMost16) {
+  // A product of 60% of the step, alone, then 20 signatures of similar weight: one group of 16,
+  // then 4, unless the target is met between.
+  InventoryBuilder b;
+  b.add("aten::mm", "", "self=f32[512,512] mat2=f32[512,512]", "m", {});
+  b.time_last(0, 0);
+  for (int i = 0; i < 20; ++i) {
+    b.add("aten::add", "Tensor", fmt::format("self=f32[{}] other=f32[{}]", 100 + i, 100 + i), "l", {});
+    b.time_last(0, 0);
+  }
+  Inventory inv = b.take();
+  inv.model = "many";
+  for (const bool target_met_after_first : {false, true}) {
+    Stages s;
+    s.options = PredictOptions::model_to(0.9);
+    s.options.cache = "warm";
+    FakeEnergyProbe probe(200, 0.01);
+    FakeSession session(probe);
+    session.time_us_by_op = {{"aten::mm", 60.0}, {"aten::add.Tensor", target_met_after_first ? 2.0 : 1.0}};
+    LookedUp looked_up;
+    for (std::size_t i = 0; i < 21; ++i) looked_up.missing.push_back(i);
+    StepMeasurement step;
+    step.time_us = 100;  // with the product's 60%, 16 adds of 2 µs explain 92%; of 1 µs, 76%
+    PredictionInputs pin;
+    pin.on_gpu = true;
+    const MissingMeasured m = measure_missing(s.gpu(), inv, looked_up, pin, step, session);
+    EXPECT_EQ(session.measured.front(), "aten::mm");
+    ASSERT_EQ(session.groups.size(), target_met_after_first ? 1u : 2u);
+    EXPECT_EQ(session.groups[0].size(), 16u);
+    if (!target_met_after_first) EXPECT_EQ(session.groups[1].size(), 4u);
+    EXPECT_EQ(m.stopped_at_target, target_met_after_first);
+  }
 }
 
 TEST(GapPower, TakenFromTheProbesPowerOrSaysWhyNot) {

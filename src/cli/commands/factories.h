@@ -16,5 +16,6 @@ std::unique_ptr<Command> make_predict_command();
 std::unique_ptr<Command> make_validate_command();
 std::unique_ptr<Command> make_model_command();
 std::unique_ptr<Command> make_models_command();
+std::unique_ptr<Command> make_report_command();
 
 }  // namespace opcost

@@ -10,7 +10,9 @@
 #include "cli/commands/model_options.h"
 #include "cli/commands/registry_options.h"
 #include "cli/exit_codes.h"
+#include "core/io/atomic_output_file.h"
 #include "workflow/predict.h"
+#include "workflow/report_html.h"
 #include "workflow/reporters/reporter.h"
 
 namespace opcost {
@@ -24,6 +26,7 @@ class PredictCommand : public Command {
   void add_options(CLI::App& cmd) override {
     add_model_options(cmd, options_.model);
     cmd.add_flag("--json", json_, "print JSON");
+    cmd.add_option("--html", html_, "also write the result as a self-contained HTML page (as opcost report does)");
     registry_.add(cmd, predict_option_specs(), command_, options_);
   }
 
@@ -31,9 +34,15 @@ class PredictCommand : public Command {
     options_.db = context.db;
     options_.db_create_parent = context.db_create_parent;
     registry_.apply(options_);
+    // Before anything runs: the page written over the model file or the database would lose it.
+    check_output_not_input(html_, "--html", {{options_.model.model, "the model file"}, {options_.db, "the database"}});
     const PredictReport report = run_predict(options_, Notes::to_stderr());
     fmt::print("{}", make_reporter(json_ ? ReportFormat::kJson : ReportFormat::kText)->prediction(report));
     std::fflush(stdout);
+    if (!html_.empty()) {
+      write_report_of(to_json(report), options_.model.model, html_);
+      fmt::print(stderr, "opcost: report written to {}\n", html_);
+    }
     if (report.failures) return kExitMeasurementFailed;
     return report.prediction.complete() || report.target_met ? kExitSuccess : kExitIncomplete;
   }
@@ -42,6 +51,7 @@ class PredictCommand : public Command {
   OptionCommand command_;
   PredictOptions options_;  // the command's preset, then the options given
   bool json_ = false;
+  std::string html_;  // --html: the page too
   RegistryOptions<PredictOptions> registry_;
 };
 

@@ -21,7 +21,7 @@ class TraceCommand : public Command {
     cmd.add_option("-o,--output", o_.output,
                    "trace file to write, for Perfetto: Chrome JSON (.json), or Perfetto's protobuf (.pftrace); "
                    "gzip-compressed when it ends in .gz");
-    cmd.add_flag("--table", o_.table, "print the table too (the default when no --output is named)");
+    cmd.add_flag("--table", o_.table, "print the table too (the default when neither --output nor --html is named)");
     cmd.add_option("--group-by", o_.group_by, "table rows: op, shape (operator and input shapes) or layer")
         ->check(CLI::IsMember({"op", "shape", "layer"}))
         ->capture_default_str();
@@ -31,6 +31,7 @@ class TraceCommand : public Command {
         ->capture_default_str();
     cmd.add_option("--limit", o_.limit, "table rows to show (0: all)")->capture_default_str();
     cmd.add_flag("--json", o_.json, "the table as JSON");
+    cmd.add_option("--html", o_.html, "the table as a self-contained HTML page (as opcost report does)");
     add_schedule_options(cmd);
     cmd.add_flag("--flops", o_.record.flops, "the profiler's FLOP estimates (matmuls, convolutions)");
     cmd.add_flag("--nvtx", o_.record.nvtx,

@@ -102,6 +102,16 @@ KernelReport compare_kernels(const Inventory& inv, const std::vector<CallKernels
   return r;
 }
 
+std::vector<std::size_t> kernel_less_entries_with_kernels(const KernelReport& k,
+                                                          const std::map<std::size_t, OpCost>& costs) {
+  std::vector<std::size_t> out;
+  for (const auto& [e, c] : costs)
+    if (!c.device_work.empty() && e < k.entries.size() && k.entries[e] &&
+        (k.entries[e]->model_device_us > 0 || !k.entries[e]->in_model.empty()))
+      out.push_back(e);
+  return out;
+}
+
 nlohmann::json to_json(const KernelCheck& c) {
   return {{"match", c.match},
           {"in_model", c.in_model},

@@ -69,6 +69,11 @@ KernelReport compare_kernels(const Inventory& inv, const std::vector<CallKernels
 
 nlohmann::json to_json(const KernelCheck& c);
 
+// Entries whose cost was measured as a call without device work (OpCost::device_work) but whose
+// calls launched kernels in the traced step: the prediction charges them host time only.
+std::vector<std::size_t> kernel_less_entries_with_kernels(const KernelReport& k,
+                                                          const std::map<std::size_t, OpCost>& costs);
+
 // GPU time: each checked entry's kernels traced in the model against its operator loop. Per-op
 // errors can cancel in the total, so they are reported on their own.
 struct DeviceTimeRow {

@@ -36,9 +36,11 @@ double active_energy_mJ(const OpCost& c, const PredictionInputs& in) {
 }
 
 bool measured_at_power_cap(const OpCost& c) {
-  return std::any_of(c.flags.begin(), c.flags.end(), [](const std::string& f) {
-    return f.starts_with("throttled:") && f.find("sw_power_cap") != std::string::npos;
-  });
+  auto has = [&](auto&& pred) { return std::any_of(c.flags.begin(), c.flags.end(), pred); };
+  // An energy measured again at a step's duty cycle is not the capped loop's (duty_cycle.h).
+  if (has([](const std::string& f) { return f.starts_with("energy_at_duty_cycle:"); })) return false;
+  return has(
+      [](const std::string& f) { return f.starts_with("throttled:") && f.find("sw_power_cap") != std::string::npos; });
 }
 
 OpCost op_cost_from(const Measurement& m, bool on_gpu) {
@@ -60,6 +62,7 @@ OpCost op_cost_from(const Measurement& m, bool on_gpu) {
   } else
     c.energy_why = m.energy.unavailable_reason;
   c.waits_for_device = m.waits_for_device;
+  c.device_work = m.device_work;
   c.flags = m.flags;
   c.gpu_uuid = m.env.device_uuid;
   return c;

@@ -23,6 +23,7 @@ struct OpCost {
   std::string energy_why;                         // when energy_mJ is empty: the measurement's reason
   double loop_wall_us = 0;                        // the energy loop's wall time per call
   bool waits_for_device = false;                  // timed by wall clock: cpu_us is the call's whole time
+  std::string device_work;                        // "", or none-view / none-no-kernel: no GPU time, no energy
   std::string gpu_uuid;                           // the board it was measured on
   std::vector<std::string> flags;
   // Not empty: the stored row's arguments, which differ from the call's only in floating-point
@@ -114,7 +115,8 @@ ModelHostTimes model_host_times(const Inventory& inv);
 // launch-bound loop idles between its kernels; a model run has its own gaps, charged apart).
 // `c` must have an energy figure.
 double active_energy_mJ(const OpCost& c, const PredictionInputs& in);
-// Its measurement was flagged throttled by the software power cap.
+// Its measurement was flagged throttled by the software power cap, and its energy is that
+// loop's (not measured again at a step's duty cycle: flag energy_at_duty_cycle).
 bool measured_at_power_cap(const OpCost& c);
 
 // costs: inventory entry index -> cost (entries absent from the map are missing; the

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/energy/nvml.h"
+#include "core/measure/loop_plan.h"
 #include "core/store/measurement_record.h"
 
 namespace opcost {
@@ -67,6 +68,11 @@ std::string to_console(const Measurement& m) {
   line("", fmt::format("{} samples × {} calls, stopped: {}", t.n, m.time.calls_per_sample, m.time.stop_reason));
   line("host/call", fmt::format("{} wall, {} CPU (dispatch + launch)", human(m.time.host_us_per_call, "us"),
                                 human(m.time.host_cpu_us_per_call, "us")));
+  // A call without device work on a GPU: the host time is the figure, with its interval.
+  const auto& h = m.time.host_us;
+  if (h.n >= 2) line("", "host wall " + with_ci(h.mean, h.ci95_low, h.ci95_high, "us"));
+  if (!m.device_work.empty())
+    line("device work", fmt::format("none: {}", device_work_reason(device_work_of(m.device_work))));
   const auto& e = m.energy;
   if (e.available) {
     line("energy/call", with_ci(e.per_call_mJ.mean, e.per_call_mJ.ci95_low, e.per_call_mJ.ci95_high, "mJ"));
@@ -92,8 +98,9 @@ std::string to_console(const Measurement& m) {
   // A timing loop that a budget stopped has a wider interval than asked for: shown beside the
   // stored flags (not stored as one: it is no fault of the run, and --resume must not redo it).
   std::vector<std::string> flags = m.flags;
-  if (t.n >= 2 && (m.time.stop_reason == "time_budget" || m.time.stop_reason == "sample_budget"))
-    flags.push_back(fmt::format("ci_target_missed:±{:.2f}% when the {} ran out", 100 * t.rel_ci95(),
+  const Summary& timed = h.n >= 2 ? h : t;  // the host time where it is the figure
+  if (timed.n >= 2 && (m.time.stop_reason == "time_budget" || m.time.stop_reason == "sample_budget"))
+    flags.push_back(fmt::format("ci_target_missed:±{:.2f}% when the {} ran out", 100 * timed.rel_ci95(),
                                 m.time.stop_reason == "time_budget" ? "time budget (--max-time)" : "sample budget"));
   line("flags", flags.empty() ? "none" : fmt::format("{}", fmt::join(flags, ", ")));
   if (m.db_id >= 0) line("stored", fmt::format("row {}", m.db_id));

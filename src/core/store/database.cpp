@@ -26,8 +26,9 @@ namespace {
 // 1: the first files (some without the autocast column); 2: every column of the record's
 // table, the version written once a file is migrated; 3: the sweep tables
 // (core/store/sweep_state.h); 4: waits_for_device (read once from the method's note), settings
-// and settings_key (core/store/measurement_record.h).
-constexpr int kSchemaVersion = 4;
+// and settings_key (core/store/measurement_record.h); 5: device_work and the host time's
+// interval (host_ci95_low_us, host_ci95_high_us), NULL in older rows.
+constexpr int kSchemaVersion = 5;
 
 bool has_column(const std::vector<std::string>& present, const std::string& name) {
   return std::find(present.begin(), present.end(), name) != present.end();

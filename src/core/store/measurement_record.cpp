@@ -357,7 +357,10 @@ std::vector<RecordField> time_columns() {
       // Average power over the energy windows; null (not absent) when energy was not measured.
       custom(
           {.unit = "W", .column = "power_W", .path = "/power_W/average"}, FieldType::kReal,
-          [](const Measurement& m) { return m.energy.available ? json(m.energy.power_W) : json(nullptr); },
+          // None either for a call without device work: no loop ran (energy_mJ.windows is 0).
+          [](const Measurement& m) {
+            return m.energy.available && m.energy.windows > 0 ? json(m.energy.power_W) : json(nullptr);
+          },
           [](Measurement& m, const json& v) { decode(v, m.energy.power_W, "power_W"); }),
       stored(
           {.unit = "W", .column = "idle_power_W", .path = "/power_W/idle"},
@@ -371,7 +374,10 @@ std::vector<RecordField> time_columns() {
   };
 }
 
-// The device's state after the loops, the flags, the totals and the schema 4 fields.
+// A figure of the host time's own summary: null where the host time has none (TimeResult::host_us).
+json host_figure(const Measurement& m, double value) { return m.time.host_us.n > 0 ? json(value) : json(nullptr); }
+
+// The device's state after the loops, the flags, the totals and the schema 4 and 5 fields.
 std::vector<RecordField> state_columns() {
   return {
       stored(
@@ -404,6 +410,19 @@ std::vector<RecordField> state_columns() {
       stored(
           {.column = "settings_key", .path = "/settings_key", .identity = true, .empty_is_null = true},
           [](auto& m) -> auto& { return m.settings_key; }),
+      // Schema 5. NULL in a row stored before, which reads as "" (it did work, or nobody checked).
+      stored(
+          {.column = "device_work", .path = "/device_work", .empty_is_null = true},
+          [](auto& m) -> auto& { return m.device_work; }),
+      // The host time's interval where it is the figure (a call without device work on a GPU).
+      custom(
+          {.unit = "us", .column = "host_ci95_low_us", .path = "/host_us_per_call/ci95_low"}, FieldType::kReal,
+          [](const Measurement& m) { return host_figure(m, m.time.host_us.ci95_low); },
+          [](Measurement& m, const json& v) { decode(v, m.time.host_us.ci95_low, "host_ci95_low_us"); }),
+      custom(
+          {.unit = "us", .column = "host_ci95_high_us", .path = "/host_us_per_call/ci95_high"}, FieldType::kReal,
+          [](const Measurement& m) { return host_figure(m, m.time.host_us.ci95_high); },
+          [](Measurement& m, const json& v) { decode(v, m.time.host_us.ci95_high, "host_ci95_high_us"); }),
   };
 }
 
@@ -415,6 +434,10 @@ std::vector<RecordField> document_only_fields() {
           {.path = "/time_us/calls_per_sample"}, [](auto& m) -> auto& { return m.time.calls_per_sample; }),
       stored(
           {.path = "/time_us/host_bound_samples"}, [](auto& m) -> auto& { return m.time.host_bound_samples; }),
+      custom(
+          {.path = "/host_us_per_call/samples"}, FieldType::kInteger,
+          [](const Measurement& m) { return m.time.host_us.n > 0 ? json(m.time.host_us.n) : json(nullptr); },
+          [](Measurement& m, const json& v) { decode(v, m.time.host_us.n, "host_us_per_call.samples"); }),
       derived({.path = "/time_us/rel_ci95"}, FieldType::kReal,
               [](const Measurement& m) {
                 const auto& t = m.time.per_call_us;

@@ -1,0 +1,294 @@
+#include "core/energy/shared_windows.h"
+
+#include <fmt/format.h>
+
+#include <Eigen/Dense>
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+namespace opcost {
+
+namespace {
+
+// Each input comes from the runner's own loop, not from a user: a violated contract is a bug,
+// reported as one line naming the input.
+void require(bool ok, const char* what) {
+  if (!ok) throw std::invalid_argument(std::string("shared counter windows: ") + what);
+}
+
+// Calls of `batch` that fall inside [t0, t1]: the batch's calls spread evenly over its span.
+double calls_inside(double span_t0, double span_t1, double calls, double t0, double t1) {
+  const double span = span_t1 - span_t0;
+  if (span <= 0) return span_t1 > t0 && span_t1 <= t1 ? calls : 0.0;  // an instant: counted once
+  const double overlap = std::min(span_t1, t1) - std::max(span_t0, t0);
+  return overlap > 0 ? calls * overlap / span : 0.0;
+}
+
+}  // namespace
+
+std::vector<SharedWindow> make_shared_windows(const std::vector<CounterEdge>& edges,
+                                              const std::vector<GroupCompletion>& timeline, std::size_t ops,
+                                              double start_after_s) {
+  for (std::size_t k = 0; k < timeline.size(); ++k) {
+    require(timeline[k].op < ops, "a completion names an operator outside the group");
+    require(std::isfinite(timeline[k].t_s) && std::isfinite(timeline[k].calls) && timeline[k].calls >= 0,
+            "a completion's time or calls is not a finite, non-negative number");
+    require(k == 0 || timeline[k].t_s >= timeline[k - 1].t_s, "the completion timeline goes back in time");
+  }
+  std::vector<SharedWindow> out;
+  // The first completion only opens the timeline: when its calls began is unknown.
+  if (timeline.size() < 2) return out;
+  const double covered_from = timeline.front().t_s, covered_to = timeline.back().t_s;
+  std::vector<CounterEdge> usable;
+  for (const auto& e : edges)
+    if (e.t_s >= start_after_s && e.t_s >= covered_from && e.t_s <= covered_to && std::isfinite(e.energy_mJ))
+      usable.push_back(e);
+  std::size_t first_batch = 1;  // batches ending before the current window start never count again
+  for (std::size_t i = 0; i + 1 < usable.size(); ++i) {
+    const auto& a = usable[i];
+    const auto& b = usable[i + 1];
+    if (b.t_s <= a.t_s || b.energy_mJ <= a.energy_mJ) continue;  // a 0 J window is invalid, not zero
+    SharedWindow w{a.t_s, b.t_s, b.energy_mJ - a.energy_mJ, std::vector<double>(ops, 0.0)};
+    while (first_batch < timeline.size() && timeline[first_batch].t_s < a.t_s) ++first_batch;
+    double total = 0;
+    for (std::size_t k = first_batch; k < timeline.size() && timeline[k - 1].t_s < b.t_s; ++k) {
+      const double c = calls_inside(timeline[k - 1].t_s, timeline[k].t_s, timeline[k].calls, a.t_s, b.t_s);
+      w.calls[timeline[k].op] += c;
+      total += c;
+    }
+    if (total > 0) out.push_back(std::move(w));
+  }
+  return out;
+}
+
+std::vector<Segment> plan_segments(const std::vector<double>& per_call_s, double counter_period_s, std::size_t cycles) {
+  require(std::isfinite(counter_period_s) && counter_period_s > 0, "the counter period is not positive");
+  for (double t : per_call_s) require(std::isfinite(t) && t > 0, "an operator's time per call is not positive");
+  // Golden-ratio fractions: an evenly spread, never repeating sequence in [0, 1), so segment
+  // lengths are neither equal nor commensurate with the counter period, with no random source.
+  const double inverse_golden = (std::sqrt(5.0) - 1) / 2;
+  std::vector<Segment> out;
+  const std::size_t ops = per_call_s.size();
+  std::size_t k = 0;
+  for (std::size_t c = 0; c < cycles; ++c) {
+    std::vector<std::size_t> order(ops);
+    for (std::size_t j = 0; j < ops; ++j) order[j] = j;
+    auto key = [&](std::size_t a) { return std::fmod(double((a + 1) * (c + 2)) * inverse_golden, 1.0); };
+    std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return key(a) < key(b); });
+    for (std::size_t j = 0; j < ops; ++j, ++k) {
+      const std::size_t op = order[j];
+      const double fraction = std::fmod(double(k + 1) * inverse_golden, 1.0);
+      const double length_s = (0.25 + 0.5 * fraction) * counter_period_s;
+      const double calls = std::max(1.0, std::round(length_s / per_call_s[op]));
+      out.push_back({op, std::size_t(std::min(calls, 1e9))});
+    }
+  }
+  return out;
+}
+
+namespace {
+
+using Eigen::MatrixXd;
+using Eigen::VectorXd;
+
+// Lawson–Hanson active-set non-negative least squares: min |A x − y| with x ≥ 0. Eigen has no
+// NNLS; each inner step is an ordinary least-squares solve on the free (passive) columns.
+VectorXd nnls(const MatrixXd& a, const VectorXd& y) {
+  const Eigen::Index n = a.cols();
+  VectorXd x = VectorXd::Zero(n);
+  std::vector<bool> passive(std::size_t(n), false);
+  const double tol = 1e-12 * std::max(1.0, (a.transpose() * y).cwiseAbs().maxCoeff());
+  auto solve_passive = [&]() {
+    std::vector<Eigen::Index> cols;
+    for (Eigen::Index j = 0; j < n; ++j)
+      if (passive[std::size_t(j)]) cols.push_back(j);
+    MatrixXd sub(a.rows(), Eigen::Index(cols.size()));
+    for (std::size_t c = 0; c < cols.size(); ++c) sub.col(Eigen::Index(c)) = a.col(cols[c]);
+    const VectorXd s_sub = sub.colPivHouseholderQr().solve(y);
+    VectorXd s = VectorXd::Zero(n);
+    for (std::size_t c = 0; c < cols.size(); ++c) s(cols[c]) = s_sub(Eigen::Index(c));
+    return s;
+  };
+  for (Eigen::Index outer = 0; outer < 3 * n + 10; ++outer) {
+    const VectorXd gradient = a.transpose() * (y - a * x);
+    Eigen::Index best = -1;
+    for (Eigen::Index j = 0; j < n; ++j)
+      if (!passive[std::size_t(j)] && gradient(j) > tol && (best < 0 || gradient(j) > gradient(best))) best = j;
+    if (best < 0) break;  // the Karush–Kuhn–Tucker conditions hold: optimal
+    passive[std::size_t(best)] = true;
+    for (Eigen::Index inner = 0; inner < 3 * n + 10; ++inner) {
+      const VectorXd s = solve_passive();
+      bool feasible = true;
+      double alpha = 1.0;
+      for (Eigen::Index j = 0; j < n; ++j)
+        if (passive[std::size_t(j)] && s(j) <= 0) {
+          feasible = false;
+          alpha = std::min(alpha, x(j) / (x(j) - s(j)));
+        }
+      if (feasible) {
+        x = s;
+        break;
+      }
+      x += alpha * (s - x);
+      for (Eigen::Index j = 0; j < n; ++j)
+        if (passive[std::size_t(j)] && x(j) <= tol) {
+          passive[std::size_t(j)] = false;
+          x(j) = 0;
+        }
+    }
+  }
+  return x;
+}
+
+std::string join_operators(const std::vector<std::size_t>& ops) {
+  std::string s;
+  for (std::size_t i = 0; i < ops.size(); ++i) s += (i ? ", " : "") + std::to_string(ops[i]);
+  return s;
+}
+
+// Operators that take part in an exact (to `relative_tol`) linear dependence among the columns:
+// the components of the right singular vectors of the (near-)zero singular values.
+std::vector<std::size_t> collinear_operators(const MatrixXd& scaled, const std::vector<std::size_t>& fitted,
+                                             double relative_tol) {
+  Eigen::JacobiSVD<MatrixXd> svd(scaled, Eigen::ComputeFullV);
+  const VectorXd& sv = svd.singularValues();
+  std::vector<std::size_t> out;
+  for (Eigen::Index j = 0; j < scaled.cols(); ++j) {
+    bool involved = false;
+    for (Eigen::Index k = 0; k < scaled.cols(); ++k) {
+      const double s = k < sv.size() ? sv(k) : 0.0;
+      if (s <= relative_tol * sv(0) && std::abs(svd.matrixV()(j, k)) > 1e-3) involved = true;
+    }
+    if (involved) out.push_back(fitted[std::size_t(j)]);
+  }
+  return out;
+}
+
+}  // namespace
+
+SharedSplit split_shared_energy(const std::vector<SharedWindow>& windows, std::size_t ops) {
+  SharedSplit split;
+  split.per_call_mJ.assign(ops, Summary{});
+  split.calls.assign(ops, 0.0);
+  split.windows = windows.size();
+  for (const auto& w : windows) {
+    require(w.calls.size() == ops, "a window's calls do not list every operator of the group");
+    require(std::isfinite(w.energy_mJ), "a window's energy is not a finite number");
+    for (std::size_t i = 0; i < ops; ++i) {
+      require(std::isfinite(w.calls[i]) && w.calls[i] >= 0, "a window's calls are not finite and non-negative");
+      split.calls[i] += w.calls[i];
+    }
+  }
+  // An operator that never ran inside a window contributes nothing and cannot be estimated;
+  // the others are fitted without it.
+  std::vector<std::size_t> fitted, absent;
+  for (std::size_t i = 0; i < ops; ++i) (split.calls[i] > 0 ? fitted : absent).push_back(i);
+  std::vector<std::string> why;
+  if (!absent.empty())
+    why.push_back(fmt::format("operator(s) {} had no calls inside the counter windows", join_operators(absent)));
+  const std::size_t w_count = windows.size(), g = fitted.size();
+  auto done = [&]() {
+    for (std::size_t i = 0; i < why.size(); ++i) split.why += (i ? "; " : "") + why[i];
+    return split;
+  };
+  if (g == 0) {
+    if (ops > 0 && absent.empty()) why.push_back("no operators");
+    return done();
+  }
+  if (w_count <= g) {
+    why.push_back(
+        fmt::format("{} counter window(s) for {} operator(s): the split needs more windows than "
+                    "operators (a longer shared loop)",
+                    w_count, g));
+    return done();
+  }
+  // Columns scaled to unit norm: calls of a 5 µs operator outnumber a 2 ms one's a thousandfold,
+  // and scaling keeps the solves and the rank test about the mix, not the units.
+  MatrixXd x(static_cast<Eigen::Index>(w_count), static_cast<Eigen::Index>(g));
+  VectorXd y(static_cast<Eigen::Index>(w_count));
+  for (std::size_t r = 0; r < w_count; ++r) {
+    y(Eigen::Index(r)) = windows[r].energy_mJ;
+    for (std::size_t c = 0; c < g; ++c) x(Eigen::Index(r), Eigen::Index(c)) = windows[r].calls[fitted[c]];
+  }
+  const VectorXd scale = x.colwise().norm().transpose();
+  const MatrixXd a = x * scale.cwiseInverse().asDiagonal();
+  constexpr double kRankTolerance = 1e-9;
+  Eigen::ColPivHouseholderQR<MatrixXd> qr(a);
+  qr.setThreshold(kRankTolerance);
+  if (qr.rank() < Eigen::Index(g)) {
+    why.push_back(
+        fmt::format("operators {} ran in the same proportions in every window (collinear): the "
+                    "windows cannot tell them apart",
+                    join_operators(collinear_operators(a, fitted, kRankTolerance))));
+    return done();
+  }
+  // Unconstrained least squares; the non-negative fit only when it gives an impossible negative
+  // energy (both are the same fit when every coefficient is positive).
+  VectorXd b = qr.solve(y);
+  if (b.minCoeff() <= 0) b = nnls(a, y);
+  const VectorXd residuals = y - a * b;
+  const double rss = residuals.squaredNorm();
+  split.residual_rel = y.mean() > 0 ? std::sqrt(rss / double(w_count)) / y.mean() : 0.0;
+  // Intervals from σ²(AᵀA)⁻¹ (the full model's, so an operator pinned at zero does not narrow the
+  // others'). Consecutive windows share segments and drifting power: widen the variance by
+  // (1+r1)/(1−r1) and count dof from the effective windows, as estimate_energy does.
+  const double sigma2 = rss / double(w_count - g);
+  // (AᵀA)⁻¹ = A⁺A⁺ᵀ with A⁺ from the QR: positive semi-definite even when A is ill conditioned,
+  // where inverting AᵀA itself would square the condition number.
+  const MatrixXd pseudo_inverse = qr.solve(MatrixXd::Identity(a.rows(), a.rows()));
+  const MatrixXd inverse_gram = pseudo_inverse * pseudo_inverse.transpose();
+  const double r1 = std::clamp(
+      lag1_autocorrelation(std::vector<double>(residuals.data(), residuals.data() + residuals.size())), 0.0, 0.95);
+  const double effective_windows = double(w_count) * (1 - r1) / (1 + r1);
+  const std::size_t dof = std::size_t(std::max(1.0, std::floor(effective_windows) - double(g)));
+  const double t = student_t975(dof);
+  std::vector<std::size_t> at_zero;
+  for (std::size_t c = 0; c < g; ++c) {
+    const auto j = Eigen::Index(c);
+    const std::size_t op = fitted[c];
+    if (b(j) <= 0) {
+      // NNLS pinned it: its energy is below what the windows resolve; a 0 mJ call is no figure.
+      at_zero.push_back(op);
+      continue;
+    }
+    const double mean = b(j) / scale(j);
+    const double standard_error = std::sqrt(sigma2 * inverse_gram(j, j) * (1 + r1) / (1 - r1)) / scale(j);
+    Summary& s = split.per_call_mJ[op];
+    s.n = w_count;
+    s.mean = s.median = s.clipped_mean = s.min = s.max = mean;
+    // stdev such that stdev/√n is the fit's standard error, as the loops' summaries read.
+    s.stdev = standard_error * std::sqrt(double(w_count));
+    s.ci95_low = mean - t * standard_error;
+    s.ci95_high = mean + t * standard_error;
+  }
+  if (!at_zero.empty())
+    why.push_back(fmt::format("operator(s) {} fitted at 0 mJ per call (below what the windows resolve)",
+                              join_operators(at_zero)));
+  return done();
+}
+
+LaggedSplit split_with_counter_lag(const std::vector<CounterEdge>& edges, const std::vector<GroupCompletion>& timeline,
+                                   std::size_t ops, double start_after_s, double max_lag_s, double step_s) {
+  require(std::isfinite(max_lag_s) && max_lag_s >= 0 && std::isfinite(step_s) && step_s > 0,
+          "the counter lag's range must be finite, its step above 0");
+  LaggedSplit best;
+  bool have = false;
+  std::vector<CounterEdge> moved(edges.size());
+  const auto steps = std::size_t(std::floor(max_lag_s / step_s + 1e-9));
+  for (std::size_t k = 0; k <= steps; ++k) {
+    const double lag = double(k) * step_s;
+    for (std::size_t i = 0; i < edges.size(); ++i) moved[i] = {edges[i].t_s - lag, edges[i].energy_mJ};
+    auto windows = make_shared_windows(moved, timeline, ops, start_after_s);
+    SharedSplit split = split_shared_energy(windows, ops);
+    // A fit that identifies nothing has no residual to compare; the first lag is kept for its why.
+    const bool fitted = split.windows > ops && std::isfinite(split.residual_rel);
+    if (!have || (fitted && (best.split.windows <= ops || split.residual_rel < best.split.residual_rel))) {
+      best = {std::move(split), std::move(windows), lag};
+      have = true;
+    }
+  }
+  return best;
+}
+
+}  // namespace opcost

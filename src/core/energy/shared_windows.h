@@ -1,0 +1,81 @@
+#pragma once
+// Energy per call of several operators measured in one loop (issue 25): the operators run one
+// after another in segments of a few tens of milliseconds, back to back, while the counter
+// updates every ~100 ms. Each counter window then holds a known number of calls of each
+// operator (from the completion timeline), and its energy is their sum:
+//     E_w = Σ_i calls_{w,i} · e_i
+// A non-negative least-squares fit over the windows splits the energy into each operator's
+// e_i, with an interval from the residuals. One loop, one settle, and about one counter
+// period per operator instead of a settle and several periods each. Torch-free.
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "core/energy/windows.h"
+#include "core/stats/summary.h"
+
+namespace opcost {
+
+// One batch of one operator's calls in the shared loop, known complete at `t_s` (host time).
+// Its calls are spread evenly over the span since the completion before it (of any operator).
+struct GroupCompletion {
+  double t_s = 0;
+  std::size_t op = 0;  // index into the group
+  double calls = 0;    // calls in this batch
+};
+
+// A counter window (edge to edge) of the shared loop, with each operator's calls inside it.
+struct SharedWindow {
+  double t0_s = 0, t1_s = 0, energy_mJ = 0;
+  std::vector<double> calls;  // per operator of the group
+  double seconds() const { return t1_s - t0_s; }
+};
+
+// Windows of one counter period each from edges after `start_after_s` and inside the
+// timeline; a window in which nothing completed, or whose energy did not increase, is dropped.
+std::vector<SharedWindow> make_shared_windows(const std::vector<CounterEdge>& edges,
+                                              const std::vector<GroupCompletion>& timeline, std::size_t ops,
+                                              double start_after_s);
+
+// The order and length of the loop's segments: operator `op` for `calls` calls. Segment
+// lengths vary (about 0.25 to 0.75 of the counter period, not commensurate with it) so that
+// consecutive windows hold different mixes and the split is well conditioned.
+struct Segment {
+  std::size_t op = 0;
+  std::size_t calls = 0;
+};
+// `per_call_s`: each operator's time per call (GPU time, or its loop's pace when longer);
+// `cycles`: how often every operator appears. Deterministic for the same inputs.
+std::vector<Segment> plan_segments(const std::vector<double>& per_call_s, double counter_period_s, std::size_t cycles);
+
+struct SharedSplit {
+  // Per operator: energy per call, mean = the fit, ci95 from the residuals (n = the windows).
+  // An operator the windows cannot separate (too few windows, collinear) has n = 0.
+  std::vector<Summary> per_call_mJ;
+  std::vector<double> calls;  // per operator, over the windows used
+  std::size_t windows = 0;
+  double residual_rel = 0;  // RMS residual / mean window energy: how well the sum explains them
+  std::string why;          // "" when every operator is identified; else what is lacking
+};
+
+// The non-negative least-squares split (Eigen), the 95% intervals from σ²(XᵀX)⁻¹ with σ² the
+// residual variance (dof = windows − operators) widened by the residuals' lag-1
+// autocorrelation as estimate_energy does.
+SharedSplit split_shared_energy(const std::vector<SharedWindow>& windows, std::size_t ops);
+
+// The counter may publish the energy up to a moment a little before the host sees its value
+// change. In one operator's loop that lag cancels (the power is the same on both sides of an
+// edge); in a shared loop it moves energy across segment boundaries, from each operator to the
+// next (on the H100, small operators after heavy ones read up to 4× their own loops' energy).
+// The split is therefore fitted with the edges moved back by each candidate lag, 0 to
+// `max_lag_s` in steps of `step_s`, and the lag whose fit leaves the smallest residual is kept.
+struct LaggedSplit {
+  SharedSplit split;
+  std::vector<SharedWindow> windows;
+  double lag_s = 0;
+};
+LaggedSplit split_with_counter_lag(const std::vector<CounterEdge>& edges, const std::vector<GroupCompletion>& timeline,
+                                   std::size_t ops, double start_after_s, double max_lag_s = 0.04,
+                                   double step_s = 0.002);
+
+}  // namespace opcost

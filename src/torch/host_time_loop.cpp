@@ -1,0 +1,47 @@
+// The measurement of a call without device work on a GPU (core/measure/loop_plan.h): its host
+// time is its whole cost to a step, so the host time is measured, with its interval, and
+// nothing else: no CUDA events (there is no kernel to time) and no energy loop (there is no
+// device energy beyond what the GPU draws idling, which the prediction's timeline charges as
+// gap power over the host time).
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "torch/runner.h"
+
+namespace opcost {
+
+namespace {
+// The host time of such a call is a small share of any step: a loop of this length gives it an
+// interval of about a percent, and the whole measurement stays near a tenth of a second.
+constexpr double kHostOnlyMaxS = 0.1;
+constexpr double kHostOnlyWarmupS = 0.02;
+}  // namespace
+
+void Runner::time_host_only(PreparedCall& call, Measurement& m, DeviceWork work) {
+  StoppingCriterion rule = cfg_.time;
+  rule.max_seconds = std::min(rule.max_seconds, kHostOnlyMaxS);
+  rule.min_seconds = std::min(rule.min_seconds, kHostOnlyWarmupS);
+  time_cpu(call, m, rule, std::min(cfg_.warmup_s, kHostOnlyWarmupS));
+  m.time.host_us = m.time.per_call_us;
+  // The GPU time is exactly 0, from as many samples as the host time: a figure with an
+  // interval (of zero width), so that nothing takes it for a time from a single sample.
+  Summary none;
+  none.n = m.time.host_us.n;
+  m.time.per_call_us = none;
+  m.device_work = to_string(work);
+  m.method = fmt::format("host wall clock, batches of {}; no device work ({}): GPU time 0", m.time.calls_per_sample,
+                         device_work_reason(work));
+  EnergyResult& e = m.energy;
+  if (!probe_) {
+    e.unavailable_reason = energy_why_;
+    return;
+  }
+  e.available = true;
+  e.source = "no-device-work";
+  m.method +=
+      "; energy 0 mJ above the GPU's gap power, no energy loop: its energy is the gap power over its host time, "
+      "which the prediction's timeline charges";
+}
+
+}  // namespace opcost

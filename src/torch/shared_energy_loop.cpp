@@ -1,0 +1,379 @@
+// Runner::measure_group: several small operators' energies from ONE loop (issue 25). The NVML
+// counter updates every ~100 ms, so an energy loop of its own costs each operator a settle, the
+// wait for the counter's next update and a few periods. Here the group's operators run one after
+// another in segments of a fraction of a period, back to back, after one settle; each counter
+// window then holds a known mix of calls, and the least-squares split of the windows' energies
+// (core/energy/shared_windows.h) gives each operator's energy per call with its interval. An
+// operator the split cannot tell apart gets its own loop, as measure() would have run it.
+#include <ATen/DeviceAccelerator.h>
+#include <c10/core/DeviceGuard.h>
+#include <c10/core/Event.h>
+#include <c10/core/InferenceMode.h>
+#include <c10/util/Exception.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+#include "core/energy/monitor.h"
+#include "core/energy/nvml.h"
+#include "core/energy/shared_windows.h"
+#include "core/stats/stopping.h"
+#include "torch/runner.h"
+
+namespace opcost {
+
+namespace {
+
+// The shared loop's time after its settle: a base for the first windows and about 1.5 counter
+// periods per operator (the split needs more windows than operators, and the intervals narrow
+// with the windows beyond that), capped at a group of 16 (measure_missing's largest).
+constexpr double kSharedBaseS = 0.2, kSharedPerOpS = 0.15;
+constexpr std::size_t kSharedMaxOps = 16;
+// A counter that updates faster than this (RAPL: ~1 ms) gives every operator enough windows of
+// its own within its settle: sharing them would only add the split's error.
+constexpr double kSlowCounterS = 0.01;
+
+// The shared loop's batches as they complete: the timeline the windows are cut from. On CUDA two
+// batches are in flight, as in the single-operator loop, so the GPU never waits for the host
+// between them unless an operator is launch-bound (its own calls then run with the gaps they
+// have in any loop).
+class GroupLoop {
+ public:
+  GroupLoop(bool cuda, c10::DeviceIndex index, std::size_t ops)
+      : cuda_(cuda),
+        index_(index),
+        stream_(cuda ? at::accelerator::getCurrentStream(index)
+                     : c10::Stream(c10::Stream::DEFAULT, c10::Device(c10::kCPU))),
+        issued_(ops, 0) {
+    if (cuda_)
+      for (auto& ev : events_) ev.emplace(c10::DeviceType::CUDA, c10::EventFlag::PYTORCH_DEFAULT);
+    // The first completion only opens the timeline (make_shared_windows).
+    timeline_.push_back({now_s(), 0, 0.0});
+  }
+
+  // Issues `calls` calls of operator `op` and records when the batch before it completed (on
+  // the CPU: this one, which ran as it was issued).
+  void issue_batch(PreparedCall& call, std::size_t op, std::size_t calls) {
+    for (std::size_t i = 0; i < calls; ++i) call.call();
+    issued_[op] += calls;
+    if (!cuda_) {
+      timeline_.push_back({now_s(), op, double(calls)});
+      return;
+    }
+    const std::size_t slot = k_ % 2;
+    events_[slot]->record(stream_);
+    in_flight_[slot] = {0, op, double(calls)};
+    if (k_ > 0) completed((k_ - 1) % 2);
+    ++k_;
+  }
+
+  // Waits for the last batch: the timeline's end.
+  void finish() {
+    if (cuda_ && k_ > 0) completed((k_ - 1) % 2);
+    if (cuda_) at::accelerator::synchronizeDevice(index_);
+  }
+
+  const std::vector<GroupCompletion>& timeline() const { return timeline_; }
+  std::size_t issued(std::size_t op) const { return issued_[op]; }
+
+  // Operator `op`'s loop time per call after `from_s`: the spans of its batches over their calls
+  // (its kernels, and any wait for the host between them, as a loop of its own has).
+  double wall_s_per_call(std::size_t op, double from_s) const {
+    double seconds = 0, calls = 0;
+    for (std::size_t k = 1; k < timeline_.size(); ++k) {
+      if (timeline_[k].op != op || timeline_[k - 1].t_s < from_s) continue;
+      seconds += timeline_[k].t_s - timeline_[k - 1].t_s;
+      calls += timeline_[k].calls;
+    }
+    return calls > 0 ? seconds / calls : 0;
+  }
+
+ private:
+  void completed(std::size_t slot) {
+    events_[slot]->synchronize();
+    GroupCompletion c = in_flight_[slot];
+    c.t_s = now_s();
+    timeline_.push_back(c);
+  }
+
+  bool cuda_;
+  c10::DeviceIndex index_;
+  c10::Stream stream_;
+  std::optional<c10::Event> events_[2];
+  GroupCompletion in_flight_[2];
+  std::vector<GroupCompletion> timeline_;
+  std::vector<std::size_t> issued_;
+  std::size_t k_ = 0;
+};
+
+// The energy interval call `m` aims at: its share of the whole's, or the configured target.
+double target_rel_ci95(const MeasureConfig& cfg, const std::optional<MeasureConfig::Whole>& part,
+                       const Measurement& m) {
+  if (!part || !(part->time_us > 0)) return cfg.energy_target_rel_ci95;
+  return part_rel_ci95(part->energy_rel_ci95, part->calls * m.time.per_call_us.median / part->time_us);
+}
+
+std::string target_text(const MeasureConfig& cfg, const std::optional<MeasureConfig::Whole>& part,
+                        const Measurement& m) {
+  if (!part || !(part->time_us > 0)) return "";
+  return fmt::format(" to a ±{:.1f}% target ({:.2f}% of the whole's time)", 100 * target_rel_ci95(cfg, part, m),
+                     100 * part->calls * m.time.per_call_us.median / part->time_us);
+}
+
+void add_missing(std::vector<std::string>& flags, std::vector<std::string> more) {
+  for (auto& f : more)
+    if (std::find(flags.begin(), flags.end(), f) == flags.end()) flags.push_back(std::move(f));
+}
+
+// The device's state around the energy loop decides the hygiene flags: the timing loop's flags
+// stay, the energy loop's are added.
+// `gap_W`: the GPU's power between kernels, at which the row's own loop gaps are charged.
+void flag_after_energy(Measurement& m, std::optional<double> gap_W) {
+  add_missing(m.flags, hygiene_flags(m.before, m.after, m.during));
+  add_missing(m.flags, measurement_flags(m, gap_W));
+}
+
+// As Runner::measure reports it: one line, typed, so that the caller says what to do about it.
+ReplayError out_of_memory(const PreparedCall& call, const c10::OutOfMemoryError& e) {
+  const std::string what = e.what_without_backtrace();
+  return ReplayError(fmt::format("{}{}: {}", call.op(), call.overload().empty() ? "" : "." + call.overload(),
+                                 what.substr(0, what.find('\n'))),
+                     ReplayError::Kind::kOutOfMemory);
+}
+
+// An exception's message without LibTorch's backtrace, for a row's method.
+std::string first_line(const std::exception& e) {
+  const auto* torch_error = dynamic_cast<const c10::Error*>(&e);
+  const std::string what = torch_error ? torch_error->what_without_backtrace() : e.what();
+  return what.substr(0, what.find('\n'));
+}
+
+}  // namespace
+
+bool Runner::shares_counter_windows() {
+  // The idle-power probe reads the counter's period (and is what every energy figure needs).
+  return probe_ && idle_power() && counter_period_s_ && *counter_period_s_ >= kSlowCounterS;
+}
+
+std::vector<Runner::GroupResult> Runner::measure_group(const std::vector<PreparedCall*>& calls,
+                                                       const std::vector<std::optional<MeasureConfig::Whole>>& parts) {
+  if (parts.size() != calls.size())
+    throw std::invalid_argument(
+        fmt::format("Runner::measure_group: {} calls but {} parts", calls.size(), parts.size()));
+  c10::InferenceMode inference;
+  const c10::DeviceGuard device_guard(device_.is_cuda() ? c10::Device(c10::kCUDA, c10::DeviceIndex(index_))
+                                                        : c10::Device(c10::kCPU));
+  // The group's settings are put back however it ends.
+  struct Restore {
+    Runner& r;
+    std::optional<MeasureConfig::Whole> part_of;
+    ~Restore() {
+      r.cfg_.part_of = part_of;
+      r.energy_deferred_ = false;
+      r.watch_ = nullptr;
+    }
+  } restore{*this, cfg_.part_of};
+  std::vector<GroupResult> out(calls.size());
+  const bool share = calls.size() >= 2 && !cfg_.synchronous_calls && shares_counter_windows();
+  // Each call timed (and, when the counter is fast, measured whole) as measure() does.
+  energy_deferred_ = share;
+  for (std::size_t i = 0; i < calls.size(); ++i) {
+    cfg_.part_of = parts[i];
+    try {
+      out[i].measurement = measure(*calls[i]);
+    } catch (...) {
+      out[i].error = std::current_exception();
+    }
+  }
+  energy_deferred_ = false;
+  if (!share) return out;
+  // Those whose energy loop was deferred: no figure yet and no reason for none (a call without
+  // device work, or energy switched off, has one or the other).
+  std::vector<std::size_t> shared, alone;
+  for (std::size_t i = 0; i < calls.size(); ++i) {
+    const auto& m = out[i].measurement;
+    if (!m || m->energy.available || !m->energy.unavailable_reason.empty()) continue;
+    // A call that waits for the device cannot run back to back with the others.
+    (m->waits_for_device ? alone : shared).push_back(i);
+  }
+  // Groups larger than a loop's budget allows run as several loops.
+  for (std::size_t begin = 0; begin < shared.size(); begin += kSharedMaxOps) {
+    const std::size_t end = std::min(shared.size(), begin + kSharedMaxOps);
+    if (end - begin < 2) {
+      alone.insert(alone.end(), shared.begin() + long(begin), shared.begin() + long(end));
+      continue;
+    }
+    std::vector<PreparedCall*> group_calls;
+    std::vector<Measurement*> group_ms;
+    std::vector<std::optional<MeasureConfig::Whole>> group_parts;
+    for (std::size_t k = begin; k < end; ++k) {
+      group_calls.push_back(calls[shared[k]]);
+      group_ms.push_back(&*out[shared[k]].measurement);
+      group_parts.push_back(parts[shared[k]]);
+    }
+    try {
+      for (std::size_t k : measure_energy_shared(group_calls, group_ms, group_parts))
+        alone.push_back(shared[begin + k]);
+    } catch (const std::exception& e) {
+      // The shared loop failed as a whole (out of memory, abandoned): each gets its own loop,
+      // where a failure is that call's alone.
+      watch_ = nullptr;
+      for (std::size_t k = begin; k < end; ++k) {
+        out[shared[k]].measurement->method += fmt::format("; the shared energy loop failed ({})", first_line(e));
+        alone.push_back(shared[k]);
+      }
+    }
+  }
+  std::sort(alone.begin(), alone.end());
+  for (std::size_t i : alone) {
+    Measurement& m = *out[i].measurement;
+    cfg_.part_of = parts[i];
+    Watchdog watch(fmt::format("{} {}", m.display_name(), m.args), watchdog_options(), cfg_.progress);
+    watch_ = &watch;
+    const double t0 = now_s();
+    try {
+      try {
+        measure_energy(*calls[i], m, std::max(m.time.per_call_us.median, m.time.host_us_per_call) * 1e-6, nullptr);
+        // At the power cap alone while the step is not: again at the step's duty cycle.
+        measure_energy_duty_cycled(*calls[i], m);
+      } catch (const c10::OutOfMemoryError& e) {
+        throw out_of_memory(*calls[i], e);
+      }
+    } catch (...) {
+      out[i].measurement.reset();
+      out[i].error = std::current_exception();
+      watch_ = nullptr;
+      continue;
+    }
+    watch_ = nullptr;
+    m.after = probe_->state(true);
+    if (m.energy.available)
+      m.method += fmt::format("; energy from {} over {} aligned windows{}", m.energy.source, m.energy.windows,
+                              target_text(cfg_, parts[i], m));
+    flag_after_energy(m, cfg_.step_power ? cfg_.step_power->gap_W : std::nullopt);
+    m.total_seconds += now_s() - t0;
+  }
+  return out;
+}
+
+std::vector<std::size_t> Runner::measure_energy_shared(const std::vector<PreparedCall*>& calls,
+                                                       const std::vector<Measurement*>& ms,
+                                                       const std::vector<std::optional<MeasureConfig::Whole>>& parts) {
+  const std::size_t ops = calls.size();
+  const double period_s = *counter_period_s_;
+  const double idle_W = *idle_power();
+  std::vector<double> per_call_s(ops), target(ops);
+  std::vector<std::size_t> batch(ops);
+  for (std::size_t i = 0; i < ops; ++i) {
+    // Its pace in a loop: its GPU time, or its host issue time when that is longer.
+    per_call_s[i] = std::max({ms[i]->time.per_call_us.median, ms[i]->time.host_us_per_call, 0.1}) * 1e-6;
+    target[i] = target_rel_ci95(cfg_, parts[i], *ms[i]);
+    batch[i] = std::clamp<std::size_t>(std::size_t(0.002 / per_call_s[i]), 1, 2000);  // ~2 ms, as measure_energy's
+  }
+  const double budget_s = std::min(kSharedBaseS + kSharedPerOpS * double(ops), cfg_.energy_max_s * double(ops));
+  const double capped_factor = cfg_.energy_max_s > 0 ? std::max(1.0, cfg_.energy_max_capped_s / cfg_.energy_max_s) : 1;
+  // Enough segments for the longest loop (each is 0.25 to 0.75 of a period); the loop wraps
+  // around them if the counter runs slow.
+  const auto cycles =
+      std::size_t(std::ceil((cfg_.energy_settle_s + budget_s * capped_factor) / (0.5 * period_s * double(ops)))) + 1;
+  const std::vector<Segment> segments = plan_segments(per_call_s, period_s, cycles);
+
+  Watchdog::Options wo;
+  wo.budget_s = 2.0 + cfg_.energy_settle_s + budget_s * capped_factor;
+  wo.abandon_factor = cfg_.abandon_factor;
+  Watchdog watch(fmt::format("{} operators in shared counter windows", ops), wo, cfg_.progress);
+  watch_ = &watch;
+
+  const DeviceState before = probe_->state(false);
+  GroupLoop loop(device_.is_cuda(), c10::DeviceIndex(index_), ops);
+  EnergyMonitor monitor(*probe_);
+  monitor.start();
+  const double start = now_s();
+  const double settle_end = start + cfg_.energy_settle_s;
+  std::size_t edges_seen = 0, windows_seen = 0;
+  bool stop = false;
+  auto identified_to_target = [&](const SharedSplit& split) {
+    for (std::size_t i = 0; i < ops; ++i)
+      if (split.per_call_mJ[i].n == 0 || split.per_call_mJ[i].rel_ci95() > target[i]) return false;
+    return true;
+  };
+  for (std::size_t s = 0; !stop; ++s) {
+    const Segment& segment = segments[s % segments.size()];
+    for (std::size_t left = segment.calls; left > 0 && !stop;) {
+      const std::size_t n = std::min(left, batch[segment.op]);
+      left -= n;
+      loop.issue_batch(*calls[segment.op], segment.op, n);
+      watch.check("measuring energy in shared windows", windows_seen, "windows");
+      const double t = now_s();
+      if (t < settle_end + period_s) continue;
+      const bool capped = monitor.state_summary().throttle_reasons_seen & throttle::kSwPowerCap;
+      const bool over_budget = t - settle_end > budget_s * (capped ? capped_factor : 1.0);
+      // Split again only when the counter has moved: the loop stays lean.
+      if (monitor.edge_count() == edges_seen && !over_budget) continue;
+      edges_seen = monitor.edge_count();
+      const LaggedSplit fit = split_with_counter_lag(monitor.edges(), loop.timeline(), ops, settle_end);
+      windows_seen = fit.windows.size();
+      const bool enough =
+          fit.windows.size() > ops && fit.windows.size() >= cfg_.energy_min_windows && identified_to_target(fit.split);
+      stop = enough || over_budget;
+    }
+  }
+  loop.finish();
+  monitor.stop();
+  watch_ = nullptr;
+  const double looped_s = now_s() - start;
+  const LaggedSplit lagged = split_with_counter_lag(monitor.edges(), loop.timeline(), ops, settle_end);
+  const auto& windows = lagged.windows;
+  const SharedSplit& split = lagged.split;
+  double window_s = 0;
+  for (const auto& w : windows) window_s += w.seconds();
+  const DeviceState after = probe_->state(true);
+  const std::string source = (probe_->name() == "nvml" ? "nvml-energy-counter" : probe_->name() + "-energy-counter");
+
+  std::vector<std::size_t> unidentified;
+  for (std::size_t i = 0; i < ops; ++i) {
+    Measurement& m = *ms[i];
+    m.total_calls += loop.issued(i);
+    m.total_seconds += looped_s / double(ops);  // the loop's time, shared as the loop is
+    m.during = monitor.state_summary();
+    if (cfg_.keep_power_trace) {
+      m.power_trace = monitor.power_trace();
+      m.sm_clock_trace = monitor.sm_clock_trace();
+    }
+    // The group's device state: its loop ran after every call's timing.
+    if (!m.before.sm_clock_MHz) m.before = before;
+    m.after = after;
+    const Summary& fit = split.per_call_mJ[i];
+    if (fit.n == 0) {
+      m.method += fmt::format("; the {} operators' shared counter windows could not tell it apart ({}): its own loop",
+                              ops, split.why);
+      unidentified.push_back(i);
+      continue;
+    }
+    EnergyResult& e = m.energy;
+    const double wall_s = loop.wall_s_per_call(i, settle_end);
+    e.available = true;
+    e.unavailable_reason.clear();
+    e.source = source + ", shared windows";
+    e.per_call_mJ = fit;
+    e.idle_power_W = idle_W;
+    e.wall_us_per_call = wall_s * 1e6;
+    e.above_idle_mJ = fit.mean - idle_W * wall_s * 1000.0;
+    e.power_W = wall_s > 0 ? fit.mean / 1000.0 / wall_s : 0;
+    e.counter_period_s = period_s;
+    e.windows = split.windows;
+    e.effective_windows = double(split.windows);
+    e.seconds = window_s;
+    e.loop_start_s = start;
+    m.method += fmt::format(
+        "; energy from {} windows shared by {} operators in one loop, split by least squares at a counter lag of "
+        "{:.0f} ms (residual {:.1f}% of a window's energy){}",
+        split.windows, ops, 1e3 * lagged.lag_s, 100 * split.residual_rel, target_text(cfg_, parts[i], m));
+    flag_after_energy(m, cfg_.step_power ? cfg_.step_power->gap_W : std::nullopt);
+  }
+  return unidentified;
+}
+
+}  // namespace opcost

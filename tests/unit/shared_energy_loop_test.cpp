@@ -1,0 +1,111 @@
+// Runner::measure_group on the CPU with the simulated power sensor (fake_energy_probe.h): a
+// counter that steps like the H100's, only faster (the idle-power probe waits for 50 of its
+// updates on the CPU). At constant power every call's energy is that power times its time in
+// the loop, so the least-squares split of the shared windows must give each operator exactly
+// that, whatever the mix of its windows.
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <stdexcept>
+
+#include "core/spec/op_call.h"
+#include "fake_energy_probe.h"
+#include "torch/runner.h"
+
+using namespace opcost;
+using opcost::fakes::FakeEnergyProbe;
+
+namespace {
+
+constexpr double kWatts = 120;
+
+MeasureConfig quick_config() {
+  MeasureConfig cfg;
+  cfg.time.max_seconds = 0.05;
+  cfg.time.min_seconds = 0.01;
+  cfg.warmup_s = 0.01;
+  cfg.energy_settle_s = 0.02;
+  cfg.energy_max_s = 0.4;
+  cfg.energy_max_capped_s = 0.4;  // the fake sensor reports the power cap in every state
+  cfg.energy_min_windows = 2;
+  return cfg;
+}
+
+std::unique_ptr<PreparedCall> cpu_call(const std::string& op, std::vector<std::string> args) {
+  ReplayOptions o;
+  o.device = "cpu";
+  return PreparedCall::prepare(parse_call(op, args), o);
+}
+
+struct TwoCalls {
+  std::unique_ptr<PreparedCall> mul = cpu_call("aten::mul.Tensor", {"self=f32[64,64]", "other=f32[64,64]"});
+  std::unique_ptr<PreparedCall> mm = cpu_call("aten::mm", {"self=f32[96,96]", "mat2=f32[96,96]"});
+  std::vector<PreparedCall*> both() { return {mul.get(), mm.get()}; }
+};
+
+}  // namespace
+
+TEST(SharedEnergyLoop, SplitsASlowCountersWindowsIntoEachCallsEnergyAtThePowerItDrew) {
+  TwoCalls calls;
+  // 25 ms: a slow counter for the split (RAPL's is ~1 ms), fast enough for the idle probe.
+  Runner runner("cpu", 0, quick_config(), std::make_unique<FakeEnergyProbe>(kWatts, 0.025));
+  // The second call is a part of a whole: its target follows its share.
+  const std::vector<std::optional<MeasureConfig::Whole>> parts = {std::nullopt, MeasureConfig::Whole{1000, 2, 0.02}};
+  const auto results = runner.measure_group(calls.both(), parts);
+  ASSERT_EQ(results.size(), 2u);
+  for (const auto& r : results) {
+    ASSERT_FALSE(r.error);
+    ASSERT_TRUE(r.measurement);
+    const Measurement& m = *r.measurement;
+    ASSERT_TRUE(m.energy.available) << m.energy.unavailable_reason << " / " << m.method;
+    EXPECT_EQ(m.energy.source, "fake-energy-counter, shared windows");
+    EXPECT_NE(m.method.find("shared by 2 operators"), std::string::npos) << m.method;
+    EXPECT_GT(m.energy.windows, 2u);  // more windows than operators, or no split
+    EXPECT_EQ(m.energy.per_call_mJ.n, m.energy.windows);
+    EXPECT_GT(m.time.per_call_us.n, 0u);  // timed first, as measure() times it
+    // Constant power: energy per call = power × the call's time in the shared loop.
+    const double expected_mJ = kWatts * m.energy.wall_us_per_call * 1e-3;
+    const double slack = std::max(m.energy.per_call_mJ.ci95_half_width(), 0.05 * expected_mJ);
+    EXPECT_NEAR(m.energy.per_call_mJ.mean, expected_mJ, slack) << m.op;
+    EXPECT_NEAR(m.energy.power_W, kWatts, 0.05 * kWatts + kWatts * slack / expected_mJ) << m.op;
+    EXPECT_LE(m.energy.per_call_mJ.ci95_low, m.energy.per_call_mJ.mean);
+    EXPECT_GE(m.energy.per_call_mJ.ci95_high, m.energy.per_call_mJ.mean);
+  }
+  EXPECT_EQ(results[0].measurement->method.find("target"), std::string::npos);
+  EXPECT_NE(results[1].measurement->method.find("% of the whole's time"), std::string::npos)
+      << results[1].measurement->method;
+  // The bigger product costs more per call than the small elementwise one.
+  EXPECT_GT(results[1].measurement->energy.per_call_mJ.mean, results[0].measurement->energy.per_call_mJ.mean);
+}
+
+TEST(SharedEnergyLoop, AFastCounterGivesEachCallItsOwnLoop) {
+  TwoCalls calls;
+  Runner runner("cpu", 0, quick_config(), std::make_unique<FakeEnergyProbe>(kWatts, 0.001));
+  const auto results = runner.measure_group(calls.both(), {std::nullopt, std::nullopt});
+  ASSERT_EQ(results.size(), 2u);
+  for (const auto& r : results) {
+    ASSERT_TRUE(r.measurement);
+    ASSERT_TRUE(r.measurement->energy.available) << r.measurement->energy.unavailable_reason;
+    EXPECT_EQ(r.measurement->energy.source.find("shared"), std::string::npos) << r.measurement->energy.source;
+    EXPECT_NE(r.measurement->method.find("aligned windows"), std::string::npos) << r.measurement->method;
+  }
+}
+
+TEST(SharedEnergyLoop, WithoutEnergyEachCallIsTimedAndSaysWhy) {
+  TwoCalls calls;
+  Runner runner("cpu", 0, quick_config(), nullptr);
+  const auto results = runner.measure_group(calls.both(), {std::nullopt, std::nullopt});
+  ASSERT_EQ(results.size(), 2u);
+  for (const auto& r : results) {
+    ASSERT_TRUE(r.measurement);
+    EXPECT_GT(r.measurement->time.per_call_us.n, 0u);
+    EXPECT_FALSE(r.measurement->energy.available);
+    EXPECT_FALSE(r.measurement->energy.unavailable_reason.empty());
+  }
+}
+
+TEST(SharedEnergyLoop, PartsMustMatchTheCalls) {
+  TwoCalls calls;
+  Runner runner("cpu", 0, quick_config(), nullptr);
+  EXPECT_THROW(runner.measure_group(calls.both(), {std::nullopt}), std::invalid_argument);
+}
