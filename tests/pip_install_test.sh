@@ -2,7 +2,8 @@
 # `pip install .` into a fresh virtual environment that has only torch in it (the version the
 # project is built against, from pip's cache when bootstrap has fetched it): the package builds
 # against that torch, imports from site-packages, inventories a model, measures an op, validates,
-# sweeps (through worker processes of the installed package) and traces (trace, trace_model).
+# sweeps (through worker processes of the installed package), traces (trace, trace_model) and
+# writes an HTML report (the template compiled into the extension).
 set -uo pipefail
 src=$1; torch_python=$2; dir=$3
 rm -rf "$dir"; mkdir -p "$dir"
@@ -51,6 +52,18 @@ assert {e["args"]["layer"] for e in events if e.get("cat") == "cpu_op"} == {"0",
 tm = opcost.trace_model(net, x, schedule=opcost.schedule(active=2), energy=True, db="ops.db")
 assert tm.run.steps == 2 and "GPU only" in tm.energy_why, tm.energy_why
 assert open(tm.only_steps(2).export("t.pftrace"), "rb").read(1) == b"\x0a"
+# The report's template is compiled into the installed extension; the plots need matplotlib, an
+# extra this venv lacks: the error says how to install it.
+html = opcost.report(p, "validate.html").read_text()
+assert html.count('id="opcost-data"') == 1 and '"kind":"validate"' in html.replace(" ", ""), html[:300]
+try:
+    import matplotlib  # noqa: F401
+except ImportError:
+    try:
+        p.plot()
+        raise AssertionError("plot() without matplotlib")
+    except ImportError as e:
+        assert "pip install" in str(e), e
 print(f"installed opcost {opcost.__version__} in {lib}, against torch {torch.__version__}")
 PY
 rc=$?

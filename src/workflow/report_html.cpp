@@ -2,12 +2,11 @@
 
 #include <fmt/format.h>
 
-#include <cstdio>
 #include <filesystem>
-#include <memory>
 #include <stdexcept>
 
 #include "core/io/atomic_output_file.h"
+#include "core/io/input_file.h"
 #include "core/text/text.h"
 #include "core/version.h"
 #include "workflow/report_template_data.h"  // generated from workflow/report_template.html
@@ -80,40 +79,6 @@ bool is_measurement(const json& doc) {
 std::string base_name(const std::string& path) {
   if (path.empty() || path == "-") return "standard input";
   return std::filesystem::path(path).filename().string();
-}
-
-// The whole input, refused beyond kMaxReportInputBytes without reading further.
-std::string read_bounded(const std::string& path) {
-  struct Closer {
-    void operator()(std::FILE* f) const {
-      if (f != stdin) std::fclose(f);  // read only: nothing to check on closing
-    }
-  };
-  const auto too_large = [&] {
-    return std::invalid_argument(fmt::format(
-        "{}: larger than {} MiB: the report reads one run's result; export one sweep (db export --sweep NAME)", path,
-        kMaxReportInputBytes >> 20));
-  };
-  std::error_code ec;  // a regular file's size says it at once; a pipe is counted as it is read
-  if (path != "-" && std::filesystem::is_regular_file(path, ec) &&
-      std::filesystem::file_size(path, ec) > kMaxReportInputBytes && !ec)
-    throw too_large();
-  std::unique_ptr<std::FILE, Closer> f(path == "-" ? stdin : std::fopen(path.c_str(), "rb"));
-  if (!f)
-    throw std::invalid_argument(
-        fmt::format("{}: cannot open the result file (does it exist, and may you read it?)", path));
-  std::string text;
-  char buffer[1 << 16];
-  while (true) {
-    const std::size_t n = std::fread(buffer, 1, sizeof buffer, f.get());
-    if (n > 0) {
-      if (text.size() + n > kMaxReportInputBytes) throw too_large();
-      text.append(buffer, n);
-    }
-    if (n < sizeof buffer) break;
-  }
-  if (std::ferror(f.get())) throw std::invalid_argument(fmt::format("{}: reading the result file failed", path));
-  return text;
 }
 
 }  // namespace
@@ -254,7 +219,10 @@ ReportKind write_report(const std::string& input_path, const std::string& output
     throw std::invalid_argument("report: name the HTML file to write with -o FILE");
   // Before anything is read: the page written over its result would lose the result.
   check_output_not_input(output_path, "-o", {{input_path, "the result file"}});
-  const json doc = parse_result_json(read_bounded(input_path), input_path);
+  const json doc =
+      parse_result_json(read_text_file(input_path, "the result file", kMaxReportInputBytes,
+                                       "the report reads one run's result; export one sweep (db export --sweep NAME)"),
+                        input_path);
   const ReportKind kind = detect_report_kind(doc, input_path);
   write_file_atomically(output_path,
                         render_report_html(report_template(), report_data(doc, kind, base_name(input_path))));

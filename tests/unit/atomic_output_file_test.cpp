@@ -1,4 +1,6 @@
+// Files in and out: atomic output, bounded input.
 #include "core/io/atomic_output_file.h"
+#include "core/io/input_file.h"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -76,4 +78,22 @@ TEST(AtomicOutputFile, AnOutputThatIsAnInputIsRefusedByIdentity) {
   EXPECT_NO_THROW(check_output_not_input(db.string(), "-o", {{"postgresql://u@h/db", "the database"}}));
   EXPECT_NO_THROW(check_output_not_input("-", "-o", {{db.string(), "the database"}}));
   fs::remove_all(d);
+}
+
+TEST(InputFile, AFileOverItsBoundIsRefusedNamingItTheBoundAndTheFix) {
+  const fs::path dir = fresh_dir("input");
+  const std::string path = (dir / "grid.yaml").string();
+  {
+    std::ofstream out(path);
+    out << std::string(3u << 20, 'x');  // 3 MiB
+  }
+  EXPECT_EQ(opcost::read_text_file(path, "the grid file").size(), std::size_t{3} << 20);  // under the default
+  try {
+    opcost::read_text_file(path, "the grid file", std::size_t{2} << 20, "split it");
+    FAIL() << "read past its bound";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_STREQ(e.what(), (path + ": the grid file is larger than 2 MiB: split it").c_str());
+  }
+  EXPECT_THROW(opcost::read_text_file((dir / "missing.yaml").string(), "the grid file"), std::invalid_argument);
+  fs::remove_all(dir);
 }

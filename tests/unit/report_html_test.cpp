@@ -254,7 +254,7 @@ TEST(WriteReport, ALargerFileIsRefusedUnread) {
   { std::ofstream(big) << "[]"; }
   fs::resize_file(big, kMaxReportInputBytes + 1);  // sparse: no disk, no memory
   const std::string e = error_of([&] { write_report(big.string(), (dir / "big.html").string()); });
-  EXPECT_NE(e.find("big.json: larger than 256 MiB"), std::string::npos) << e;
+  EXPECT_NE(e.find("big.json: the result file is larger than 256 MiB"), std::string::npos) << e;
   EXPECT_FALSE(fs::exists(dir / "big.html"));
   fs::remove_all(dir);
 }
