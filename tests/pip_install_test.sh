@@ -1,27 +1,80 @@
 #!/usr/bin/env bash
-# `pip install .` into a fresh virtual environment that has only torch in it (the version the
-# project is built against, from pip's cache when bootstrap has fetched it): the package builds
+# `pip install .` into a fresh virtual environment that has only torch in it (the torch the project
+# is built against, and what it requires, linked in): the package builds
 # against that torch, imports from site-packages, inventories a model, measures an op, validates,
 # sweeps (through worker processes of the installed package), traces (trace, trace_model) and
 # writes an HTML report (the template compiled into the extension).
+#
+# The tree is copied and laid out as bootstrap lays out a checkout (.venv/ and build/ inside),
+# and built as bootstrap builds (RelWithDebInfo, where pip would choose Release): ccache then
+# hashes the same relative paths and flags (CMakeLists.txt) and hands back the main build's
+# objects, so the install costs a link, not a second build of LibTorch code (CI's time budget).
 set -uo pipefail
-src=$1; torch_python=$2; dir=$3
-rm -rf "$dir"; mkdir -p "$dir"
-"$torch_python" -m venv "$dir/venv" || { echo "0 passed, 1 failed: cannot make a venv"; exit 1; }
-log=$dir/pip.log
-version=$("$torch_python" -c "import torch; print(torch.__version__.split('+')[0])")
-if ! "$dir/venv/bin/python" -m pip install -q "torch==$version" >"$log" 2>&1; then
-  tail -5 "$log"; echo "skipped: torch $version cannot be installed into a fresh venv here (no index, no cache)"
-  exit 77
+src=$1; torch_python=$2; dir=$3; compiler=${4:-}
+rm -rf "$dir"; mkdir -p "$dir/tree"
+tree=$dir/tree
+if git -C "$src" rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+  # Tracked and new files, as a clone with the work in progress would have them.
+  (cd "$src" && git ls-files -z --cached --others --exclude-standard |
+    while IFS= read -r -d '' f; do [ -e "$f" ] && printf '%s\0' "$f"; done | xargs -0 cp --parents -t "$tree") ||
+    { echo "0 passed, 1 failed: cannot copy the source tree"; exit 1; }
+else
+  tar -C "$src" --exclude=./build --exclude=./.venv --exclude=./.deps --exclude=./.git -cf - . | tar -C "$tree" -xf - ||
+    { echo "0 passed, 1 failed: cannot copy the source tree"; exit 1; }
 fi
-if ! "$dir/venv/bin/python" -m pip install -q "$src" >"$log" 2>&1; then
+"$torch_python" -m venv "$tree/.venv" || { echo "0 passed, 1 failed: cannot make a venv"; exit 1; }
+python=$tree/.venv/bin/python
+log=$dir/pip.log
+# Torch and the packages it requires, and nothing else, linked into the fresh venv from the torch
+# the project was built against: the same files (their .dist-info too, so pip sees torch installed)
+# without unpacking 4 GB of wheels again, and at the same paths relative to the tree as the main
+# build's, which ccache needs to reuse its objects.
+site=$("$python" -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")
+if ! "$torch_python" - "$site" >"$log" 2>&1 <<'PY'
+import importlib.metadata as md, os, re, sys
+site = sys.argv[1]
+todo, seen, linked = ["torch"], set(), set()
+while todo:
+    name = re.sub(r"[-_.]+", "-", todo.pop()).lower()
+    if name in seen:
+        continue
+    seen.add(name)
+    try:
+        dist = md.distribution(name)
+    except md.PackageNotFoundError:
+        continue  # an optional or platform-specific requirement that is not installed
+    for f in dist.files or []:
+        top = f.parts[0]
+        if top in linked or top.endswith(".pth") or top == ".." or top == "__pycache__":
+            continue
+        source = os.path.join(str(dist.locate_file("")), top)
+        # What the venv has of its own (pip, setuptools) stays its own.
+        if os.path.exists(source) and not os.path.lexists(os.path.join(site, top)):
+            os.symlink(source, os.path.join(site, top))
+            linked.add(top)
+    for r in dist.requires or []:
+        if "extra ==" not in r:
+            todo.append(re.match(r"[A-Za-z0-9_.-]+", r).group(0))
+print(f"linked {len(linked)} entries of {len(seen)} distributions")
+PY
+then
+  tail -5 "$log"; echo "0 passed, 1 failed: cannot link torch into the fresh venv"; exit 1
+fi
+"$python" -c "import torch" >>"$log" 2>&1 || { tail -5 "$log"; echo "0 passed, 1 failed: torch does not import in the fresh venv"; exit 1; }
+# The main build's compiler, by the same path: ccache hashes its name (c++ and g++ differ), and
+# pip's build would otherwise take Python's own (sysconfig's CXX).
+settings=(--config-settings=build-dir="$tree/build" --config-settings=cmake.build-type=RelWithDebInfo)
+[ -n "$compiler" ] && settings+=(--config-settings=cmake.define.CMAKE_CXX_COMPILER="$compiler")
+started=$(date +%s)
+if ! "$python" -m pip install -q "$tree" "${settings[@]}" >"$log" 2>&1; then
   tail -40 "$log"; echo "0 passed, 1 failed: pip install . failed"; exit 1
 fi
+echo "pip install . took $(($(date +%s) - started)) s"
 cd "$dir"  # away from the source tree: the installed package is imported
-"$dir/venv/bin/python" - <<'PY'
+"$python" - <<'PY'
 import os, torch, opcost
 lib = os.path.dirname(opcost._core.__file__)
-assert "site-packages" in lib and "venv" in lib, lib
+assert "site-packages" in lib and ".venv" in lib, lib
 inv = opcost.inventory(torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU()), torch.randn(2, 4))
 assert inv.calls == 2 and inv.layers == ["0", "1"], (inv.calls, inv.layers)
 m = opcost.measure("aten::relu", self="f32[64]", device="cpu", store=False, max_time=0.05, energy=False)

@@ -16,6 +16,8 @@
     print(t.table(group_by="layer", sort_by="energy"))
     val.plot(by="layer", metric="energy"); t.plot()  # matplotlib Figures (pip install 'opcost[plot]')
     opcost.report(val, "resnet50.html")       # one self-contained HTML page with charts
+    cmp = opcost.compare(model, x, variants=("fp32", "bf16", "channels_last", "compile"))
+    print(cmp.table(by="layer")); cmp.to_pandas()  # each variant vs the first, with 95% intervals
 
 Progress and notes go to the ``opcost`` logger. Ctrl-C stops a run at once with
 ``KeyboardInterrupt``: the measurement in progress is dropped, what was stored stays.
@@ -25,10 +27,11 @@ import torch  # noqa: F401  (loads LibTorch before the extension that links it)
 
 from . import _core
 from ._api import ModelError, inventory, measure, predict, validate
+from ._compare import compare
 from ._core import DatabaseError, InputError, MeasurementAbandoned
 from ._plot import plot
 from ._report import report
-from ._results import Inventory, Measurement, MissingCall, OpEntry, Prediction
+from ._results import Comparison, Inventory, Measurement, MissingCall, OpEntry, Prediction
 from ._sweep import SweepResult, SweepStatus, sweep, sweep_status
 from ._trace import Schedule, Trace, schedule, trace, trace_model
 
@@ -41,7 +44,7 @@ def default_db() -> str:
 
 
 __all__ = ["inventory", "predict", "validate", "measure", "sweep", "sweep_status", "trace", "trace_model", "schedule",
-           "plot", "report",
+           "compare", "Comparison", "plot", "report",
            "Trace",
            "Schedule", "default_db", "SweepResult",
            "SweepStatus", "Inventory", "Prediction", "Measurement",

@@ -4,6 +4,7 @@
     python -m opcost validate my_model.py:build --input i64[1,128]:range[0,50257] --dtype bf16
     python -m opcost sweep models.yaml             # a model list with Python models (docs/sweeps.md)
     python -m opcost trace torchvision.models:resnet50 --input f32[32,3,224,224] -o r50.json.gz --table
+    python -m opcost compare torchvision.models:resnet50 --input f32[8,3,224,224] --variants fp32,bf16,compile
     python -m opcost corpus --only 'timm/' --json corpus.json   # the model corpus's coverage (docs/corpus.md)
 
 MODEL is ``package.module:callable`` or ``path/to/file.py:callable``; the callable, called with
@@ -228,6 +229,35 @@ def model_command(args) -> int:
     return EXIT_OK if result.complete else EXIT_INCOMPLETE
 
 
+def compare_command(args) -> int:
+    """compare of a Python model: opcost.compare with the command line's options; torch.compile
+    and int8 variants are this path's own (the command line's built-in models take the rest)."""
+    handled = {"model", "input", "dtype", "device", "train", "variants", "rounds", "round_max_time", "no_energy",
+               "no_layers", "layer_steps", "layer_rows", "json", "output"}
+    if (args.dtype and args.dtype != "fp32") or args.autocast:  # the command line's words for it
+        raise UsageError("--dtype and --autocast: compare sets each variant's own; name them in --variants "
+                         "(fp32,bf16,autocast-bf16)")
+    _refuse_unhandled(args, "compare", handled)
+    if not args.variants:
+        raise UsageError("--variants: give the variants, comma-separated, the first the baseline "
+                         "(--variants fp32,bf16,compile)")
+    if args.output and Path(args.model.rpartition(":")[0]).resolve() == Path(args.output).resolve():
+        raise UsageError(f"--output {args.output}: that is the model's file; write the report elsewhere")
+    given = {k: v for k, v in dict(rounds=_whole(args.rounds), round_max_time=_number(args.round_max_time),
+                                   layer_steps=_whole(args.layer_steps), layer_rows=_whole(args.layer_rows)).items()
+             if v is not None}
+    model, inputs = prepare(args)
+    result = opcost.compare(model, *inputs, variants=args.variants, train=bool(args.train), name=args.model,
+                            energy=not args.no_energy, layers=not args.no_layers, **given)
+    document = json.dumps(result.json, indent=2) + "\n"
+    sys.stdout.write(document if args.json else result.text)
+    sys.stdout.flush()
+    if args.output:  # as the command line: the JSON report, beside what it prints
+        Path(args.output).write_text(document)
+        print(f"opcost: comparison written to {args.output}", file=sys.stderr)
+    return EXIT_OK
+
+
 def _number(text, default=None):
     """An option's text as a number; the workflow checks its range (one message for both faces)."""
     if text is None:
@@ -258,7 +288,8 @@ PYTHON_ONLY_COMMANDS = ("corpus",)
 PYTHON_ONLY_OPTIONS = {"predict": ["-o", "--output"], "validate": ["-o", "--output"], "sweep": ["--status"]}
 # The commands run here, on a Python model; the rest (and built-in or TorchScript models) are the
 # command line's own code, run in this process.
-_PYTHON_PATHS = {"inventory": model_command, "predict": model_command, "validate": model_command, "trace": trace}
+_PYTHON_PATHS = {"inventory": model_command, "predict": model_command, "validate": model_command, "trace": trace,
+                 "compare": compare_command}
 
 
 def _dest(option) -> str:

@@ -23,13 +23,13 @@ def _json_text(result: Any) -> str:
     if callable(getattr(result, "to_json", None)):  # a Prediction or a Measurement
         return result.to_json(indent=None)
     raise TypeError(f"opcost.report: cannot report a {type(result).__name__}: give a result JSON file's path, a "
-                    "Prediction, Measurement, Trace, SweepResult, or a dict/list of opcost's JSON")
+                    "Prediction, Measurement, Trace, SweepResult, Comparison, or a dict/list of opcost's JSON")
 
 
 def report(result: Any, out: str | os.PathLike) -> Path:
     """Writes ``result`` as one self-contained HTML page with charts to ``out`` and returns its
-    path. ``result``: a JSON file opcost wrote (validate/predict/model/trace/measure ``--json``,
-    ``db export --json``), or a result object (Prediction, Measurement, Trace, SweepResult) or
+    path. ``result``: a JSON file opcost wrote (validate/predict/model/trace/measure/compare ``--json``,
+    ``db export --json``), or a result object (Prediction, Measurement, Trace, SweepResult, Comparison) or
     its JSON as a dict or list. A file that is not such a result raises ValueError naming it."""
     out_path = os.fspath(out)
     if isinstance(result, (str, os.PathLike)):

@@ -361,3 +361,115 @@ class Measurement(_Document):
                 else with_ci(self.time_us, self.time_ci95_us, "µs"))
         energy = f", {with_ci(self.energy_mJ, self.energy_ci95_mJ, 'mJ')}" if self.energy_mJ is not None else ""
         return f"<opcost.Measurement {self.op} {self.args}: {time}{energy} (95%)>"
+
+
+class Comparison(_Document):
+    """Variants of one model side by side (``opcost.compare``): each one's step time and energy
+    over interleaved rounds with its difference to the baseline (paired by round, 95% interval),
+    and per layer, matched by module path (docs/compare.md)."""
+
+    _LAYER_COLUMNS = ("layer", "variant", "presence", "present", "time_us", "time_ci95_us", "calls_per_step",
+                      "energy_mJ", "energy_ci95_mJ", "time_vs_baseline", "time_vs_baseline_ci95", "time_significant",
+                      "energy_vs_baseline", "energy_vs_baseline_ci95", "energy_significant")
+
+    @property
+    def json(self) -> Dict[str, Any]:
+        """The JSON document, as ``opcost compare --json`` writes it."""
+        return self._doc
+
+    @property
+    def text(self) -> str:
+        """The text the command line prints: the whole step, then per layer."""
+        return self._text
+
+    @property
+    def variants(self) -> List[str]:
+        """The variants' names, the baseline first."""
+        return [v["name"] for v in self._doc["variants"]]
+
+    @property
+    def baseline(self) -> str:
+        return self._doc["baseline"]
+
+    @property
+    def energy_why(self) -> Optional[str]:
+        """Why the steps have no energy (no counter on the device, ``energy=False``), or None."""
+        return self._doc.get("energy_why") or None
+
+    @property
+    def layers_why(self) -> Optional[str]:
+        """Why there is no per-layer comparison, or None where there is one."""
+        return self._doc.get("layers_why") or None
+
+    def _parts(self) -> Tuple[str, str]:
+        """The text's whole-step part and its per-layer part (from the line "per layer ...")."""
+        lines = self._text.splitlines(keepends=True)
+        at = next((i for i, line in enumerate(lines) if line.startswith("per layer")), len(lines))
+        return "".join(lines[:at]).rstrip("\n") + "\n", "".join(lines[at:])
+
+    def table(self, by: Optional[str] = None) -> str:
+        """The text the command line prints: all of it, or its whole-step part (``by="step"``) or
+        its per-layer part (``by="layer"``)."""
+        if by is None:
+            return self._text
+        if by not in ("step", "layer"):
+            raise ValueError(f"by={by!r}: use 'step' or 'layer' (or leave it out for both)")
+        return self._parts()[0 if by == "step" else 1]
+
+    @staticmethod
+    def _figure(summary: Optional[Dict[str, Any]]) -> Tuple[Optional[float], Optional[float]]:
+        return (None, None) if summary is None else (summary["mean"], summary["ci95"])
+
+    @staticmethod
+    def _difference(d: Optional[Dict[str, Any]]) -> Tuple[Optional[float], Optional[float], Optional[bool]]:
+        return (None, None, None) if d is None else (d["relative"], d["relative_ci95"], d["significant"])
+
+    def to_pandas(self, by: str = "step"):
+        """``by="step"``: one row per variant, its step's mean time and energy with their 95%
+        half-widths, and its relative difference to the baseline (0.1: 10% more) with its
+        half-width and whether it is significant (None for the baseline). ``by="layer"``: one row
+        per layer and variant (``present`` False where the variant has no such layer); no rows
+        where there was no per-layer comparison (``layers_why`` says why)."""
+        if by not in ("step", "layer"):
+            raise ValueError(f"by={by!r}: use 'step' or 'layer'")
+        pandas = _pandas()
+        if by == "step":
+            rows = []
+            for v in self._doc["variants"]:
+                time, time_ci = self._figure(v["time_us"])
+                energy, energy_ci = self._figure(v["energy_mJ"])
+                dt, dt_ci, dt_sig = self._difference(v["time_vs_baseline"])
+                de, de_ci, de_sig = self._difference(v["energy_vs_baseline"])
+                rows.append({"variant": v["name"], "baseline": v["name"] == self.baseline,
+                             "description": v["description"], "time_us": time, "time_ci95_us": time_ci,
+                             "energy_mJ": energy, "energy_ci95_mJ": energy_ci, "time_vs_baseline": dt,
+                             "time_vs_baseline_ci95": dt_ci, "time_significant": dt_sig, "energy_vs_baseline": de,
+                             "energy_vs_baseline_ci95": de_ci, "energy_significant": de_sig,
+                             "rounds": len(v["rounds"]), "flags": ",".join(v["flags"])})
+            return pandas.DataFrame(rows)
+        layers = self._doc.get("layers") or {"rows": [], "variants": []}
+        rows = []
+        for r in layers["rows"]:
+            for variant in layers["variants"]:
+                f = r["variants"].get(variant)
+                time, time_ci = self._figure(f["time_us"] if f else None)
+                energy, energy_ci = self._figure(f["energy_mJ"] if f else None)
+                dt, dt_ci, dt_sig = self._difference(f["time_vs_baseline"] if f else None)
+                de, de_ci, de_sig = self._difference(f["energy_vs_baseline"] if f else None)
+                rows.append(dict(zip(self._LAYER_COLUMNS, (
+                    r["layer"], variant, r["presence"], f is not None, time, time_ci,
+                    f["calls_per_step"] if f else None, energy, energy_ci, dt, dt_ci, dt_sig, de, de_ci, de_sig))))
+        return pandas.DataFrame(rows, columns=list(self._LAYER_COLUMNS))
+
+    def __repr__(self) -> str:
+        parts = []
+        for v in self._doc["variants"]:
+            d = v["time_vs_baseline"]
+            if d is None:
+                parts.append(f"{v['name']} {v['time_us']['mean']:.4g} µs (baseline)")
+            elif d["relative_ci95"] is None:
+                parts.append(f"{v['name']} {100 * d['relative']:+.1f}% (no interval)")
+            else:
+                parts.append(f"{v['name']} {'' if d['significant'] else '~'}{100 * d['relative']:+.1f}% "
+                             f"±{100 * d['relative_ci95']:.1f}%")
+        return f"<opcost.Comparison {self._doc['model']}: {', '.join(parts)} (step time, 95%)>"

@@ -22,6 +22,10 @@ const std::vector<CommandEntry>& command_table() {
        &make_validate_command},
       {"model", "Measure operators in order of expected share until they explain --target of the step",
        &make_model_command},
+      {"compare",
+       "Variants of a model side by side (fp32, bf16, autocast, channels_last): step and per-layer time and energy, "
+       "each difference with its interval (docs/compare.md)",
+       &make_compare_command},
       {"models", "List the built-in models with their parameter counts and inputs", &make_models_command},
       {"report", "Write any result JSON opcost writes as one self-contained HTML page with charts (docs/report.md)",
        &make_report_command},

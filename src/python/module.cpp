@@ -14,6 +14,7 @@
 #include <optional>
 
 #include "cli/command_line.h"
+#include "core/compare/variant_spec.h"
 #include "core/report/progress.h"
 #include "core/report/report.h"
 #include "core/spec/arg_value.h"
@@ -29,6 +30,7 @@
 #include "torch/observer.h"
 #include "torch/replay.h"
 #include "torch/runner.h"
+#include "workflow/compare.h"
 #include "workflow/measure.h"
 #include "workflow/model_inventory.h"
 #include "workflow/options.h"
@@ -286,6 +288,96 @@ py::dict predict_step(py::function step, const py::dict& description, const py::
   return out;
 }
 
+// opcost.compare's options dict: each key a CompareOptions member (and layer_rows, the text's
+// per-layer rows), checked as the command line checks them (CompareOptions::check).
+CompareOptions compare_options(const py::dict& o, std::size_t& layer_rows) {
+  CompareOptions c;
+  auto whole = [](const py::handle& v, const char* name) -> std::size_t {
+    if (py::isinstance<py::bool_>(v) || !py::isinstance<py::int_>(v))
+      throw OptionTypeError(
+          fmt::format("{} must be a whole number, not {}", name, printable_one_line(py::repr(v).cast<std::string>())));
+    const auto n = v.cast<long long>();
+    if (n < 0) throw std::invalid_argument(fmt::format("{} must be a whole number from 0 on, not {}", name, n));
+    return std::size_t(n);
+  };
+  auto flag = [](const py::handle& v, const char* name) {
+    if (!py::isinstance<py::bool_>(v))
+      throw OptionTypeError(
+          fmt::format("{} must be True or False, not {}", name, printable_one_line(py::repr(v).cast<std::string>())));
+    return v.cast<bool>();
+  };
+  for (const auto& [key, value] : o) {
+    const std::string k = key.cast<std::string>();
+    if (k == "rounds")
+      c.rounds = whole(value, "rounds (--rounds)");
+    else if (k == "round_max_time") {
+      if (py::isinstance<py::bool_>(value) || !(py::isinstance<py::float_>(value) || py::isinstance<py::int_>(value)))
+        throw OptionTypeError(fmt::format("round_max_time (--round-max-time) must be a number of seconds, not {}",
+                                          printable_one_line(py::repr(value).cast<std::string>())));
+      c.round_max_time = value.cast<double>();
+    } else if (k == "energy")
+      c.energy = flag(value, "energy (--no-energy)");
+    else if (k == "layers")
+      c.layers = flag(value, "layers (--no-layers)");
+    else if (k == "layer_steps")
+      c.layer_steps = whole(value, "layer_steps (--layer-steps)");
+    else if (k == "layer_rows")
+      layer_rows = whole(value, "layer_rows (--layer-rows)");
+    else
+      throw std::invalid_argument(fmt::format(
+          "opcost.compare: unknown option '{}' (rounds, round_max_time, energy, layers, layer_steps, layer_rows)",
+          printable_one_line(k)));
+  }
+  c.check();
+  return c;
+}
+
+py::dict compare_defaults() {
+  const CompareOptions c;
+  py::dict d;
+  d["rounds"] = c.rounds;
+  d["round_max_time"] = c.round_max_time;
+  d["energy"] = c.energy;
+  d["layers"] = c.layers;
+  d["layer_steps"] = c.layer_steps;
+  d["layer_rows"] = kCompareLayerRows;
+  return d;
+}
+
+// opcost.compare: each variant a step written in Python (the first the baseline).
+py::dict compare_steps(const py::list& variants, const py::dict& o, py::object note, py::object progress) {
+  std::size_t layer_rows = kCompareLayerRows;
+  const CompareOptions options = compare_options(o, layer_rows);
+  std::vector<std::unique_ptr<PythonModel>> models;
+  std::vector<CompareVariant> list;
+  for (const auto& item : variants) {
+    const py::dict v = item.cast<py::dict>();
+    const py::dict description = v["model"].cast<py::dict>();
+    models.push_back(std::make_unique<PythonModel>(v["step"].cast<py::function>(), description));
+    list.push_back(CompareVariant{v["name"].cast<std::string>(), v["description"].cast<std::string>(),
+                                  models.back().get(), model_options(description)});
+  }
+  const CompareReport r = run_compare(list, options, python_notes(note, progress));
+  py::dict out;
+  out["json"] = to_json(r).dump();
+  out["text"] = render_compare(r, false, layer_rows);
+  return out;
+}
+
+py::dict variant_dict(const std::string& text) {
+  const VariantSpec v = parse_variant(text);
+  py::dict d;
+  d["name"] = v.name;
+  d["dtype"] = v.dtype;
+  d["autocast"] = v.autocast;
+  d["channels_last"] = v.channels_last;
+  d["compile"] = v.compile;
+  d["compile_mode"] = v.compile_mode;
+  d["int8"] = v.int8;
+  d["description"] = v.description;
+  return d;
+}
+
 // opcost.trace_model: the step traced on the schedule, after `energy`'s validation when given.
 TraceRun trace_step(py::function step, const py::dict& description, const py::dict& record, const py::object& energy,
                     py::object note, py::object progress) {
@@ -500,6 +592,22 @@ void bind_workflows(py::module_& m) {
   m.def("trace_model", &trace_step, py::arg("step"), py::arg("description"), py::arg("record"), py::arg("energy"),
         py::arg("note") = py::none(), py::arg("progress") = py::none(),
         "the step traced on a schedule, with energy per call after a validation when `energy` is given");
+  m.def("compare", &compare_steps, py::arg("variants"), py::arg("options"), py::arg("note") = py::none(),
+        py::arg("progress") = py::none(),
+        "compare: variants [{name, description, step, model}] (the first the baseline) in interleaved rounds and "
+        "traced per layer: the report as JSON and text");
+  m.def("compare_defaults", &compare_defaults, "compare's option defaults (CompareOptions)");
+  m.def(
+      "check_compare_options",
+      [](const py::dict& o) {
+        std::size_t layer_rows = kCompareLayerRows;
+        compare_options(o, layer_rows);
+      },
+      py::arg("options"),
+      "Checks compare's options before any variant is built: ValueError/TypeError naming the bad one");
+  m.def("parse_variant", &variant_dict, py::arg("text"),
+        "a built-in variant's name ('bf16', 'autocast-fp16', 'channels_last+compile') as what it does; "
+        "ValueError naming the part at fault");
   m.def("option_specs", &option_specs_py, py::arg("command"),
         "The options registry as `command` (measure, sweep, predict, validate, model) offers it: a list of "
         "{name, flag, type, unit, help, default, low, low_included, high, zero_allowed, choices, flag_sets, "

@@ -1,7 +1,7 @@
 #include "torch/device.h"
 
 #include <ATen/Context.h>
-#include <ATen/DeviceAccelerator.h>
+#include <ATen/detail/CUDAHooksInterface.h>
 #include <fmt/format.h>
 
 #include <stdexcept>
@@ -12,7 +12,7 @@ namespace opcost {
 
 namespace {
 
-bool has_cuda_gpu() { return at::hasCUDA() && at::accelerator::deviceCount() > 0; }
+bool has_cuda_gpu() { return cuda_device_count() > 0; }
 
 [[noreturn]] void no_gpu(std::string_view asked) {
   throw ReplayError(fmt::format("device '{}' requested but this machine has no CUDA GPU (use --device cpu)", asked));
@@ -46,9 +46,10 @@ c10::Device resolve_argument_device(const std::string& text) {
   }
 }
 
-int cuda_device_count() {
-  auto acc = at::accelerator::getAccelerator(false);
-  return acc && *acc == at::kCUDA ? int(at::accelerator::deviceCount()) : 0;
-}
+// The CUDA runtime's own count (c10::cuda::device_count, through the CUDA hooks), not the
+// accelerator registry's: once torch.compile has run in the process (inductor, on the CPU),
+// at::accelerator::deviceCount() answered 8 on a machine without a GPU (torch 2.11), and "auto"
+// then chose a CUDA device that does not exist. CUDA's own count stayed 0.
+int cuda_device_count() { return at::hasCUDA() ? at::detail::getCUDAHooks().getNumGPUs() : 0; }
 
 }  // namespace opcost

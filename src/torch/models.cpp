@@ -340,6 +340,17 @@ std::unique_ptr<RunnableModel> make_builtin_model(const std::string& name, const
   const auto fopts = torch::TensorOptions().device(dev).dtype(dtype);
   auto finish = [&](auto m, torch::Tensor input) -> std::unique_ptr<RunnableModel> {
     m->to(dev, dtype);
+    if (in.channels_last) {
+      if (input.dim() != 4)
+        throw std::invalid_argument(
+            fmt::format("channels_last orders image models' 4-D tensors; {} takes {}-D input", name, input.dim()));
+      // What model.to(memory_format=torch.channels_last) does: every 4-D parameter and buffer.
+      for (auto& t : m->parameters())
+        if (t.dim() == 4) t.set_data(t.contiguous(at::MemoryFormat::ChannelsLast));
+      for (auto& t : m->buffers())
+        if (t.dim() == 4) t.set_data(t.contiguous(at::MemoryFormat::ChannelsLast));
+      input = input.contiguous(at::MemoryFormat::ChannelsLast);
+    }
     return std::make_unique<Runnable<decltype(m)>>(name, m, input, dev, in, autocast);
   };
   if (name == "resnet18" || name == "resnet34" || name == "resnet50") {
@@ -375,7 +386,14 @@ std::unique_ptr<RunnableModel> make_model(const std::string& name_or_path, const
   // POSIX, not std::filesystem: libtorch.so exports its own std::filesystem symbols, some of
   // which crash when called from our code (seen with remove_all on torch 2.11).
   struct stat st {};
-  if (::stat(name_or_path.c_str(), &st) == 0) return load_torchscript_model(name_or_path, inputs, in);
+  if (::stat(name_or_path.c_str(), &st) == 0) {
+    if (in.channels_last)
+      throw std::invalid_argument(fmt::format(
+          "{}: channels_last reorders built-in models only; save the TorchScript model in channels-last order "
+          "instead (model.to(memory_format=torch.channels_last) before torch.jit.trace)",
+          name_or_path));
+    return load_torchscript_model(name_or_path, inputs, in);
+  }
   return make_builtin_model(name_or_path, in);  // names the built-in models
 }
 

@@ -20,6 +20,9 @@ struct ModelInput {
   std::string device = "auto";
   bool train = false;    // forward + backward of sum(output), grads set to none first
   std::string autocast;  // "", "bf16" or "fp16": autocast an fp32 model
+  // Built-in image models: weights and input in channels-last memory order (NHWC), as
+  // model.to(memory_format=torch.channels_last) and its input's likewise.
+  bool channels_last = false;
 };
 
 struct ModelInfo {

@@ -19,7 +19,7 @@ using nlohmann::json;
 namespace {
 
 constexpr const char* kWhatOpcostWrites =
-    "expected the JSON of opcost validate/predict/model/trace/measure --json or `opcost db export --json`";
+    "expected the JSON of opcost validate/predict/model/trace/measure/compare --json or `opcost db export --json`";
 constexpr std::size_t kMaxQuotedChars = 200;  // of a parser's message, which may quote the input
 
 // Refuses nesting deeper than kMaxReportJsonDepth before the parser sees the text: counted
@@ -97,6 +97,8 @@ const char* report_kind_name(ReportKind kind) {
       return "sweep";
     case ReportKind::kMeasure:
       return "measure";
+    case ReportKind::kCompare:
+      return "compare";
   }
   return "unknown";
 }
@@ -125,12 +127,9 @@ ReportKind detect_report_kind(const json& doc, const std::string& source) {
     }
     if (is_trace_table(doc)) return ReportKind::kTrace;
     if (is_measurement(doc)) return ReportKind::kMeasure;
-    // compare (issue 27) does not exist yet: its results will get their own kind and page.
-    if (find(doc, "variants"))
-      throw std::invalid_argument(fmt::format(
-          "{}: a comparison's report is not supported yet (opcost compare, issue 27); report each variant's "
-          "validate JSON",
-          source));
+    // opcost compare --json (workflow/compare.h).
+    if (const json* kind = find(doc, "kind"); kind && kind->is_string() && *kind == "compare" && find(doc, "variants"))
+      return ReportKind::kCompare;
   } else if (doc.is_array()) {
     if (doc.empty())
       throw std::invalid_argument(

@@ -19,9 +19,9 @@ inline constexpr std::size_t kMaxReportJsonDepth = 64;
 // The token the template holds exactly once, where the data goes.
 inline constexpr std::string_view kReportDataToken = "/*OPCOST_DATA*/";
 
-enum class ReportKind { kValidate, kPredict, kModel, kTrace, kSweep, kMeasure };
+enum class ReportKind { kValidate, kPredict, kModel, kTrace, kSweep, kMeasure, kCompare };
 
-// "validate", "predict", "model", "trace", "sweep", "measure": the envelope's "kind".
+// "validate", "predict", "model", "trace", "sweep", "measure", "compare": the envelope's "kind".
 const char* report_kind_name(ReportKind kind);
 
 // Parses a result file's text; `source` names it in errors (one line each: not JSON, nesting

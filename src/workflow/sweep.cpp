@@ -348,8 +348,10 @@ class Supervisor {
     WorkerSlot& w = slots_[i];
     const std::string ended = w.process->wait();
     const int signal = w.process->signal();
+    const pid_t pid = w.process->pid();
     w.process.reset();
     if (ended.empty()) return;  // nothing left to claim
+    if (!w.key) held_without_saying(w, pid);
     // Interrupted (Ctrl-C reaches the whole process group, a job scheduler's TERM): not the
     // item's fault. It goes back to pending for the next run.
     if (signal == SIGINT || signal == SIGTERM || signal == SIGHUP) {
@@ -372,6 +374,16 @@ class Supervisor {
       return;
     }
     if (run_.stopped.empty()) start(i);
+  }
+
+  // A worker killed after it claimed an item but before its "start" event reached us: the
+  // database knows the item under the worker's name.
+  void held_without_saying(WorkerSlot& w, pid_t pid) {
+    const std::string name = w.name.empty() ? fmt::format("{}:{}", host_name(), pid) : w.name;
+    if (auto held = state_.held_by({run_.plan.name, run_.plan.scope}, name)) {
+      w.key = held->key;
+      w.call = held->call;
+    }
   }
 
   void worker_died_in_item(const WorkerSlot& w, const std::string& ended) {

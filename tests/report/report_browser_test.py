@@ -27,8 +27,8 @@ import subprocess
 import sys
 import zlib
 
-KINDS = ["validate", "predict", "model", "trace", "measure", "sweep"]
-REQUIRED = ["validate", "trace", "measure", "sweep"]
+KINDS = ["validate", "predict", "model", "trace", "measure", "sweep", "compare"]
+REQUIRED = ["validate", "trace", "measure", "sweep", "compare"]
 SKIP = 77
 
 

@@ -87,10 +87,12 @@ TEST(ReportKind, AnythingElseIsRefusedNamingTheFileAndWhatIsRead) {
   }
   EXPECT_NE(error_of([] { detect_report_kind(json::array(), "e.json"); }).find("e.json: an empty array"),
             std::string::npos);
+  // A document with variants but not compare's kind is no comparison.
   EXPECT_NE(error_of([] {
               detect_report_kind(json{{"variants", json::array()}}, "c.json");
-            }).find("not supported yet"),
+            }).find("c.json: not a result opcost writes"),
             std::string::npos);
+  EXPECT_EQ(detect_report_kind(json{{"kind", "compare"}, {"variants", json::array()}}, "c.json"), ReportKind::kCompare);
 }
 
 TEST(ReportParse, NotJsonIsOneLineNamingTheFile) {

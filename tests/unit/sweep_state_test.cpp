@@ -225,4 +225,21 @@ TEST_P(SweepStateTest, AWorkerThatDiesInAnItemGetsItRetriedThenFailed) {
   EXPECT_FALSE(s.claim({"a", "scope-1"}, "host:3"));
 }
 
+TEST_P(SweepStateTest, TheItemAWorkerHoldsIsFoundByItsNameInItsSweepOnly) {
+  opcost::testing::TestDatabase t(GetParam());
+  Database db(t.location());
+  SweepState s(db);
+  s.enroll({"a", "scope-1"}, {item(1), item(2)}, SweepState::Reset::kNone);
+  EXPECT_FALSE(s.held_by({"a", "scope-1"}, "host:1"));  // nothing claimed yet
+  const auto taken = s.claim({"a", "scope-1"}, "host:1");
+  const auto held = s.held_by({"a", "scope-1"}, "host:1");
+  ASSERT_TRUE(held);
+  EXPECT_EQ(held->key, taken->key);
+  EXPECT_EQ(held->call, taken->call);
+  EXPECT_FALSE(s.held_by({"a", "scope-1"}, "host:2"));  // another worker's name
+  EXPECT_FALSE(s.held_by({"a", "scope-2"}, "host:1"));  // another scope
+  s.mark_failed(taken->key, "host:1", "refused");
+  EXPECT_FALSE(s.held_by({"a", "scope-1"}, "host:1"));  // no longer running
+}
+
 }  // namespace

@@ -530,7 +530,7 @@ TEST(ChromeImport, OpcostsOwnTraceReadsBackToTheSameTies) {
 
 // The nsys importer's entry on bytes in memory (a fuzzer's) reads as the file does.
 TEST(NsysImport, BytesInMemoryReadAsTheFile) {
-  const auto path = std::filesystem::path(__FILE__).parent_path().parent_path() / "data" / "nsys-small.sqlite";
+  const auto path = std::filesystem::path(OPCOST_TEST_DATA_DIR) / "nsys-small.sqlite";
   std::ifstream in(path, std::ios::binary);
   const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   ASSERT_GT(bytes.size(), 1000u);
@@ -545,7 +545,7 @@ TEST(NsysImport, BytesInMemoryReadAsTheFile) {
 // A range name of megabytes (emit_nvtx's "sizes = [...]" of a hostile export) is parsed without
 // recursion (std::regex overflowed the stack on it), and a value over the limit is refused.
 TEST(NsysImport, LongRangeNamesParseWithoutRecursionAndOverLongValuesAreRefused) {
-  const auto data = std::filesystem::path(__FILE__).parent_path().parent_path() / "data" / "nsys-small.sqlite";
+  const auto data = std::filesystem::path(OPCOST_TEST_DATA_DIR) / "nsys-small.sqlite";
   const auto path =
       std::filesystem::temp_directory_path() / ("opcost-nsys-long-" + std::to_string(::getpid()) + ".sqlite");
   std::filesystem::copy_file(data, path, std::filesystem::copy_options::overwrite_existing);
@@ -580,7 +580,7 @@ TEST(NsysImport, LongRangeNamesParseWithoutRecursionAndOverLongValuesAreRefused)
 // A kernel row that ends before it starts (a damaged export; the fuzzer made one) is skipped and
 // counted, never imported as a negative duration.
 TEST(NsysImport, RowsEndingBeforeTheyStartAreSkippedAndCounted) {
-  const auto data = std::filesystem::path(__FILE__).parent_path().parent_path() / "data" / "nsys-small.sqlite";
+  const auto data = std::filesystem::path(OPCOST_TEST_DATA_DIR) / "nsys-small.sqlite";
   const auto path =
       std::filesystem::temp_directory_path() / ("opcost-nsys-backwards-" + std::to_string(::getpid()) + ".sqlite");
   std::filesystem::copy_file(data, path, std::filesystem::copy_options::overwrite_existing);

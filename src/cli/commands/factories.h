@@ -17,5 +17,6 @@ std::unique_ptr<Command> make_validate_command();
 std::unique_ptr<Command> make_model_command();
 std::unique_ptr<Command> make_models_command();
 std::unique_ptr<Command> make_report_command();
+std::unique_ptr<Command> make_compare_command();
 
 }  // namespace opcost

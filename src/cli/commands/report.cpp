@@ -16,9 +16,10 @@ namespace {
 class ReportCommand : public Command {
  public:
   void add_options(CLI::App& cmd) override {
-    cmd.add_option("result", input_,
-                   "the JSON of validate/predict/model/trace/measure --json, or of db export --json (-: standard "
-                   "input)")
+    cmd.add_option(
+           "result", input_,
+           "the JSON of validate/predict/model/trace/measure/compare --json, or of db export --json (-: standard "
+           "input)")
         ->required();
     cmd.add_option("-o,--output", output_, "the HTML file to write (one file: scripts and styles inline)")->required();
   }

@@ -296,6 +296,17 @@ std::vector<ItemState> SweepState::items(const SweepId& sweep, std::optional<Ite
   return out;
 }
 
+std::optional<ItemState> SweepState::held_by(const SweepId& sweep, const std::string& worker) const {
+  if (!has_tables_) return std::nullopt;
+  auto s =
+      db_.query(fmt::format("SELECT {} FROM sweep_members m JOIN sweep_items i ON i.key = m.key WHERE m.sweep = ?1 "
+                            "AND m.scope = ?2 AND i.status = 'running' AND i.worker = ?3 LIMIT 1",
+                            kItemColumns),
+                {sweep.name, sweep.scope, worker});
+  if (!s->step()) return std::nullopt;
+  return item_from(*s);
+}
+
 SweepState::DoneSummary SweepState::done_summary(const SweepId& sweep) const {
   if (!has_tables_) return {};
   auto s = db_.query(

@@ -123,6 +123,9 @@ class SweepState {
   // Items the sweep (by name) has in other scopes: runs at other settings or on another device.
   std::size_t items_elsewhere(const SweepId& sweep) const;
   std::vector<ItemState> items(const SweepId& sweep, std::optional<ItemStatus> only = std::nullopt) const;
+  // The item of the sweep that `worker` holds (running under its name), if any: a worker killed
+  // between claiming an item and telling its supervisor which one still holds it here.
+  std::optional<ItemState> held_by(const SweepId& sweep, const std::string& worker) const;
   std::vector<std::string> sweeps() const;  // names of every enrolled sweep
   // For each measurement that a sweep made: that sweep and the item's axis values (the first
   // sweep that has the item, or `sweep` only when given).
