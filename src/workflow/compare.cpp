@@ -122,7 +122,9 @@ void trace_layers(const std::vector<CompareVariant>& variants, const CompareOpti
     r.layers = compare_layers(names, runs, r.baseline, variants.front().model->device_kind() == "cuda");
   } catch (const std::exception& e) {
     if (notes.progress_done) notes.progress_done();
-    r.layers_why = fmt::format("the trace of {} failed: {}", variants[runs.size()].name, e.what());
+    const std::string which =
+        runs.size() < variants.size() ? "the trace of " + variants[runs.size()].name : "matching the traces' layers";
+    r.layers_why = fmt::format("{} failed: {}", which, e.what());
   }
 }
 
