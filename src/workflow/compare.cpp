@@ -309,13 +309,13 @@ std::string render_compare(const CompareReport& r, bool color, std::size_t layer
     if (layer_rows && shown++ >= layer_rows) break;
     std::vector<std::string> cells = {row.layer};
     const auto& b = row.figures[c.baseline];
-    cells.push_back(b ? human(b->time_us.mean, "us") : "absent");
+    cells.push_back(b ? figure(b->time_us, "us") : "absent");
     for (std::size_t v = 0; v < c.variants.size(); ++v) {
       if (v == c.baseline) continue;
       if (!row.figures[v])
         cells.push_back("absent");
       else if (!b)
-        cells.push_back(human(row.figures[v]->time_us.mean, "us") + " (new)");
+        cells.push_back(figure(row.figures[v]->time_us, "us") + " (new)");
       else
         cells.push_back(relative_cell(row.time_vs_baseline[v], color));
     }

@@ -74,7 +74,7 @@ class CompareCommand : public Command {
     }
     const CompareReport report = run_compare(variants, options_, Notes::to_stderr());
     const std::string json = to_json(report).dump(2) + "\n";
-    fmt::print("{}", json_ ? json : render_compare(report, !json_ && ::isatty(STDOUT_FILENO), layer_rows_));
+    fmt::print("{}", json_ ? json : render_compare(report, ::isatty(STDOUT_FILENO), layer_rows_));
     std::fflush(stdout);
     if (!output_.empty()) {
       write_file_atomically(output_, json);
