@@ -5,6 +5,7 @@
 
 OUT/scaling   bench/run_sweep_scaling with WORKER_COUNTS (one worker per GPU): configurations per
               second, the speed-up over one GPU, duplicates and lost items of each run;
+OUT/fixed     (where present) the same with fixed budgets, every loop running its whole budget;
 OUT/kill      bench/run_sweep_kill: a worker killed mid-item;
 OUT/neighbour bench/run_neighbour_energy: GPU 0's energy per call alone and beside busy GPUs.
 
@@ -138,6 +139,8 @@ def main() -> None:
     summary: dict = {}
     if (out / "scaling").is_dir():
         summary["gpus"] = scaling(out / "scaling")
+    if (out / "fixed").is_dir():
+        summary["gpus_fixed_budgets"] = scaling(out / "fixed")
     if (out / "kill" / "kill.json").exists():
         summary["kill"] = json.loads((out / "kill" / "kill.json").read_text())
     if (out / "neighbour").is_dir():
