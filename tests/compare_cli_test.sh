@@ -46,7 +46,7 @@ check "the report: variants, paired differences, layers matched by path" \
 [ -s "$dir/p1" ] && grep -v '^ok$' "$dir/p1" | head -5
 
 "$bin" compare mnist-cnn "${short[@]}" --variants fp32,bf16 --layer-rows 2 >"$dir/o2" 2>"$dir/e2"
-check "the text names the model, rounds and baseline" has "$dir/o2" "compare: mnist-cnn (inference, f32\[1,1,28,28\]) on .*, 3 interleaved rounds"
+check "the text names the model, rounds and baseline" has "$dir/o2" "compare: mnist-cnn (inference, f32\[1,1,28,28\]) on .*, 3 interleaved rounds of 0.02 s a variant after 1 warm-up round;"
 check "... a row per variant" has "$dir/o2" "^bf16 "
 check "... the legend of ~" has "$dir/o2" "~: the 95% interval includes 0"
 check "... the per-layer table, cut to --layer-rows" has "$dir/o2" "more layers: the JSON has them all"
@@ -68,6 +68,8 @@ check "--dtype is refused: the variants set it" has "$dir/e6" "name them in --va
 check "channels_last on a token model is refused, naming the variant" has "$dir/e7" "variant channels_last: channels_last orders image models"
 "$bin" compare mnist-cnn "${short[@]}" --rounds 1 --variants fp32,bf16 >/dev/null 2>"$dir/e8"
 check "one round is refused (no interval)" test $? -ne 0
+"$bin" compare mnist-cnn "${short[@]}" --warmup-rounds 101 --variants fp32,bf16 >/dev/null 2>"$dir/e10"
+check "too many warm-up rounds are refused, naming the flag" has "$dir/e10" "warmup_rounds (--warmup-rounds) must be a whole number from 0 to 100, not 101"
 "$bin" compare mnist-cnn "${short[@]}" --variants fp32,bf16 -o "$dir" >/dev/null 2>"$dir/e9"
 check "an --output that cannot be written is refused" test $? -ne 0
 finish

@@ -270,13 +270,14 @@ def _build(name: str, spec: Any, model: Any, inputs: Tuple[Any, ...], kwargs: Di
 
 def compare(model: Any, *inputs: Any, variants: Any = ("fp32", "bf16"), train: bool = False,
             loss_fn: Optional[Callable] = None, optimizer: Any = None, name: Optional[str] = None,
-            rounds: int = _DEFAULTS["rounds"], round_max_time: float = _DEFAULTS["round_max_time"],
+            rounds: int = _DEFAULTS["rounds"], warmup_rounds: int = _DEFAULTS["warmup_rounds"],
+            round_max_time: float = _DEFAULTS["round_max_time"],
             energy: bool = _DEFAULTS["energy"], layers: bool = _DEFAULTS["layers"],
             layer_steps: int = _DEFAULTS["layer_steps"], layer_rows: int = _DEFAULTS["layer_rows"],
             **kwargs: Any) -> Comparison:
     """Variants of ``model(*inputs, **kwargs)`` side by side: each one's step time and energy
-    measured in ``rounds`` interleaved rounds (``round_max_time`` seconds a variant a round), the
-    difference to the first variant (the baseline) paired by round, with its 95% interval; and,
+    measured in ``rounds`` interleaved rounds (``round_max_time`` seconds a variant a round) after
+    ``warmup_rounds`` rounds that are not counted, the difference to the first variant (the baseline) paired by round, with its 95% interval; and,
     with ``layers``, each variant's ``layer_steps`` traced steps per layer, matched by module
     path (``layer_rows``: rows of the text table, 0 for all). ``energy=False`` skips the energy.
 
@@ -290,7 +291,7 @@ def compare(model: Any, *inputs: Any, variants: Any = ("fp32", "bf16"), train: b
     the given one's class and settings, or ``optimizer`` may be a function of the parameters).
     Each variant runs once first, outside any timing (torch.compile compiles there); an error
     names the variant. See docs/compare.md."""
-    options = {"rounds": rounds, "round_max_time": round_max_time, "energy": energy, "layers": layers,
+    options = {"rounds": rounds, "warmup_rounds": warmup_rounds, "round_max_time": round_max_time, "energy": energy, "layers": layers,
                "layer_steps": layer_steps, "layer_rows": layer_rows}
     _core.check_compare_options(options)  # refused before any variant is built (or compiled)
     device = _device_of(model, inputs)

@@ -310,6 +310,8 @@ CompareOptions compare_options(const py::dict& o, std::size_t& layer_rows) {
     const std::string k = key.cast<std::string>();
     if (k == "rounds")
       c.rounds = whole(value, "rounds (--rounds)");
+    else if (k == "warmup_rounds")
+      c.warmup_rounds = whole(value, "warmup_rounds (--warmup-rounds)");
     else if (k == "round_max_time") {
       if (py::isinstance<py::bool_>(value) || !(py::isinstance<py::float_>(value) || py::isinstance<py::int_>(value)))
         throw OptionTypeError(fmt::format("round_max_time (--round-max-time) must be a number of seconds, not {}",
@@ -325,7 +327,8 @@ CompareOptions compare_options(const py::dict& o, std::size_t& layer_rows) {
       layer_rows = whole(value, "layer_rows (--layer-rows)");
     else
       throw std::invalid_argument(fmt::format(
-          "opcost.compare: unknown option '{}' (rounds, round_max_time, energy, layers, layer_steps, layer_rows)",
+          "opcost.compare: unknown option '{}' (rounds, warmup_rounds, round_max_time, energy, layers, layer_steps, "
+          "layer_rows)",
           printable_one_line(k)));
   }
   c.check();
@@ -336,6 +339,7 @@ py::dict compare_defaults() {
   const CompareOptions c;
   py::dict d;
   d["rounds"] = c.rounds;
+  d["warmup_rounds"] = c.warmup_rounds;
   d["round_max_time"] = c.round_max_time;
   d["energy"] = c.energy;
   d["layers"] = c.layers;

@@ -21,7 +21,7 @@ namespace opcost {
 
 namespace {
 
-constexpr std::size_t kMaxRounds = 1000, kMaxLayerSteps = 1000;
+constexpr std::size_t kMaxRounds = 1000, kMaxWarmupRounds = 100, kMaxLayerSteps = 1000;
 constexpr double kMaxRoundSeconds = kMaxBudgetSeconds;
 
 // Each variant's step loop in one round: validate's step loop (a step synchronises itself: wall
@@ -53,20 +53,27 @@ void check_variants(const std::vector<CompareVariant>& variants) {
   }
 }
 
-// Every variant once per round, the order turned by one each round.
+// Every variant once per round, the order turned by one each round; the warm-up rounds first,
+// measured the same way and dropped.
 void measure_rounds(const std::vector<CompareVariant>& variants, const CompareOptions& o, CompareReport& r,
                     const Notes& notes) {
   const RunnableModel& first = *variants.front().model;
   Runner runner(first.device_kind(), first.device_index(), round_config(o));
   const std::size_t n = variants.size();
-  for (std::size_t round = 0; round < o.rounds; ++round)
+  for (std::size_t round = 0; round < o.warmup_rounds + o.rounds; ++round) {
+    const bool warmup = round < o.warmup_rounds;
     for (std::size_t k = 0; k < n; ++k) {
       const std::size_t v = (round + k) % n;
       if (notes.progress)
-        notes.progress(fmt::format("compare: round {} of {}, {}", round + 1, o.rounds, variants[v].name));
+        notes.progress(
+            warmup
+                ? fmt::format("compare: warm-up round {} of {}, {}", round + 1, o.warmup_rounds, variants[v].name)
+                : fmt::format("compare: round {} of {}, {}", round - o.warmup_rounds + 1, o.rounds, variants[v].name));
       ModelCall call(*variants[v].model, variants[v].options.in);
-      r.variants[v].rounds.push_back(runner.measure(call));
+      Measurement m = runner.measure(call);
+      if (!warmup) r.variants[v].rounds.push_back(std::move(m));
     }
+  }
   if (notes.progress_done) notes.progress_done();
 }
 
@@ -135,6 +142,10 @@ void CompareOptions::check() const {
     throw std::invalid_argument(
         fmt::format("rounds (--rounds) must be a whole number from 2 to {} (an interval needs two rounds), not {}",
                     kMaxRounds, rounds));
+  if (warmup_rounds > kMaxWarmupRounds)
+    throw std::invalid_argument(
+        fmt::format("warmup_rounds (--warmup-rounds) must be a whole number from 0 to {}, not {}", kMaxWarmupRounds,
+                    warmup_rounds));
   if (!(round_max_time > 0 && round_max_time <= kMaxRoundSeconds))
     throw std::invalid_argument(
         fmt::format("round_max_time (--round-max-time) must be a number above 0 and at most {} seconds, not {}",
@@ -209,6 +220,7 @@ nlohmann::json to_json(const CompareReport& r) {
           {"opcost_version", r.env.opcost_version},
           {"options",
            {{"rounds", r.options.rounds},
+            {"warmup_rounds", r.options.warmup_rounds},
             {"round_max_time", r.options.round_max_time},
             {"energy", r.options.energy},
             {"layers", r.options.layers},
@@ -274,10 +286,11 @@ std::string figure(const Summary& s, const char* unit) {
 
 std::string render_compare(const CompareReport& r, bool color, std::size_t layer_rows) {
   const std::string& base = r.variants[r.baseline].name;
-  std::string out = fmt::format("compare: {} ({}, {}) on {}, {} interleaved rounds of {} s a variant; baseline {}\n",
-                                r.model, r.train ? "training step" : "inference", r.variants[r.baseline].input,
-                                r.env.device_name.empty() ? r.env.device_kind : r.env.device_name, r.options.rounds,
-                                r.options.round_max_time, base);
+  std::string out = fmt::format(
+      "compare: {} ({}, {}) on {}, {} interleaved rounds of {} s a variant after {} warm-up round{}; baseline {}\n",
+      r.model, r.train ? "training step" : "inference", r.variants[r.baseline].input,
+      r.env.device_name.empty() ? r.env.device_kind : r.env.device_name, r.options.rounds, r.options.round_max_time,
+      r.options.warmup_rounds, r.options.warmup_rounds == 1 ? "" : "s", base);
   std::vector<std::vector<std::string>> rows = {
       {"variant", "step time", "vs " + base, "energy", "vs " + base, "flags"}};
   for (const auto& v : r.variants) {

@@ -4,7 +4,8 @@
 // the baseline with its 95% interval (torch.utils.benchmark.Compare's question, answered in
 // joules too and per layer). Torch-free header.
 //
-// Whole steps: every variant measured in each of `rounds` interleaved rounds (the order turning
+// Whole steps: after `warmup_rounds` uncounted rounds, every variant measured in each of `rounds`
+// interleaved rounds (the order turning
 // each round, so none always runs first), as validate pairs its rounds: the host's drift and the
 // GPU's warming hit every variant alike, and each difference is paired by round
 // (core/compare/difference.h). Per layer: each variant's steps traced (trace_model), each step
@@ -28,7 +29,11 @@ namespace opcost {
 inline constexpr std::size_t kCompareLayerRows = 30;
 
 struct CompareOptions {
-  std::size_t rounds = 5;       // interleaved rounds of whole steps (at least 2 for an interval)
+  std::size_t rounds = 5;  // interleaved rounds of whole steps (at least 2 for an interval)
+  // Rounds run first and not counted: a freshly converted or compiled variant's first round ran
+  // 10-26% slower than its later ones on the H200 (bench/results/2026-11-26-h200x4-compare), more
+  // than the step loop's own warm-up calls absorb.
+  std::size_t warmup_rounds = 1;
   double round_max_time = 0.5;  // seconds of each variant's step loop in one round
   bool energy = true;           // the steps' energy, where the device has a counter
   bool layers = true;           // trace each variant's steps for the per-layer table

@@ -182,6 +182,41 @@ def test_bad_options_name_the_option_and_its_flag():
         opcost.compare(model, x, energy="no", **FAST)
 
 
+class Counted(torch.nn.Module):
+    """ConvNet counting its calls: the calls no counted round explains are the uncounted ones."""
+
+    def __init__(self, inner):
+        super().__init__()
+        self.inner, self.calls = inner, 0
+
+    def forward(self, x):
+        self.calls += 1
+        return self.inner(x)
+
+
+def test_warmup_rounds_run_every_variant_and_are_not_counted():
+    uncounted = {}
+    for warmup in (0, 1):
+        model, x = small()
+        mine = Counted(copy.deepcopy(model))
+        r = opcost.compare(model, x, variants={"fp32": "fp32", "mine": mine}, layers=False, energy=False,
+                           rounds=2, warmup_rounds=warmup, round_max_time=0.02)
+        rounds = next(v for v in r.json["variants"] if v["name"] == "mine")["rounds"]
+        assert len(rounds) == 2 and r.json["options"]["warmup_rounds"] == warmup
+        uncounted[warmup] = mine.calls - sum(m["steps"] for m in rounds)
+        assert f"after {warmup} warm-up round" in r.text.splitlines()[0]
+    assert uncounted[1] > uncounted[0]  # the warm-up round ran the variant, and none of it was counted
+
+
+def test_warmup_rounds_are_bounded_and_named_when_refused():
+    model, x = small()
+    with pytest.raises(ValueError, match=r"warmup_rounds \(--warmup-rounds\) must be a whole number from 0 to 100"):
+        opcost.compare(model, x, warmup_rounds=101, **FAST)
+    with pytest.raises(TypeError, match=r"warmup_rounds \(--warmup-rounds\)"):
+        opcost.compare(model, x, warmup_rounds=1.5, **FAST)
+    assert opcost._core.compare_defaults()["warmup_rounds"] == 1
+
+
 def test_bad_options_are_refused_before_any_variant_is_built():
     built = []
     model, x = small()

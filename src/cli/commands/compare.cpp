@@ -32,6 +32,8 @@ class CompareCommand : public Command {
         ->capture_default_str();
     cmd.add_option("--round-max-time", options_.round_max_time, "seconds of each variant's step loop in a round")
         ->capture_default_str();
+    cmd.add_option("--warmup-rounds", options_.warmup_rounds, "rounds run first and not counted (0: none)")
+        ->capture_default_str();
     cmd.add_flag("!--no-energy", options_.energy, "time only: no energy loops");
     cmd.add_flag("!--no-layers", options_.layers, "whole steps only: no traced steps for the per-layer table");
     cmd.add_option("--layer-steps", options_.layer_steps, "traced steps a variant for the per-layer table")
