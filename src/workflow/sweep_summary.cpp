@@ -130,6 +130,50 @@ json group_json(const Group& g, const char* value_key = "value") {
   return out;
 }
 
+// The operators whose FLOPs and bytes the page counts from their argument shapes.
+bool roofline_family(const json& row) {
+  const json* op = member(row, "op");
+  if (op == nullptr || !op->is_string()) return false;
+  const std::string& name = op->get_ref<const std::string&>();
+  return name == "aten::conv2d" || name == "aten::mm" || name == "aten::linear";
+}
+
+// One point per distinct call (op, overload, args) of a roofline family with a time: its mean
+// time over the rows that measured it (a sweep re-run, or several devices), in the rows' order,
+// at most kSweepRooflineMaxPoints; `left_out` counts the distinct calls beyond.
+json roofline_points(const json& rows, std::size_t& left_out) {
+  std::map<std::string, std::size_t> index;
+  std::vector<json> points;
+  std::vector<Stat> times;
+  for (const auto& row : rows) {
+    if (!roofline_family(row)) continue;
+    const json* args = member(row, "args");
+    auto time = figure(row, kMetrics[0]);
+    if (args == nullptr || !args->is_string() || !time || *time <= 0) continue;
+    const json* overload = member(row, "overload");
+    const std::string key = member(row, "op")->get<std::string>() + "\n" +
+                            (overload != nullptr && overload->is_string() ? overload->get<std::string>() : "") + "\n" +
+                            args->get<std::string>();
+    constexpr std::size_t kLeftOut = std::numeric_limits<std::size_t>::max();
+    const bool full = points.size() == kSweepRooflineMaxPoints;
+    auto [it, fresh] = index.try_emplace(key, full ? kLeftOut : points.size());
+    if (fresh && full) ++left_out;
+    if (it->second == kLeftOut) continue;
+    if (fresh) {
+      points.push_back({{"op", *member(row, "op")}, {"args", *args}});
+      times.emplace_back();
+    }
+    times[it->second].add(*time);
+  }
+  json out = json::array();
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    points[i]["time_us"] = times[i].mean();
+    points[i]["rows"] = times[i].count;
+    out.push_back(std::move(points[i]));
+  }
+  return out;
+}
+
 json by_axis(const json& rows, const AxisList& axes, json& values_left_out) {
   json out = json::object();
   for (const auto& axis : axes.names) {
@@ -237,9 +281,11 @@ json summarize_sweep(const json& rows) {
     }
   out["heatmaps"] = std::move(maps);
   out["heatmaps_left_out"] = std::move(maps_left_out);
-  // The export's rows carry times and energies, not the FLOPs and bytes a roofline places.
-  out["roofline"] = nullptr;
-  out["roofline_why"] = "the rows of db export carry no FLOPs or bytes moved per call";
+  // The export's rows carry times and energies, not the FLOPs and bytes a roofline places: the
+  // page counts those from the arguments of these points.
+  std::size_t left_out = 0;
+  out["roofline_points"] = roofline_points(rows, left_out);
+  out["roofline_points_left_out"] = left_out;
   return out;
 }
 

@@ -16,6 +16,10 @@ inline constexpr std::size_t kSweepSummaryMaxAxes = 16;
 inline constexpr std::size_t kSweepSummaryMaxValues = 1000;
 inline constexpr std::size_t kSweepHeatmapMaxAxes = 6;  // 15 pairs
 inline constexpr std::size_t kSweepHeatmapMaxCells = 10000;
+// Roofline points a summary carries (distinct calls of conv2d, mm and linear), so that a sweep
+// too large to embed still gets its roofline: the page counts each one's FLOPs and bytes from its
+// arguments, as it does for embedded rows.
+inline constexpr std::size_t kSweepRooflineMaxPoints = 5000;
 
 // The summary (its layout: docs/report.md). `rows` is an array of result documents, each with
 // "axes" (an object, or null for a row no sweep made); rows and fields that are not what an

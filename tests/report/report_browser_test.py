@@ -11,7 +11,8 @@ For each committed fixture (tests/data/report/<kind>.json, real GPU results):
     derived one (data-derived sum/diff/ratio over data-keys) differs from the same sum/difference/ratio,
   - a chart lacks its table, or its axes carry no unit in parentheses,
   - the screenshot is blank (fewer than 8 distinct colours),
-  - the 10,000-row sweep's page is 10 MB or more, or takes 2 s or more from navigation to drawn.
+  - the 10,000-row sweep's page is 10 MB or more, or takes 2 s or more from navigation to drawn,
+    or draws no roofline from its summary's distinct calls.
 Skips (exit 77) with a message when chromium is absent. Usage:
   report_browser_test.py --opcost build/opcost --fixtures tests/data/report --out build/report_browser
 """
@@ -279,6 +280,12 @@ def main() -> int:
                 ms = float(scan.body.get("data-render-ms", "inf"))
                 if not ms < 2000:
                     fails.add(page, f"took {ms:.0f} ms from navigation to drawn; issue 28 asks under 2 s")
+                # Its rows are not embedded: the roofline is drawn from the summary's distinct calls
+                # (their times, at aggregated/roofline_points, checked against the JSON above).
+                with open(os.path.join(args.out, "sweep-10k.dom.html"), encoding="utf-8") as f:
+                    dom = f.read()
+                if "Roofline: achieved TFLOP/s against FLOP/byte" not in dom or "/aggregated/roofline_points/" not in dom:
+                    fails.add(page, "no roofline drawn from the summary's distinct calls")
 
     for f in fails.items:
         print("FAIL " + f)

@@ -1,6 +1,7 @@
 // The HTML report (workflow/report_html.h, workflow/sweep_summary.h): which command wrote a
 // result, the data the page reads, the escaping that keeps any input inside its <script>
 // element, and the bounds on what is read and written. Fixtures: tests/data/report (real runs).
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -187,7 +188,33 @@ TEST(SweepSummary, PerAxisValueFiguresMatchTheRows) {
   std::size_t cells = 0;
   for (const auto& c : s["heatmaps"][0]["cells"]) cells += c["count"].get<std::size_t>();
   EXPECT_EQ(cells, rows.size());
-  EXPECT_TRUE(s["roofline"].is_null());
+  // Every conv2d row of this sweep is a roofline point of its own, with its time.
+  ASSERT_EQ(s["roofline_points"].size(), rows.size());
+  EXPECT_EQ(s["roofline_points"][0]["args"], rows[0]["args"]);
+  EXPECT_EQ(s["roofline_points"][0]["time_us"], rows[0]["time_us"]["mean"]);
+  EXPECT_EQ(s["roofline_points_left_out"], 0);
+}
+
+TEST(SweepSummary, RooflinePointsAreDistinctCallsOfConvMmAndLinearAveragedAndBounded) {
+  auto row = [](const std::string& op, const std::string& args, double us) {
+    return json{{"op", op}, {"args", args}, {"axes", {{"n", 1}}}, {"time_us", {{"mean", us}}}};
+  };
+  json rows = json::array({row("aten::mm", "self=f32[4,4] mat2=f32[4,4]", 2.0),
+                           row("aten::relu", "self=f32[4]", 1.0),  // not a roofline family
+                           row("aten::mm", "self=f32[4,4] mat2=f32[4,4]", 4.0),
+                           row("aten::linear", "input=f32[2,4] weight=f32[3,4]", -1.0)});  // no real time
+  json s = summarize_sweep(rows);
+  ASSERT_EQ(s["roofline_points"].size(), 1u);
+  EXPECT_EQ(s["roofline_points"][0]["time_us"], 3.0);  // the mean of the two rows of one call
+  EXPECT_EQ(s["roofline_points"][0]["rows"], 2);
+  // Beyond the bound, distinct calls are counted as left out, each once however many rows it has.
+  rows = json::array();
+  for (std::size_t i = 0; i < kSweepRooflineMaxPoints + 3; ++i)
+    for (int twice = 0; twice < 2; ++twice)
+      rows.push_back(row("aten::mm", fmt::format("self=f32[{},4] mat2=f32[4,4]", i + 1), 1.0));
+  s = summarize_sweep(rows);
+  EXPECT_EQ(s["roofline_points"].size(), kSweepRooflineMaxPoints);
+  EXPECT_EQ(s["roofline_points_left_out"], 3);
 }
 
 TEST(SweepSummary, SeveralOperatorsWithoutAnOpAxisGetOne) {
