@@ -4,7 +4,7 @@
     python3 bench/summarize_sweep_width.py OUT > OUT/summary.json
 
 OUT/scaling   bench/run_sweep_scaling with WORKER_COUNTS (one worker per GPU): configurations per
-              second, the speed-up over one GPU, duplicates and lost items of each run;
+              second, the speed-up over one GPU, duplicates and lost items (against the grid's, items.txt) of each run;
 OUT/fixed     (where present) the same with fixed budgets, every loop running its whole budget;
 OUT/kill      bench/run_sweep_kill: a worker killed mid-item;
 OUT/neighbour bench/run_neighbour_energy: GPU 0's energy per call alone and beside busy GPUs.
@@ -22,8 +22,11 @@ import json
 import math
 import statistics
 import sys
-from collections import Counter, defaultdict
+from collections import defaultdict
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from summarize_sweep_scaling import run_of  # noqa: E402  (one run's figures, as the two-GPU benchmark gives them)
 
 
 def read_rows(path: Path) -> list[dict]:
@@ -32,28 +35,31 @@ def read_rows(path: Path) -> list[dict]:
 
 
 def scaling(out: Path) -> list[dict]:
+    """Each run (bench/summarize_sweep_scaling.run_of) in the issue's keys, with its speed-up over
+    the 1-worker run and what it lost against the grid's items (OUT/items.txt, from --dry-run)."""
     walls = {}
     for line in (out / "wall.txt").read_text().splitlines():
         workers, t0, t1 = line.split()
         walls[int(workers)] = float(t1) - float(t0)
-    items = None
+    if 1 not in walls:
+        sys.exit(f"summarize_sweep_width: {out}/wall.txt has no 1-worker run; the speed-ups are over one GPU's rate")
+    items_file = out / "items.txt"
+    items = int(items_file.read_text()) if items_file.exists() else None
     runs = []
     for n in sorted(walls):
-        rows = read_rows(out / f"rows-{n}.csv")
-        calls = Counter((r["op"], r["args"]) for r in rows)
-        items = items or len(calls)
-        runs.append({"n": n, "configs_per_s": len(calls) / walls[n], "wall_s": round(walls[n], 2),
-                     "rows": len(rows), "duplicates": sum(k - 1 for k in calls.values()),
-                     "gpus_named": len({r["device_uuid"] for r in rows}),
-                     "gpu_seconds_measuring": round(sum(float(r["seconds"]) for r in rows), 1),
-                     "flagged_rows": sum(1 for r in rows if r["flags"]), "calls": set(calls)})
-    every = set().union(*(r["calls"] for r in runs))  # the grid's items, as the runs together name them
+        r = run_of(out, n, walls[n])
+        runs.append({"n": n, "configs_per_s": r["items_per_s"], "wall_s": r["wall_s"], "rows": r["rows"],
+                     "duplicates": r["duplicates"], "gpus_named": len(r["gpus"]),
+                     "gpu_seconds_measuring": round(sum(float(x["seconds"]) for x in read_rows(out / f"rows-{n}.csv")), 1),
+                     "flagged_rows": r["flagged_rows"],
+                     "lost": None if items is None else items - r["distinct_calls"],
+                     "rate": r["distinct_calls"] / walls[n]})
     one = next(r for r in runs if r["n"] == 1)
     for r in runs:
-        r["lost"] = len(every - r.pop("calls"))
-        r["speedup"] = round(r["configs_per_s"] / one["configs_per_s"], 3)
+        r["speedup"] = round(r["rate"] / one["rate"], 3)
         r["speedup_goal"] = round(0.9 * r["n"], 2)
-        r["configs_per_s"] = round(r["configs_per_s"], 4)
+    for r in runs:
+        del r["rate"]
     return runs
 
 
@@ -73,14 +79,15 @@ def mean_with_interval(figures: list[tuple[float, float]]) -> tuple[float, float
 
 def window_means(smi: Path, windows: list[tuple[float, float]]) -> dict:
     """Each GPU's mean power (W), temperature (C) and SM clock (MHz) inside the windows."""
-    from datetime import datetime
+    from datetime import datetime, timezone
     per_gpu = defaultdict(lambda: defaultdict(list))
     with open(smi, newline="") as f:
         for row in csv.reader(f):
             if not row or row[0].startswith("timestamp"):
                 continue
             try:
-                t = datetime.strptime(row[0].strip(), "%Y/%m/%d %H:%M:%S.%f").timestamp()
+                # nvidia-smi runs with TZ=UTC (bench/run_neighbour_energy); times.txt has epoch seconds.
+                t = datetime.strptime(row[0].strip(), "%Y/%m/%d %H:%M:%S.%f").replace(tzinfo=timezone.utc).timestamp()
                 gpu, watts, temp, clock = int(row[1]), float(row[2]), float(row[3]), float(row[4])
             except ValueError:
                 continue
