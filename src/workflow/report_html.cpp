@@ -157,6 +157,8 @@ json report_data(const json& doc, ReportKind kind, const std::string& source_nam
                                                  "value (count, mean, min, max) and per pair of axes (means)",
                                                  doc.size(), kSweepRowsInlined));
     if (inlined) {
+      summary.erase("roofline_points");  // the page draws the embedded rows themselves
+      summary.erase("roofline_points_left_out");
       json rows = json::array();
       for (const auto& row : doc) rows.push_back(slim_sweep_row(row));
       out["data"] = std::move(rows);

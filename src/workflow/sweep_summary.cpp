@@ -134,7 +134,9 @@ json group_json(const Group& g, const char* value_key = "value") {
 bool roofline_family(const json& row) {
   const json* op = member(row, "op");
   if (op == nullptr || !op->is_string()) return false;
-  const std::string& name = op->get_ref<const std::string&>();
+  // As the page reads it: the name before any ".overload" (an export keeps the overload apart).
+  const std::string& text = op->get_ref<const std::string&>();
+  const std::string name = text.substr(0, text.find('.'));
   return name == "aten::conv2d" || name == "aten::mm" || name == "aten::linear";
 }
 
@@ -160,7 +162,9 @@ json roofline_points(const json& rows, std::size_t& left_out) {
     if (fresh && full) ++left_out;
     if (it->second == kLeftOut) continue;
     if (fresh) {
-      points.push_back({{"op", *member(row, "op")}, {"args", *args}});
+      points.push_back({{"op", *member(row, "op")},
+                        {"overload", overload != nullptr && overload->is_string() ? *overload : json("")},
+                        {"args", *args}});
       times.emplace_back();
     }
     times[it->second].add(*time);

@@ -254,6 +254,9 @@ TEST(ReportData, ALargeSweepIsAggregatedAndStaysSmall) {
   ASSERT_EQ(small["data"].size(), real.size());
   EXPECT_EQ(small["data"][0]["time_us"]["mean"], real[0]["time_us"]["mean"]);
   EXPECT_FALSE(small["data"][0].contains("method"));
+  // The page draws embedded rows' roofline from the rows: the summary's points would repeat them.
+  EXPECT_FALSE(small["aggregated"].contains("roofline_points"));
+  EXPECT_EQ(env["aggregated"]["roofline_points"].size(), real.size());  // the big one: one per distinct call
 }
 
 TEST(WriteReport, WritesThePageAndRefusesItsInputAsOutput) {
