@@ -1,0 +1,172 @@
+#include "core/estimate/call_work.h"
+
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace opcost {
+
+namespace {
+
+using Shape = std::vector<int64_t>;
+
+const NamedArg* named(const OpCall& call, std::string_view name) {
+  for (const auto& a : call.args)
+    if (a.name == name) return &a;
+  return nullptr;
+}
+
+const TensorSpec* tensor(const OpCall& call, std::string_view name) {
+  const NamedArg* a = named(call, name);
+  return a == nullptr ? nullptr : std::get_if<TensorSpec>(&a->value.v);
+}
+
+double elements(const Shape& s) {
+  double n = 1;
+  for (int64_t d : s) n *= double(d);
+  return n;
+}
+
+double bytes_of(const TensorSpec* t) { return t == nullptr ? 0 : elements(t->shape) * dtype_bytes(t->dtype); }
+
+// An integer-list argument of `rank` entries (a single value repeated, as PyTorch expands
+// `stride=2`), `fallback` when absent; nullopt when it is something else.
+std::optional<Shape> int_list(const OpCall& call, std::string_view name, std::size_t rank, int64_t fallback) {
+  const NamedArg* a = named(call, name);
+  if (a == nullptr || a->value.is_none()) return Shape(rank, fallback);
+  if (const auto* i = std::get_if<int64_t>(&a->value.v)) return Shape(rank, *i);
+  const auto* list = std::get_if<ArgList>(&a->value.v);
+  if (list == nullptr || (list->size() != rank && list->size() != 1)) return std::nullopt;
+  Shape out;
+  for (std::size_t k = 0; k < rank; ++k) {
+    const auto* i = std::get_if<int64_t>(&(*list)[list->size() == 1 ? 0 : k].v);
+    if (i == nullptr) return std::nullopt;
+    out.push_back(*i);
+  }
+  return out;
+}
+
+std::optional<CallWork> convolution(const OpCall& call) {
+  const TensorSpec *in = tensor(call, "input"), *w = tensor(call, "weight"), *bias = tensor(call, "bias");
+  if (in == nullptr || w == nullptr || in->shape.size() < 3 || w->shape.size() != in->shape.size()) return std::nullopt;
+  const std::size_t spatial = in->shape.size() - 2;
+  const int64_t groups = int_list(call, "groups", 1, 1).value_or(Shape{0})[0];
+  const auto stride = int_list(call, "stride", spatial, 1), dilation = int_list(call, "dilation", spatial, 1);
+  if (!stride || !dilation || groups < 1 || in->shape[1] != w->shape[1] * groups) return std::nullopt;
+  // padding: numbers, or the words of the padding=str overloads ("valid": none; "same": the
+  // output keeps the input's size, at stride 1 only).
+  std::optional<Shape> padding;
+  const NamedArg* p = named(call, "padding");
+  const auto* word = p == nullptr ? nullptr : std::get_if<ArgValue::Word>(&p->value.v);
+  if (word != nullptr && word->text != "valid" && word->text != "same") return std::nullopt;
+  const bool same = word != nullptr && word->text == "same";
+  if (!same) padding = word != nullptr ? Shape(spatial, 0) : int_list(call, "padding", spatial, 0);
+  if (!same && !padding) return std::nullopt;
+  double out_spatial = 1, kernel = 1;
+  for (std::size_t k = 0; k < spatial; ++k) {
+    const int64_t size = in->shape[2 + k], taps = w->shape[2 + k];
+    int64_t out = size;
+    if (!same) out = (size + 2 * (*padding)[k] - (*dilation)[k] * (taps - 1) - 1) / (*stride)[k] + 1;
+    if (same && (*stride)[k] != 1) return std::nullopt;
+    if (out < 1 || (*stride)[k] < 1) return std::nullopt;
+    out_spatial *= double(out);
+    kernel *= double(taps);
+  }
+  const double outputs = double(in->shape[0]) * double(w->shape[0]) * out_spatial;
+  CallWork work{OpFamily::kConvolution};
+  work.flops = 2 * outputs * double(w->shape[1]) * kernel + (bias != nullptr ? outputs : 0);
+  work.bytes = bytes_of(in) + bytes_of(w) + bytes_of(bias) + outputs * dtype_bytes(in->dtype);
+  return work;
+}
+
+// m×k by k×n, `batch` times, plus `bias` added to each output element when there is one.
+CallWork product(double batch, double m, double k, double n, const std::vector<const TensorSpec*>& read,
+                 const TensorSpec* bias, const std::string& dtype) {
+  CallWork work{OpFamily::kMatmul};
+  work.flops = 2 * batch * m * k * n + (bias != nullptr ? batch * m * n : 0);
+  for (const TensorSpec* t : read) work.bytes += bytes_of(t);
+  work.bytes += bytes_of(bias) + batch * m * n * dtype_bytes(dtype);
+  return work;
+}
+
+std::optional<CallWork> matmul(const OpCall& call, std::string_view name) {
+  if (name == "aten::mm" || name == "aten::bmm" || name == "aten::addmm") {
+    const bool add = name == "aten::addmm";
+    const TensorSpec *a = tensor(call, add ? "mat1" : "self"), *b = tensor(call, add ? "mat2" : "mat2");
+    const std::size_t rank = name == "aten::bmm" ? 3 : 2;
+    if (a == nullptr || b == nullptr || a->shape.size() != rank || b->shape.size() != rank) return std::nullopt;
+    const std::size_t r = rank - 2;  // the batch dimension, if any, comes first
+    if (a->shape[r + 1] != b->shape[r] || (rank == 3 && a->shape[0] != b->shape[0])) return std::nullopt;
+    return product(rank == 3 ? double(a->shape[0]) : 1, double(a->shape[r]), double(a->shape[r + 1]),
+                   double(b->shape[r + 1]), {a, b}, add ? tensor(call, "self") : nullptr, a->dtype);
+  }
+  // linear: input [..., k] by weight [n, k] transposed, plus bias [n].
+  const TensorSpec *in = tensor(call, "input"), *w = tensor(call, "weight");
+  if (in == nullptr || w == nullptr || in->shape.empty() || w->shape.size() != 2 || in->shape.back() != w->shape[1])
+    return std::nullopt;
+  const double k = double(w->shape[1]), m = elements(in->shape) / k;
+  return product(1, m, k, double(w->shape[0]), {in, w}, tensor(call, "bias"), in->dtype);
+}
+
+// The pointwise operators counted: one operation per output element.
+constexpr std::array<std::string_view, 20> kElementwise = {
+    "aten::add",     "aten::sub",  "aten::mul",   "aten::div",   "aten::relu",      "aten::gelu",  "aten::silu",
+    "aten::sigmoid", "aten::tanh", "aten::exp",   "aten::neg",   "aten::sqrt",      "aten::rsqrt", "aten::abs",
+    "aten::add_",    "aten::mul_", "aten::relu_", "aten::silu_", "aten::threshold", "aten::pow"};
+
+// NumPy's broadcasting of two shapes; nullopt where they do not broadcast.
+std::optional<Shape> broadcast(const Shape& a, const Shape& b) {
+  Shape out(std::max(a.size(), b.size()));
+  for (std::size_t k = 0; k < out.size(); ++k) {
+    const int64_t x = k < out.size() - a.size() ? 1 : a[k - (out.size() - a.size())];
+    const int64_t y = k < out.size() - b.size() ? 1 : b[k - (out.size() - b.size())];
+    if (x != y && x != 1 && y != 1) return std::nullopt;
+    out[k] = x == 1 ? y : x;
+  }
+  return out;
+}
+
+std::optional<CallWork> elementwise(const OpCall& call) {
+  std::vector<const TensorSpec*> inputs;
+  for (const auto& a : call.args)
+    if (const auto* t = std::get_if<TensorSpec>(&a.value.v)) inputs.push_back(t);
+  if (inputs.empty()) return std::nullopt;
+  Shape out = inputs.front()->shape;
+  for (const TensorSpec* t : inputs) {
+    auto b = broadcast(out, t->shape);
+    if (!b) return std::nullopt;
+    out = *b;
+  }
+  CallWork work{OpFamily::kElementwise};
+  work.flops = elements(out);
+  for (const TensorSpec* t : inputs) work.bytes += bytes_of(t);
+  work.bytes += elements(out) * dtype_bytes(inputs.front()->dtype);
+  return work;
+}
+
+}  // namespace
+
+std::string_view family_name(OpFamily family) {
+  switch (family) {
+    case OpFamily::kConvolution:
+      return "convolution";
+    case OpFamily::kMatmul:
+      return "matmul";
+    case OpFamily::kElementwise:
+      return "elementwise";
+  }
+  return "other";
+}
+
+std::optional<CallWork> call_work(const OpCall& call) {
+  const std::string_view name = call.op;
+  if (name == "aten::conv1d" || name == "aten::conv2d" || name == "aten::conv3d") return convolution(call);
+  if (name == "aten::mm" || name == "aten::bmm" || name == "aten::addmm" || name == "aten::linear")
+    return matmul(call, name);
+  if (std::find(kElementwise.begin(), kElementwise.end(), name) != kElementwise.end()) return elementwise(call);
+  return std::nullopt;
+}
+
+}  // namespace opcost
