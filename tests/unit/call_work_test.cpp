@@ -43,6 +43,14 @@ TEST(CallWork, GroupedConvolutionsBiasAndThePaddingWords) {
   ASSERT_TRUE(w);
   EXPECT_DOUBLE_EQ(w->flops, 2.0 * 4 * 81 * 27);
   EXPECT_FALSE(work("aten::conv2d", "input=bf16[1,3,9,9] weight=bf16[4,3,3,3] padding=same stride=2"));
+  // A stride of 0, a negative padding or dilation, and sizes that would overflow an integer are
+  // no figure, never a division by zero.
+  EXPECT_FALSE(work("aten::conv2d", "input=f32[1,3,9,9] weight=f32[4,3,3,3] stride=[0,0]"));
+  EXPECT_FALSE(work("aten::conv2d", "input=f32[1,3,9,9] weight=f32[4,3,3,3] padding=[-5,-5]"));
+  EXPECT_FALSE(work("aten::conv2d", "input=f32[1,3,9,9] weight=f32[4,3,3,3] dilation=[0,1]"));
+  w = work("aten::conv2d", "input=f32[1,3,9,9] weight=f32[4,3,3,3] padding=[9223372036854775807,0]");
+  ASSERT_TRUE(w);  // a huge but valid padding: counted in doubles, no overflow
+  EXPECT_GT(w->flops, 0);
   // A weight whose channels do not match the input's (over the groups) is no figure.
   EXPECT_FALSE(work("aten::conv2d", "input=f32[1,32,10,10] weight=f32[32,2,3,3] groups=32"));
   // conv1d: one spatial dimension; 16 − 5 + 1 = 12 outputs.

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -54,7 +55,8 @@ std::optional<CallWork> convolution(const OpCall& call) {
   const std::size_t spatial = in->shape.size() - 2;
   const int64_t groups = int_list(call, "groups", 1, 1).value_or(Shape{0})[0];
   const auto stride = int_list(call, "stride", spatial, 1), dilation = int_list(call, "dilation", spatial, 1);
-  if (!stride || !dilation || groups < 1 || in->shape[1] != w->shape[1] * groups) return std::nullopt;
+  if (!stride || !dilation || groups < 1 || double(in->shape[1]) != double(w->shape[1]) * double(groups))
+    return std::nullopt;
   // padding: numbers, or the words of the padding=str overloads ("valid": none; "same": the
   // output keeps the input's size, at stride 1 only).
   std::optional<Shape> padding;
@@ -64,15 +66,16 @@ std::optional<CallWork> convolution(const OpCall& call) {
   const bool same = word != nullptr && word->text == "same";
   if (!same) padding = word != nullptr ? Shape(spatial, 0) : int_list(call, "padding", spatial, 0);
   if (!same && !padding) return std::nullopt;
+  // In doubles: hostile sizes must not overflow an integer, and a stride of 0 must not divide.
   double out_spatial = 1, kernel = 1;
   for (std::size_t k = 0; k < spatial; ++k) {
-    const int64_t size = in->shape[2 + k], taps = w->shape[2 + k];
-    int64_t out = size;
-    if (!same) out = (size + 2 * (*padding)[k] - (*dilation)[k] * (taps - 1) - 1) / (*stride)[k] + 1;
-    if (same && (*stride)[k] != 1) return std::nullopt;
-    if (out < 1 || (*stride)[k] < 1) return std::nullopt;
-    out_spatial *= double(out);
-    kernel *= double(taps);
+    const double size = double(in->shape[2 + k]), taps = double(w->shape[2 + k]);
+    const double s = double((*stride)[k]), d = double((*dilation)[k]), pad = same ? 0 : double((*padding)[k]);
+    if (s < 1 || d < 1 || pad < 0 || (same && s != 1)) return std::nullopt;
+    const double out = same ? size : std::floor((size + 2 * pad - d * (taps - 1) - 1) / s) + 1;
+    if (!(out >= 1)) return std::nullopt;
+    out_spatial *= out;
+    kernel *= taps;
   }
   const double outputs = double(in->shape[0]) * double(w->shape[0]) * out_spatial;
   CallWork work{OpFamily::kConvolution};
