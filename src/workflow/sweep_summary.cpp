@@ -1,5 +1,7 @@
 #include "workflow/sweep_summary.h"
 
+#include "core/estimate/call_work.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -130,44 +132,46 @@ json group_json(const Group& g, const char* value_key = "value") {
   return out;
 }
 
-// The operators whose FLOPs and bytes the page counts from their argument shapes.
-bool roofline_family(const json& row) {
-  const json* op = member(row, "op");
-  if (op == nullptr || !op->is_string()) return false;
-  // As the page reads it: the name before any ".overload" (an export keeps the overload apart).
-  const std::string& text = op->get_ref<const std::string&>();
-  const std::string name = text.substr(0, text.find('.'));
-  return name == "aten::conv2d" || name == "aten::mm" || name == "aten::linear";
+// A row's work (core/estimate/call_work.h: family, FLOPs and bytes a call) for the roofline;
+// null where its operator or arguments are not counted.
+json work_of(const json& row) {
+  const json *op = member(row, "op"), *args = member(row, "args");
+  if (op == nullptr || !op->is_string() || args == nullptr || !args->is_string()) return nullptr;
+  const std::string& name = op->get_ref<const std::string&>();
+  const auto work = call_work(name.substr(0, name.find('.')), args->get_ref<const std::string&>());
+  if (!work) return nullptr;
+  return {{"family", family_name(work->family)}, {"flops", work->flops}, {"bytes", work->bytes}};
 }
 
-// One point per distinct call (op, overload, args) of a roofline family with a time: its mean
-// time over the rows that measured it (a sweep re-run, or several devices), in the rows' order,
-// at most kSweepRooflineMaxPoints; `left_out` counts the distinct calls beyond.
+// One point per distinct call (op, overload, args) whose work is counted and that has a time:
+// its work and its mean time over the rows that measured it (a sweep re-run, or several
+// devices), in the rows' order, at most kSweepRooflineMaxPoints; `left_out` counts the distinct
+// calls beyond.
 json roofline_points(const json& rows, std::size_t& left_out) {
-  std::map<std::string, std::size_t> index;
+  constexpr std::size_t kSkipped = std::numeric_limits<std::size_t>::max();
+  std::map<std::string, std::size_t> index;  // a call's point, or kSkipped (no work, or beyond)
   std::vector<json> points;
   std::vector<Stat> times;
   for (const auto& row : rows) {
-    if (!roofline_family(row)) continue;
-    const json* args = member(row, "args");
+    const json *op = member(row, "op"), *args = member(row, "args"), *overload = member(row, "overload");
     auto time = figure(row, kMetrics[0]);
-    if (args == nullptr || !args->is_string() || !time || *time <= 0) continue;
-    const json* overload = member(row, "overload");
-    const std::string key = member(row, "op")->get<std::string>() + "\n" +
-                            (overload != nullptr && overload->is_string() ? overload->get<std::string>() : "") + "\n" +
-                            args->get<std::string>();
-    constexpr std::size_t kLeftOut = std::numeric_limits<std::size_t>::max();
-    const bool full = points.size() == kSweepRooflineMaxPoints;
-    auto [it, fresh] = index.try_emplace(key, full ? kLeftOut : points.size());
-    if (fresh && full) ++left_out;
-    if (it->second == kLeftOut) continue;
+    if (op == nullptr || !op->is_string() || args == nullptr || !args->is_string() || !time || *time <= 0) continue;
+    const json overload_text = overload != nullptr && overload->is_string() ? *overload : json("");
+    const std::string key =
+        op->get<std::string>() + "\n" + overload_text.get<std::string>() + "\n" + args->get<std::string>();
+    auto [it, fresh] = index.try_emplace(key, kSkipped);
     if (fresh) {
-      points.push_back({{"op", *member(row, "op")},
-                        {"overload", overload != nullptr && overload->is_string() ? *overload : json("")},
-                        {"args", *args}});
+      json work = work_of(row);  // once per distinct call
+      if (work.is_null()) continue;
+      if (points.size() == kSweepRooflineMaxPoints) {
+        ++left_out;
+        continue;
+      }
+      it->second = points.size();
+      points.push_back({{"op", *op}, {"overload", overload_text}, {"args", *args}, {"work", std::move(work)}});
       times.emplace_back();
     }
-    times[it->second].add(*time);
+    if (it->second != kSkipped) times[it->second].add(*time);
   }
   json out = json::array();
   for (std::size_t i = 0; i < points.size(); ++i) {
@@ -310,6 +314,8 @@ json slim_sweep_row(const json& row) {
                                                                       {"power_W", "average"}}};
   for (const auto& [a, b] : kFigures)
     if (const json* v = member(row, a, b); v != nullptr && v->is_number()) out[a][b] = *v;
+  // Counted here, not in the page: the roofline reads FLOPs and bytes from the data it embeds.
+  if (json work = work_of(row); !work.is_null()) out["work"] = std::move(work);
   return out;
 }
 

@@ -16,9 +16,8 @@ inline constexpr std::size_t kSweepSummaryMaxAxes = 16;
 inline constexpr std::size_t kSweepSummaryMaxValues = 1000;
 inline constexpr std::size_t kSweepHeatmapMaxAxes = 6;  // 15 pairs
 inline constexpr std::size_t kSweepHeatmapMaxCells = 10000;
-// Roofline points a summary carries (distinct calls of conv2d, mm and linear), so that a sweep
-// too large to embed still gets its roofline: the page counts each one's FLOPs and bytes from its
-// arguments, as it does for embedded rows.
+// Roofline points a summary carries (distinct calls whose FLOPs and bytes core/estimate/call_work
+// counts, with them), so that a sweep too large to embed still gets its roofline.
 inline constexpr std::size_t kSweepRooflineMaxPoints = 5000;
 
 // The summary (its layout: docs/report.md). `rows` is an array of result documents, each with
@@ -28,7 +27,8 @@ nlohmann::json summarize_sweep(const nlohmann::json& rows);
 
 // One exported row with only what the report draws (op, args, dtype, device, sweep, axes, flags,
 // db_id and the time, energy and power figures with their intervals), at the paths the export
-// has them: the energy windows and settings of each row would make a 2,000-row report tens of MB.
+// has them, and its "work" (family, flops, bytes) where call_work counts it: the energy windows and settings of each
+// row would make a 2,000-row report tens of MB.
 nlohmann::json slim_sweep_row(const nlohmann::json& row);
 
 }  // namespace opcost

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "core/estimate/call_work.h"
 #include "core/io/output_file.h"
 #include "workflow/report_html.h"
 #include "workflow/sweep_summary.h"
@@ -195,18 +196,22 @@ TEST(SweepSummary, PerAxisValueFiguresMatchTheRows) {
   EXPECT_EQ(s["roofline_points_left_out"], 0);
 }
 
-TEST(SweepSummary, RooflinePointsAreDistinctCallsOfConvMmAndLinearAveragedAndBounded) {
+TEST(SweepSummary, RooflinePointsAreDistinctCountedCallsWithTheirWorkAveragedAndBounded) {
   auto row = [](const std::string& op, const std::string& args, double us) {
     return json{{"op", op}, {"args", args}, {"axes", {{"n", 1}}}, {"time_us", {{"mean", us}}}};
   };
   json rows = json::array({row("aten::mm", "self=f32[4,4] mat2=f32[4,4]", 2.0),
-                           row("aten::relu", "self=f32[4]", 1.0),  // not a roofline family
+                           row("aten::softmax", "self=f32[4] dim=0", 1.0),  // work not counted
                            row("aten::mm", "self=f32[4,4] mat2=f32[4,4]", 4.0),
                            row("aten::linear", "input=f32[2,4] weight=f32[3,4]", -1.0)});  // no real time
   json s = summarize_sweep(rows);
   ASSERT_EQ(s["roofline_points"].size(), 1u);
   EXPECT_EQ(s["roofline_points"][0]["time_us"], 3.0);  // the mean of the two rows of one call
   EXPECT_EQ(s["roofline_points"][0]["rows"], 2);
+  // Its work as core/estimate/call_work counts it: 2·4·4·4 FLOPs, 3·16 floats.
+  EXPECT_EQ(s["roofline_points"][0]["work"]["family"], "matmul");
+  EXPECT_EQ(s["roofline_points"][0]["work"]["flops"], 128.0);
+  EXPECT_EQ(s["roofline_points"][0]["work"]["bytes"], 192.0);
   // Beyond the bound, distinct calls are counted as left out, each once however many rows it has.
   rows = json::array();
   for (std::size_t i = 0; i < kSweepRooflineMaxPoints + 3; ++i)
@@ -254,6 +259,11 @@ TEST(ReportData, ALargeSweepIsAggregatedAndStaysSmall) {
   ASSERT_EQ(small["data"].size(), real.size());
   EXPECT_EQ(small["data"][0]["time_us"]["mean"], real[0]["time_us"]["mean"]);
   EXPECT_FALSE(small["data"][0].contains("method"));
+  // Each embedded row carries its work, so that the page draws the roofline without counting.
+  const auto work = call_work(real[0]["op"].get<std::string>(), real[0]["args"].get<std::string>());
+  ASSERT_TRUE(work);
+  EXPECT_EQ(small["data"][0]["work"]["flops"], work->flops);
+  EXPECT_EQ(small["data"][0]["work"]["family"], "convolution");
   // The page draws embedded rows' roofline from the rows: the summary's points would repeat them.
   EXPECT_FALSE(small["aggregated"].contains("roofline_points"));
   EXPECT_EQ(env["aggregated"]["roofline_points"].size(), real.size());  // the big one: one per distinct call

@@ -1,9 +1,12 @@
 #include "core/estimate/call_work.h"
 
+#include "core/spec/spec_file.h"
+
 #include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstdint>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -170,6 +173,14 @@ std::optional<CallWork> call_work(const OpCall& call) {
     return matmul(call, name);
   if (std::find(kElementwise.begin(), kElementwise.end(), name) != kElementwise.end()) return elementwise(call);
   return std::nullopt;
+}
+
+std::optional<CallWork> call_work(std::string_view op, std::string_view args) {
+  try {
+    return call_work(parse_call(op, split_call_line(std::string(args))));
+  } catch (const std::exception&) {  // ParseError, invalid_argument: not a call it can count
+    return std::nullopt;
+  }
 }
 
 }  // namespace opcost

@@ -30,5 +30,8 @@ struct CallWork {
 };
 
 std::optional<CallWork> call_work(const OpCall& call);
+// The same for a call as a row or an inventory writes it: the operator ("aten::conv2d") and its
+// arguments' text. Text that does not parse has no figure either.
+std::optional<CallWork> call_work(std::string_view op, std::string_view args);
 
 }  // namespace opcost
