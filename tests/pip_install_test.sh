@@ -3,7 +3,7 @@
 # is built against, and what it requires, linked in): the package builds
 # against that torch, imports from site-packages, inventories a model, measures an op, validates,
 # sweeps (through worker processes of the installed package), traces (trace, trace_model) and
-# writes an HTML report (the template compiled into the extension).
+# writes an HTML report (the template compiled into the extension) and compares two variants.
 #
 # The tree is copied and laid out as bootstrap lays out a checkout (.venv/ and build/ inside),
 # and built as bootstrap builds (RelWithDebInfo, where pip would choose Release): ccache then
@@ -117,6 +117,10 @@ except ImportError:
         raise AssertionError("plot() without matplotlib")
     except ImportError as e:
         assert "pip install" in str(e), e
+# compare from the installed package: variants in rounds after its uncounted warm-up round.
+c = opcost.compare(net, x, variants=("fp32", "bf16"), rounds=2, round_max_time=0.02, layers=False, energy=False)
+assert [v["name"] for v in c.json["variants"]] == ["fp32", "bf16"] and c.json["options"]["warmup_rounds"] == 1, c.json
+assert all(len(v["rounds"]) == 2 for v in c.json["variants"]), c.json
 print(f"installed opcost {opcost.__version__} in {lib}, against torch {torch.__version__}")
 PY
 rc=$?
