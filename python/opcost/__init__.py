@@ -18,6 +18,8 @@
     opcost.report(val, "resnet50.html")       # one self-contained HTML page with charts
     cmp = opcost.compare(model, x, variants=("fp32", "bf16", "channels_last", "compile"))
     print(cmp.table(by="layer")); cmp.to_pandas()  # each variant vs the first, with 95% intervals
+    print(opcost.fit(db="ops.db").table())   # a cost model per family, held-out errors (pip install 'opcost[fit]')
+    opcost.estimate("aten::mm", "self=bf16[4096,4096] mat2=bf16[4096,4096]", db="ops.db")  # never measured
 
 Progress and notes go to the ``opcost`` logger. Ctrl-C stops a run at once with
 ``KeyboardInterrupt``: the measurement in progress is dropped, what was stored stays.
@@ -28,6 +30,7 @@ import torch  # noqa: F401  (loads LibTorch before the extension that links it)
 from . import _core
 from ._api import ModelError, inventory, measure, predict, validate
 from ._compare import compare
+from ._fit import Fit, FitError, estimate, fit
 from ._core import DatabaseError, InputError, MeasurementAbandoned
 from ._plot import plot
 from ._report import report
@@ -44,7 +47,7 @@ def default_db() -> str:
 
 
 __all__ = ["inventory", "predict", "validate", "measure", "sweep", "sweep_status", "trace", "trace_model", "schedule",
-           "compare", "Comparison", "plot", "report",
+           "compare", "Comparison", "plot", "report", "fit", "estimate", "Fit", "FitError",
            "Trace",
            "Schedule", "default_db", "SweepResult",
            "SweepStatus", "Inventory", "Prediction", "Measurement",

@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import re
 import sys
 from pathlib import Path
@@ -364,6 +365,25 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def fit_command(args) -> int:
+    """`fit`: the cost model from the database's rows (and --csv files), stored there; the
+    held-out errors as a table (docs/estimate.md)."""
+    from . import _fit
+
+    db = getattr(args, "db", None) or os.environ.get("OPCOST_DB") or _core.default_db_path()
+    coverage = _number(args.coverage, _fit.COVERAGE)
+    result = _fit.fit(db, csv_files=args.csv or [], train_gpus=args.train_gpu, store=not args.no_store,
+                      output=args.output, coverage=coverage,
+                      progress=lambda text: print(f"opcost: fit: {text}", file=sys.stderr, flush=True))
+    print(result.table())
+    if result.stored_id is not None:
+        print(f"opcost: cost model {result.stored_id} stored in {_fit.display_location(db)}", file=sys.stderr)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(result.summary(), f, indent=1)
+    return EXIT_OK
+
+
 def _sweep_status_argv(argv):
     """`sweep status FILE ...` or its alias `sweep --status FILE ...`, as the command line's words;
     None for any other command line."""
@@ -396,6 +416,8 @@ def main(argv=None) -> int:
     logging.basicConfig(format="opcost: %(message)s", level=logging.INFO, stream=sys.stderr)
     if args.command == "corpus":
         run = lambda: corpus(args)  # noqa: E731
+    elif args.command == "fit":  # the learning is scikit-learn's: here, not in the command line
+        run = lambda: fit_command(args)  # noqa: E731
     elif args.command == "sweep":
         run = lambda: sweep(args)  # noqa: E731
     elif args.command in _PYTHON_PATHS and _is_python_model(getattr(args, "model", None)):

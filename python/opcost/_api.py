@@ -270,7 +270,8 @@ def _predict(model: Any, inputs: Sequence[Any], kwargs: Dict[str, Any], *, comma
 
 
 def predict(model: Any, *inputs: Any, db: Optional[str] = None, cache: str = _PREDICT["cache"],
-            cache_bytes: Optional[int] = None, train: bool = False,
+            cache_bytes: Optional[int] = None, estimate: bool = False, cost_model: Optional[str] = None,
+            train: bool = False,
             loss_fn: Optional[Callable] = None, optimizer: Any = None, autocast: Optional[str] = None,
             name: Optional[str] = None, **kwargs: Any) -> Prediction:
     """The step's time and energy predicted from the operator database ``db`` (default: the
@@ -282,6 +283,9 @@ def predict(model: Any, *inputs: Any, db: Optional[str] = None, cache: str = _PR
     was last used (a weight read once a step), else from L2 (an activation just written); on the
     CPU all warm. ``cache_bytes`` classes them against that many bytes instead of the GPU's L2
     (None or 0: the L2). ``"warm"`` or ``"cold"``: every input reused, or rotated over 256 MiB.
+    ``estimate``: where ``db`` has no row of a call, its cost estimated by the fitted cost model
+    (``opcost.fit``; ``cost_model``: a model file, else the newest in ``db``), marked estimated
+    in ``estimated`` and never stored (docs/estimate.md).
     The options are ``opcost predict``'s (``opcost._core.option_specs("predict")``); the result's
     ``settings`` records them."""
     options = _registry_options(_PREDICT, locals())
@@ -290,7 +294,8 @@ def predict(model: Any, *inputs: Any, db: Optional[str] = None, cache: str = _PR
 
 
 def validate(model: Any, *inputs: Any, db: Optional[str] = None, cache: str = _VALIDATE["cache"],
-             cache_bytes: Optional[int] = None, train: bool = False,
+             cache_bytes: Optional[int] = None, estimate: bool = False, cost_model: Optional[str] = None,
+             train: bool = False,
              loss_fn: Optional[Callable] = None, optimizer: Any = None, autocast: Optional[str] = None,
              name: Optional[str] = None, energy: bool = _VALIDATE["energy"],
              max_time: float = _VALIDATE["max_time"], target_ci: float = _VALIDATE["target_ci"],

@@ -155,6 +155,12 @@ class Prediction(_Document):
         return self._doc["predicted"]["energy_unavailable"]
 
     @property
+    def estimated(self) -> List[str]:
+        """The signatures whose costs the cost model estimated (``estimate=True``), not measured:
+        their figures and intervals are the model's (docs/estimate.md)."""
+        return list(self._doc.get("estimated", {}).get("signatures", []))
+
+    @property
     def capped_energy_mJ(self) -> float:
         """Of ``energy_mJ``, what operators measured at the GPU's power cap in their own loops
         contribute (0 when none was). Where the step stays below the cap their energy may not

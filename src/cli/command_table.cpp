@@ -26,6 +26,12 @@ const std::vector<CommandEntry>& command_table() {
        "Variants of a model side by side (fp32, bf16, autocast, channels_last): step and per-layer time and energy, "
        "each difference with its interval (docs/compare.md)",
        &make_compare_command},
+      {"fit",
+       "Fit a cost model per operator family from the database's rows (scikit-learn; prints held-out errors; "
+       "docs/estimate.md)",
+       &make_fit_command},
+      {"estimate", "Estimate a call never measured from the fitted cost model, with its interval (docs/estimate.md)",
+       &make_estimate_command},
       {"models", "List the built-in models with their parameter counts and inputs", &make_models_command},
       {"report", "Write any result JSON opcost writes as one self-contained HTML page with charts (docs/report.md)",
        &make_report_command},

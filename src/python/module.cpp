@@ -26,6 +26,7 @@
 #include "core/text/text.h"
 #include "core/trace/table.h"
 #include "core/version.h"
+#include "python/estimate_bindings.h"
 #include "python/trace_bindings.h"
 #include "torch/observer.h"
 #include "torch/replay.h"
@@ -690,6 +691,7 @@ void bind_faces(py::module_& m) {
         py::arg("terminal"), py::arg("done_before") = 0);
   m.def("open_layer_scope", &open_layer_scope, py::arg("name"));
   bind_trace(m);
+  bind_estimate(m);
   m.def("close_layer_scope", &close_layer_scope);
   m.def("default_db_path", &Database::default_path);
   m.def(

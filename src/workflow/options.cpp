@@ -259,6 +259,20 @@ std::vector<PredictOptionSpec> make_predict_specs() {
            {}, false, kPredictMeasuring),
       [](const PredictOptions& o) { return OptionValue(o.duty_cycle); },
       [](PredictOptions& o, const OptionValue& v) { o.duty_cycle = flag_of(v); });
+  OptionInfo estimate = info("estimate", "--estimate", OptionType::kFlag, "",
+                             "where the database has no row of a call, estimate its cost from the fitted cost model "
+                             "(opcost fit; docs/estimate.md): marked estimated, never stored",
+                             {}, false, kPredicting);
+  estimate.flag_sets = true;
+  add(
+      estimate, [](const PredictOptions& o) { return OptionValue(o.estimate); },
+      [](PredictOptions& o, const OptionValue& v) { o.estimate = flag_of(v); });
+  add(
+      text_info("cost_model", "--cost-model",
+                "with --estimate: a cost model file (opcost fit -o FILE); default: the newest stored in the database",
+                {}, nullptr, kPredicting),
+      [](const PredictOptions& o) { return OptionValue(o.cost_model); },
+      [](PredictOptions& o, const OptionValue& v) { o.cost_model = text_of(v); });
   add(
       info("target", "--target", OptionType::kNumber, "", "share of the step's time and energy to explain",
            {0.01, true, 1, true}, false, kModelCommand),

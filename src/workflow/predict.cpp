@@ -19,6 +19,7 @@
 #include "torch/replay.h"
 #include "workflow/measure.h"
 #include "workflow/options.h"
+#include "workflow/predict_estimates.h"
 #include "workflow/predict_stages.h"
 #include "workflow/predict_stages_database.h"
 #include "workflow/session.h"
@@ -151,7 +152,15 @@ PredictReport run_predict(const PredictOptions& o, RunnableModel& model, const N
   pin.energy_off = !o.op_config.energy;  // --no-energy: said once, as the run's choice
   pin.sync_us = synchronize_latency_us(kind, index);
   pin.gpu_uuid = report.env.device_uuid;
-  DatabaseCosts stored(db ? &*db : nullptr, report.env.device_name);
+  DatabaseCosts database_costs(db ? &*db : nullptr, report.env.device_name);
+  // --estimate: what the database lacks, the cost model estimates (marked; never stored).
+  std::optional<CostModel> cost_model;
+  std::optional<EstimatingCosts> estimating;
+  if (o.estimate) {
+    cost_model = cost_model_for(o, db ? &*db : nullptr, report.env.device_name);
+    estimating.emplace(database_costs, *cost_model, report.env.device_name);
+  }
+  StoredCosts& stored = estimating ? static_cast<StoredCosts&>(*estimating) : database_costs;
   SessionOptions so;
   so.config = o.op_config;
   MeasuringSession session(db ? &*db : nullptr, so, notes);

@@ -57,6 +57,11 @@ struct PredictOptions {
   // a launch to its kernel, as one traced step shows them (core/predict/launches.h). Off: every
   // call launches its kernels as it returns, with no delay.
   bool trace_launches = true;
+  // Where the database has no row of a call: its cost estimated by the fitted cost model
+  // (docs/estimate.md), marked estimated, never stored; from `cost_model` (a file), else the
+  // newest model stored in the database.
+  bool estimate = false;
+  std::string cost_model;
 
   // The three commands' defaults: the options registry's presets (workflow/options.cpp), where
   // `model`'s shorter loops are written.

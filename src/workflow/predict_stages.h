@@ -40,6 +40,8 @@ class StoredCosts {
     std::string stored_args;
   };
   virtual std::optional<NearRow> ignoring_float_scalars(const InventoryEntry& entry, const StoredCallKey& key) = 0;
+  // For a call no row matches at all: its cost estimated (workflow/predict_estimates.h), or none.
+  virtual std::optional<Measurement> estimated(const InventoryEntry&, const StoredCallKey&) { return std::nullopt; }
 };
 
 // The model's side of a prediction: its whole step measured, timed with its calls' host

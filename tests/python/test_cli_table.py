@@ -44,8 +44,8 @@ def _table_flags(command) -> set:
 def test_the_table_is_the_command_lines():
     table = json.loads(_core.command_table())
     names = [c["name"] for c in table["commands"]]
-    assert names == ["measure", "sweep", "db", "trace", "inventory", "predict", "validate", "model", "compare",
-                     "models", "report"]
+    assert names == ["measure", "sweep", "db", "trace", "inventory", "predict", "validate", "model", "compare", "fit",
+                     "estimate", "models", "report"]
     help_text = subprocess.run([OPCOST_BIN, "--help"], capture_output=True, text=True).stdout
     for c in table["commands"]:  # as `opcost --help` lists them
         assert f"  {c['name']}" in help_text and c["help"] in help_text

@@ -4,6 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -100,11 +103,309 @@ TEST(CallWork, ElementwiseCountsOneOperationPerBroadcastOutputElement) {
 }
 
 TEST(CallWork, OperatorsNotCountedAndPositionalArgumentsHaveNoFigure) {
-  EXPECT_FALSE(work("aten::softmax", "self=f32[4,8] dim=1"));
+  EXPECT_FALSE(work("aten::topk", "self=f32[4,8] k=2"));
+  EXPECT_FALSE(work("aten::softmax", "f32[4,8] 1"));
   EXPECT_FALSE(work("aten::mm", "f32[4,5] f32[5,6]"));  // positional: the names say which is which
   EXPECT_EQ(family_name(OpFamily::kConvolution), "convolution");
   EXPECT_EQ(family_name(OpFamily::kMatmul), "matmul");
   EXPECT_EQ(family_name(OpFamily::kElementwise), "elementwise");
+}
+
+// 2^62: a dimension whose products overflow any integer (2^124 elements); counted in doubles.
+const std::string kHuge = "4611686018427387904";
+
+// A figure for a hostile shape: finite or infinite, never NaN or negative (no overflow).
+void expect_huge(const std::optional<CallWork>& w) {
+  ASSERT_TRUE(w);
+  EXPECT_FALSE(std::isnan(w->flops));
+  EXPECT_FALSE(std::isnan(w->bytes));
+  EXPECT_GE(w->flops, 0);
+  EXPECT_GT(w->bytes, 1e18);
+}
+
+TEST(CallWork, AttentionCountsBothProductsAndTheSoftmaxPerBatchAndHead) {
+  // 2·4 batch-heads, L = 128, S = 256, E = 64, Ev = 32: per head L·S·(2·64 + 2·32 + 5 softmax).
+  const std::string qkv = "query=f16[2,4,128,64] key=f16[2,4,256,64] value=f16[2,4,256,32]";
+  auto w = work("aten::scaled_dot_product_attention", qkv);
+  ASSERT_TRUE(w);
+  EXPECT_EQ(w->family, OpFamily::kAttention);
+  EXPECT_DOUBLE_EQ(w->flops, 8.0 * 128 * 256 * (128 + 64 + 5));
+  // q, k, v read, out [2,4,128,32] written, 2 bytes each.
+  const double qkvo = 2.0 * 8 * (128 * 64 + 256 * 64 + 256 * 32 + 128 * 32);
+  EXPECT_DOUBLE_EQ(w->bytes, qkvo);
+  // is_causal keeps half the scores; a bool mask [L, S] is read once more.
+  w = work("aten::scaled_dot_product_attention", qkv + " is_causal=True");
+  ASSERT_TRUE(w);
+  EXPECT_DOUBLE_EQ(w->flops, 8.0 * 128 * 256 * (128 + 64 + 5) / 2);
+  w = work("aten::scaled_dot_product_attention", qkv + " attn_mask=bool[128,256]");
+  ASSERT_TRUE(w);
+  EXPECT_DOUBLE_EQ(w->bytes, qkvo + 128.0 * 256);
+  // Grouped-query: 8 query heads over 2 key heads, only with enable_gqa.
+  const std::string gqa = "query=f32[1,8,16,64] key=f32[1,2,32,64] value=f32[1,2,32,64]";
+  w = work("aten::scaled_dot_product_attention", gqa + " enable_gqa=True");
+  ASSERT_TRUE(w);
+  EXPECT_DOUBLE_EQ(w->flops, 8.0 * 16 * 32 * (128 + 128 + 5));
+  EXPECT_FALSE(work("aten::scaled_dot_product_attention", gqa));
+  // Misfits: key's E is not query's; a mask that does not broadcast to [.., L, S].
+  EXPECT_FALSE(work("aten::scaled_dot_product_attention", "query=f32[2,8,64] key=f32[2,8,32] value=f32[2,8,64]"));
+  EXPECT_FALSE(work("aten::scaled_dot_product_attention", qkv + " attn_mask=bool[128,255]"));
+  EXPECT_FALSE(work("aten::scaled_dot_product_attention", qkv + " attn_mask=bool[128,256] is_causal=True"));
+  expect_huge(work("aten::scaled_dot_product_attention",
+                   "query=f32[" + kHuge + ",2,8] key=f32[" + kHuge + ",4,8] value=f32[" + kHuge + ",4,8]"));
+}
+
+TEST(CallWork, NormalizationCountsAConstantPerElementAndItsParameters) {
+  // 8·128·768 = 786432 elements, 5 each to normalize, 1 for the weight, 1 for the bias.
+  auto w =
+      work("aten::layer_norm",
+           "input=f32[8,128,768] normalized_shape=[768] weight=f32[768] bias=f32[768] eps=1e-05 cudnn_enable=True");
+  ASSERT_TRUE(w);
+  EXPECT_EQ(w->family, OpFamily::kNormalization);
+  const double n = 8.0 * 128 * 768;
+  EXPECT_DOUBLE_EQ(w->flops, 7 * n);
+  EXPECT_DOUBLE_EQ(w->bytes, 4 * (2 * n + 768 + 768));
+  // native_layer_norm also writes each of the 1024 rows' mean and 1/σ (f32).
+  w = work("aten::native_layer_norm", "input=f32[8,128,768] normalized_shape=[768] weight=None bias=None eps=1e-05");
+  ASSERT_TRUE(w);
+  EXPECT_DOUBLE_EQ(w->flops, 5 * n);
+  EXPECT_DOUBLE_EQ(w->bytes, 4 * (2 * n + 2 * 1024));
+  // batch_norm in eval: 4·16·8·8 = 4096 elements, 2 each with the running statistics given,
+  // +2 for the affine; weight, bias, mean and var of 16 read.
+  const std::string bn =
+      "input=f32[4,16,8,8] weight=f32[16] bias=f32[16] running_mean=f32[16] running_var=f32[16] momentum=0.1 "
+      "eps=1e-05";
+  w = work("aten::batch_norm", bn + " training=False cudnn_enabled=True");
+  ASSERT_TRUE(w);
+  EXPECT_DOUBLE_EQ(w->flops, 4096.0 * 4);
+  EXPECT_DOUBLE_EQ(w->bytes, 4.0 * (2 * 4096 + 4 * 16));
+  EXPECT_DOUBLE_EQ(work("aten::_native_batch_norm_legit_no_training", bn)->flops, 4096.0 * 4);
+  // Training: statistics computed (5 + 2), running ones read and written, and native_ writes
+  // the 16 channels' mean and 1/σ.
+  w = work("aten::native_batch_norm", bn + " training=True");
+  ASSERT_TRUE(w);
+  EXPECT_DOUBLE_EQ(w->flops, 4096.0 * 7);
+  EXPECT_DOUBLE_EQ(w->bytes, 4.0 * (2 * 4096 + 2 * 16 + 2 * 2 * 16 + 2 * 16));
+  // group_norm: 2·32·4·4 = 1024 elements, 7 each; group_norm's native form says N, C, HxW.
+  w = work("aten::group_norm", "input=f32[2,32,4,4] num_groups=8 weight=f32[32] bias=f32[32]");
+  ASSERT_TRUE(w);
+  EXPECT_DOUBLE_EQ(w->flops, 1024.0 * 7);
+  EXPECT_DOUBLE_EQ(w->bytes, 4.0 * (2 * 1024 + 64));
+  w = work("aten::native_group_norm", "input=f32[2,32,4,4] weight=None bias=None N=2 C=32 HxW=16 group=8 eps=1e-05");
+  ASSERT_TRUE(w);
+  EXPECT_DOUBLE_EQ(w->bytes, 4.0 * (2 * 1024 + 2 * 2 * 8));
+  // rms_norm: 3 per element and 1 for the weight: 40·4; bf16 in, out and weight.
+  w = work("aten::rms_norm", "input=bf16[4,10] normalized_shape=[10] weight=bf16[10] eps=None");
+  ASSERT_TRUE(w);
+  EXPECT_DOUBLE_EQ(w->flops, 160);
+  EXPECT_DOUBLE_EQ(w->bytes, 2.0 * (80 + 10));
+  // Misfits: normalized_shape not the input's last dimensions, a weight of another shape,
+  // channels not a multiple of the groups, batch_norm without its `training`, HxW that lies.
+  EXPECT_FALSE(work("aten::layer_norm", "input=f32[8,768] normalized_shape=[512]"));
+  EXPECT_FALSE(work("aten::layer_norm", "input=f32[8,768] normalized_shape=[768] weight=f32[512]"));
+  EXPECT_FALSE(work("aten::group_norm", "input=f32[2,32,4,4] num_groups=5"));
+  EXPECT_FALSE(work("aten::batch_norm", bn));
+  EXPECT_FALSE(work("aten::native_group_norm", "input=f32[2,32,4,4] weight=None bias=None N=2 C=32 HxW=15 group=8"));
+  expect_huge(work("aten::layer_norm", "input=f32[" + kHuge + "," + kHuge + "] normalized_shape=[" + kHuge + "]"));
+}
+
+TEST(CallWork, ReductionsCountAnOperationPerInputElementAndWriteTheReducedShape) {
+  // sum over dim 1 of [4,5,6]: 120 adds, 4·6 = 24 outputs.
+  auto w = work("aten::sum", "self=f32[4,5,6] dim=[1]");
+  ASSERT_TRUE(w);
+  EXPECT_EQ(w->family, OpFamily::kReduction);
+  EXPECT_DOUBLE_EQ(w->flops, 120);
+  EXPECT_DOUBLE_EQ(w->bytes, 4.0 * (120 + 24));
+  EXPECT_DOUBLE_EQ(work("aten::sum", "self=f32[4,5,6]")->bytes, 4.0 * (120 + 1));  // no dim: a scalar
+  EXPECT_DOUBLE_EQ(work("aten::sum", "self=i32[10]")->bytes, 4.0 * 10 + 8);        // an integer sum is i64
+  // mean over the last dim with keepdim into f32: 24 adds and 4 divides; 4 outputs of 4 bytes.
+  w = work("aten::mean", "self=bf16[4,6] dim=[-1] keepdim=True dtype=f32");
+  ASSERT_TRUE(w);
+  EXPECT_DOUBLE_EQ(w->flops, 24 + 4);
+  EXPECT_DOUBLE_EQ(w->bytes, 2.0 * 24 + 4.0 * 4);
+  // max along a dim writes values (f32) and indices (i64): 21 compares, 3 of each written.
+  w = work("aten::max", "self=f32[3,7] dim=1");
+  ASSERT_TRUE(w);
+  EXPECT_DOUBLE_EQ(w->flops, 21);
+  EXPECT_DOUBLE_EQ(w->bytes, 4.0 * 21 + 3 * (4 + 8));
+  // max of two tensors is pointwise.
+  EXPECT_EQ(work("aten::max", "self=f32[3,7] other=f32[7]")->family, OpFamily::kElementwise);
+  // var over dim 0 of [10,4]: 4 per input element and a divide per output.
+  w = work("aten::var", "self=f32[10,4] dim=[0]");
+  ASSERT_TRUE(w);
+  EXPECT_DOUBLE_EQ(w->flops, 40.0 * 4 + 4);
+  EXPECT_DOUBLE_EQ(w->bytes, 4.0 * (40 + 4));
+  // softmax: 5 per element, output of the input's shape; _softmax's half_to_float writes f32.
+  w = work("aten::softmax", "self=f32[8,10] dim=-1");
+  ASSERT_TRUE(w);
+  EXPECT_DOUBLE_EQ(w->flops, 400);
+  EXPECT_DOUBLE_EQ(w->bytes, 4.0 * 160);
+  w = work("aten::_softmax", "self=f16[8,10] dim=1 half_to_float=True");
+  ASSERT_TRUE(w);
+  EXPECT_DOUBLE_EQ(w->bytes, 2.0 * 80 + 4.0 * 80);
+  // Misfits: a dim out of range, a dim twice, softmax without its dim, max given a list.
+  EXPECT_FALSE(work("aten::sum", "self=f32[4,5,6] dim=[3]"));
+  EXPECT_FALSE(work("aten::sum", "self=f32[4,5,6] dim=[1,-2]"));
+  EXPECT_FALSE(work("aten::softmax", "self=f32[4,8]"));
+  EXPECT_FALSE(work("aten::max", "self=f32[4,8] dim=[0,1]"));
+  expect_huge(work("aten::sum", "self=f32[" + kHuge + "," + kHuge + "] dim=[0]"));
+}
+
+TEST(CallWork, PoolingCountsOutputsTimesTheWindow) {
+  // 10 + 2·1 − 3 + (2 − 1) for ceil_mode = 10; 10 / 2 + 1 = 6 a side; 3·36 outputs of 9 taps.
+  auto w = work("aten::max_pool2d", "self=f32[1,3,10,10] kernel_size=[3,3] stride=[2,2] padding=[1,1] ceil_mode=True");
+  ASSERT_TRUE(w);
+  EXPECT_EQ(w->family, OpFamily::kPooling);
+  EXPECT_DOUBLE_EQ(w->flops, 3.0 * 36 * 9);
+  EXPECT_DOUBLE_EQ(w->bytes, 4.0 * (300 + 108));
+  // The default stride is the kernel: 8 / 2 = 4 a side, 2·4·16 = 128 outputs; with indices
+  // an i64 more per output.
+  w = work("aten::max_pool2d_with_indices", "self=f32[2,4,8,8] kernel_size=[2,2]");
+  ASSERT_TRUE(w);
+  EXPECT_DOUBLE_EQ(w->flops, 128.0 * 4);
+  EXPECT_DOUBLE_EQ(w->bytes, 4.0 * (512 + 128) + 8.0 * 128);
+  // ceil_mode's last window would start past input and padding (5 + 2 − 2 + 1 = 6, /2 + 1 = 4,
+  // but (4 − 1)·2 = 6 ≥ 5 + 1): 3 a side.
+  w = work("aten::avg_pool2d", "self=f32[1,1,5,5] kernel_size=[2,2] stride=[2,2] padding=[1,1] ceil_mode=True");
+  ASSERT_TRUE(w);
+  EXPECT_DOUBLE_EQ(w->flops, 9.0 * 4);
+  // Adaptive 5×7 to 3×3: a side's windows add up to n + m − gcd(n, m): 5 + 3 − 1 = 7 rows
+  // ([0,2) [1,4) [3,5)) and 7 + 3 − 1 = 9 columns ([0,3) [2,5) [4,7)); 2 channels.
+  w = work("aten::adaptive_avg_pool2d", "self=f32[1,2,5,7] output_size=[3,3]");
+  ASSERT_TRUE(w);
+  EXPECT_DOUBLE_EQ(w->flops, 2.0 * 7 * 9);
+  EXPECT_DOUBLE_EQ(w->bytes, 4.0 * (70 + 18));
+  EXPECT_DOUBLE_EQ(work("aten::adaptive_max_pool2d", "self=f32[1,2,5,7] output_size=[3,3]")->bytes,
+                   4.0 * (70 + 18) + 8.0 * 18);
+  // Misfits: a window larger than the input, a padding over half the kernel, a stride of 0,
+  // a 2-d input, an output size of 0.
+  EXPECT_FALSE(work("aten::max_pool2d", "self=f32[1,1,2,2] kernel_size=[3,3]"));
+  EXPECT_FALSE(work("aten::max_pool2d", "self=f32[1,1,9,9] kernel_size=[3,3] padding=[2,2]"));
+  EXPECT_FALSE(work("aten::avg_pool2d", "self=f32[1,1,9,9] kernel_size=[3,3] stride=[0,0]"));
+  EXPECT_FALSE(work("aten::max_pool2d", "self=f32[9,9] kernel_size=[3,3]"));
+  EXPECT_FALSE(work("aten::adaptive_avg_pool2d", "self=f32[1,2,5,7] output_size=[0,3]"));
+  expect_huge(work("aten::max_pool2d", "self=f32[1,1," + kHuge + "," + kHuge + "] kernel_size=[2,2]"));
+  expect_huge(
+      work("aten::adaptive_avg_pool2d", "self=f32[1,1," + kHuge + "," + kHuge + "] output_size=[" + kHuge + ",3]"));
+}
+
+TEST(CallWork, EmbeddingReadsTheRowsItsIndicesSelect) {
+  // 8·128 = 1024 i64 indices, each a row of 768 f32 read and written; nothing computed.
+  auto w = work("aten::embedding", "weight=f32[50257,768] indices=i64[8,128]");
+  ASSERT_TRUE(w);
+  EXPECT_EQ(w->family, OpFamily::kEmbedding);
+  EXPECT_DOUBLE_EQ(w->flops, 0);
+  EXPECT_DOUBLE_EQ(w->bytes, 8.0 * 1024 + 2 * 1024 * 768 * 4.0);
+  EXPECT_FALSE(work("aten::embedding", "weight=f32[10,4] indices=f32[3]"));  // indices must be integers
+  EXPECT_FALSE(work("aten::embedding", "weight=f32[10,4,2] indices=i64[3]"));
+  expect_huge(work("aten::embedding", "weight=f32[10,4] indices=i64[" + kHuge + "," + kHuge + "]"));
+}
+
+TEST(CallWork, AGatherOfMoreThanItsSourceReadsTheSourceOnce) {
+  // 32768 indices into a table of 1000 rows of 64 f32: the whole table (256 000 bytes) read at
+  // least once, not 32768 rows; 32768 rows written; 8 bytes an index.
+  auto w = work("aten::embedding", "weight=f32[1000,64] indices=i64[32768]");
+  ASSERT_TRUE(w);
+  EXPECT_DOUBLE_EQ(w->bytes, 8.0 * 32768 + 1000 * 64 * 4.0 + 32768 * 64 * 4.0);
+  // Exactly as many indices as rows: either reading is the table.
+  EXPECT_DOUBLE_EQ(work("aten::embedding", "weight=bf16[1000,64] indices=i32[1000]")->bytes,
+                   4.0 * 1000 + 2 * 1000 * 64 * 2.0);
+  // index_select of 40 rows of a [10,20] f32 source: 800 bytes read, 40·20·4 = 3200 written.
+  EXPECT_DOUBLE_EQ(work("aten::index_select", "self=f32[10,20] dim=0 index=i64[40]")->bytes, 320 + 800 + 3200);
+  // Along dim 1: 7 columns of 10 rows selected (280 bytes), less than the source: as selected.
+  EXPECT_DOUBLE_EQ(work("aten::index_select", "self=f32[10,20] dim=1 index=i64[7]")->bytes, 56 + 2 * 280);
+  // gather of 4·50 elements from a [4,5] f32 source (80 bytes): the source once, 800 written.
+  EXPECT_DOUBLE_EQ(work("aten::gather", "self=f32[4,5] dim=1 index=i64[4,50]")->bytes, 1600 + 80 + 800);
+}
+
+TEST(CallWork, CopiesMoveTheirBytesAndViewsMoveNone) {
+  // copy_: an 8-element bf16 source broadcast into a [4,8] f32 self: 16 bytes read, 128 written.
+  auto w = work("aten::copy_", "self=f32[4,8] src=bf16[8]");
+  ASSERT_TRUE(w);
+  EXPECT_EQ(w->family, OpFamily::kDataMovement);
+  EXPECT_DOUBLE_EQ(w->flops, 0);
+  EXPECT_DOUBLE_EQ(w->bytes, 16 + 128);
+  EXPECT_FALSE(work("aten::copy_", "self=f32[4,8] src=f32[3]"));
+  EXPECT_DOUBLE_EQ(work("aten::clone", "self=f16[10,10]")->bytes, 400);
+  EXPECT_DOUBLE_EQ(work("aten::_to_copy", "self=f32[10] dtype=bf16")->bytes, 40 + 20);
+  EXPECT_FALSE(work("aten::_to_copy", "self=f32[10] dtype=nonsense"));
+  // contiguous copies only what is not laid out so already.
+  EXPECT_DOUBLE_EQ(work("aten::contiguous", "self=f32[4,8]")->bytes, 0);
+  EXPECT_DOUBLE_EQ(work("aten::contiguous", "self=f32[4,8]:stride[1,4]")->bytes, 2 * 128);
+  EXPECT_DOUBLE_EQ(work("aten::contiguous", "self=f32[2,3,4,4] memory_format=channels_last")->bytes, 2 * 384);
+  EXPECT_DOUBLE_EQ(work("aten::contiguous", "self=f32[2,3,4,4]:stride[48,1,12,3] memory_format=channels_last")->bytes,
+                   0);
+  // cat along dim 0: 6 + 12 elements read, 18 written; f16 with bf16 is written as f32; a
+  // legacy empty [0] is skipped.
+  EXPECT_DOUBLE_EQ(work("aten::cat", "tensors=[f32[2,3],f32[4,3]]")->bytes, 4.0 * (18 + 18));
+  EXPECT_DOUBLE_EQ(work("aten::cat", "tensors=[f16[2,3],bf16[2,3]] dim=-1")->bytes, 2.0 * 12 + 4.0 * 12);
+  EXPECT_DOUBLE_EQ(work("aten::cat", "tensors=[f32[0],f32[2,3]] dim=1")->bytes, 4.0 * (6 + 6));
+  EXPECT_FALSE(work("aten::cat", "tensors=[f32[2,3],f32[2,4]] dim=0"));
+  EXPECT_DOUBLE_EQ(work("aten::stack", "tensors=[f32[2,3],f32[2,3]] dim=2")->bytes, 4.0 * (12 + 12));
+  EXPECT_FALSE(work("aten::stack", "tensors=[f32[2,3],f32[2,3]] dim=3"));
+  // index_select of 4 rows of 20: 4 · 8 index bytes, 80 elements read and written.
+  EXPECT_DOUBLE_EQ(work("aten::index_select", "self=f32[10,20] dim=0 index=i64[4]")->bytes, 32 + 2 * 80 * 4.0);
+  // gather: one element per index (10·5): 400 index bytes, 50 f32 read and written.
+  EXPECT_DOUBLE_EQ(work("aten::gather", "self=f32[10,20] dim=1 index=i64[10,5]")->bytes, 400 + 2 * 50 * 4.0);
+  EXPECT_FALSE(work("aten::gather", "self=f32[10,20] dim=1 index=i64[11,5]"));
+  // Views: zero, a figure all the same.
+  for (const auto& [op, args] : std::vector<std::pair<std::string, std::string>>{
+           {"aten::view", "self=f32[4,6] size=[-1,3]"},
+           {"aten::reshape", "self=f32[4,6] shape=[24]"},
+           {"aten::_unsafe_view", "self=f32[4,6] size=[2,12]"},
+           {"aten::transpose", "self=f32[4,6] dim0=0 dim1=-1"},
+           {"aten::permute", "self=f32[2,3,4] dims=[2,0,1]"},
+           {"aten::t", "self=f32[4,6]"},
+           {"aten::expand", "self=f32[1,3] size=[4,-1]"},
+           {"aten::unsqueeze", "self=f32[4,6] dim=2"},
+           {"aten::squeeze", "self=f32[4,1] dim=1"},
+           {"aten::slice", "self=f32[4,6] dim=1 start=1 end=9223372036854775807"},
+           {"aten::select", "self=f32[4,6] dim=0 index=-4"},
+           {"aten::as_strided", "self=f32[4,6] size=[2,2] stride=[6,1] storage_offset=3"},
+           {"aten::detach", "self=f32[4,6]"},
+           {"aten::alias", "self=f32[4,6]"}}) {
+    w = work(op, args);
+    ASSERT_TRUE(w) << op;
+    EXPECT_EQ(w->flops, 0) << op;
+    EXPECT_EQ(w->bytes, 0) << op;
+  }
+  // A transposed [4,6] (strides 1, 4) cannot be flattened by a view; reshape copies it.
+  EXPECT_FALSE(work("aten::view", "self=f32[4,6]:stride[1,4] size=[24]"));
+  EXPECT_DOUBLE_EQ(work("aten::reshape", "self=f32[4,6]:stride[1,4] shape=[24]")->bytes, 2 * 96);
+  // ... but splitting a dimension of it is a view.
+  EXPECT_DOUBLE_EQ(work("aten::view", "self=f32[4,6]:stride[1,4] size=[2,2,6]")->bytes, 0);
+  // Misfits: dims out of range or repeated, sizes that do not hold the elements.
+  EXPECT_FALSE(work("aten::transpose", "self=f32[4,6] dim0=0 dim1=2"));
+  EXPECT_FALSE(work("aten::permute", "self=f32[4,6] dims=[0,0]"));
+  EXPECT_FALSE(work("aten::view", "self=f32[4,6] size=[5,5]"));
+  EXPECT_FALSE(work("aten::expand", "self=f32[2,3] size=[4,2]"));
+  EXPECT_FALSE(work("aten::select", "self=f32[4,6] dim=0 index=4"));
+  EXPECT_FALSE(work("aten::slice", "self=f32[4,6] dim=0 step=0"));
+  EXPECT_FALSE(work("aten::t", "self=f32[2,3,4]"));
+  // Hostile sizes: an inferred size past int64 is no figure; a copy of 2^124 elements is.
+  EXPECT_FALSE(work("aten::view", "self=f32[" + kHuge + "," + kHuge + "] size=[-1]"));
+  expect_huge(work("aten::cat", "tensors=[f32[" + kHuge + "," + kHuge + "],f32[1," + kHuge + "]]"));
+  expect_huge(work("aten::clone", "self=f32[" + kHuge + "," + kHuge + "]"));
+}
+
+TEST(CallWork, EveryCountedOperatorIsListedOnceWithItsFamily) {
+  const auto ops = counted_operators();
+  const std::set<std::string_view> distinct(ops.begin(), ops.end());
+  EXPECT_EQ(distinct.size(), ops.size());
+  for (std::string_view op : {"aten::conv2d", "aten::scaled_dot_product_attention", "aten::layer_norm", "aten::softmax",
+                              "aten::max_pool2d", "aten::embedding", "aten::cat", "aten::view"})
+    EXPECT_TRUE(distinct.count(op)) << op;
+  for (std::string_view op : ops) {
+    const auto family = family_of(op);
+    ASSERT_TRUE(family) << op;
+    EXPECT_NE(family_name(*family), "other") << op;
+  }
+  EXPECT_FALSE(family_of("aten::topk"));
+  EXPECT_EQ(family_of("aten::rms_norm"), OpFamily::kNormalization);
+  const std::vector<std::pair<OpFamily, std::string_view>> names = {
+      {OpFamily::kAttention, "attention"}, {OpFamily::kNormalization, "normalization"},
+      {OpFamily::kReduction, "reduction"}, {OpFamily::kPooling, "pooling"},
+      {OpFamily::kEmbedding, "embedding"}, {OpFamily::kDataMovement, "data_movement"}};
+  for (const auto& [family, name] : names) EXPECT_EQ(family_name(family), name);
 }
 
 }  // namespace

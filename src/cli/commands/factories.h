@@ -18,5 +18,8 @@ std::unique_ptr<Command> make_model_command();
 std::unique_ptr<Command> make_models_command();
 std::unique_ptr<Command> make_report_command();
 std::unique_ptr<Command> make_compare_command();
+// The cost model (issue 26): fitted from the database (in Python), and its estimates.
+std::unique_ptr<Command> make_fit_command();
+std::unique_ptr<Command> make_estimate_command();
 
 }  // namespace opcost

@@ -1,9 +1,9 @@
 #include "core/estimate/call_work.h"
 
+#include "core/estimate/call_work_args.h"
+#include "core/estimate/call_work_families.h"
 #include "core/spec/spec_file.h"
 
-#include <algorithm>
-#include <array>
 #include <cmath>
 #include <cstdint>
 #include <stdexcept>
@@ -12,45 +12,10 @@
 
 namespace opcost {
 
+using namespace call_work_args;
+using call_work_families::CountedOperator;
+
 namespace {
-
-using Shape = std::vector<int64_t>;
-
-const NamedArg* named(const OpCall& call, std::string_view name) {
-  for (const auto& a : call.args)
-    if (a.name == name) return &a;
-  return nullptr;
-}
-
-const TensorSpec* tensor(const OpCall& call, std::string_view name) {
-  const NamedArg* a = named(call, name);
-  return a == nullptr ? nullptr : std::get_if<TensorSpec>(&a->value.v);
-}
-
-double elements(const Shape& s) {
-  double n = 1;
-  for (int64_t d : s) n *= double(d);
-  return n;
-}
-
-double bytes_of(const TensorSpec* t) { return t == nullptr ? 0 : elements(t->shape) * dtype_bytes(t->dtype); }
-
-// An integer-list argument of `rank` entries (a single value repeated, as PyTorch expands
-// `stride=2`), `fallback` when absent; nullopt when it is something else.
-std::optional<Shape> int_list(const OpCall& call, std::string_view name, std::size_t rank, int64_t fallback) {
-  const NamedArg* a = named(call, name);
-  if (a == nullptr || a->value.is_none()) return Shape(rank, fallback);
-  if (const auto* i = std::get_if<int64_t>(&a->value.v)) return Shape(rank, *i);
-  const auto* list = std::get_if<ArgList>(&a->value.v);
-  if (list == nullptr || (list->size() != rank && list->size() != 1)) return std::nullopt;
-  Shape out;
-  for (std::size_t k = 0; k < rank; ++k) {
-    const auto* i = std::get_if<int64_t>(&(*list)[list->size() == 1 ? 0 : k].v);
-    if (i == nullptr) return std::nullopt;
-    out.push_back(*i);
-  }
-  return out;
-}
 
 std::optional<CallWork> convolution(const OpCall& call) {
   const TensorSpec *in = tensor(call, "input"), *w = tensor(call, "weight"), *bias = tensor(call, "bias");
@@ -97,7 +62,8 @@ CallWork product(double batch, double m, double k, double n, const std::vector<c
   return work;
 }
 
-std::optional<CallWork> matmul(const OpCall& call, std::string_view name) {
+std::optional<CallWork> matmul(const OpCall& call) {
+  const std::string_view name = call.op;
   if (name == "aten::mm" || name == "aten::bmm" || name == "aten::addmm") {
     const bool add = name == "aten::addmm";
     const TensorSpec *a = tensor(call, add ? "mat1" : "self"), *b = tensor(call, add ? "mat2" : "mat2");
@@ -116,25 +82,12 @@ std::optional<CallWork> matmul(const OpCall& call, std::string_view name) {
   return product(1, m, k, double(w->shape[0]), {in, w}, tensor(call, "bias"), in->dtype);
 }
 
-// The pointwise operators counted: one operation per output element.
-constexpr std::array<std::string_view, 20> kElementwise = {
-    "aten::add",     "aten::sub",  "aten::mul",   "aten::div",   "aten::relu",      "aten::gelu",  "aten::silu",
-    "aten::sigmoid", "aten::tanh", "aten::exp",   "aten::neg",   "aten::sqrt",      "aten::rsqrt", "aten::abs",
-    "aten::add_",    "aten::mul_", "aten::relu_", "aten::silu_", "aten::threshold", "aten::pow"};
+}  // namespace
 
-// NumPy's broadcasting of two shapes; nullopt where they do not broadcast.
-std::optional<Shape> broadcast(const Shape& a, const Shape& b) {
-  Shape out(std::max(a.size(), b.size()));
-  for (std::size_t k = 0; k < out.size(); ++k) {
-    const int64_t x = k < out.size() - a.size() ? 1 : a[k - (out.size() - a.size())];
-    const int64_t y = k < out.size() - b.size() ? 1 : b[k - (out.size() - b.size())];
-    if (x != y && x != 1 && y != 1) return std::nullopt;
-    out[k] = x == 1 ? y : x;
-  }
-  return out;
-}
+namespace call_work_families {
 
-std::optional<CallWork> elementwise(const OpCall& call) {
+// One operation per output element.
+std::optional<CallWork> count_elementwise(const OpCall& call) {
   std::vector<const TensorSpec*> inputs;
   for (const auto& a : call.args)
     if (const auto* t = std::get_if<TensorSpec>(&a.value.v)) inputs.push_back(t);
@@ -152,6 +105,55 @@ std::optional<CallWork> elementwise(const OpCall& call) {
   return work;
 }
 
+namespace {
+
+using F = OpFamily;
+constexpr CountedOperator kCompute[] = {
+    {"aten::conv1d", F::kConvolution, convolution},
+    {"aten::conv2d", F::kConvolution, convolution},
+    {"aten::conv3d", F::kConvolution, convolution},
+    {"aten::mm", F::kMatmul, matmul},
+    {"aten::bmm", F::kMatmul, matmul},
+    {"aten::addmm", F::kMatmul, matmul},
+    {"aten::linear", F::kMatmul, matmul},
+    {"aten::add", F::kElementwise, count_elementwise},
+    {"aten::sub", F::kElementwise, count_elementwise},
+    {"aten::mul", F::kElementwise, count_elementwise},
+    {"aten::div", F::kElementwise, count_elementwise},
+    {"aten::relu", F::kElementwise, count_elementwise},
+    {"aten::gelu", F::kElementwise, count_elementwise},
+    {"aten::silu", F::kElementwise, count_elementwise},
+    {"aten::sigmoid", F::kElementwise, count_elementwise},
+    {"aten::tanh", F::kElementwise, count_elementwise},
+    {"aten::exp", F::kElementwise, count_elementwise},
+    {"aten::neg", F::kElementwise, count_elementwise},
+    {"aten::sqrt", F::kElementwise, count_elementwise},
+    {"aten::rsqrt", F::kElementwise, count_elementwise},
+    {"aten::abs", F::kElementwise, count_elementwise},
+    {"aten::add_", F::kElementwise, count_elementwise},
+    {"aten::mul_", F::kElementwise, count_elementwise},
+    {"aten::relu_", F::kElementwise, count_elementwise},
+    {"aten::silu_", F::kElementwise, count_elementwise},
+    {"aten::threshold", F::kElementwise, count_elementwise},
+    {"aten::pow", F::kElementwise, count_elementwise},
+};
+
+}  // namespace
+
+std::span<const CountedOperator> compute_operators() { return kCompute; }
+
+}  // namespace call_work_families
+
+namespace {
+
+const CountedOperator* counted(std::string_view op) {
+  for (const auto table : {call_work_families::compute_operators(), call_work_families::layer_operators(),
+                           call_work_families::movement_operators()})
+    for (const CountedOperator& c : table)
+      if (c.op == op) return &c;
+  return nullptr;
+}
+
 }  // namespace
 
 std::string_view family_name(OpFamily family) {
@@ -162,17 +164,25 @@ std::string_view family_name(OpFamily family) {
       return "matmul";
     case OpFamily::kElementwise:
       return "elementwise";
+    case OpFamily::kAttention:
+      return "attention";
+    case OpFamily::kNormalization:
+      return "normalization";
+    case OpFamily::kReduction:
+      return "reduction";
+    case OpFamily::kPooling:
+      return "pooling";
+    case OpFamily::kEmbedding:
+      return "embedding";
+    case OpFamily::kDataMovement:
+      return "data_movement";
   }
   return "other";
 }
 
 std::optional<CallWork> call_work(const OpCall& call) {
-  const std::string_view name = call.op;
-  if (name == "aten::conv1d" || name == "aten::conv2d" || name == "aten::conv3d") return convolution(call);
-  if (name == "aten::mm" || name == "aten::bmm" || name == "aten::addmm" || name == "aten::linear")
-    return matmul(call, name);
-  if (std::find(kElementwise.begin(), kElementwise.end(), name) != kElementwise.end()) return elementwise(call);
-  return std::nullopt;
+  const CountedOperator* c = counted(call.op);
+  return c == nullptr ? std::nullopt : c->count(call);
 }
 
 std::optional<CallWork> call_work(std::string_view op, std::string_view args) {
@@ -181,6 +191,19 @@ std::optional<CallWork> call_work(std::string_view op, std::string_view args) {
   } catch (const std::exception&) {  // ParseError, invalid_argument: not a call it can count
     return std::nullopt;
   }
+}
+
+std::vector<std::string_view> counted_operators() {
+  std::vector<std::string_view> out;
+  for (const auto table : {call_work_families::compute_operators(), call_work_families::layer_operators(),
+                           call_work_families::movement_operators()})
+    for (const CountedOperator& c : table) out.push_back(c.op);
+  return out;
+}
+
+std::optional<OpFamily> family_of(std::string_view op) {
+  const CountedOperator* c = counted(op);
+  return c == nullptr ? std::nullopt : std::optional<OpFamily>(c->family);
 }
 
 }  // namespace opcost

@@ -29,6 +29,8 @@ struct OpCost {
   // Not empty: the stored row's arguments, which differ from the call's only in floating-point
   // scalar values (core/predict/float_scalar_match.h); the row was used for want of an exact one.
   std::string matched_args;
+  // Not measured: estimated by the cost model (docs/estimate.md); its interval is the model's.
+  bool estimated = false;
 };
 OpCost op_cost_from(const Measurement& m, bool on_gpu);
 
@@ -84,6 +86,8 @@ struct Prediction {
   std::vector<FloatScalarMatch> matched_ignoring_float_scalars;
   std::vector<PredictedRow> layers, ops;  // sorted by time, largest first
   std::vector<std::string> flagged;       // signatures whose measurement was flagged
+  std::vector<std::string> estimated;     // signatures estimated by the cost model, not measured
+  std::size_t estimated_outside_fit = 0;  // of them, those outside the fit's data (extrapolated)
   std::size_t from_other_board = 0;       // signatures measured on another board (PredictionInputs::gpu_uuid)
   // Of energy_mJ, what operators measured at the power cap in their own loops contribute
   // (their flag names sw_power_cap), and how many signatures: a step that stays below the cap

@@ -1,0 +1,106 @@
+// `opcost estimate OP ARGS...`: the cost of a call never measured, from the cost model fitted
+// from the database (`opcost fit`): each figure with its interval, marked estimated, and where
+// the call lies outside the rows the model was fitted on. Nothing is stored.
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/command.h"
+#include "cli/commands/factories.h"
+#include "cli/exit_codes.h"
+#include "core/estimate/cost_model.h"
+#include "core/io/input_file.h"
+#include "core/io/output_file.h"
+#include "core/spec/spec_file.h"
+#include "core/store/cost_model_store.h"
+#include "core/store/database.h"
+#include "core/text/text.h"
+
+namespace opcost {
+
+namespace {
+
+std::string with_interval(double v, double lo, double hi, const char* unit, double coverage) {
+  return fmt::format("{:.4g} {}  [{:.4g}, {:.4g}] ({:.0f}% interval)", v, unit, lo, hi, 100 * coverage);
+}
+
+class EstimateCommand : public Command {
+ public:
+  void add_options(CLI::App& cmd) override {
+    cmd.add_option("op", op_, "operator, e.g. aten::conv2d")->required();
+    cmd.add_option("args", args_, "arguments as name=value: input=bf16[64,256,28,28] weight=bf16[512,256,3,3]");
+    cmd.add_option("--gpu", gpu_, "the GPU, by its rows' device name (default: the model's only GPU)");
+    cmd.add_option("--cache", cache_, "warm or cold, as measured")->check(CLI::IsMember({"warm", "cold"}));
+    cmd.add_option("--model", model_,
+                   "a cost model file (python -m opcost fit -o FILE); default: the newest stored in --db");
+    cmd.add_flag("--json", json_, "the estimate as JSON (marked \"estimated\": true)");
+  }
+
+  int run(const CommandContext& context) override {
+    std::string text, source;
+    if (!model_.empty()) {
+      text = read_text_file(model_, "--model", kCostModelMaxBytes);
+      source = model_;
+    } else {
+      if (!Database::exists(context.db))
+        throw std::invalid_argument(
+            fmt::format("--db {}: no database there; fit a cost model first (opcost fit --db "
+                        "DB) or give one (--model FILE)",
+                        display_location(context.db)));
+      Database db(context.db, Database::Access::kReadOnly);
+      const auto stored = latest_cost_model(db);
+      if (!stored)
+        throw std::invalid_argument(
+            fmt::format("--db {}: no cost model stored; fit one first (opcost fit) or give "
+                        "one (--model FILE)",
+                        display_location(context.db)));
+      text = stored->model_json;
+      source = fmt::format("{} (cost model {}, {})", display_location(context.db), stored->id, stored->created_at);
+    }
+    const CostModel model = CostModel::from_text(text, source);
+    std::string gpu = gpu_;
+    if (gpu.empty()) {
+      if (model.gpus().size() != 1) {
+        std::vector<std::string> names;
+        for (const auto& [name, p] : model.gpus()) names.push_back(name);
+        throw std::invalid_argument(fmt::format("--gpu: the cost model knows {}: name one", fmt::join(names, ", ")));
+      }
+      gpu = model.gpus().begin()->first;
+    }
+    const OpCall call = parse_call(op_, args_);
+    const CostEstimate e = model.estimate(call, cache_, gpu);
+    if (json_) {
+      fmt::print("{}\n", estimate_document(call, gpu, e).dump(2));
+      check_stdout();
+      return kExitSuccess;
+    }
+    fmt::print("{} {} on {}, {} cache: estimated, not measured ({}; {} family)\n", call.display_name(),
+               format_args(call.args), gpu, cache_, source, e.family);
+    fmt::print("  time    {}\n", with_interval(e.time_us, e.time_low_us, e.time_high_us, "us", e.coverage));
+    // Energy and power are fitted apart: a model may give either without the other.
+    const std::string power = e.power_W ? fmt::format("   (power {:.4g} W)", *e.power_W) : "";
+    if (e.energy_mJ)
+      fmt::print("  energy  {}{}\n", with_interval(*e.energy_mJ, *e.energy_low_mJ, *e.energy_high_mJ, "mJ", e.coverage),
+                 power);
+    else
+      fmt::print("  energy  none: {}\n", e.notes.empty() ? fmt::format("the model's {} rows had no energy", e.family)
+                                                         : std::string("see the note below"));
+    if (e.host_us) fmt::print("  host    {:.4g} us a call\n", *e.host_us);
+    for (const auto& note : e.notes) fmt::print("  note: {}\n", note);
+    if (!e.out_of_range.empty())
+      fmt::print("  out of the fit's data, so an extrapolation: {}\n", fmt::join(e.out_of_range, "; "));
+    check_stdout();
+    return kExitSuccess;
+  }
+
+ private:
+  std::string op_, gpu_, cache_ = "warm", model_;
+  std::vector<std::string> args_;
+  bool json_ = false;
+};
+
+}  // namespace
+
+std::unique_ptr<Command> make_estimate_command() { return std::make_unique<EstimateCommand>(); }
+
+}  // namespace opcost

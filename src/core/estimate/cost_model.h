@@ -1,0 +1,94 @@
+#pragma once
+// A fitted cost model (issue 26): per operator family, gradient-boosted regression trees for a
+// call's time, energy, power and host time, fitted by `python -m opcost fit` (scikit-learn) from the
+// database's measurements and stored as JSON (its trees' arrays, the GPUs' achieved rates, the
+// data's hash, the held-out errors, and the features' ranges). Here it is read back, checked as
+// hostile input, and evaluated: an estimate, with its interval, and the reasons it may be out of
+// its depth. Estimates are never measurements: nothing here writes a row. Torch-free.
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/estimate/cost_features.h"
+#include "core/estimate/gpu_profile.h"
+#include "core/spec/op_call.h"
+
+namespace opcost {
+
+// One regression tree as scikit-learn stores it: node k splits on feature[k] at threshold[k]
+// (left when the value, as a float32, is ≤ the threshold), a leaf has left[k] = -1.
+struct RegressionTree {
+  std::vector<int> feature, left, right;
+  std::vector<double> threshold, value;
+  double evaluate(const std::vector<double>& x) const;
+};
+
+// scikit-learn's GradientBoostingRegressor: init + learning_rate · Σ trees, in log space.
+struct BoostedTrees {
+  double init = 0, learning_rate = 0;
+  std::vector<RegressionTree> trees;
+  double evaluate(const std::vector<double>& x) const;
+};
+
+// A target's fitted trees and what its held-out configurations said of them.
+struct TargetModel {
+  BoostedTrees trees;
+  double interval_log_halfwidth = 0;               // the conformal quantile of |log residual| at `coverage`
+  double median_abs_error = 0, p90_abs_error = 0;  // held out, as fractions
+  std::size_t n_test = 0;
+};
+
+struct FamilyModel {
+  std::vector<std::string> ops;                   // the operators its rows had
+  std::vector<std::pair<double, double>> ranges;  // each feature's [min, max] in its rows
+  std::size_t n_train = 0;
+  std::map<std::string, TargetModel> targets;  // "time" always; "energy", "power", "host" where rows had them
+};
+
+// An estimate: figures, each with its interval at the model's coverage, and why to doubt it.
+struct CostEstimate {
+  std::string family;
+  double time_us = 0, time_low_us = 0, time_high_us = 0;
+  std::optional<double> energy_mJ, energy_low_mJ, energy_high_mJ, power_W;
+  std::optional<double> host_us;
+  double coverage = 0;                    // the intervals' coverage (0.9)
+  std::vector<std::string> out_of_range;  // where the call lies outside the fit's data
+  std::vector<std::string> notes;         // where a figure stands on less (cost_features' notes)
+};
+
+class CostModel {
+ public:
+  // Throws std::invalid_argument naming the place of the first thing that is wrong (a model of
+  // another format or feature set, an index out of its tree, a non-finite number).
+  static CostModel from_json(const nlohmann::json& j);
+  static CostModel from_text(std::string_view text, const std::string& source);
+
+  // Throws std::invalid_argument when the call's work has no figure (an operator not counted),
+  // its family has no model, or the GPU is not one the fit read rates of; else an estimate.
+  CostEstimate estimate(const OpCall& call, std::string_view cache_mode, const std::string& gpu) const;
+
+  const std::map<std::string, GpuProfile>& gpus() const { return gpus_; }
+  const std::map<std::string, FamilyModel>& families() const { return families_; }
+  const std::string& data_hash() const { return data_hash_; }
+  double coverage() const { return coverage_; }
+
+ private:
+  std::map<std::string, GpuProfile> gpus_;
+  std::map<std::string, FamilyModel> families_;
+  std::string data_hash_;
+  double coverage_ = 0.9;
+};
+
+// An estimate as the command line's --json and Python's dict give it: marked "estimated", with
+// the call, the GPU, each figure's interval and the out-of-range reasons.
+nlohmann::json estimate_document(const OpCall& call, const std::string& gpu, const CostEstimate& e);
+
+// The cost model's JSON's format name and the largest text read (a hostile file is refused
+// before it is parsed).
+inline constexpr const char* kCostModelFormat = "opcost-cost-model";
+inline constexpr std::size_t kCostModelMaxBytes = std::size_t(256) << 20;
+
+}  // namespace opcost

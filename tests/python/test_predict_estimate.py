@@ -1,0 +1,127 @@
+"""predict --estimate (issue 26): a whole model predicted where the database has none of its
+signatures, every countable one estimated by a cost model fitted from this CPU's own rows. The
+estimates are marked in the result (JSON, text, Python), enter the step's interval, are never
+stored, and a call the model cannot answer stays missing (validate measures it). Run on the CPU:
+the rows are measured here, so their device name is this machine's, as the model must know it.
+Accuracy is not asserted (CPU loops of a few ms on a shared CI machine); the plumbing is.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("sklearn", reason="the cost model's fit needs scikit-learn (pip install 'opcost[fit]')")
+
+import torch  # noqa: E402
+
+import opcost  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[2]
+OPCOST_BIN = os.environ.get("OPCOST_BIN", str(REPO / "build" / "opcost"))
+# Two small grids, 9 and 12 configurations (a family needs 8): the linear layers and ReLUs of
+# the model below, at other sizes than its own, so that none of its signatures is measured.
+GRIDS = {
+    "linear.yaml": """name: cpu-linear
+op: aten::linear
+args: {input: "f32[{b},{k}]", weight: "f32[{n},{k}]", bias: "f32[{n}]"}
+axes: {b: [1, 8, 32], k: [64, 256, 512], n: [32, 128, 256]}
+where: "b * k * n <= 2000000"
+""",
+    "relu.yaml": """name: cpu-relu
+op: aten::relu
+args: {self: "f32[{b},{n}]"}
+axes: {b: [1, 8, 32], n: [128, 512, 1024, 4096]}
+""",
+}
+
+
+def _run(args, **kwargs):
+    return subprocess.run([str(a) for a in args], capture_output=True, text=True, timeout=300, **kwargs)
+
+
+def _count(db: Path, table: str) -> int:
+    with sqlite3.connect(db) as c:
+        return c.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0]
+
+
+def _model() -> torch.nn.Module:
+    torch.manual_seed(0)
+    return torch.nn.Sequential(torch.nn.Linear(200, 100), torch.nn.ReLU(), torch.nn.Linear(100, 50)).eval()
+
+
+@pytest.fixture(scope="module")
+def fitted_db(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("estimate")
+    db = folder / "cpu.db"
+    env = dict(os.environ, OPCOST_DB=str(db))
+    for name, text in GRIDS.items():
+        (folder / name).write_text(text)
+        swept = _run([OPCOST_BIN, "sweep", folder / name, "--device", "cpu", "--no-energy", "--max-time", "0.02"],
+                     env=env)
+        assert swept.returncode == 0, swept.stderr
+    fit = opcost.fit(db=str(db))
+    assert {f.family for f in fit.families} == {"matmul", "elementwise"}
+    return db
+
+
+def test_a_model_none_of_whose_signatures_is_measured_is_predicted_from_estimates(fitted_db):
+    rows_before, models_before = _count(fitted_db, "measurements"), _count(fitted_db, "cost_models")
+    x = torch.randn(4, 200)
+    without = opcost.predict(_model(), x, db=str(fitted_db))
+    assert not without.complete and without.estimated == []
+
+    p = opcost.predict(_model(), x, db=str(fitted_db), estimate=True)
+    assert p.complete, p.missing
+    # The two linear layers and the ReLU, none of them measured at these sizes.
+    assert len(p.estimated) == 3, p.estimated
+    assert all(s.startswith(("aten::linear", "aten::relu")) for s in p.estimated)
+    assert p.time_us > 0 and p.time_ci95_us > 0  # the estimates' intervals enter the step's
+    assert p._doc["estimated"]["count"] == 3
+    # Estimates are never stored: no row, and the model is the one fitted.
+    assert _count(fitted_db, "measurements") == rows_before
+    assert _count(fitted_db, "cost_models") == models_before
+
+
+def test_the_command_line_marks_the_estimates_and_refuses_without_a_model(fitted_db, tmp_path):
+    model = torch.jit.trace(_model(), torch.randn(2, 200))
+    path = tmp_path / "mlp.pt"
+    model.save(str(path))
+    args = [OPCOST_BIN, "predict", path, "--input", "f32[2,200]", "--device", "cpu", "--db", fitted_db]
+    text = _run([*args, "--estimate"])
+    assert text.returncode == 0, text.stderr
+    assert "3 signatures were estimated by the cost model, not measured" in text.stdout
+    as_json = json.loads(_run([*args, "--estimate", "--json"]).stdout)
+    assert as_json["estimated"]["count"] == 3 and as_json["complete"]
+    assert as_json["settings"]["estimate"] in (True, "true", "True")
+
+    empty = tmp_path / "empty.db"
+    assert _run([OPCOST_BIN, "measure", "aten::relu", "self=f32[8]", "--device", "cpu", "--no-energy",
+                 "--max-time", "0.01", "--db", empty]).returncode == 0
+    refused = _run([OPCOST_BIN, "predict", path, "--input", "f32[2,200]", "--device", "cpu", "--db", empty,
+                    "--estimate"])
+    assert refused.returncode == 2
+    lines = refused.stderr.strip().splitlines()
+    assert len(lines) == 1 and "--estimate" in lines[0] and "opcost fit" in lines[0], refused.stderr
+
+
+def test_validate_measures_only_what_the_model_cannot_estimate(fitted_db):
+    # A softmax is in no family the model has: validate measures it; the rest are estimated.
+    model = torch.nn.Sequential(torch.nn.Linear(200, 100), torch.nn.Softmax(dim=-1)).eval()
+    with sqlite3.connect(fitted_db) as c:
+        rows_before = c.execute("SELECT MAX(id) FROM measurements").fetchone()[0]
+    v = opcost.validate(model, torch.randn(4, 200), db=str(fitted_db), estimate=True, max_time=0.02,
+                        step_max_time=0.05, energy=False)
+    assert v.complete
+    assert len(v.estimated) == 1 and v.estimated[0].startswith("aten::linear")
+    # Stored: the measured softmax and the whole step's measurements; never an estimate.
+    with sqlite3.connect(fitted_db) as c:
+        new = [op for (op,) in c.execute("SELECT op FROM measurements WHERE id > ?", (rows_before,))]
+    assert "aten::softmax" in new and "aten::linear" not in new, new
+    assert all(op in ("aten::softmax", "model::Sequential") for op in new), new
