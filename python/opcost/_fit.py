@@ -28,17 +28,16 @@ import json
 import math
 import os
 import re
-import sys
-import tempfile
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence
 
 from . import _core
+from ._export import export_rows
 
 COVERAGE = 0.95  # the intervals', as every other interval opcost gives
 MIN_CONFIGURATIONS = 8  # fewer distinct configurations in a family: no model (its errors would mean nothing)
 FOLDS = 5
-# Small trees, many of them, a slow rate: steady on a few hundred rows, and a few hundred KB of JSON.
+# Small trees, many of them, a slow rate: steady on a few hundred rows; about 100 KB of JSON a target.
 BOOSTING = dict(n_estimators=200, max_depth=3, learning_rate=0.05, subsample=1.0, random_state=0)
 TIME_FLOOR_US = _core.TIME_FLOOR_US  # cost_features.h: the base time is roofline + this
 _DATA_MODIFIER = re.compile(r":(zeros|range)\[[^\]]*\]")
@@ -74,24 +73,8 @@ def rows_from_csv(path: str | os.PathLike) -> List[Dict[str, str]]:
 
 
 def rows_from_db(db: str) -> List[Dict[str, str]]:
-    """Every row of a database, through the command line's own export, run in this process (the
-    database, a URL perhaps with its password, never on a command line another user sees)."""
-    with tempfile.TemporaryDirectory(prefix="opcost-fit-") as folder:
-        out, log_path = os.path.join(folder, "rows.csv"), os.path.join(folder, "stderr.txt")
-        sys.stderr.flush()
-        saved = os.dup(2)
-        try:
-            with open(log_path, "w") as log_file:
-                os.dup2(log_file.fileno(), 2)
-                rc = _core.run_command_line(["--db", db, "db", "export", "--csv", "-o", out])
-        finally:
-            os.dup2(saved, 2)
-            os.close(saved)
-        if rc != 0:
-            with open(log_path, errors="replace") as f:
-                why = " ".join(f.read(2000).split()).removeprefix("opcost: error: ")
-            raise FitError(f"the database's rows could not be read: {why}")
-        return rows_from_csv(out)
+    """Every row of a database, as `opcost db export --csv` gives them."""
+    return export_rows(db, ["--csv"], rows_from_csv, f"{display_location(db)}: the rows")
 
 
 @dataclass
@@ -275,9 +258,13 @@ def _fit_target(X: List[List[float]], y: List[float], groups: List[str]) -> tupl
     return _export_trees(final), [float(v) for v in predicted - ya]
 
 
-def _data_hash(rows: List[_Row]) -> str:
-    lines = sorted(f"{r.op}\t{r.args}\t{r.device}\t{r.cache_mode}\t{r.time_us!r}\t{r.energy_mJ!r}\t{r.host_us!r}"
+def _data_hash(rows: List[_Row], options: Dict[str, Any]) -> str:
+    """What the fit read: every usable row (the other GPUs' too: they set the rates), each by every
+    field the fit uses, and the fit's own options."""
+    lines = sorted("\t".join(repr(v) for v in (r.op, r.args, r.device, r.cache_mode, r.dtype, r.time_us, r.energy_mJ,
+                                                r.host_us, r.power_W, r.idle_W, r.calibration))
                    for r in rows)
+    lines.append(json.dumps(options, sort_keys=True))
     return "sha256:" + hashlib.sha256("\n".join(lines).encode()).hexdigest()
 
 
@@ -411,7 +398,7 @@ def fit_rows(raw_rows: Sequence[Dict[str, str]], *, train_gpus: Optional[Sequenc
     if not fits:
         raise FitError("no family has enough configurations to fit: " +
                        "; ".join(f"{f}: {why}" for f, why in skipped.items()))
-    data_hash = _data_hash(train)
+    data_hash = _data_hash(rows, {"train_gpus": sorted(train_gpus or []), "coverage": coverage})
     model = {"format": "opcost-cost-model", "version": 1, "features_version": _core.COST_FEATURES_VERSION,
              "features": names, "coverage": coverage, "time_floor_us": TIME_FLOOR_US, "data_hash": data_hash,
              "created_at": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
@@ -442,9 +429,13 @@ def fit(db: Optional[str | os.PathLike] = None, *, csv_files: Sequence[str | os.
     and ``csv_files`` of ``opcost db export --csv``; store it in the database's cost_models table
     (``store``; never among the measurements) and write it to ``output``. Estimates made from it
     are marked estimated."""
-    db = str(db) if db is not None else _core.default_db_path()
+    given_db = db is not None
+    db = str(db) if given_db else _core.default_db_path()
     raw: List[Dict[str, str]] = []
-    if _core.database_exists(db):
+    db_exists = _core.database_exists(db)
+    # Rows from CSV files alone make no database at the default location: only one given or there.
+    store = store and (given_db or db_exists)
+    if db_exists:
         raw += rows_from_db(db)
     elif not csv_files:
         raise FitError(f"{display_location(db)}: no database there; measure first (opcost sweep) or give rows "
@@ -462,11 +453,15 @@ def fit(db: Optional[str | os.PathLike] = None, *, csv_files: Sequence[str | os.
     return result
 
 
-def load_model(db: Optional[str] = None, model: Optional[str | os.PathLike] = None):
-    """The cost model of a file (``model``), else the newest one stored in ``db``."""
-    if model is not None:
-        with open(model) as f:
-            return _core.CostModel.from_text(f.read(), str(model))
+MODEL_MAX_CHARS = 64 << 20  # a hostile file is not read whole: the command line's bound on input files
+
+
+def load_model(db: Optional[str] = None, cost_model: Optional[str | os.PathLike] = None):
+    """The cost model of a file (``cost_model``), else the newest one stored in ``db``."""
+    if cost_model is not None:
+        with open(cost_model) as f:
+            text = f.read(MODEL_MAX_CHARS + 1)  # the C++ reader refuses a larger one, naming the bound
+        return _core.CostModel.from_text(text, str(cost_model))
     db = str(db) if db is not None else _core.default_db_path()
     stored = _core.latest_cost_model(db)
     shown = display_location(db)  # a URL's password in no message
@@ -476,12 +471,14 @@ def load_model(db: Optional[str] = None, model: Optional[str | os.PathLike] = No
 
 
 def estimate(op: str, args: str = "", *, gpu: Optional[str] = None, db: Optional[str] = None,
-             model: Optional[str | os.PathLike] = None, cache: str = "warm") -> Dict[str, Any]:
+             cost_model: Optional[str | os.PathLike] = None, cache: str = "warm") -> Dict[str, Any]:
     """The estimated cost of a call never measured (``aten::conv2d``, ``"input=bf16[64,256,28,28]
     weight=bf16[512,256,3,3]"``) on ``gpu`` (the model's only GPU when it knows one): a dict marked
     ``estimated``, each figure with its interval, and ``out_of_range`` where the call lies outside
     the rows the model was fitted on."""
-    m = load_model(db, model)
+    if cache not in ("warm", "cold"):
+        raise ValueError(f"cache={cache!r}: use 'warm' or 'cold', as the rows were measured")
+    m = load_model(db, cost_model)
     if gpu is None:
         if len(m.gpus) != 1:
             raise ValueError(f"gpu=: the model knows {', '.join(m.gpus)}; name one")

@@ -7,12 +7,12 @@ import json
 import logging
 import os
 import sys
-import tempfile
 import time
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, TextIO, Tuple
 
 from . import _core
+from ._export import export_rows
 from ._api import _db_path, _registry_defaults, _registry_options
 
 log = logging.getLogger("opcost")
@@ -191,25 +191,12 @@ def sweep(path: str | os.PathLike, *, db: Optional[str] = None, device: str = _S
 
 
 def _export_rows(db: str, sweep_name: str) -> List[Dict[str, Any]]:
-    """The command line's own export, run in this process (the database never on a command line
-    another user sees), into a temporary file; its note on standard error is kept for an error."""
-    with tempfile.TemporaryDirectory(prefix="opcost-export-") as folder:
-        out, log_path = os.path.join(folder, "rows.json"), os.path.join(folder, "stderr.txt")
-        sys.stderr.flush()
-        saved = os.dup(2)
-        try:
-            with open(log_path, "w") as log_file:
-                os.dup2(log_file.fileno(), 2)
-                rc = _core.run_command_line(["--db", db, "db", "export", "--json", "--sweep", sweep_name, "-o", out])
-        finally:
-            os.dup2(saved, 2)
-            os.close(saved)
-        if rc != 0:
-            with open(log_path, errors="replace") as f:
-                why = " ".join(f.read(2000).split()).removeprefix("opcost: error: ")
-            raise RuntimeError(f"sweep {sweep_name!r}: its rows could not be exported: {why}")
-        with open(out) as f:
+    """The sweep's rows, as `opcost db export --json --sweep NAME` gives them."""
+    def read(path: str) -> List[Dict[str, Any]]:
+        with open(path) as f:
             return json.load(f)
+
+    return export_rows(db, ["--json", "--sweep", sweep_name], read, f"sweep {sweep_name!r}: its rows")
 
 
 def sweep_status(path: str | os.PathLike, *, db: Optional[str] = None, device: str = _SWEEP["device"],

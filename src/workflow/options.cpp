@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <filesystem>
 #include <limits>
 
 #include "core/spec/arg_value.h"
@@ -32,6 +33,16 @@ std::string canonical_cache_mode(std::string_view text) { return to_string(parse
 std::string canonical_predict_cache(std::string_view text) {
   if (text == "auto" || text == "warm" || text == "cold") return std::string(text);
   throw std::invalid_argument(fmt::format("unknown cache '{}' (use auto, warm or cold)", echoed(text)));
+}
+// --cost-model: a file that is there ("" : the newest model stored in the database). Read and
+// checked as a model when the prediction starts (workflow/predict_estimates.h).
+std::string canonical_cost_model_path(std::string_view text) {
+  std::error_code ec;
+  if (text.empty() || std::filesystem::is_regular_file(std::string(text), ec)) return std::string(text);
+  throw std::invalid_argument(
+      fmt::format("no cost model file '{}' (give the file `opcost fit -o FILE` wrote, or leave it out for the "
+                  "newest model stored in the database)",
+                  echoed(text)));
 }
 std::string canonical_energy_graphs(std::string_view text) {
   if (text == kEnergyGraphsAuto || text == kEnergyGraphsOff) return std::string(text);
@@ -270,7 +281,7 @@ std::vector<PredictOptionSpec> make_predict_specs() {
   add(
       text_info("cost_model", "--cost-model",
                 "with --estimate: a cost model file (opcost fit -o FILE); default: the newest stored in the database",
-                {}, nullptr, kPredicting),
+                {}, &canonical_cost_model_path, kPredicting),
       [](const PredictOptions& o) { return OptionValue(o.cost_model); },
       [](PredictOptions& o, const OptionValue& v) { o.cost_model = text_of(v); });
   add(

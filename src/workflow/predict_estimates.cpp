@@ -3,8 +3,9 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
+
 #include "core/estimate/call_work.h"
-#include "core/io/input_file.h"
 #include "core/spec/spec_file.h"
 #include "core/store/cost_model_store.h"
 #include "core/store/database.h"
@@ -41,7 +42,7 @@ std::optional<Measurement> EstimatingCosts::estimated(const InventoryEntry& e, c
       m.energy.available = true;
       m.energy.source = "no-device-work";
     } else {
-      m.energy.unavailable_reason = fmt::format("the cost model has no energy for the {} family", est.family);
+      m.energy.unavailable_reason = est.energy_unavailable;
     }
     return m;
   }
@@ -59,41 +60,31 @@ std::optional<Measurement> EstimatingCosts::estimated(const InventoryEntry& e, c
     j.ci95_low = *est.energy_low_mJ;
     j.ci95_high = *est.energy_high_mJ;
     m.energy.power_W = est.power_W.value_or(0);
-    m.energy.wall_us_per_call = est.time_us;
+    // The energy was fitted as rows measure it: over the loop's wall time per call, which a
+    // host-bound call's host time sets (the prediction takes the gap power of that wall out).
+    m.energy.wall_us_per_call = std::max(est.time_us, est.host_us.value_or(0));
   } else {
-    m.energy.unavailable_reason = est.notes.empty()
-                                      ? fmt::format("the cost model has no energy for the {} family", est.family)
-                                      : est.notes.front();
+    m.energy.unavailable_reason = est.energy_unavailable;
   }
   if (!est.out_of_range.empty()) m.flags.push_back("estimated outside the fit's data");
   return m;
 }
 
 CostModel cost_model_for(const PredictOptions& o, Database* db, const std::string& gpu) {
-  std::string text, source;
-  if (!o.cost_model.empty()) {
-    text = read_text_file(o.cost_model, "--cost-model", kCostModelMaxBytes);
-    source = o.cost_model;
-  } else {
-    const auto stored = db ? latest_cost_model(*db) : std::nullopt;
-    if (!stored)
-      throw std::invalid_argument(
-          fmt::format("--estimate: {} has no cost model; fit one (opcost fit --db {}) or "
-                      "give one (--cost-model FILE)",
-                      display_location(o.db), display_location(o.db)));
-    text = stored->model_json;
-    source = fmt::format("{} (cost model {})", display_location(o.db), stored->id);
+  std::optional<LoadedCostModel> loaded;
+  try {
+    loaded.emplace(load_cost_model(o.cost_model, db, o.db, "--cost-model"));
+  } catch (const std::invalid_argument& e) {
+    if (!o.cost_model.empty()) throw;  // the file's own error names it
+    throw std::invalid_argument(fmt::format("--estimate: {}", e.what()));
   }
-  CostModel model = CostModel::from_text(text, source);
-  if (!model.gpus().count(gpu)) {
-    std::vector<std::string> known;
-    for (const auto& [name, p] : model.gpus()) known.push_back(name);
+  auto& [model, source] = *loaded;
+  if (!model.gpus().count(gpu))
     throw std::invalid_argument(fmt::format(
         "--estimate: the cost model of {} knows the rates of {} only, not of {}; sweep the calibration grids here "
         "(bench/grids/fit/calibrate-*.yaml) and refit",
-        source, fmt::join(known, ", "), gpu));
-  }
-  return model;
+        source, fmt::join(model.gpu_names(), ", "), gpu));
+  return std::move(model);
 }
 
 }  // namespace opcost

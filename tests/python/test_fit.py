@@ -333,7 +333,7 @@ def test_energy_and_power_are_each_estimated_without_the_other(calibrated_fit, t
             del family["targets"][dropped]
         path = tmp_path / f"no-{dropped}.json"
         path.write_text(json.dumps(model))
-        e = _fit.estimate("aten::mm", MM_4096, model=path)
+        e = _fit.estimate("aten::mm", MM_4096, cost_model=path)
         assert e[kept] is not None and e["energy_mJ" if dropped == "energy" else "power_W"] is None
         text = _run([OPCOST_BIN, "estimate", "aten::mm", *MM_4096.split(), "--model", path])
         assert text.returncode == 0, text.stderr
@@ -412,13 +412,13 @@ def test_a_hostile_model_is_refused_in_one_line(fitted, tmp_path):
     assert "\n" not in message
     where = "families.matmul.targets.time.trees[0] node 0"
     assert message.startswith(f"hostile.json: cost model, {where}: child 0"), message
-    # A NaN, as Python's json writes it, is no JSON; through opcost.estimate's model= too.
+    # A NaN, as Python's json writes it, is no JSON; through opcost.estimate's cost_model= too.
     hostile = json.loads(fitted.model_json)
     hostile["coverage"] = float("nan")
     path = tmp_path / "nan.json"
     path.write_text(json.dumps(hostile))
     with pytest.raises(ValueError, match=r"nan\.json: not JSON"):
-        _fit.estimate("aten::mm", MM_1024, model=path)
+        _fit.estimate("aten::mm", MM_1024, cost_model=path)
     # A model fitted relative to another floor, or with a feature's range missing, is refused.
     other_floor = json.loads(fitted.model_json)
     other_floor["time_floor_us"] = 1.0
@@ -451,14 +451,14 @@ def test_opcost_estimate_without_a_model_exits_2_in_one_line(tmp_path, fitted):
     call = [OPCOST_BIN, "estimate", "aten::mm", *MM_1024.split()]
     missing = _run(call + ["--db", tmp_path / "none.db"])
     assert missing.returncode == 2
-    assert "no database there" in _one_line(missing.stderr)
+    assert "has no cost model; fit one (opcost fit" in _one_line(missing.stderr)
     db = tmp_path / "fresh.db"
     measured = _run([OPCOST_BIN, "measure", "aten::relu", "self=f32[64]", "--device", "cpu", "--no-energy",
                      "--max-time", "0.05", "--db", db])
     assert measured.returncode == 0, measured.stderr
     fresh = _run(call + ["--db", db])
     assert fresh.returncode == 2
-    assert "no cost model stored" in _one_line(fresh.stderr)
+    assert "has no cost model; fit one (opcost fit" in _one_line(fresh.stderr)
     with pytest.raises(_fit.FitError, match="no cost model stored; fit one first"):
         _fit.estimate("aten::mm", MM_1024, db=str(db))
     hostile = json.loads(fitted.model_json)

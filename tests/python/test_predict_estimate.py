@@ -12,7 +12,6 @@ import json
 import os
 import sqlite3
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -84,6 +83,10 @@ def test_a_model_none_of_whose_signatures_is_measured_is_predicted_from_estimate
     assert all(s.startswith(("aten::linear", "aten::relu")) for s in p.estimated)
     assert p.time_us > 0 and p.time_ci95_us > 0  # the estimates' intervals enter the step's
     assert p._doc["estimated"]["count"] == 3
+    # Each operator row says how many of its calls were estimated; the step counts them apart.
+    ops = {row["name"]: row for row in p._doc["ops"]}
+    assert all(ops[s]["estimated_calls"] == ops[s]["calls"] for s in p.estimated)
+    assert p._doc["estimated_calls"] == 3
     # Estimates are never stored: no row, and the model is the one fitted.
     assert _count(fitted_db, "measurements") == rows_before
     assert _count(fitted_db, "cost_models") == models_before
@@ -97,6 +100,7 @@ def test_the_command_line_marks_the_estimates_and_refuses_without_a_model(fitted
     text = _run([*args, "--estimate"])
     assert text.returncode == 0, text.stderr
     assert "3 signatures were estimated by the cost model, not measured" in text.stdout
+    assert "calls estimated)" in text.stdout  # the operator rows mark them
     as_json = json.loads(_run([*args, "--estimate", "--json"]).stdout)
     assert as_json["estimated"]["count"] == 3 and as_json["complete"]
     assert as_json["settings"]["estimate"] in (True, "true", "True")

@@ -194,6 +194,12 @@ TEST(CostFeatures, AnOperatorNotCountedHasNoFeatures) {
   EXPECT_FALSE(cost_features(call_of("aten::mm", "self=f32[4,5] mat2=f32[6,7]"), "warm", made_up_gpu()));
 }
 
+TEST(CostFeatures, ACallWhoseFiguresAreNotFiniteHasNoFeatures) {
+  // A linear of zero-width rows: m = 0 / 0 in its work, NaN features that would pass every range
+  // check as false comparisons do; no figure instead.
+  EXPECT_FALSE(cost_features(call_of("aten::linear", "input=bf16[4,0] weight=bf16[5,0]"), "warm", made_up_gpu()));
+}
+
 TEST(CostFeatures, TheBasePowerIsTheRooflineSidesDrawAndIdleForTheFloor) {
   // relu of 1000 bf16: 1000 FLOPs in 2.5 ps, 4000 bytes in 2 ns: memory-bound.
   const auto relu = cost_features(call_of("aten::relu", "self=bf16[1000]"), "warm", made_up_gpu());
@@ -525,7 +531,15 @@ TEST(CostModel, RefusesNumbersThatAreNotFiniteOrInTheirRange) {
   j["families"]["matmul"]["targets"]["time"]["interval_log_halfwidth"] = -0.1;
   why = refusal(j);
   EXPECT_TRUE(contains(why, "families.matmul.targets.time.interval_log_halfwidth")) << why;
-  EXPECT_TRUE(contains(why, "negative")) << why;
+  EXPECT_TRUE(contains(why, "between 0 and 50")) << why;
+  j["families"]["matmul"]["targets"]["time"]["interval_log_halfwidth"] = 51;  // e^51: hostile
+  EXPECT_TRUE(contains(refusal(j), "between 0 and 50"));
+  j = valid_model();
+  j["families"]["matmul"]["targets"]["time"]["init"] = 1e6;  // its exp would be infinite
+  EXPECT_TRUE(contains(refusal(j), "families.matmul.targets.time.init: beyond ±50"));
+  j = valid_model();
+  j["families"]["matmul"]["n_train"] = -3;  // would wrap around as a size
+  EXPECT_TRUE(contains(refusal(j), "families.matmul.n_train: must not be negative"));
   j = valid_model();
   j["coverage"] = 1.5;
   EXPECT_TRUE(contains(refusal(j), "coverage"));

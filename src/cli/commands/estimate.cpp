@@ -2,14 +2,15 @@
 // from the database (`opcost fit`): each figure with its interval, marked estimated, and where
 // the call lies outside the rows the model was fitted on. Nothing is stored.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "cli/command.h"
 #include "cli/commands/factories.h"
 #include "cli/exit_codes.h"
 #include "core/estimate/cost_model.h"
-#include "core/io/input_file.h"
 #include "core/io/output_file.h"
 #include "core/spec/spec_file.h"
 #include "core/store/cost_model_store.h"
@@ -31,33 +32,15 @@ class EstimateCommand : public Command {
     cmd.add_option("args", args_, "arguments as name=value: input=bf16[64,256,28,28] weight=bf16[512,256,3,3]");
     cmd.add_option("--gpu", gpu_, "the GPU, by its rows' device name (default: the model's only GPU)");
     cmd.add_option("--cache", cache_, "warm or cold, as measured")->check(CLI::IsMember({"warm", "cold"}));
-    cmd.add_option("--model", model_,
-                   "a cost model file (python -m opcost fit -o FILE); default: the newest stored in --db");
+    cmd.add_option("--cost-model,--model", model_,
+                   "a cost model file (opcost fit -o FILE); default: the newest stored in --db");
     cmd.add_flag("--json", json_, "the estimate as JSON (marked \"estimated\": true)");
   }
 
   int run(const CommandContext& context) override {
-    std::string text, source;
-    if (!model_.empty()) {
-      text = read_text_file(model_, "--model", kCostModelMaxBytes);
-      source = model_;
-    } else {
-      if (!Database::exists(context.db))
-        throw std::invalid_argument(
-            fmt::format("--db {}: no database there; fit a cost model first (opcost fit --db "
-                        "DB) or give one (--model FILE)",
-                        display_location(context.db)));
-      Database db(context.db, Database::Access::kReadOnly);
-      const auto stored = latest_cost_model(db);
-      if (!stored)
-        throw std::invalid_argument(
-            fmt::format("--db {}: no cost model stored; fit one first (opcost fit) or give "
-                        "one (--model FILE)",
-                        display_location(context.db)));
-      text = stored->model_json;
-      source = fmt::format("{} (cost model {}, {})", display_location(context.db), stored->id, stored->created_at);
-    }
-    const CostModel model = CostModel::from_text(text, source);
+    std::optional<Database> db;
+    if (model_.empty() && Database::exists(context.db)) db.emplace(context.db, Database::Access::kReadOnly);
+    const auto [model, source] = load_cost_model(model_, db ? &*db : nullptr, context.db, "--cost-model");
     std::string gpu = gpu_;
     if (gpu.empty()) {
       if (model.gpus().size() != 1) {
@@ -83,8 +66,7 @@ class EstimateCommand : public Command {
       fmt::print("  energy  {}{}\n", with_interval(*e.energy_mJ, *e.energy_low_mJ, *e.energy_high_mJ, "mJ", e.coverage),
                  power);
     else
-      fmt::print("  energy  none: {}\n", e.notes.empty() ? fmt::format("the model's {} rows had no energy", e.family)
-                                                         : std::string("see the note below"));
+      fmt::print("  energy  none: {}\n", e.energy_unavailable);
     if (e.host_us) fmt::print("  host    {:.4g} us a call\n", *e.host_us);
     for (const auto& note : e.notes) fmt::print("  note: {}\n", note);
     if (!e.out_of_range.empty())

@@ -4,9 +4,14 @@
 // never on its command line, where a URL's password would show to every user of the machine.
 #include <fmt/format.h>
 
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+
 #include "cli/command.h"
 #include "cli/commands/factories.h"
 #include "cli/exit_codes.h"
+#include "core/io/output_file.h"
 #include "core/sys/child_process.h"
 
 namespace opcost {
@@ -30,29 +35,33 @@ class FitCommand : public Command {
   int run(const CommandContext& context) override {
     const char* env = std::getenv("OPCOST_PYTHON");
     const std::string python = env && *env ? env : "python3";
-    std::vector<std::string> argv = {python, "-m", "opcost", "fit", "--coverage", fmt::format("{}", coverage_)};
-    for (const auto& f : csv_) argv.insert(argv.end(), {"--csv", f});
-    for (const auto& g : train_gpus_) argv.insert(argv.end(), {"--train-gpu", g});
-    if (!output_.empty()) argv.insert(argv.end(), {"-o", output_});
-    if (!json_.empty()) argv.insert(argv.end(), {"--json", json_});
+    // Each value joined to its option (--csv=FILE): a value that starts with "-" stays a value.
+    std::vector<std::string> argv = {python, "-m", "opcost", "fit", fmt::format("--coverage={}", coverage_)};
+    for (const auto& f : csv_) argv.push_back("--csv=" + f);
+    for (const auto& g : train_gpus_) argv.push_back("--train-gpu=" + g);
+    if (!output_.empty()) argv.push_back("--output=" + output_);
+    if (!json_.empty()) argv.push_back("--json=" + json_);
     if (no_store_) argv.push_back("--no-store");
     std::string ended;
+    int signal = 0;
     try {
       ChildProcess child(argv, {{"OPCOST_DB", context.db}});
       while (auto line = child.read_line()) fmt::print("{}\n", *line);
       std::fflush(stdout);
       ended = child.wait();
+      signal = child.signal();
     } catch (const std::runtime_error& e) {
       throw std::invalid_argument(
           fmt::format("opcost fit runs in Python: {} (set OPCOST_PYTHON to a Python where "
                       "`pip install 'opcost[fit]'` was run)",
                       e.what()));
     }
+    check_stdout();
     if (ended.empty()) return kExitSuccess;
     // The child said why on standard error (ours); its status is passed on.
     if (ended.rfind("exited with status ", 0) == 0) return std::stoi(ended.substr(19));
     fmt::print(stderr, "opcost: error: fit: {} {}\n", python, ended);
-    return kExitMeasurementFailed;
+    return signal == SIGINT ? 128 + SIGINT : kExitMeasurementFailed;  // Ctrl-C: as a shell reports it
   }
 
  private:

@@ -263,6 +263,10 @@ std::optional<CostFeatures> cost_features(const OpCall& call, std::string_view c
   f.values.push_back(strided);
   f.values.push_back(std::log2(window(call, f, rank)));
   f.values.push_back(stride);
+  // Zero-size or hostile shapes can make 0/0: no figure, never a NaN that passes every range check.
+  if (!std::isfinite(f.base_us) ||
+      !std::all_of(f.values.begin(), f.values.end(), [](double v) { return std::isfinite(v); }))
+    return std::nullopt;
   return f;
 }
 

@@ -43,6 +43,12 @@ std::vector<T> numbers(const json& j, const std::string& where) {
   return out;
 }
 
+std::size_t count(const json& j, const std::string& where) {
+  const int64_t n = numbers<int64_t>(json::array({j}), where)[0];
+  if (n < 0) bad(where, "must not be negative");
+  return std::size_t(n);
+}
+
 // A tree read back is walked without bounds checks, so everything a walk relies on is checked
 // here: the arrays agree in length, a split's children come after it (so every walk ends), and
 // each feature index is one the model has.
@@ -53,6 +59,8 @@ RegressionTree tree_from_json(const json& j, std::size_t n_features, const std::
   t.right = numbers<int>(member(j, "right", where), where + ".right");
   t.threshold = numbers<double>(member(j, "threshold", where), where + ".threshold");
   t.value = numbers<double>(member(j, "value", where), where + ".value");
+  for (double v : t.value)
+    if (std::abs(v) > kMaxLogValue) bad(where + ".value", fmt::format("{} is beyond ±{} (log space)", v, kMaxLogValue));
   const std::size_t n = t.feature.size();
   if (n == 0 || t.left.size() != n || t.right.size() != n || t.threshold.size() != n || t.value.size() != n)
     bad(where, "its arrays (feature, left, right, threshold, value) must be non-empty and of one length");
@@ -73,17 +81,19 @@ RegressionTree tree_from_json(const json& j, std::size_t n_features, const std::
 TargetModel target_from_json(const json& j, std::size_t n_features, const std::string& where) {
   TargetModel t;
   t.trees.init = finite(member(j, "init", where), where + ".init");
+  if (std::abs(t.trees.init) > kMaxLogValue) bad(where + ".init", fmt::format("beyond ±{} (log space)", kMaxLogValue));
   t.trees.learning_rate = finite(member(j, "learning_rate", where), where + ".learning_rate");
   const json& trees = member(j, "trees", where);
   if (!trees.is_array() || trees.empty()) bad(where + ".trees", "expected a non-empty array");
   for (std::size_t k = 0; k < trees.size(); ++k)
     t.trees.trees.push_back(tree_from_json(trees[k], n_features, fmt::format("{}.trees[{}]", where, k)));
   t.interval_log_halfwidth = finite(member(j, "interval_log_halfwidth", where), where + ".interval_log_halfwidth");
-  if (t.interval_log_halfwidth < 0) bad(where + ".interval_log_halfwidth", "must not be negative");
+  if (t.interval_log_halfwidth < 0 || t.interval_log_halfwidth > kMaxLogValue)
+    bad(where + ".interval_log_halfwidth", fmt::format("must lie between 0 and {}", kMaxLogValue));
   const json& held = member(j, "held_out", where);
   t.median_abs_error = finite(member(held, "median_abs_error", where), where + ".held_out.median_abs_error");
   t.p90_abs_error = finite(member(held, "p90_abs_error", where), where + ".held_out.p90_abs_error");
-  t.n_test = std::size_t(numbers<int64_t>(json::array({member(held, "n_test", where)}), where + ".held_out.n_test")[0]);
+  t.n_test = count(member(held, "n_test", where), where + ".held_out.n_test");
   return t;
 }
 
@@ -143,7 +153,7 @@ CostModel CostModel::from_json(const json& j) {
       if (pair.size() != 2 || pair[0] > pair[1]) bad(fmt::format("{}.ranges[{}]", where, k), "expected [min, max]");
       f.ranges.emplace_back(pair[0], pair[1]);
     }
-    f.n_train = std::size_t(numbers<int64_t>(json::array({member(fj, "n_train", where)}), where + ".n_train")[0]);
+    f.n_train = count(member(fj, "n_train", where), where + ".n_train");
     const json& targets = member(fj, "targets", where);
     for (const char* name : {"time", "power", "energy", "host"}) {
       if (!targets.contains(name)) {
@@ -155,6 +165,12 @@ CostModel CostModel::from_json(const json& j) {
     m.families_[family] = std::move(f);
   }
   return m;
+}
+
+std::vector<std::string> CostModel::gpu_names() const {
+  std::vector<std::string> names;
+  for (const auto& [name, p] : gpus_) names.push_back(name);
+  return names;
 }
 
 CostModel CostModel::from_text(std::string_view text, const std::string& source) {
@@ -223,11 +239,15 @@ CostEstimate CostModel::estimate(const OpCall& call, std::string_view cache_mode
   // kernel's.
   const auto energy = f.targets.find("energy");
   const auto power = f.targets.find("power");
-  if ((energy != f.targets.end() || power != f.targets.end()) && !features->base_power_W)
-    e.notes.push_back(
-        fmt::format("no energy estimate: the rows of {} gave no draw at the roofline (sweep "
-                    "bench/grids/fit/calibrate-*.yaml with energy there, and refit)",
-                    gpu.substr(0, 200)));
+  if (energy == f.targets.end()) {
+    e.energy_unavailable = fmt::format("the cost model's {} rows had no energy", family);
+  } else if (!features->base_power_W) {
+    e.energy_unavailable = fmt::format(
+        "no energy estimate: the rows of {} gave no draw at the roofline (sweep "
+        "bench/grids/fit/calibrate-*.yaml with energy there, and refit)",
+        gpu.substr(0, 200));
+    e.notes.push_back(e.energy_unavailable);
+  }
   if (features->base_power_W) {
     const double watts = *features->base_power_W;
     if (energy != f.targets.end()) {

@@ -54,9 +54,10 @@ struct CostEstimate {
   double time_us = 0, time_low_us = 0, time_high_us = 0;
   std::optional<double> energy_mJ, energy_low_mJ, energy_high_mJ, power_W;
   std::optional<double> host_us;
-  double coverage = 0;                    // the intervals' coverage (0.9)
+  double coverage = 0;                    // the intervals' coverage (the fit's, 0.95 by default)
   std::vector<std::string> out_of_range;  // where the call lies outside the fit's data
   std::vector<std::string> notes;         // where a figure stands on less (cost_features' notes)
+  std::string energy_unavailable;         // why energy_mJ is empty, when it is
 };
 
 class CostModel {
@@ -74,12 +75,13 @@ class CostModel {
   const std::map<std::string, FamilyModel>& families() const { return families_; }
   const std::string& data_hash() const { return data_hash_; }
   double coverage() const { return coverage_; }
+  std::vector<std::string> gpu_names() const;
 
  private:
   std::map<std::string, GpuProfile> gpus_;
   std::map<std::string, FamilyModel> families_;
   std::string data_hash_;
-  double coverage_ = 0.9;
+  double coverage_ = 0.95;
 };
 
 // An estimate as the command line's --json and Python's dict give it: marked "estimated", with
@@ -89,6 +91,10 @@ nlohmann::json estimate_document(const OpCall& call, const std::string& gpu, con
 // The cost model's JSON's format name and the largest text read (a hostile file is refused
 // before it is parsed).
 inline constexpr const char* kCostModelFormat = "opcost-cost-model";
-inline constexpr std::size_t kCostModelMaxBytes = std::size_t(256) << 20;
+// A model of 9 families × 4 targets is about 4 MB.
+inline constexpr std::size_t kCostModelMaxBytes = std::size_t(64) << 20;
+// A tree's value, an init or an interval's half-width in log space: e^50 is far past any cost, so a
+// larger one is hostile (its exp would overflow to infinity).
+inline constexpr double kMaxLogValue = 50;
 
 }  // namespace opcost

@@ -1,6 +1,6 @@
 #pragma once
 // What a cost model knows of a GPU: the fastest rates opcost achieved on it, read from the
-// database's own rows (the calibration grid, bench/grids/fit/calibrate.yaml, guarantees large
+// database's own rows (the calibration grids, bench/grids/fit/calibrate-*.yaml, guarantee large
 // enough calls), not a data sheet's peaks. A call's roofline time on that GPU comes from these,
 // so a fit made on one GPU can estimate another whose calibration rows alone are stored.
 // Torch-free.

@@ -229,6 +229,7 @@ class PredictionBuilder {
       for (PredictedRow* row : {&by_layer_[layer], &by_op_[entry.row_name()]}) add_call(*row, i, c);
       if (c) {
         ++p_.measured_calls;
+        if (c->estimated) ++p_.estimated_calls;
         ++calls_of_[call.entry];
         if (energy_) {
           energy_sum_ += active_energy_mJ(*c, in_);
@@ -244,6 +245,7 @@ class PredictionBuilder {
       ++row.missing_calls;
       return;
     }
+    if (c->estimated) ++row.estimated_calls;
     const double stall = p_.timeline.stall_us[i];
     row.time_us += in_.on_gpu ? ops_[i].gpu_us + stall : ops_[i].cpu_us;
     row.gpu_us += ops_[i].gpu_us;
@@ -321,7 +323,8 @@ nlohmann::json rows_json(const std::vector<PredictedRow>& rows) {
                    {"gpu_us", r.gpu_us},
                    {"cpu_us", r.cpu_us},
                    {"energy_mJ", opt(r.energy_mJ)},
-                   {"missing_calls", r.missing_calls}});
+                   {"missing_calls", r.missing_calls},
+                   {"estimated_calls", r.estimated_calls}});
   return out;
 }
 
@@ -397,6 +400,7 @@ nlohmann::json to_json(const Prediction& p, const Inventory& inv, const StepMeas
       {"unmeasured_by_choice", p.unmeasured_by_choice},
       {"calls", p.calls},
       {"measured_calls", p.measured_calls},
+      {"estimated_calls", p.estimated_calls},
       {"missing", missing},
       {"failed_calls", p.failed.size()},
       {"matched_ignoring_float_scalars", {{"count", matched.size()}, {"signatures", matched}}},
@@ -483,7 +487,9 @@ class PredictionText {
       out_ += fmt::format("{:<58} {:>6} {:>11.2f} {:>6.1f}% {:>11} {:>7}{}\n", fit_label(r.name, 58), r.calls,
                           r.time_us, 100 * r.time_us / p_.time_us, energy(r.energy_mJ),
                           r.energy_mJ && p_.energy_mJ ? fmt::format("{:.1f}%", 100 * *r.energy_mJ / *p_.energy_mJ) : "",
-                          r.missing_calls ? fmt::format("  ({} calls unmeasured)", r.missing_calls) : "");
+                          r.missing_calls     ? fmt::format("  ({} calls unmeasured)", r.missing_calls)
+                          : r.estimated_calls ? fmt::format("  ({} calls estimated)", r.estimated_calls)
+                                              : "");
     }
     if (v.size() > rows_) out_ += fmt::format("... {} more (--json lists all)\n", v.size() - rows_);
   }

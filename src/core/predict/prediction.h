@@ -61,6 +61,7 @@ struct PredictedRow {
   double gpu_us = 0, cpu_us = 0;
   std::optional<double> energy_mJ;
   std::size_t missing_calls = 0;
+  std::size_t estimated_calls = 0;  // of `calls`, those costed by the cost model, not measured
 };
 
 struct Prediction {
@@ -71,7 +72,8 @@ struct Prediction {
   std::optional<double> energy_mJ, energy_ci_mJ;
   std::string energy_why;  // when energy_mJ is empty
   double gap_energy_mJ = 0;
-  std::size_t calls = 0, measured_calls = 0;
+  std::size_t calls = 0, measured_calls = 0;  // measured_calls: calls with a cost, estimated_calls among them
+  std::size_t estimated_calls = 0;
   std::vector<std::size_t> missing;  // inventory entries without a measurement
   // Of the missing: those whose measurement failed in this run, with why and what to do (one
   // line each); the workflow that measured them fills it in.

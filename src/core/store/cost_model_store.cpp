@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "core/estimate/cost_model.h"
+#include "core/io/input_file.h"
 #include "core/measurement.h"
 #include "core/store/database.h"
 #include "core/store/sql_connection.h"
@@ -37,6 +38,18 @@ std::optional<StoredCostModel> latest_cost_model(Database& db) {
   if (!q->step()) return std::nullopt;
   return StoredCostModel{q->column(0).get<int64_t>(), q->column(1).get<std::string>(), q->column(2).get<std::string>(),
                          q->column(3).get<std::string>()};
+}
+
+LoadedCostModel load_cost_model(const std::string& file, Database* db, const std::string& db_location,
+                                const std::string& option) {
+  if (!file.empty()) return {CostModel::from_text(read_text_file(file, option, kCostModelMaxBytes), file), file};
+  const auto stored = db ? latest_cost_model(*db) : std::nullopt;
+  const std::string shown = display_location(db_location);
+  if (!stored)
+    throw std::invalid_argument(
+        fmt::format("{} has no cost model; fit one (opcost fit --db {}) or give one ({} FILE)", shown, shown, option));
+  std::string source = fmt::format("{} (cost model {}, {})", shown, stored->id, stored->created_at);
+  return {CostModel::from_text(stored->model_json, source), source};
 }
 
 }  // namespace opcost
