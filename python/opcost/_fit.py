@@ -1,22 +1,22 @@
 """opcost.fit and opcost.estimate: a cost model fitted from the database's measurements, for the
-calls never measured (issue 26).
+calls never measured (issue 26; docs/estimate.md).
 
 Method: per operator family, gradient-boosted regression-tree ensembles (scikit-learn's
-``GradientBoostingRegressor``), one each for a call's time, energy, power and host time. Why these: the paper opcost's documents start from (Braun et al., TACO 2021) found tree
-ensembles over hardware-independent features portable and fast; boosting small trees fits a few
-hundred rows of one family better than a forest of deep ones, and stays small enough to store as
-JSON (a pickle would run code when read: a shared database is hostile input).
+``GradientBoostingRegressor``), one each for a call's time, energy, power and host time. Why
+these: the paper opcost's documents start from (Braun et al., TACO 2021) found tree ensembles over
+hardware-independent features portable and fast; on our rows boosting small trees matched its
+extra-trees and beat a random forest, and it stays small enough to store as JSON (a pickle would
+run code when read: a shared database is hostile input).
 
-The time (and the energy) is fitted as its ratio to the call's roofline time on the GPU's
-achieved rates, in log space: what is learned is how far a call stays from its roofline, which carries to sizes and to
-GPUs the rows did not have (the roofline moves with them), where a tree fitted on times alone
-would repeat the largest time it saw.
+The time (and the energy) is fitted as its ratio to a base, the call's roofline time on the GPU's
+achieved rates plus a fixed cost, in log space: what is learned is how far a call stays from its
+roofline, which carries to sizes and to GPUs the rows did not have (the roofline moves with
+them), where a tree fitted on times alone would repeat the largest time it saw.
 
-The features (FLOPs, bytes, intensity, roofline time, dtype, alignment, shapes, cache mode,
-zeros) are computed by the C++ core, the same code every estimate runs (``_core.cost_features``).
-Held-out errors come from 5-fold cross-validation split by configuration (a call's operator and
-shapes, whatever its data, cache mode or GPU), never by repeat; each interval is the conformal
-quantile of its family's held-out |log residuals|.
+The features are computed by the C++ core, the same code every estimate runs
+(``_core.cost_features``). Held-out errors come from 5-fold cross-validation split by
+configuration (a call's operator and shapes, whatever its data, cache mode or GPU), never by
+repeat; each interval is the ``coverage`` quantile of its family's cross-validated |log errors|.
 """
 
 from __future__ import annotations

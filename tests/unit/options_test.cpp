@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <limits>
 #include <set>
 
@@ -78,6 +80,13 @@ TEST(Options, PresetsAsDataAreTheCommandsPresets) {
     for (const auto& v : preset.values) EXPECT_NE(find_predict_option(v.option), nullptr) << v.option;
 }
 
+// --cost-model's registry check: a file that is there (this test's own temporary one).
+std::string a_file_that_is_there() {
+  const auto path = std::filesystem::temp_directory_path() / "opcost-options-test-cost-model.json";
+  std::ofstream(path) << "{}";
+  return path.string();
+}
+
 TEST(Options, EachOptionTakesEffectAlone) {
   // Setting one option changes that option's setting and no other (the bug where Python's
   // energy_max_time was dropped unless max_time came too).
@@ -97,7 +106,10 @@ TEST(Options, EachOptionTakesEffectAlone) {
           other = std::int64_t(s.range.low + 3);
           break;
         case OptionType::kText:
-          other = std::string(s.name == "device" ? "cpu" : s.name == "autocast" ? "bf16" : "cold");
+          other = std::string(s.name == "device"       ? "cpu"
+                              : s.name == "autocast"   ? "bf16"
+                              : s.name == "cost_model" ? a_file_that_is_there()  // checked as there, read later
+                                                       : "cold");
           for (std::string_view choice : s.choices)  // a fixed choice other than the current one
             if (choice != std::get<std::string>(s.get(o))) {
               other = std::string(choice);
