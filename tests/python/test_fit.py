@@ -445,6 +445,9 @@ def test_python_m_opcost_fit_writes_a_model_opcost_estimate_reads(python_fit):
     assert as_json.returncode == 0, as_json.stderr
     document = json.loads(as_json.stdout)
     assert document["estimated"] is True and document["gpu"] == GPU and document["out_of_range"] == []
+    # Every figure with its interval: host time and power as time and energy.
+    low, high = document["host_us_interval"]
+    assert low < document["host_us"] < high
 
 
 def test_opcost_estimate_without_a_model_exits_2_in_one_line(tmp_path, fitted):

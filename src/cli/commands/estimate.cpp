@@ -61,13 +61,14 @@ class EstimateCommand : public Command {
                format_args(call.args), gpu, cache_, source, e.family);
     fmt::print("  time    {}\n", with_interval(e.time_us, e.time_low_us, e.time_high_us, "us", e.coverage));
     // Energy and power are fitted apart: a model may give either without the other.
-    const std::string power = e.power_W ? fmt::format("   (power {:.4g} W)", *e.power_W) : "";
     if (e.energy_mJ)
-      fmt::print("  energy  {}{}\n", with_interval(*e.energy_mJ, *e.energy_low_mJ, *e.energy_high_mJ, "mJ", e.coverage),
-                 power);
+      fmt::print("  energy  {}\n", with_interval(*e.energy_mJ, *e.energy_low_mJ, *e.energy_high_mJ, "mJ", e.coverage));
     else
       fmt::print("  energy  none: {}\n", e.energy_unavailable);
-    if (e.host_us) fmt::print("  host    {:.4g} us a call\n", *e.host_us);
+    if (e.power_W)
+      fmt::print("  power   {}\n", with_interval(*e.power_W, *e.power_low_W, *e.power_high_W, "W", e.coverage));
+    if (e.host_us)
+      fmt::print("  host    {} a call\n", with_interval(*e.host_us, *e.host_low_us, *e.host_high_us, "us", e.coverage));
     for (const auto& note : e.notes) fmt::print("  note: {}\n", note);
     if (!e.out_of_range.empty())
       fmt::print("  out of the fit's data, so an extrapolation: {}\n", fmt::join(e.out_of_range, "; "));

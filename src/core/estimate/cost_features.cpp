@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <stdexcept>
 
+#include "core/estimate/call_work_args.h"
+
 namespace opcost {
 
 const std::vector<std::string>& cost_feature_names() {
@@ -79,11 +81,8 @@ std::vector<const TensorSpec*> tensors_of(const OpCall& call) {
   return out;
 }
 
-const TensorSpec* tensor_arg(const OpCall& call, std::string_view name) {
-  for (const auto& a : call.args)
-    if (a.name == name) return std::get_if<TensorSpec>(&a.value.v);
-  return nullptr;
-}
+// The argument readers call_work uses: a feature reads an argument as the work does.
+using call_work_args::tensor;
 
 struct GemmDims {
   double m = 0, n = 0, k = 0;
@@ -96,24 +95,24 @@ std::optional<GemmDims> gemm_dims(const OpCall& call, const CostFeatures& f) {
   const std::string_view op = call.op;
   if (f.family == OpFamily::kMatmul) {
     if (op == "aten::linear") {
-      const TensorSpec *in = tensor_arg(call, "input"), *w = tensor_arg(call, "weight");
+      const TensorSpec *in = tensor(call, "input"), *w = tensor(call, "weight");
       if (in == nullptr || w == nullptr || w->shape.size() != 2 || w->shape[1] <= 0) return std::nullopt;
       double elements = 1;
       for (int64_t d : in->shape) elements *= double(d);
       return GemmDims{elements / double(w->shape[1]), double(w->shape[0]), double(w->shape[1])};
     }
-    const TensorSpec *a = tensor_arg(call, op == "aten::addmm" ? "mat1" : "self"), *b = tensor_arg(call, "mat2");
+    const TensorSpec *a = tensor(call, op == "aten::addmm" ? "mat1" : "self"), *b = tensor(call, "mat2");
     if (a == nullptr || b == nullptr || a->shape.size() < 2 || b->shape.size() < 2) return std::nullopt;
     const std::size_t r = a->shape.size() - 2;
     const double batch = r == 1 ? double(a->shape[0]) : 1;
     return GemmDims{batch * double(a->shape[r]), double(b->shape[r + 1]), double(a->shape[r + 1])};
   }
   if (f.family == OpFamily::kConvolution) {
-    const TensorSpec* w = tensor_arg(call, "weight");
+    const TensorSpec* w = tensor(call, "weight");
     if (w == nullptr || w->shape.size() < 3 || w->shape[0] <= 0) return std::nullopt;
     double k = double(w->shape[1]);
     for (std::size_t d = 2; d < w->shape.size(); ++d) k *= double(w->shape[d]);
-    const double bias = tensor_arg(call, "bias") != nullptr ? 1 : 0;
+    const double bias = tensor(call, "bias") != nullptr ? 1 : 0;
     if (!(k > 0)) return std::nullopt;
     const double outputs = f.work.flops / (2 * k + bias);  // call_work: 2 · outputs · k (+ outputs)
     return GemmDims{outputs / double(w->shape[0]), double(w->shape[0]), k};
@@ -132,9 +131,8 @@ bool contiguous(const TensorSpec& t) {
 }
 
 const ArgValue* arg_value(const OpCall& call, std::string_view name) {
-  for (const auto& a : call.args)
-    if (a.name == name) return &a.value;
-  return nullptr;
+  const NamedArg* a = call_work_args::named(call, name);
+  return a == nullptr ? nullptr : &a->value;
 }
 
 // The integers of an argument given as one integer or a list of them.
@@ -160,7 +158,7 @@ double dim_is_last(const OpCall& call, std::size_t rank) {
 // (kernel_size=[2] is 2 × 2 on an NCHW input, as PyTorch expands it).
 double window(const OpCall& call, const CostFeatures& f, std::size_t rank) {
   if (f.family == OpFamily::kConvolution) {
-    const TensorSpec* w = tensor_arg(call, "weight");
+    const TensorSpec* w = tensor(call, "weight");
     double taps = 1;
     if (w != nullptr)
       for (std::size_t d = 2; d < w->shape.size(); ++d) taps *= double(std::max<int64_t>(w->shape[d], 1));

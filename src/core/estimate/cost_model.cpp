@@ -256,11 +256,17 @@ CostEstimate CostModel::estimate(const OpCall& call, std::string_view cache_mode
       e.energy_low_mJ = *e.energy_mJ * std::exp(-q);
       e.energy_high_mJ = *e.energy_mJ * std::exp(q);
     }
-    if (power != f.targets.end())  // the board's mean draw in the energy loop
+    if (power != f.targets.end()) {  // the board's mean draw in the energy loop
       e.power_W = watts * std::exp(power->second.trees.evaluate(x));
+      e.power_low_W = *e.power_W * std::exp(-power->second.interval_log_halfwidth);
+      e.power_high_W = *e.power_W * std::exp(power->second.interval_log_halfwidth);
+    }
   }
-  if (const auto host = f.targets.find("host"); host != f.targets.end())
+  if (const auto host = f.targets.find("host"); host != f.targets.end()) {
     e.host_us = std::exp(host->second.trees.evaluate(x));
+    e.host_low_us = *e.host_us * std::exp(-host->second.interval_log_halfwidth);
+    e.host_high_us = *e.host_us * std::exp(host->second.interval_log_halfwidth);
+  }
   return e;
 }
 
@@ -277,7 +283,9 @@ json estimate_document(const OpCall& call, const std::string& gpu, const CostEst
          {"notes", e.notes}};
   j["energy_mJ"] = e.energy_mJ ? interval(*e.energy_mJ, *e.energy_low_mJ, *e.energy_high_mJ) : json(nullptr);
   j["power_W"] = e.power_W ? json(*e.power_W) : json(nullptr);
+  j["power_W_interval"] = e.power_W ? json{*e.power_low_W, *e.power_high_W} : json(nullptr);
   j["host_us"] = e.host_us ? json(*e.host_us) : json(nullptr);
+  j["host_us_interval"] = e.host_us ? json{*e.host_low_us, *e.host_high_us} : json(nullptr);
   return j;
 }
 

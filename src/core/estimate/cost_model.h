@@ -53,7 +53,8 @@ struct CostEstimate {
   std::string family;
   double time_us = 0, time_low_us = 0, time_high_us = 0;
   std::optional<double> energy_mJ, energy_low_mJ, energy_high_mJ, power_W;
-  std::optional<double> host_us;
+  std::optional<double> power_low_W, power_high_W;
+  std::optional<double> host_us, host_low_us, host_high_us;
   double coverage = 0;                    // the intervals' coverage (the fit's, 0.95 by default)
   std::vector<std::string> out_of_range;  // where the call lies outside the fit's data
   std::vector<std::string> notes;         // where a figure stands on less (cost_features' notes)
