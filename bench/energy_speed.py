@@ -67,7 +67,8 @@ def build(spec: Dict[str, Any]) -> Tuple[Any, tuple]:
         if kind == "bert":
             model = transformers.BertModel(transformers.BertConfig())
         elif kind == "gpt2":
-            model = transformers.GPT2LMHeadModel(transformers.GPT2Config(n_layer=spec.get("layers", 12)))
+            model = transformers.GPT2LMHeadModel(transformers.GPT2Config(
+                n_layer=spec.get("layers", 12), n_positions=spec.get("positions", 1024)))
         elif kind == "llama":
             model = transformers.LlamaForCausalLM(transformers.LlamaConfig(
                 hidden_size=1024, intermediate_size=2816, num_hidden_layers=8, num_attention_heads=16,
