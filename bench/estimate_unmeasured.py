@@ -6,15 +6,18 @@ never measured, from resnet18/34/50).
 
     PYTHONPATH=build/python python3 bench/estimate_unmeasured.py measure OUT [--only REGEX]
     opcost fit --csv ... --csv OUT/rows-models.csv --no-store -o MODEL      # on the CPU: scikit-learn
-    PYTHONPATH=build/python python3 bench/estimate_unmeasured.py estimate OUT MODEL [--only REGEX]
+    PYTHONPATH=build/python python3 bench/estimate_unmeasured.py estimate OUT MODEL [--rows DB] [--only REGEX]
     python3 bench/estimate_unmeasured.py summarize OUT
 
 measure: `opcost.validate` of each MEASURED case into one database (OUT/models.sqlite), all
 operator inputs warm as the fit's grid rows are, then that database's rows as CSV
 (OUT/rows-models.csv) for the fit. Each case's validate is kept (measured-validate-NAME.json).
-estimate: each TARGET case's `opcost.validate(estimate=True)` into a fresh, empty database with
-the fitted MODEL: every signature the model can estimate is estimated, the rest measured, then
-the whole step measured and compared paired by round (estimate-NAME.json, case-NAME.json).
+estimate: each TARGET case's `opcost.validate(estimate=True)` with the fitted MODEL into a fresh
+database: empty (the model's figures alone), or with --rows a copy of the measured database
+(OUT/models.sqlite of `measure`), so that an estimate scales from the row of the same call at
+the nearest other batch size where there is one (docs/estimate.md). Every signature the model
+can estimate is estimated, the rest measured, then the whole step measured and compared paired
+by round (estimate-validate-NAME.json, estimate-case-NAME.json; "anchored-" before them with --rows).
 summarize: summary-models.json in the issue's form ({"models": [{"case", "paired_time_error",
 "paired_energy_error"}]}, fractions) and summary-models.md.
 Each case runs in a process of its own (a fresh CUDA context). Models have random weights.
@@ -25,6 +28,7 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -90,8 +94,11 @@ def cmd_case(args) -> int:
     if args.phase == "measure":
         spec, db, options, prefix = MEASURED[args.name], out / "models.sqlite", {}, "measured"
     else:
-        spec, db, prefix = TARGETS[args.name], out / f"db-{args.name}.sqlite", "estimate"
+        spec, db = TARGETS[args.name], out / f"db-{args.name}.sqlite"
+        prefix = "anchored-estimate" if args.rows else "estimate"
         db.unlink(missing_ok=True)
+        if args.rows:
+            shutil.copyfile(args.rows, db)
         options = dict(estimate=True, cost_model=args.cost_model)
     result: Dict[str, Any] = {"case": args.name, "phase": args.phase, "spec": spec}
     try:
@@ -116,7 +123,7 @@ def _run_cases(out: Path, phase: str, names, extra, timeout: float) -> int:
             rc, tail = r.returncode, (r.stderr or "")[-2000:]
         except subprocess.TimeoutExpired:
             rc, tail = "timeout", f"no answer within {timeout} s"
-        prefix = "measured" if phase == "measure" else "estimate"
+        prefix = "measured" if phase == "measure" else "anchored-estimate" if "--rows" in extra else "estimate"
         path = out / f"{prefix}-case-{name}.json"
         if rc != 0 or not path.exists():
             status = 1
@@ -144,28 +151,34 @@ def cmd_estimate(args) -> int:
     if not Path(args.cost_model).is_file():
         print(f"estimate_unmeasured: no cost model file '{args.cost_model}'", file=sys.stderr)
         return 2
+    if args.rows and not Path(args.rows).is_file():
+        print(f"estimate_unmeasured: no database '{args.rows}'", file=sys.stderr)
+        return 2
     names = [n for n in TARGETS if re.search(args.only, n)]
-    return _run_cases(out, "estimate", names, ["--cost-model", args.cost_model], args.timeout)
+    extra = ["--cost-model", args.cost_model] + (["--rows", args.rows] if args.rows else [])
+    return _run_cases(out, "estimate", names, extra, args.timeout)
 
 
 def cmd_summarize(args) -> int:
     out = Path(args.out)
-    models, lines = [], ["| case | paired time | paired energy | estimated / outside fit | validate s | note |",
-                         "|---|---|---|---|---|---|"]
+    models, lines = [], ["| case | rows at other batches | paired time | paired energy | estimated / anchored / outside fit "
+                         "| validate s | note |", "|---|---|---|---|---|---|---|"]
 
     def pct(v):
         return "—" if v is None else f"{100 * v:+.1f}%"
-    for name in TARGETS:
-        path = out / f"estimate-case-{name}.json"
-        if not path.exists():
-            continue
-        c = json.loads(path.read_text())
-        models.append({k: c.get(k) for k in ("case", "paired_time_error", "paired_energy_error")})
-        est = c.get("estimated") or {}
-        wall = c.get("validate_wall_s")
-        lines.append(f"| {name} | {pct(c.get('paired_time_error'))} | {pct(c.get('paired_energy_error'))} | "
-                     f"{est.get('count', '—')} / {est.get('outside_fit', '—')} | "
-                     f"{'—' if wall is None else f'{wall:.1f}'} | {(c.get('error') or '')[:120]} |")
+    for prefix, rows in (("estimate", "no"), ("anchored-estimate", "yes")):
+        for name in TARGETS:
+            path = out / f"{prefix}-case-{name}.json"
+            if not path.exists():
+                continue
+            c = json.loads(path.read_text())
+            models.append({"case": name + ("" if rows == "no" else ", anchored on rows at other batches"),
+                           **{k: c.get(k) for k in ("paired_time_error", "paired_energy_error")}})
+            est = c.get("estimated") or {}
+            wall = c.get("validate_wall_s")
+            lines.append(f"| {name} | {rows} | {pct(c.get('paired_time_error'))} | {pct(c.get('paired_energy_error'))} | "
+                         f"{est.get('count', '—')} / {est.get('anchored', '—')} / {est.get('outside_fit', '—')} | "
+                         f"{'—' if wall is None else f'{wall:.1f}'} | {(c.get('error') or '')[:120]} |")
     (out / "summary-models.json").write_text(json.dumps({"models": models}, indent=1) + "\n")
     text = "\n".join(lines) + "\n"
     (out / "summary-models.md").write_text(text)
@@ -184,6 +197,7 @@ def main() -> int:
     e = sub.add_parser("estimate")
     e.add_argument("out")
     e.add_argument("cost_model")
+    e.add_argument("--rows", help="a database of the same models at other configurations (measure's)")
     e.add_argument("--only", default=".")
     e.add_argument("--timeout", type=float, default=240)
     c = sub.add_parser("case")
@@ -191,6 +205,7 @@ def main() -> int:
     c.add_argument("name", choices=sorted({*MEASURED, *TARGETS}))
     c.add_argument("out")
     c.add_argument("--cost-model")
+    c.add_argument("--rows")
     s = sub.add_parser("summarize")
     s.add_argument("out")
     args = ap.parse_args()

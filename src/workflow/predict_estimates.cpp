@@ -4,8 +4,10 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include "core/estimate/call_work.h"
+#include "core/predict/batch_match.h"
 #include "core/spec/spec_file.h"
 #include "core/store/cost_model_store.h"
 #include "core/store/database.h"
@@ -13,7 +15,72 @@
 
 namespace opcost {
 
-std::optional<Measurement> EstimatingCosts::estimated(const InventoryEntry& e, const StoredCallKey& key) {
+namespace {
+
+// The row at the batch size nearest the call's (in ratio; of two as near, the larger, whose
+// kernels are as busy or busier), with the model's estimate of it: what an estimate scales from.
+// None where no row has a time and device work, or the model cannot estimate one.
+struct Anchor {
+  StoredCosts::NearRow row;
+  CostEstimate row_estimate;
+  int64_t row_batch = 0;
+};
+
+std::optional<Anchor> nearest_anchor(std::vector<StoredCosts::NearRow> rows, const OpCall& call,
+                                     const InventoryEntry& e, const StoredCallKey& key, const CostModel& model,
+                                     const std::string& gpu) {
+  std::optional<Anchor> best;
+  double best_distance = 0;
+  for (auto& row : rows) {
+    const Measurement& m = row.measurement;
+    if (!m.device_work.empty() || !(m.time.per_call_us.median > 0)) continue;
+    try {
+      OpCall row_call = parse_call_line(fmt::format("{} {}", e.display_name(), row.stored_args), "database");
+      const auto pair = batch_pair(call.args, row_call.args);
+      if (!pair || pair->call <= 0 || pair->row <= 0) continue;
+      const double distance = std::abs(std::log(double(pair->call) / double(pair->row)));
+      if (best && (distance > best_distance || (distance == best_distance && pair->row < best->row_batch))) continue;
+      CostEstimate row_estimate = model.estimate(row_call, key.cache_mode, gpu);
+      if (!(row_estimate.time_us > 0)) continue;
+      best = Anchor{std::move(row), std::move(row_estimate), pair->row};
+      best_distance = distance;
+    } catch (const std::exception&) {  // a row that does not read back, or the model cannot estimate
+    }
+  }
+  return best;
+}
+
+// `value` and its interval times `factor`: the interval keeps its relative width.
+void scale(double& value, double& low, double& high, double factor) {
+  value *= factor;
+  low *= factor;
+  high *= factor;
+}
+
+// The estimate scaled to the anchor: each figure the row measured times the model's ratio of
+// the call's estimate to the row's, so that the error the model makes on both cancels.
+void scale_to_anchor(CostEstimate& est, const Anchor& a) {
+  const Measurement& row = a.row.measurement;
+  const CostEstimate& re = a.row_estimate;
+  scale(est.time_us, est.time_low_us, est.time_high_us, row.time.per_call_us.median / re.time_us);
+  const double row_energy = row.energy.per_call_mJ.median;
+  if (est.energy_mJ && re.energy_mJ && *re.energy_mJ > 0 && row.energy.available && row_energy > 0)
+    scale(*est.energy_mJ, *est.energy_low_mJ, *est.energy_high_mJ, row_energy / *re.energy_mJ);
+  if (est.host_us && re.host_us && *re.host_us > 0 && row.time.host_us_per_call > 0)
+    scale(*est.host_us, *est.host_low_us, *est.host_high_us, row.time.host_us_per_call / *re.host_us);
+  // The draw follows from the two: energy over the loop's wall time per call (mJ/µs = 1000 W).
+  if (est.energy_mJ && est.power_W && *est.power_W > 0) {
+    const double wall_us = std::max(est.time_us, est.host_us.value_or(0));
+    const double power_W = 1000 * *est.energy_mJ / wall_us;
+    if (est.power_low_W) *est.power_low_W *= power_W / *est.power_W;
+    if (est.power_high_W) *est.power_high_W *= power_W / *est.power_W;
+    est.power_W = power_W;
+  }
+}
+
+}  // namespace
+
+std::optional<StoredCosts::Estimate> EstimatingCosts::estimated(const InventoryEntry& e, const StoredCallKey& key) {
   CostEstimate est;
   OpCall call;
   try {
@@ -22,7 +89,8 @@ std::optional<Measurement> EstimatingCosts::estimated(const InventoryEntry& e, c
   } catch (const std::exception&) {  // no estimate: the call stays missing, and is listed so
     return std::nullopt;
   }
-  Measurement m;
+  Estimate out;
+  Measurement& m = out.measurement;
   m.op = e.op;
   m.overload = e.overload;
   m.args = e.args;
@@ -30,11 +98,11 @@ std::optional<Measurement> EstimatingCosts::estimated(const InventoryEntry& e, c
   m.autocast = key.autocast;
   m.env.device_name = gpu_;
   m.method = fmt::format("estimated by the cost model {} (docs/estimate.md), not measured", model_.data_hash());
-  m.time.host_us_per_call = m.time.host_cpu_us_per_call = est.host_us.value_or(0);
   // A view moves nothing and launches no kernel: its cost is the host's alone, as a measured
   // view's row says it (GPU time 0; energy 0 above the gap power the timeline charges).
   const auto work = call_work(call);
   if (work && work->flops == 0 && work->bytes == 0) {
+    m.time.host_us_per_call = m.time.host_cpu_us_per_call = est.host_us.value_or(0);
     m.device_work = "none-view";
     m.time.per_call_us.n = 1;
     m.time.host_us.mean = m.time.host_us.median = m.time.host_us_per_call;
@@ -44,8 +112,17 @@ std::optional<Measurement> EstimatingCosts::estimated(const InventoryEntry& e, c
     } else {
       m.energy.unavailable_reason = est.energy_unavailable;
     }
-    return m;
+    return out;
   }
+  if (auto anchor = nearest_anchor(stored_.at_other_batches(e, key), call, e, key, model_, gpu_)) {
+    scale_to_anchor(est, *anchor);
+    out.anchor_args = anchor->row.stored_args;
+    m.method = fmt::format(
+        "estimated by the cost model {} as the row measured at batch {} ({}) times the model's ratio of the two "
+        "(docs/estimate.md), not measured",
+        model_.data_hash(), anchor->row_batch, anchor->row.stored_args);
+  }
+  m.time.host_us_per_call = m.time.host_cpu_us_per_call = est.host_us.value_or(0);
   Summary& t = m.time.per_call_us;
   t.n = 1;
   t.mean = t.median = t.clipped_mean = t.min = t.max = est.time_us;
@@ -67,7 +144,7 @@ std::optional<Measurement> EstimatingCosts::estimated(const InventoryEntry& e, c
     m.energy.unavailable_reason = est.energy_unavailable;
   }
   if (!est.out_of_range.empty()) m.flags.push_back("estimated outside the fit's data");
-  return m;
+  return out;
 }
 
 CostModel cost_model_for(const PredictOptions& o, Database* db, const std::string& gpu) {

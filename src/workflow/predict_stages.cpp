@@ -195,8 +195,9 @@ LookedUp look_up_costs(const Inventory& inv, StoredCosts& stored, const std::str
       out.costs[i] = op_cost_from(near->measurement, on_gpu);
       out.costs[i].matched_args = near->stored_args;
     } else if (auto estimate = stored.estimated(e, key)) {
-      out.costs[i] = op_cost_from(*estimate, on_gpu);
+      out.costs[i] = op_cost_from(estimate->measurement, on_gpu);
       out.costs[i].estimated = true;
+      out.costs[i].anchor_args = estimate->anchor_args;
     } else {
       out.missing.push_back(i);
     }

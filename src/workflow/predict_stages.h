@@ -22,6 +22,9 @@
 namespace opcost {
 
 // The key of a stored call, less the device (the source knows which it reads).
+// The rows at other batch sizes a look-up returns (enough to choose the nearest from).
+inline constexpr std::size_t kMaxBatchAnchors = 16;
+
 struct StoredCallKey {
   std::string op, overload, args, autocast, cache_mode;
 };
@@ -40,8 +43,16 @@ class StoredCosts {
     std::string stored_args;
   };
   virtual std::optional<NearRow> ignoring_float_scalars(const InventoryEntry& entry, const StoredCallKey& key) = 0;
+  // For a call no row matches: the unflagged rows of its operator measured at other batch sizes
+  // (arguments the same but for their tensors' leading extent: core/predict/batch_match.h), with
+  // their arguments, at most kMaxBatchAnchors; what an estimate scales from.
+  virtual std::vector<NearRow> at_other_batches(const InventoryEntry&, const StoredCallKey&) { return {}; }
   // For a call no row matches at all: its cost estimated (workflow/predict_estimates.h), or none.
-  virtual std::optional<Measurement> estimated(const InventoryEntry&, const StoredCallKey&) { return std::nullopt; }
+  struct Estimate {
+    Measurement measurement;
+    std::string anchor_args;  // the row at another batch it was scaled from; empty: the model's alone
+  };
+  virtual std::optional<Estimate> estimated(const InventoryEntry&, const StoredCallKey&) { return std::nullopt; }
 };
 
 // The model's side of a prediction: its whole step measured, timed with its calls' host

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "core/predict/batch_match.h"
 #include "core/predict/float_scalar_match.h"
 #include "core/spec/spec_file.h"
 
@@ -34,23 +35,47 @@ std::optional<StoredCosts::NearRow> DatabaseCosts::ignoring_float_scalars(const 
     return std::nullopt;  // measuring it says why, with its layer
   }
   if (!has_float_scalars(call->args)) return std::nullopt;
+  auto rows = rows_where(e, k, 1, [&](const StoredRow& r) { return same_but_float_scalars(call->args, *r.args); });
+  if (rows.empty()) return std::nullopt;
+  return std::move(rows.front());
+}
+
+// A call no row matches: the unflagged rows of its operator measured at other batch sizes, for
+// an estimate to scale from (workflow/predict_estimates.h).
+std::vector<StoredCosts::NearRow> DatabaseCosts::at_other_batches(const InventoryEntry& e, const StoredCallKey& k) {
+  if (!db_) return {};
+  std::optional<OpCall> call;
+  try {
+    call = parse_call_line(e.signature(), "inventory");
+  } catch (const std::exception&) {
+    return {};
+  }
+  return rows_where(e, k, kMaxBatchAnchors,
+                    [&](const StoredRow& r) { return !r.row.flagged && batch_pair(call->args, *r.args).has_value(); });
+}
+
+std::vector<StoredCosts::NearRow> DatabaseCosts::rows_where(const InventoryEntry& e, const StoredCallKey& k,
+                                                            std::size_t limit,
+                                                            const std::function<bool(const StoredRow&)>& matches) {
   auto [at, fresh] = rows_by_op_.try_emplace(fmt::format("{}\n{}\n{}", e.op, e.overload, k.cache_mode));
   std::vector<StoredRow>& rows = at->second;
   if (fresh)
     for (auto& row : db_->calls_of(Database::Key::of(e.op, e.overload, "", device_name_, k.cache_mode, k.autocast),
                                    kMaxRowsComparedPerOp))
-      rows.push_back({std::move(row)});
+      rows.push_back(StoredRow{std::move(row), false, std::nullopt});
+  std::vector<NearRow> found;
   for (StoredRow& r : rows) {
+    if (found.size() >= limit) break;
     if (!r.read) {
       r.read = true;
       try {
         r.args = parse_call_line(fmt::format("{} {}", e.display_name(), r.row.args), "database").args;
       } catch (const std::exception&) {}
     }
-    if (!r.args || !same_but_float_scalars(call->args, *r.args)) continue;
-    if (auto m = db_->get(r.row.id)) return NearRow{std::move(*m), r.row.args};
+    if (!r.args || !matches(r)) continue;
+    if (auto m = db_->get(r.row.id)) found.push_back(NearRow{std::move(*m), r.row.args});
   }
-  return std::nullopt;
+  return found;
 }
 
 }  // namespace opcost

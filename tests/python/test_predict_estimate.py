@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sqlite3
 import subprocess
 from pathlib import Path
@@ -129,3 +130,26 @@ def test_validate_measures_only_what_the_model_cannot_estimate(fitted_db):
         new = [op for (op,) in c.execute("SELECT op FROM measurements WHERE id > ?", (rows_before,))]
     assert "aten::softmax" in new and "aten::linear" not in new, new
     assert all(op in ("aten::softmax", "model::Sequential") for op in new), new
+
+
+def test_a_row_at_another_batch_size_anchors_the_estimate(fitted_db, tmp_path):
+    # The model's first linear layer measured at batch 2; the model runs at batch 4. Its estimate
+    # is scaled from that row (the row's figures times the model's ratio of the two estimates:
+    # the arithmetic is tests/unit/predict_estimates_test.cpp's), and the result says so.
+    db = tmp_path / "anchored.db"
+    shutil.copy(fitted_db, db)
+    measured = _run([OPCOST_BIN, "measure", "aten::linear", "input=f32[2,200]", "weight=f32[100,200]",
+                     "bias=f32[100]", "--device", "cpu", "--no-energy", "--max-time", "0.02", "--db", db])
+    assert measured.returncode == 0, measured.stderr
+
+    p = opcost.predict(_model(), torch.randn(4, 200), db=str(db), estimate=True)
+    assert p.complete and len(p.estimated) == 3
+    # The other linear layer and the ReLU have no row at another batch size.
+    assert p._doc["estimated"]["anchored"] == 1
+    assert "1 of them scaled from a row measured at another batch size" in p.table()
+    # A row that differs in another extent than the batch is no anchor.
+    other = tmp_path / "other.db"
+    shutil.copy(fitted_db, other)
+    assert _run([OPCOST_BIN, "measure", "aten::linear", "input=f32[4,100]", "weight=f32[100,100]",
+                 "bias=f32[100]", "--device", "cpu", "--no-energy", "--max-time", "0.02", "--db", other]).returncode == 0
+    assert opcost.predict(_model(), torch.randn(4, 200), db=str(other), estimate=True)._doc["estimated"]["anchored"] == 0

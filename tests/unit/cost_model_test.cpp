@@ -20,12 +20,14 @@
 #include "core/store/cost_model_store.h"
 #include "core/store/database.h"
 #include "core/store/sql_connection.h"
+#include "made_up_cost_model.h"
 #include "test_databases.h"
 
 namespace opcost {
 namespace {
 
 using json = nlohmann::json;
+using namespace made_up;  // NOLINT: the made-up model and its GPU's draws
 
 OpCall call_of(const std::string& op, const std::string& args) {
   std::vector<std::string> tokens;
@@ -34,21 +36,12 @@ OpCall call_of(const std::string& op, const std::string& args) {
   return parse_call(op, tokens);
 }
 
-std::size_t feature_index(const std::string& name) {
-  const auto& names = cost_feature_names();
-  for (std::size_t k = 0; k < names.size(); ++k)
-    if (names[k] == name) return k;
-  ADD_FAILURE() << "no feature " << name;
-  return 0;
-}
-
 double feature(const CostFeatures& f, const std::string& name) { return f.values.at(feature_index(name)); }
 
 bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 // A made-up GPU: 400 TFLOP/s in bf16, 50 in f32, 2000 GB/s; idle at 60 W, 500 W at its FLOP
 // roofline, 400 W at its byte roofline.
-constexpr double kIdleW = 60, kComputeW = 500, kMemoryW = 400;
 GpuProfile made_up_gpu() {
   GpuProfile p;
   p.name = "Made-up GPU";
@@ -297,72 +290,6 @@ TEST(CostFeatures, TheOperatorCodeIsStable) {
   EXPECT_EQ(operator_code("aten::conv2d"), 80702);
   EXPECT_EQ(operator_code("aten::bmm"), 861410);
   EXPECT_LT(operator_code("aten::addmm"), double(1 << 20));
-}
-
-// A minimal valid model, by hand: the made-up GPU; the matmul family with a time tree splitting
-// on log2_flops at 30, energy at e^0.15 times its base, power at e^0.2 times the base power and
-// a host time of 10 µs.
-json leaf_tree(double value) {
-  return {{"feature", {-2}}, {"threshold", {-2.0}}, {"left", {-1}}, {"right", {-1}}, {"value", {value}}};
-}
-
-json split_tree(int feature_k, double threshold, double left_value, double right_value) {
-  return {{"feature", {feature_k, -2, -2}},
-          {"threshold", {threshold, -2.0, -2.0}},
-          {"left", {1, -1, -1}},
-          {"right", {2, -1, -1}},
-          {"value", {0.0, left_value, right_value}}};
-}
-
-json held_out() { return {{"median_abs_error", 0.02}, {"p90_abs_error", 0.1}, {"n_test", 12}}; }
-
-json valid_model() {
-  const auto& names = cost_feature_names();
-  json ranges = json::array();
-  for (std::size_t k = 0; k < names.size(); ++k) ranges.push_back({-1e9, 1e9});
-  json targets{
-      {"time",
-       {{"init", 0.1},
-        {"learning_rate", 0.5},
-        {"trees", {split_tree(int(feature_index("log2_flops")), 30.0, 0.2, -0.4)}},
-        {"interval_log_halfwidth", 0.1},
-        {"held_out", held_out()}}},
-      {"power",
-       {{"init", 0.2},
-        {"learning_rate", 1.0},
-        {"trees", {leaf_tree(0.0)}},
-        {"interval_log_halfwidth", 0.05},
-        {"held_out", held_out()}}},
-      {"energy",
-       {{"init", 0.05},
-        {"learning_rate", 1.0},
-        {"trees", {leaf_tree(0.1)}},
-        {"interval_log_halfwidth", 0.2},
-        {"held_out", held_out()}}},
-      {"host",
-       {{"init", std::log(10.0)},
-        {"learning_rate", 1.0},
-        {"trees", {leaf_tree(0.0)}},
-        {"interval_log_halfwidth", 0.3},
-        {"held_out", held_out()}}},
-  };
-  return {{"format", "opcost-cost-model"},
-          {"version", 1},
-          {"features_version", kCostFeaturesVersion},
-          {"features", names},
-          {"coverage", 0.9},
-          {"time_floor_us", 3.0},
-          {"data_hash", "sha256:made-up"},
-          {"gpus",
-           {{"Made-up GPU",
-             {{"achieved_tflops", {{"bf16", 400.0}, {"f32", 50.0}}},
-              {"achieved_GBps", 2000.0},
-              {"idle_power_W", kIdleW},
-              {"compute_power_W", kComputeW},
-              {"memory_power_W", kMemoryW}}}}},
-          {"families",
-           {{"matmul",
-             {{"ops", {"aten::linear", "aten::mm"}}, {"n_train", 40}, {"ranges", ranges}, {"targets", targets}}}}}};
 }
 
 // The message of from_json's refusal; a failure where it accepts.

@@ -186,6 +186,7 @@ class PredictionBuilder {
       if (c->estimated) {
         p_.estimated.push_back(inv_.entries[e].signature());
         if (!c->flags.empty()) ++p_.estimated_outside_fit;
+        if (!c->anchor_args.empty()) ++p_.estimated_anchored;
       } else if (!c->flags.empty()) {
         p_.flagged.push_back(inv_.entries[e].signature());
       }
@@ -406,7 +407,10 @@ nlohmann::json to_json(const Prediction& p, const Inventory& inv, const StepMeas
       {"matched_ignoring_float_scalars", {{"count", matched.size()}, {"signatures", matched}}},
       {"flagged", p.flagged},
       {"estimated",
-       {{"count", p.estimated.size()}, {"outside_fit", p.estimated_outside_fit}, {"signatures", p.estimated}}},
+       {{"count", p.estimated.size()},
+        {"outside_fit", p.estimated_outside_fit},
+        {"anchored", p.estimated_anchored},
+        {"signatures", p.estimated}}},
       {"from_other_board", p.from_other_board},
       {"capped", {{"signatures", p.capped_signatures}, {"energy_mJ", p.capped_energy_mJ}}},
       {"layers", rows_json(p.layers)},
@@ -573,9 +577,12 @@ class PredictionText {
           "{} signatures were estimated by the cost model, not measured (docs/estimate.md){}: the step's interval "
           "carries their intervals\n",
           p_.estimated.size(),
-          p_.estimated_outside_fit
-              ? fmt::format("; {} of them lie outside the fit's data, extrapolated", p_.estimated_outside_fit)
-              : "");
+          (p_.estimated_anchored ? fmt::format("; {} of them scaled from a row measured at another batch size",
+                                               p_.estimated_anchored)
+                                 : std::string()) +
+              (p_.estimated_outside_fit
+                   ? fmt::format("; {} of them lie outside the fit's data, extrapolated", p_.estimated_outside_fit)
+                   : std::string()));
     if (p_.capped_signatures && p_.energy_mJ && *p_.energy_mJ > 0)
       out_ += fmt::format(
           "{} measured signatures ({:.0f}% of the predicted energy) reached the power cap in their own loops: where "
