@@ -134,7 +134,7 @@ def test_validate_measures_only_what_the_model_cannot_estimate(fitted_db):
 
 def test_a_row_at_another_batch_size_anchors_the_estimate(fitted_db, tmp_path):
     # The model's first linear layer measured at batch 2; the model runs at batch 4. Its estimate
-    # is scaled from that row (the row's figures times the model's ratio of the two estimates:
+    # is scaled from that row (the row's figures times the ratio of the two calls' roofline times:
     # the arithmetic is tests/unit/predict_estimates_test.cpp's), and the result says so.
     db = tmp_path / "anchored.db"
     shutil.copy(fitted_db, db)

@@ -1,5 +1,6 @@
 // predict --estimate's costs (workflow/predict_estimates.h) against a made-up cost model and a
-// fake look-up: an estimate scaled from the row measured at the nearest other batch size.
+// fake look-up: an estimate scaled from the row measured at the nearest other batch size by the
+// two calls' roofline figures.
 #include "workflow/predict_estimates.h"
 
 #include <gtest/gtest.h>
@@ -51,7 +52,7 @@ CostEstimate model_estimate(const CostModel& model, const std::string& args) {
 
 const std::string kCall = "self=bf16[1000,4096] mat2=bf16[4096,768]";
 
-TEST(EstimatingCosts, ScaledFromTheRowAtTheNearestBatchByTheModelsRatio) {
+TEST(EstimatingCosts, ScaledFromTheRowAtTheNearestBatchByTheirRooflineRatio) {
   const CostModel model = CostModel::from_json(made_up::valid_model());
   // 500 and 2000 are as near to 1000 (a factor of 2): the larger is taken; 100 is farther. A
   // view's row and a row with no time are never anchors.
@@ -68,11 +69,15 @@ TEST(EstimatingCosts, ScaledFromTheRowAtTheNearestBatchByTheModelsRatio) {
   const CostEstimate call = model_estimate(model, kCall);
   const CostEstimate anchor = model_estimate(model, "self=bf16[2000,4096] mat2=bf16[4096,768]");
   const Measurement& m = e->measurement;
-  const double time_factor = 150 / anchor.time_us;
-  EXPECT_DOUBLE_EQ(m.time.per_call_us.median, call.time_us * time_factor);
-  EXPECT_DOUBLE_EQ(m.time.per_call_us.ci95_low, call.time_low_us * time_factor);
-  EXPECT_DOUBLE_EQ(m.time.per_call_us.ci95_high, call.time_high_us * time_factor);
-  EXPECT_DOUBLE_EQ(m.energy.per_call_mJ.median, *call.energy_mJ * 60 / *anchor.energy_mJ);
+  // Time and energy: the row's times the ratio of the two calls' roofline figures; the model's
+  // relative interval kept. Host time: the row's times the model's ratio.
+  const double time_us = 150 * call.base_us / anchor.base_us;
+  EXPECT_DOUBLE_EQ(m.time.per_call_us.median, time_us);
+  EXPECT_DOUBLE_EQ(m.time.per_call_us.ci95_low, time_us * call.time_low_us / call.time_us);
+  EXPECT_DOUBLE_EQ(m.time.per_call_us.ci95_high, time_us * call.time_high_us / call.time_us);
+  const double energy_mJ = 60 * *call.base_energy_mJ / *anchor.base_energy_mJ;
+  EXPECT_DOUBLE_EQ(m.energy.per_call_mJ.median, energy_mJ);
+  EXPECT_DOUBLE_EQ(m.energy.per_call_mJ.ci95_high, energy_mJ * *call.energy_high_mJ / *call.energy_mJ);
   EXPECT_DOUBLE_EQ(m.time.host_us_per_call, *call.host_us * 7 / *anchor.host_us);
   // The draw follows from the scaled energy over the loop's wall time (mJ/µs = 1000 W).
   const double wall_us = std::max(m.time.per_call_us.median, m.time.host_us_per_call);

@@ -230,6 +230,8 @@ CostEstimate CostModel::estimate(const OpCall& call, std::string_view cache_mode
   }
   const TargetModel& time = f.targets.at("time");
   const double base = features->base_us;
+  e.base_us = base;
+  if (features->base_power_W) e.base_energy_mJ = base * *features->base_power_W * 1e-3;  // µs × W = µJ
   e.time_us = base * std::exp(time.trees.evaluate(x));
   e.time_low_us = e.time_us * std::exp(-time.interval_log_halfwidth);
   e.time_high_us = e.time_us * std::exp(time.interval_log_halfwidth);

@@ -55,6 +55,10 @@ struct CostEstimate {
   std::optional<double> energy_mJ, energy_low_mJ, energy_high_mJ, power_W;
   std::optional<double> power_low_W, power_high_W;
   std::optional<double> host_us, host_low_us, host_high_us;
+  // What the trees' figures are relative to (cost_features.h): the roofline time with the
+  // launch floor, and that time at the roofline side's draw (none without a draw).
+  double base_us = 0;
+  std::optional<double> base_energy_mJ;
   double coverage = 0;                    // the intervals' coverage (the fit's, 0.95 by default)
   std::vector<std::string> out_of_range;  // where the call lies outside the fit's data
   std::vector<std::string> notes;         // where a figure stands on less (cost_features' notes)
