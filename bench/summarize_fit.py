@@ -2,11 +2,15 @@
 cross-GPU estimates (fitted on one GPU's rows plus only the calibration rows of another,
 checked against everything measured on the other), and the time an estimate takes.
 
-    python bench/summarize_fit.py RESULTS_DIR H100_ROWS.csv[,MORE.csv] H200_ROWS.csv [MODELS_DIR]
+    python bench/summarize_fit.py RESULTS_DIR H100_ROWS.csv[,MORE.csv] H200_ROWS.csv [MODELS_DIR [UNMEASURED_DIR ...]]
 
 Writes RESULTS_DIR/summary.json (the issue's form, fractions) and RESULTS_DIR/fit-<gpu>.txt
 (each GPU's table). MODELS_DIR: the validate_<case>.json of bench/run_estimate_models (whole
-models with every countable signature estimated), read into summary.json's "models". Needs opcost's package (PYTHONPATH=build/python) and scikit-learn.
+models with every countable signature estimated), read into summary.json's "models".
+UNMEASURED_DIR: a folder of bench/estimate_unmeasured.py's estimate phase (models at a
+configuration none of whose signatures was measured, the fit having rows of the same models at
+others), its cases read into "models" too, each named with its folder. Needs opcost's package
+(PYTHONPATH=build/python) and scikit-learn.
 """
 
 from __future__ import annotations
@@ -88,7 +92,25 @@ def models(models_dir):
     return cases
 
 
-def main(out_dir, h100_csv, h200_csv, models_dir=None):
+def unmeasured(folder):
+    """The cases of one estimate run of bench/estimate_unmeasured.py, named "<case> (<folder>)"."""
+    cases = []
+    for path in sorted(Path(folder).glob("*estimate-case-*.json")):
+        d = json.loads(path.read_text())
+        est = d.get("estimated") or {}
+        cases.append({"case": f"{d['case']} ({Path(folder).name})",
+                      "paired_time_error": d.get("paired_time_error"),
+                      "paired_energy_error": d.get("paired_energy_error"),
+                      "energy_error": d.get("energy_error"),
+                      "signatures_estimated": est.get("count"), "estimated_anchored": est.get("anchored"),
+                      "estimated_outside_fit": est.get("outside_fit"),
+                      "predicted_us": d.get("predicted_time_us"), "measured_us": d.get("measured_time_us"),
+                      "predicted_mJ": d.get("predicted_energy_mJ"), "measured_mJ": d.get("measured_energy_mJ"),
+                      "wall_s": d.get("validate_wall_s")})
+    return cases
+
+
+def main(out_dir, h100_csv, h200_csv, models_dir=None, *unmeasured_dirs):
     out = Path(out_dir)
     h100 = [r for path in h100_csv.split(",") for r in _fit.rows_from_csv(path)]
     h200 = _fit.rows_from_csv(h200_csv)
@@ -99,7 +121,8 @@ def main(out_dir, h100_csv, h200_csv, models_dir=None):
         families += fams
     h200_name = next(r["device_name"] for r in h200)
     cross_result, cross, estimate_s = cross_gpu(h100, h200, h200_name)
-    summary = {"families": families, "models": models(models_dir) if models_dir else [], "cross_gpu": cross,
+    cases = (models(models_dir) if models_dir else []) + [c for d in unmeasured_dirs for c in unmeasured(d)]
+    summary = {"families": families, "models": cases, "cross_gpu": cross,
                "cross_gpu_direction": "fitted on H100 rows and the H200's calibration rows; estimates of the H200's "
                                       "other rows",
                "estimate_seconds_per_signature": estimate_s,
@@ -109,6 +132,6 @@ def main(out_dir, h100_csv, h200_csv, models_dir=None):
 
 
 if __name__ == "__main__":
-    if len(sys.argv) not in (4, 5):
+    if len(sys.argv) < 4:
         sys.exit(__doc__)
     main(*sys.argv[1:])
