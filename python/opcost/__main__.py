@@ -233,8 +233,8 @@ def model_command(args) -> int:
 def compare_command(args) -> int:
     """compare of a Python model: opcost.compare with the command line's options; torch.compile
     and int8 variants are this path's own (the command line's built-in models take the rest)."""
-    handled = {"model", "input", "dtype", "device", "train", "variants", "rounds", "warmup_rounds", "round_max_time",
-               "no_energy", "no_layers", "layer_steps", "layer_rows", "json", "output"}
+    handled = {"model", "input", "dtype", "device", "train", "variants", "json", "output"}
+    handled |= {spec["flag"].lstrip("-").replace("-", "_") for spec in _core.option_specs("compare")}
     if (args.dtype and args.dtype != "fp32") or args.autocast:  # the command line's words for it
         raise UsageError("--dtype and --autocast: compare sets each variant's own; name them in --variants "
                          "(fp32,bf16,autocast-bf16)")
@@ -244,13 +244,9 @@ def compare_command(args) -> int:
                          "(--variants fp32,bf16,compile)")
     if args.output and Path(args.model.rpartition(":")[0]).resolve() == Path(args.output).resolve():
         raise UsageError(f"--output {args.output}: that is the model's file; write the report elsewhere")
-    given = {k: v for k, v in dict(rounds=_whole(args.rounds), warmup_rounds=_whole(args.warmup_rounds),
-                                   round_max_time=_number(args.round_max_time),
-                                   layer_steps=_whole(args.layer_steps), layer_rows=_whole(args.layer_rows)).items()
-             if v is not None}
     model, inputs = prepare(args)
     result = opcost.compare(model, *inputs, variants=args.variants, train=bool(args.train), name=args.model,
-                            energy=not args.no_energy, layers=not args.no_layers, **given)
+                            **_registry_given(args, "compare"))
     document = json.dumps(result.json, indent=2) + "\n"
     sys.stdout.write(document if args.json else result.text)
     sys.stdout.flush()

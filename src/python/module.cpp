@@ -190,6 +190,7 @@ py::list option_specs_of(const std::vector<OptionSpec<Options>>& specs, OptionCo
 }
 
 py::list option_specs_py(const std::string& command) {
+  if (command == "compare") return option_specs_of(compare_option_specs(), kCompareCommand, CompareOptions{});
   if (command == "measure") return option_specs_of(measure_option_specs(), kMeasureCommand, MeasureOptions{});
   if (command == "sweep") return option_specs_of(measure_option_specs(), kSweepCommand, MeasureOptions{});
   const OptionCommand c = predict_command(command);
@@ -289,70 +290,25 @@ py::dict predict_step(py::function step, const py::dict& description, const py::
   return out;
 }
 
-// opcost.compare's options dict: each key a CompareOptions member (and layer_rows, the text's
-// per-layer rows), checked as the command line checks them (CompareOptions::check).
-CompareOptions compare_options(const py::dict& o, std::size_t& layer_rows) {
+// opcost.compare's options dict: the compare registry's options by name (workflow/options.h),
+// each checked as the command line checks it.
+CompareOptions compare_options(const py::dict& o) {
   CompareOptions c;
-  auto whole = [](const py::handle& v, const char* name) -> std::size_t {
-    if (py::isinstance<py::bool_>(v) || !py::isinstance<py::int_>(v))
-      throw OptionTypeError(
-          fmt::format("{} must be a whole number, not {}", name, printable_one_line(py::repr(v).cast<std::string>())));
-    const auto n = v.cast<long long>();
-    if (n < 0) throw std::invalid_argument(fmt::format("{} must be a whole number from 0 on, not {}", name, n));
-    return std::size_t(n);
-  };
-  auto flag = [](const py::handle& v, const char* name) {
-    if (!py::isinstance<py::bool_>(v))
-      throw OptionTypeError(
-          fmt::format("{} must be True or False, not {}", name, printable_one_line(py::repr(v).cast<std::string>())));
-    return v.cast<bool>();
-  };
-  for (const auto& [key, value] : o) {
-    const std::string k = key.cast<std::string>();
-    if (k == "rounds")
-      c.rounds = whole(value, "rounds (--rounds)");
-    else if (k == "warmup_rounds")
-      c.warmup_rounds = whole(value, "warmup_rounds (--warmup-rounds)");
-    else if (k == "round_max_time") {
-      if (py::isinstance<py::bool_>(value) || !(py::isinstance<py::float_>(value) || py::isinstance<py::int_>(value)))
-        throw OptionTypeError(fmt::format("round_max_time (--round-max-time) must be a number of seconds, not {}",
-                                          printable_one_line(py::repr(value).cast<std::string>())));
-      c.round_max_time = value.cast<double>();
-    } else if (k == "energy")
-      c.energy = flag(value, "energy (--no-energy)");
-    else if (k == "layers")
-      c.layers = flag(value, "layers (--no-layers)");
-    else if (k == "layer_steps")
-      c.layer_steps = whole(value, "layer_steps (--layer-steps)");
-    else if (k == "layer_rows")
-      layer_rows = whole(value, "layer_rows (--layer-rows)");
-    else
-      throw std::invalid_argument(fmt::format(
-          "opcost.compare: unknown option '{}' (rounds, warmup_rounds, round_max_time, energy, layers, layer_steps, "
-          "layer_rows)",
-          printable_one_line(k)));
-  }
+  apply_python_options(c, compare_option_specs(), kCompareCommand, "opcost.compare", o, {});
   c.check();
   return c;
 }
 
 py::dict compare_defaults() {
-  const CompareOptions c;
   py::dict d;
-  d["rounds"] = c.rounds;
-  d["warmup_rounds"] = c.warmup_rounds;
-  d["round_max_time"] = c.round_max_time;
-  d["energy"] = c.energy;
-  d["layers"] = c.layers;
-  d["layer_steps"] = c.layer_steps;
-  d["layer_rows"] = kCompareLayerRows;
+  for (const auto& s : compare_option_specs())
+    d[py::str(std::string(s.name))] = std::visit([](const auto& x) { return py::cast(x); }, s.get(CompareOptions{}));
   return d;
 }
 
 // opcost.compare: each variant a step written in Python (the first the baseline).
 py::dict compare_steps(const py::list& variants, const py::dict& o, py::object note, py::object progress) {
-  std::size_t layer_rows = kCompareLayerRows;
-  const CompareOptions options = compare_options(o, layer_rows);
+  const CompareOptions options = compare_options(o);
   std::vector<std::unique_ptr<PythonModel>> models;
   std::vector<CompareVariant> list;
   for (const auto& item : variants) {
@@ -365,7 +321,7 @@ py::dict compare_steps(const py::list& variants, const py::dict& o, py::object n
   const CompareReport r = run_compare(list, options, python_notes(note, progress));
   py::dict out;
   out["json"] = to_json(r).dump();
-  out["text"] = render_compare(r, false, layer_rows);
+  out["text"] = render_compare(r, false, options.layer_rows);
   return out;
 }
 
@@ -601,20 +557,15 @@ void bind_workflows(py::module_& m) {
         py::arg("progress") = py::none(),
         "compare: variants [{name, description, step, model}] (the first the baseline) in interleaved rounds and "
         "traced per layer: the report as JSON and text");
-  m.def("compare_defaults", &compare_defaults, "compare's option defaults (CompareOptions)");
+  m.def("compare_defaults", &compare_defaults, "compare's option defaults (CompareOptions), by registry name");
   m.def(
-      "check_compare_options",
-      [](const py::dict& o) {
-        std::size_t layer_rows = kCompareLayerRows;
-        compare_options(o, layer_rows);
-      },
-      py::arg("options"),
+      "check_compare_options", [](const py::dict& o) { compare_options(o); }, py::arg("options"),
       "Checks compare's options before any variant is built: ValueError/TypeError naming the bad one");
   m.def("parse_variant", &variant_dict, py::arg("text"),
         "a built-in variant's name ('bf16', 'autocast-fp16', 'channels_last+compile') as what it does; "
         "ValueError naming the part at fault");
   m.def("option_specs", &option_specs_py, py::arg("command"),
-        "The options registry as `command` (measure, sweep, predict, validate, model) offers it: a list of "
+        "The options registry as `command` (measure, sweep, predict, validate, model, compare) offers it: a list of "
         "{name, flag, type, unit, help, default, low, low_included, high, zero_allowed, choices, flag_sets, "
         "identity}");
   m.def(

@@ -14,15 +14,13 @@
 #include "torch/runner.h"
 #include "torch/trace_recorder.h"
 #include "workflow/measure.h"  // kMaxBudgetSeconds
+#include "workflow/options.h"
 #include "workflow/predict.h"
 #include "workflow/trace.h"
 
 namespace opcost {
 
 namespace {
-
-constexpr std::size_t kMaxRounds = 1000, kMaxWarmupRounds = 100, kMaxLayerSteps = 1000;
-constexpr double kMaxRoundSeconds = kMaxBudgetSeconds;
 
 // Each variant's step loop in one round: validate's step loop (a step synchronises itself: wall
 // clock), its budgets the round's.
@@ -137,23 +135,7 @@ void trace_layers(const std::vector<CompareVariant>& variants, const CompareOpti
 
 }  // namespace
 
-void CompareOptions::check() const {
-  if (rounds < 2 || rounds > kMaxRounds)
-    throw std::invalid_argument(
-        fmt::format("rounds (--rounds) must be a whole number from 2 to {} (an interval needs two rounds), not {}",
-                    kMaxRounds, rounds));
-  if (warmup_rounds > kMaxWarmupRounds)
-    throw std::invalid_argument(
-        fmt::format("warmup_rounds (--warmup-rounds) must be a whole number from 0 to {}, not {}", kMaxWarmupRounds,
-                    warmup_rounds));
-  if (!(round_max_time > 0 && round_max_time <= kMaxRoundSeconds))
-    throw std::invalid_argument(
-        fmt::format("round_max_time (--round-max-time) must be a number above 0 and at most {} seconds, not {}",
-                    kMaxRoundSeconds, round_max_time));
-  if (layer_steps < 1 || layer_steps > kMaxLayerSteps)
-    throw std::invalid_argument(fmt::format("layer_steps (--layer-steps) must be a whole number from 1 to {}, not {}",
-                                            kMaxLayerSteps, layer_steps));
-}
+void CompareOptions::check() const { check_options(*this); }
 
 CompareReport run_compare(const std::vector<CompareVariant>& variants, const CompareOptions& o, const Notes& notes) {
   o.check();

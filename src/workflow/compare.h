@@ -27,6 +27,11 @@ namespace opcost {
 
 // Per-layer rows the text shows unless told (--layer-rows; 0: all).
 inline constexpr std::size_t kCompareLayerRows = 30;
+// The options' upper bounds (the options registry's ranges, workflow/options.h).
+inline constexpr std::size_t kMaxCompareRounds = 1000, kMaxCompareWarmupRounds = 100, kMaxCompareLayerSteps = 1000;
+
+// compare's options; their names, flags, ranges and help are the options registry's
+// (compare_option_specs in workflow/options.h), which both faces derive theirs from.
 
 struct CompareOptions {
   std::size_t rounds = 5;  // interleaved rounds of whole steps (at least 2 for an interval)
@@ -34,12 +39,13 @@ struct CompareOptions {
   // 10-26% slower than its later ones on the H200 (bench/results/2026-11-26-h200x4-compare), more
   // than the step loop's own warm-up calls absorb.
   std::size_t warmup_rounds = 1;
-  double round_max_time = 0.5;  // seconds of each variant's step loop in one round
-  bool energy = true;           // the steps' energy, where the device has a counter
-  bool layers = true;           // trace each variant's steps for the per-layer table
-  std::size_t layer_steps = 5;  // traced steps per variant (each one sample per layer)
-  // Throws std::invalid_argument naming the option (as the command line spells it) when out of
-  // range.
+  double round_max_time = 0.5;                 // seconds of each variant's step loop in one round
+  bool energy = true;                          // the steps' energy, where the device has a counter
+  bool layers = true;                          // trace each variant's steps for the per-layer table
+  std::size_t layer_steps = 5;                 // traced steps per variant (each one sample per layer)
+  std::size_t layer_rows = kCompareLayerRows;  // per-layer rows the text shows (0: all; the JSON has all)
+  // Throws std::invalid_argument naming the first option out of its range in both spellings
+  // (check_options: the registry's ranges).
   void check() const;
 };
 

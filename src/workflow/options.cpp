@@ -458,6 +458,58 @@ std::string value_of_text(const OptionInfo& o, std::string_view text, OptionValu
   return "cannot be read";
 }
 
+// compare's options (workflow/compare.h): its rounds and traced steps. Not measuring options:
+// each variant's step loop takes validate's step settings with the round's budget.
+std::vector<CompareOptionSpec> make_compare_specs() {
+  using T = OptionType;
+  std::vector<CompareOptionSpec> out;
+  auto add = [&](OptionInfo i, std::function<OptionValue(const CompareOptions&)> get,
+                 std::function<void(CompareOptions&, const OptionValue&)> set) {
+    CompareOptionSpec s;
+    static_cast<OptionInfo&>(s) = std::move(i);
+    s.get = std::move(get);
+    s.set = std::move(set);
+    out.push_back(std::move(s));
+  };
+  auto whole = [](std::size_t n) { return OptionValue(std::int64_t(n)); };
+  add(
+      info("rounds", "--rounds", T::kWhole, "",
+           "interleaved rounds of whole steps, each running every variant (at least 2: an interval needs two)",
+           {2, true, double(kMaxCompareRounds)}, false, kCompareCommand),
+      [whole](const CompareOptions& o) { return whole(o.rounds); },
+      [](CompareOptions& o, const OptionValue& v) { o.rounds = std::size_t(whole_of(v)); });
+  add(
+      info("warmup_rounds", "--warmup-rounds", T::kWhole, "", "rounds run first and not counted (0: none)",
+           {0, true, double(kMaxCompareWarmupRounds)}, false, kCompareCommand),
+      [whole](const CompareOptions& o) { return whole(o.warmup_rounds); },
+      [](CompareOptions& o, const OptionValue& v) { o.warmup_rounds = std::size_t(whole_of(v)); });
+  add(
+      info("round_max_time", "--round-max-time", T::kNumber, "s", "seconds of each variant's step loop in a round",
+           {0, false, kMaxBudgetSeconds}, false, kCompareCommand),
+      [](const CompareOptions& o) { return OptionValue(o.round_max_time); },
+      [](CompareOptions& o, const OptionValue& v) { o.round_max_time = number_of(v); });
+  add(
+      info("energy", "--no-energy", T::kFlag, "", "time only: no energy loops", {}, false, kCompareCommand),
+      [](const CompareOptions& o) { return OptionValue(o.energy); },
+      [](CompareOptions& o, const OptionValue& v) { o.energy = flag_of(v); });
+  add(
+      info("layers", "--no-layers", T::kFlag, "", "whole steps only: no traced steps for the per-layer table", {},
+           false, kCompareCommand),
+      [](const CompareOptions& o) { return OptionValue(o.layers); },
+      [](CompareOptions& o, const OptionValue& v) { o.layers = flag_of(v); });
+  add(
+      info("layer_steps", "--layer-steps", T::kWhole, "", "traced steps a variant for the per-layer table",
+           {1, true, double(kMaxCompareLayerSteps)}, false, kCompareCommand),
+      [whole](const CompareOptions& o) { return whole(o.layer_steps); },
+      [](CompareOptions& o, const OptionValue& v) { o.layer_steps = std::size_t(whole_of(v)); });
+  add(
+      info("layer_rows", "--layer-rows", T::kWhole, "", "per-layer rows the text shows (0: all; the JSON has all)",
+           {0, true, 2147483647.0}, false, kCompareCommand),
+      [whole](const CompareOptions& o) { return whole(o.layer_rows); },
+      [](CompareOptions& o, const OptionValue& v) { o.layer_rows = std::size_t(whole_of(v)); });
+  return out;
+}
+
 template <typename Options>
 const OptionSpec<Options>& find_or_throw(const std::vector<OptionSpec<Options>>& specs, std::string_view name) {
   for (const auto& s : specs)
@@ -497,6 +549,11 @@ const std::vector<MeasureOptionSpec>& measure_option_specs() {
 
 const std::vector<PredictOptionSpec>& predict_option_specs() {
   static const std::vector<PredictOptionSpec> specs = make_predict_specs();
+  return specs;
+}
+
+const std::vector<CompareOptionSpec>& compare_option_specs() {
+  static const std::vector<CompareOptionSpec> specs = make_compare_specs();
   return specs;
 }
 
@@ -599,6 +656,9 @@ void apply_option(MeasureOptions& o, std::string_view name, const OptionValue& v
 void apply_option(PredictOptions& o, std::string_view name, const OptionValue& value) {
   apply(predict_option_specs(), o, name, value);
 }
+void apply_option(CompareOptions& o, std::string_view name, const OptionValue& value) {
+  apply(compare_option_specs(), o, name, value);
+}
 void apply_option_text(MeasureOptions& o, std::string_view name, std::string_view text) {
   const auto& spec = find_or_throw(measure_option_specs(), name);
   spec.set(o, parse_option_text(spec, text));
@@ -607,9 +667,14 @@ void apply_option_text(PredictOptions& o, std::string_view name, std::string_vie
   const auto& spec = find_or_throw(predict_option_specs(), name);
   spec.set(o, parse_option_text(spec, text));
 }
+void apply_option_text(CompareOptions& o, std::string_view name, std::string_view text) {
+  const auto& spec = find_or_throw(compare_option_specs(), name);
+  spec.set(o, parse_option_text(spec, text));
+}
 
 void check_options(const MeasureOptions& o) { check_all(measure_option_specs(), o); }
 void check_options(const PredictOptions& o) { check_all(predict_option_specs(), o); }
+void check_options(const CompareOptions& o) { check_all(compare_option_specs(), o); }
 void check_options(const MeasureConfig& c) {
   for (const ConfigOption& option : config_options()) checked_option_value(option.info, option.get(c));
 }

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "core/measurement.h"  // Settings
+#include "workflow/compare.h"
 #include "workflow/measure.h"
 #include "workflow/predict.h"
 
@@ -43,6 +44,7 @@ enum OptionCommand : unsigned {
   kPredictCommand = 1u << 2,
   kValidateCommand = 1u << 3,
   kModelCommand = 1u << 4,
+  kCompareCommand = 1u << 5,
 };
 
 // A number's valid values: finite, above `low` (from it when `low_included`), at most `high`;
@@ -85,11 +87,13 @@ struct OptionSpec : OptionInfo {
 };
 using MeasureOptionSpec = OptionSpec<MeasureOptions>;  // measure, sweep
 using PredictOptionSpec = OptionSpec<PredictOptions>;  // predict, validate, model
+using CompareOptionSpec = OptionSpec<CompareOptions>;  // compare
 
 // The registries, in the order help and settings list them. Names and flags are unique within
 // each; an option in both (max_time) is declared once and bound to both structs.
 const std::vector<MeasureOptionSpec>& measure_option_specs();
 const std::vector<PredictOptionSpec>& predict_option_specs();
+const std::vector<CompareOptionSpec>& compare_option_specs();
 // nullptr when there is none of that name.
 const MeasureOptionSpec* find_measure_option(std::string_view name);
 const PredictOptionSpec* find_predict_option(std::string_view name);
@@ -134,15 +138,18 @@ std::string option_value_text(const OptionValue& value);
 // spellings (an unknown name: the known ones). The option takes effect on its own.
 void apply_option(MeasureOptions& o, std::string_view name, const OptionValue& value);
 void apply_option(PredictOptions& o, std::string_view name, const OptionValue& value);
+void apply_option(CompareOptions& o, std::string_view name, const OptionValue& value);
 // The same from the command line's text.
 void apply_option_text(MeasureOptions& o, std::string_view name, std::string_view text);
 void apply_option_text(PredictOptions& o, std::string_view name, std::string_view text);
+void apply_option_text(CompareOptions& o, std::string_view name, std::string_view text);
 
 // Checks every registry option's current value (as the workflows do first, so that a struct
 // filled in code is refused as the faces refuse): throws std::invalid_argument naming the first
 // bad one in both spellings. Replaces check_measure_config and PredictOptions::check's rules.
 void check_options(const MeasureOptions& o);
 void check_options(const PredictOptions& o);
+void check_options(const CompareOptions& o);
 // The MeasureConfig options alone (the measure registry's, on `c`).
 void check_options(const MeasureConfig& c);
 

@@ -212,8 +212,11 @@ def test_warmup_rounds_are_bounded_and_named_when_refused():
     model, x = small()
     with pytest.raises(ValueError, match=r"warmup_rounds \(--warmup-rounds\) must be a whole number from 0 to 100"):
         opcost.compare(model, x, warmup_rounds=101, **FAST)
-    with pytest.raises(TypeError, match=r"warmup_rounds \(--warmup-rounds\)"):
+    # A number that is not whole, as every registry option refuses it (validate's energy_min_windows too).
+    with pytest.raises(ValueError, match=r"warmup_rounds \(--warmup-rounds\) must be a whole number .*not 1.5"):
         opcost.compare(model, x, warmup_rounds=1.5, **FAST)
+    with pytest.raises(TypeError, match=r"warmup_rounds \(--warmup-rounds\)"):
+        opcost.compare(model, x, warmup_rounds="1", **FAST)
     assert opcost._core.compare_defaults()["warmup_rounds"] == 1
 
 

@@ -57,7 +57,7 @@ def test_the_exported_table_has_what_the_faces_derive_from():
     # The shape __main__.py builds its argparse from (agreed in the log).
     keys = {"name", "flag", "type", "unit", "help", "default", "low", "low_included", "high", "zero_allowed",
             "choices", "flag_sets", "identity"}
-    for command in ("measure", "sweep", "predict", "validate", "model"):
+    for command in ("measure", "sweep", "predict", "validate", "model", "compare"):
         table = specs(command)
         assert table and all(set(s) == keys for s in table), command
         assert len({s["name"] for s in table}) == len(table) and len({s["flag"] for s in table}) == len(table)
@@ -72,7 +72,7 @@ def test_the_exported_table_has_what_the_faces_derive_from():
 
 @pytest.mark.parametrize("function,command", [(opcost.measure, "measure"), (opcost.sweep, "sweep"),
                                               (opcost.sweep_status, "sweep"), (opcost.predict, "predict"),
-                                              (opcost.validate, "validate")])
+                                              (opcost.validate, "validate"), (opcost.compare, "compare")])
 def test_every_registry_option_is_a_keyword_with_the_registrys_default(function, command):
     parameters = inspect.signature(function).parameters
     for s in specs(command):
@@ -197,3 +197,15 @@ def test_an_option_the_command_does_not_offer_is_refused_by_the_extension(tmp_pa
     options = {"command": "predict", "db": str(tmp_path / "ops.db"), "db_is_default": False, "max_time": 1.0}
     with pytest.raises(ValueError, match="opcost.predict takes no option 'max_time'"):
         _core.check_options("predict", options)
+
+
+@pytest.mark.parametrize("spec", specs("compare"), ids=lambda s: s["name"])
+def test_bad_compare_values_are_refused_before_any_variant_is_built(spec):
+    built = []
+    net = torch.nn.Linear(4, 4).eval()
+    value, kind = BAD[spec["type"]]
+    with pytest.raises(kind) as got:
+        opcost.compare(net, torch.ones(2, 4), variants={"a": "fp32", "b": lambda m: built.append(m) or m},
+                       **{spec["name"]: value})
+    assert one_line_naming(got.value, spec), got.value
+    assert built == []

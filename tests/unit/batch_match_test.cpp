@@ -28,7 +28,8 @@ TEST(BatchMatch, ALeadingExtentThatDiffersGivesThePair) {
   EXPECT_EQ(add->call, 8);
   EXPECT_EQ(add->row, 2);
   // A list's tensors (a cat's), element by element; a 0-dimensional tensor needs no batch.
-  const auto cat = pair_of("aten::cat tensors=[f32[4,8],f32[4,8]] dim=1", "aten::cat tensors=[f32[2,8],f32[2,8]] dim=1");
+  const auto cat =
+      pair_of("aten::cat tensors=[f32[4,8],f32[4,8]] dim=1", "aten::cat tensors=[f32[2,8],f32[2,8]] dim=1");
   ASSERT_TRUE(cat.has_value());
   EXPECT_EQ(cat->row, 2);
   EXPECT_TRUE(pair_of("aten::mul.Tensor self=f32[4,8] other=f32[]", "aten::mul.Tensor self=f32[2,8] other=f32[]"));

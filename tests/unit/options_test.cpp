@@ -30,6 +30,8 @@ void expect_unique_names_and_flags(const Specs& specs) {
 TEST(Options, NamesAndFlagsAreUniqueAndComplete) {
   expect_unique_names_and_flags(measure_option_specs());
   expect_unique_names_and_flags(predict_option_specs());
+  expect_unique_names_and_flags(compare_option_specs());
+  for (const auto& s : compare_option_specs()) EXPECT_EQ(s.commands, unsigned(kCompareCommand)) << s.name;
 }
 
 TEST(Options, AnOptionInBothRegistriesIsDeclaredAlike) {
@@ -60,6 +62,9 @@ TEST(Options, DefaultsAreTheStructs) {
   EXPECT_NO_THROW(check_options(d));
   for (auto command : {kPredictCommand, kValidateCommand, kModelCommand})
     EXPECT_NO_THROW(check_options(predict_preset(command))) << command;
+  const CompareOptions compare;
+  EXPECT_NO_THROW(check_options(compare));
+  EXPECT_EQ(std::get<std::int64_t>(compare_option_specs().front().get(compare)), std::int64_t(compare.rounds));
 }
 
 TEST(Options, PresetsAsDataAreTheCommandsPresets) {
@@ -104,6 +109,7 @@ TEST(Options, EachOptionTakesEffectAlone) {
         case OptionType::kWhole:
         case OptionType::kBytes:
           other = std::int64_t(s.range.low + 3);
+          if (other == s.get(o)) other = std::int64_t(s.range.low + 4);
           break;
         case OptionType::kText:
           other = std::string(s.name == "device"       ? "cpu"
@@ -131,6 +137,11 @@ TEST(Options, EachOptionTakesEffectAlone) {
   check(measure_option_specs(), MeasureOptions{}, [](const MeasureOptions& o) { return settings_of(o); });
   check(predict_option_specs(), predict_preset(kValidateCommand),
         [](const PredictOptions& o) { return settings_of(o); });
+  check(compare_option_specs(), CompareOptions{}, [](const CompareOptions& o) {
+    Settings out;
+    for (const auto& s : compare_option_specs()) out.emplace_back(std::string(s.name), option_value_text(s.get(o)));
+    return out;
+  });
 }
 
 TEST(Options, PredictEnergyIsTheOperatorsAndTheSteps) {
@@ -223,6 +234,21 @@ TEST(Options, BadValuesAreRefusedInOneLineNamingBothSpellings) {
   PredictOptions p;
   EXPECT_NO_THROW(apply_option(p, "target", 0.0));
   EXPECT_THROW(apply_option(p, "target", 0.001), std::invalid_argument);
+  // compare's, from its own registry: an interval needs two rounds.
+  CompareOptions c;
+  try {
+    apply_option(c, "rounds", std::int64_t(1));
+    ADD_FAILURE() << "one round passed";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_EQ(std::string(e.what()), "rounds (--rounds) must be a whole number from 2 to 1000, not 1");
+  }
+  c.layer_steps = 0;  // a struct filled in code is refused by its own check, naming the option
+  try {
+    c.check();
+    ADD_FAILURE() << "zero traced steps passed";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("layer_steps (--layer-steps)"), std::string::npos) << e.what();
+  }
 }
 
 TEST(Options, TheCommandLinesTextIsReadAndCheckedAlike) {

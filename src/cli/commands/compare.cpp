@@ -11,7 +11,7 @@
 #include "cli/command.h"
 #include "cli/commands/factories.h"
 #include "cli/commands/model_options.h"
-#include "cli/option_checks.h"
+#include "cli/commands/registry_options.h"
 #include "core/compare/variant_spec.h"
 #include "core/io/atomic_output_file.h"
 #include "workflow/compare.h"
@@ -27,25 +27,13 @@ class CompareCommand : public Command {
     cmd.add_option("--variants", variants_,
                    "the variants, comma-separated, the first the baseline: " + known_variant_names())
         ->required();
-    // The ranges are CompareOptions::check()'s, which run() calls first (Python's face too).
-    cmd.add_option("--rounds", options_.rounds, "interleaved rounds of whole steps (each runs every variant)")
-        ->capture_default_str();
-    cmd.add_option("--round-max-time", options_.round_max_time, "seconds of each variant's step loop in a round")
-        ->capture_default_str();
-    cmd.add_option("--warmup-rounds", options_.warmup_rounds, "rounds run first and not counted (0: none)")
-        ->capture_default_str();
-    cmd.add_flag("!--no-energy", options_.energy, "time only: no energy loops");
-    cmd.add_flag("!--no-layers", options_.layers, "whole steps only: no traced steps for the per-layer table");
-    cmd.add_option("--layer-steps", options_.layer_steps, "traced steps a variant for the per-layer table")
-        ->capture_default_str();
-    cmd.add_option("--layer-rows", layer_rows_, "per-layer rows to show (0: all; the JSON has all)")
-        ->check(whole_number_between(0, kMaxWholeNumber))
-        ->capture_default_str();
+    registry_.add(cmd, compare_option_specs(), kCompareCommand, options_);
     cmd.add_flag("--json", json_, "print JSON");
     cmd.add_option("-o,--output", output_, "also write the JSON report to this file");
   }
 
   int run(const CommandContext&) override {
+    registry_.apply(options_);
     options_.check();
     if (model_.in.dtype != "fp32" || !model_.in.autocast.empty())
       throw std::invalid_argument(
@@ -76,7 +64,7 @@ class CompareCommand : public Command {
     }
     const CompareReport report = run_compare(variants, options_, Notes::to_stderr());
     const std::string json = to_json(report).dump(2) + "\n";
-    fmt::print("{}", json_ ? json : render_compare(report, ::isatty(STDOUT_FILENO), layer_rows_));
+    fmt::print("{}", json_ ? json : render_compare(report, ::isatty(STDOUT_FILENO), options_.layer_rows));
     std::fflush(stdout);
     if (!output_.empty()) {
       write_file_atomically(output_, json);
@@ -89,7 +77,7 @@ class CompareCommand : public Command {
   ModelOptions model_;
   std::string variants_;
   CompareOptions options_;
-  std::size_t layer_rows_ = kCompareLayerRows;
+  RegistryOptions<CompareOptions> registry_;
   bool json_ = false;
   std::string output_;
 };

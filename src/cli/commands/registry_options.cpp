@@ -78,5 +78,6 @@ void RegistryOptions<Options>::apply(Options& o) const {
 
 template class RegistryOptions<MeasureOptions>;
 template class RegistryOptions<PredictOptions>;
+template class RegistryOptions<CompareOptions>;
 
 }  // namespace opcost

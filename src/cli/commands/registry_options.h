@@ -32,5 +32,6 @@ class RegistryOptions {
 
 extern template class RegistryOptions<MeasureOptions>;
 extern template class RegistryOptions<PredictOptions>;
+extern template class RegistryOptions<CompareOptions>;
 
 }  // namespace opcost

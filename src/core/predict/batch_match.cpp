@@ -11,7 +11,8 @@ namespace {
 // into `pair` where they differ; false where anything else differs or the pair disagrees.
 bool same_but_leading(const TensorSpec& a, const TensorSpec& b, std::optional<BatchPair>& pair) {
   if (a.dtype != b.dtype || a.shape.size() != b.shape.size() || a.device != b.device || a.range != b.range ||
-      a.zeros_fraction != b.zeros_fraction || a.distinct != b.distinct || a.strides.has_value() != b.strides.has_value())
+      a.zeros_fraction != b.zeros_fraction || a.distinct != b.distinct ||
+      a.strides.has_value() != b.strides.has_value())
     return false;
   if (a.shape.empty()) return true;  // a 0-dimensional tensor has no batch: equal dtypes suffice
   for (std::size_t d = 1; d < a.shape.size(); ++d)

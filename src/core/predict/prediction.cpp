@@ -375,46 +375,45 @@ nlohmann::json to_json(const Prediction& p, const Inventory& inv, const StepMeas
   for (const auto& m : p.matched_ignoring_float_scalars)
     matched.push_back(
         {{"signature", inv.entries[m.entry].signature()}, {"stored_args", m.stored_args}, {"db_id", m.db_id}});
-  nlohmann::json j = {
-      {"model", inv.model},
-      {"input", inv.input},
-      {"device", inv.device},
-      {"dtype", inv.dtype},
-      {"mode", inv.mode},
-      {"predicted",
-       {{"time_us", p.time_us},
-        {"time_ci95_us", p.time_ci_us},
-        {"time_ci95_covers", p.on_gpu ? "the operators' GPU times only; host costs carry no interval"
-                                      : "the operators' measured times only; the model's own host "
-                                        "code carries no interval"},
-        {"host_bound", p.host_bound()},
-        {"energy_mJ", opt(p.energy_mJ)},
-        {"energy_ci95_mJ", opt(p.energy_ci_mJ)},
-        {"energy_unavailable", p.energy_mJ ? nlohmann::json(nullptr) : nlohmann::json(p.energy_why)},
-        {"timeline",
-         {{"cpu_us", p.timeline.cpu_us},
-          {"gpu_busy_us", p.timeline.gpu_busy_us},
-          {"gap_us", p.timeline.gap_us},
-          {"tail_us", p.timeline.tail_us}}},
-        {"gap_energy_mJ", p.gap_energy_mJ}}},
-      {"complete", p.complete()},
-      {"unmeasured_by_choice", p.unmeasured_by_choice},
-      {"calls", p.calls},
-      {"measured_calls", p.measured_calls},
-      {"estimated_calls", p.estimated_calls},
-      {"missing", missing},
-      {"failed_calls", p.failed.size()},
-      {"matched_ignoring_float_scalars", {{"count", matched.size()}, {"signatures", matched}}},
-      {"flagged", p.flagged},
-      {"estimated",
-       {{"count", p.estimated.size()},
-        {"outside_fit", p.estimated_outside_fit},
-        {"anchored", p.estimated_anchored},
-        {"signatures", p.estimated}}},
-      {"from_other_board", p.from_other_board},
-      {"capped", {{"signatures", p.capped_signatures}, {"energy_mJ", p.capped_energy_mJ}}},
-      {"layers", rows_json(p.layers)},
-      {"ops", rows_json(p.ops)}};
+  nlohmann::json j = {{"model", inv.model},
+                      {"input", inv.input},
+                      {"device", inv.device},
+                      {"dtype", inv.dtype},
+                      {"mode", inv.mode},
+                      {"predicted",
+                       {{"time_us", p.time_us},
+                        {"time_ci95_us", p.time_ci_us},
+                        {"time_ci95_covers", p.on_gpu ? "the operators' GPU times only; host costs carry no interval"
+                                                      : "the operators' measured times only; the model's own host "
+                                                        "code carries no interval"},
+                        {"host_bound", p.host_bound()},
+                        {"energy_mJ", opt(p.energy_mJ)},
+                        {"energy_ci95_mJ", opt(p.energy_ci_mJ)},
+                        {"energy_unavailable", p.energy_mJ ? nlohmann::json(nullptr) : nlohmann::json(p.energy_why)},
+                        {"timeline",
+                         {{"cpu_us", p.timeline.cpu_us},
+                          {"gpu_busy_us", p.timeline.gpu_busy_us},
+                          {"gap_us", p.timeline.gap_us},
+                          {"tail_us", p.timeline.tail_us}}},
+                        {"gap_energy_mJ", p.gap_energy_mJ}}},
+                      {"complete", p.complete()},
+                      {"unmeasured_by_choice", p.unmeasured_by_choice},
+                      {"calls", p.calls},
+                      {"measured_calls", p.measured_calls},
+                      {"estimated_calls", p.estimated_calls},
+                      {"missing", missing},
+                      {"failed_calls", p.failed.size()},
+                      {"matched_ignoring_float_scalars", {{"count", matched.size()}, {"signatures", matched}}},
+                      {"flagged", p.flagged},
+                      {"estimated",
+                       {{"count", p.estimated.size()},
+                        {"outside_fit", p.estimated_outside_fit},
+                        {"anchored", p.estimated_anchored},
+                        {"signatures", p.estimated}}},
+                      {"from_other_board", p.from_other_board},
+                      {"capped", {{"signatures", p.capped_signatures}, {"energy_mJ", p.capped_energy_mJ}}},
+                      {"layers", rows_json(p.layers)},
+                      {"ops", rows_json(p.ops)}};
   if (p.time_us_launched_at_return) j["predicted"]["time_us_launched_at_return"] = *p.time_us_launched_at_return;
   if (m) {
     j["measured"] = {{"time_us", m->time_us},
@@ -577,9 +576,9 @@ class PredictionText {
           "{} signatures were estimated by the cost model, not measured (docs/estimate.md){}: the step's interval "
           "carries their intervals\n",
           p_.estimated.size(),
-          (p_.estimated_anchored ? fmt::format("; {} of them scaled from a row measured at another batch size",
-                                               p_.estimated_anchored)
-                                 : std::string()) +
+          (p_.estimated_anchored
+               ? fmt::format("; {} of them scaled from a row measured at another batch size", p_.estimated_anchored)
+               : std::string()) +
               (p_.estimated_outside_fit
                    ? fmt::format("; {} of them lie outside the fit's data, extrapolated", p_.estimated_outside_fit)
                    : std::string()));
