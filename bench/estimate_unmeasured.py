@@ -86,16 +86,31 @@ def _validate(spec: Dict[str, Any], db: Path, **options: Any) -> Tuple[Dict[str,
                 energy_unavailable=p.energy_unavailable), p.to_json()
 
 
+def _prefix(phase: str, anchored: bool) -> str:
+    """The files' prefix of a phase's case: measured-, estimate- or anchored-estimate-."""
+    return "measured" if phase == "measure" else "anchored-estimate" if anchored else "estimate"
+
+
+def _cases(names, only: str):
+    try:
+        pattern = re.compile(only)
+    except re.error as e:
+        raise SystemExit(f"estimate_unmeasured: --only {only!r}: not a regular expression ({e})") from None
+    return [n for n in names if pattern.search(n)]
+
+
 def cmd_case(args) -> int:
     out = Path(args.out)
     if args.name not in (MEASURED if args.phase == "measure" else TARGETS):
         print(f"estimate_unmeasured: '{args.name}' is not a case of {args.phase}", file=sys.stderr)
         return 2
+    prefix = _prefix(args.phase, bool(args.rows))
     if args.phase == "measure":
-        spec, db, options, prefix = MEASURED[args.name], out / "models.sqlite", {}, "measured"
+        # One database for every case, kept between runs: validate measures only what it lacks,
+        # so a rerun (--only) adds no operator row twice.
+        spec, db, options = MEASURED[args.name], out / "models.sqlite", {}
     else:
         spec, db = TARGETS[args.name], out / f"db-{args.name}.sqlite"
-        prefix = "anchored-estimate" if args.rows else "estimate"
         db.unlink(missing_ok=True)
         if args.rows:
             shutil.copyfile(args.rows, db)
@@ -110,12 +125,14 @@ def cmd_case(args) -> int:
     if args.phase == "estimate":
         db.unlink(missing_ok=True)
     (out / f"{prefix}-case-{args.name}.json").write_text(json.dumps(result, indent=1))
-    return 0
+    return 1 if "error" in result else 0
 
 
 def _run_cases(out: Path, phase: str, names, extra, timeout: float) -> int:
     status = 0
     for name in names:
+        path = out / f"{_prefix(phase, '--rows' in extra)}-case-{name}.json"
+        path.unlink(missing_ok=True)  # no earlier run's figures under this run's name
         start = time.perf_counter()
         try:
             r = subprocess.run([sys.executable, __file__, "case", phase, name, str(out), *extra],
@@ -123,10 +140,9 @@ def _run_cases(out: Path, phase: str, names, extra, timeout: float) -> int:
             rc, tail = r.returncode, (r.stderr or "")[-2000:]
         except subprocess.TimeoutExpired:
             rc, tail = "timeout", f"no answer within {timeout} s"
-        prefix = "measured" if phase == "measure" else "anchored-estimate" if "--rows" in extra else "estimate"
-        path = out / f"{prefix}-case-{name}.json"
         if rc != 0 or not path.exists():
             status = 1
+        if not path.exists():
             path.write_text(json.dumps({"case": name, "phase": phase, "error": f"exit {rc}: {tail}"}))
         print(f"{phase} {name}: {time.perf_counter() - start:.1f} s {path.read_text()[:300]}", flush=True)
     return status
@@ -135,7 +151,7 @@ def _run_cases(out: Path, phase: str, names, extra, timeout: float) -> int:
 def cmd_measure(args) -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    names = [n for n in MEASURED if re.search(args.only, n)]
+    names = _cases(MEASURED, args.only)
     status = _run_cases(out, "measure", names, [], args.timeout)
     r = subprocess.run([str(Path(args.build) / "opcost"), "--db", str(out / "models.sqlite"), "db", "export",
                         "--csv", "-o", str(out / "rows-models.csv")], capture_output=True, text=True)
@@ -154,7 +170,7 @@ def cmd_estimate(args) -> int:
     if args.rows and not Path(args.rows).is_file():
         print(f"estimate_unmeasured: no database '{args.rows}'", file=sys.stderr)
         return 2
-    names = [n for n in TARGETS if re.search(args.only, n)]
+    names = _cases(TARGETS, args.only)
     extra = ["--cost-model", args.cost_model] + (["--rows", args.rows] if args.rows else [])
     return _run_cases(out, "estimate", names, extra, args.timeout)
 

@@ -98,7 +98,8 @@ def unmeasured(folder):
     for path in sorted(Path(folder).glob("*estimate-case-*.json")):
         d = json.loads(path.read_text())
         est = d.get("estimated") or {}
-        cases.append({"case": f"{d['case']} ({Path(folder).name})",
+        anchored = path.name.startswith("anchored-") and "anchored" not in Path(folder).name
+        cases.append({"case": f"{d['case']} ({Path(folder).name}{', anchored' if anchored else ''})",
                       "paired_time_error": d.get("paired_time_error"),
                       "paired_energy_error": d.get("paired_energy_error"),
                       "energy_error": d.get("energy_error"),

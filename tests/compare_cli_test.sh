@@ -69,7 +69,7 @@ check "channels_last on a token model is refused, naming the variant" has "$dir/
 "$bin" compare mnist-cnn "${short[@]}" --rounds 1 --variants fp32,bf16 >/dev/null 2>"$dir/e8"
 check "one round is refused (no interval)" test $? -ne 0
 "$bin" compare mnist-cnn "${short[@]}" --warmup-rounds 101 --variants fp32,bf16 >/dev/null 2>"$dir/e10"
-check "too many warm-up rounds are refused, naming the flag" has "$dir/e10" "warmup_rounds (--warmup-rounds) must be a whole number from 0 to 100, not 101"
+check "too many warm-up rounds are refused, naming the flag" has "$dir/e10" "--warmup-rounds: must be a whole number from 0 to 100, not 101"
 "$bin" compare mnist-cnn "${short[@]}" --variants fp32,bf16 -o "$dir" >/dev/null 2>"$dir/e9"
 check "an --output that cannot be written is refused" test $? -ne 0
 finish

@@ -431,7 +431,7 @@ void store_energy(EnergyResult& e, const EnergyWindows& w, const std::string& pr
   }
   const EnergyEstimate& est = w.estimate;
   e.available = true;
-  e.source = probe_name == "nvml" ? "nvml-energy-counter" : "rapl-energy-counter";
+  e.source = probe_name + "-energy-counter";  // nvml-, rapl- (a unit test's fake-: never mislabelled)
   e.per_call_mJ = est.per_call_mJ;
   e.above_idle_mJ = est.above_idle_mJ;
   e.power_W = est.power_W;

@@ -330,7 +330,7 @@ std::vector<std::size_t> Runner::measure_energy_shared(const std::vector<Prepare
   double window_s = 0;
   for (const auto& w : windows) window_s += w.seconds();
   const DeviceState after = probe_->state(true);
-  const std::string source = (probe_->name() == "nvml" ? "nvml-energy-counter" : probe_->name() + "-energy-counter");
+  const std::string source = probe_->name() + "-energy-counter";
 
   std::vector<std::size_t> unidentified;
   for (std::size_t i = 0; i < ops; ++i) {

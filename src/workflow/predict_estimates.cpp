@@ -7,7 +7,7 @@
 #include <cmath>
 
 #include "core/estimate/call_work.h"
-#include "core/predict/batch_match.h"
+#include "core/predict/extent_match.h"
 #include "core/spec/spec_file.h"
 #include "core/store/cost_model_store.h"
 #include "core/store/database.h"
@@ -17,33 +17,46 @@ namespace opcost {
 
 namespace {
 
-// The row at the batch size nearest the call's (in ratio; of two as near, the larger, whose
-// kernels are as busy or busier), with the model's estimate of it: what an estimate scales from.
-// None where no row has a time and device work, or the model cannot estimate one.
+// The row at the size nearest the call's, with the model's estimate of it: what an estimate
+// scales from. Nearest in ratio; of rows as near, an unflagged one, then the larger size (its
+// kernels as busy or busier), then the newest (rows come newest first). None where no row has a
+// time and device work, or the model can estimate none.
 struct Anchor {
   StoredCosts::NearRow row;
   CostEstimate row_estimate;
-  int64_t row_batch = 0;
+  ExtentPair extents;
+  bool flagged = false;
 };
+
+// Whether `a` is a nearer anchor than `b`, or as near and preferred: exact, in whole numbers
+// (the ratios max/min compared by cross-multiplying; extents are at most 2^62, so 128 bits hold
+// the products).
+bool preferred(const ExtentPair& a, bool a_flagged, const ExtentPair& b, bool b_flagged) {
+  using Wide = __int128;
+  const auto hi = [](const ExtentPair& p) { return Wide(std::max(p.call, p.row)); };
+  const auto lo = [](const ExtentPair& p) { return Wide(std::min(p.call, p.row)); };
+  const Wide left = hi(a) * lo(b), right = hi(b) * lo(a);  // a's ratio against b's
+  if (left != right) return left < right;
+  if (a_flagged != b_flagged) return !a_flagged;
+  return a.row > b.row;
+}
 
 std::optional<Anchor> nearest_anchor(std::vector<StoredCosts::NearRow> rows, const OpCall& call,
                                      const InventoryEntry& e, const StoredCallKey& key, const CostModel& model,
                                      const std::string& gpu) {
   std::optional<Anchor> best;
-  double best_distance = 0;
   for (auto& row : rows) {
     const Measurement& m = row.measurement;
     if (!m.device_work.empty() || !(m.time.per_call_us.median > 0)) continue;
     try {
       OpCall row_call = parse_call_line(fmt::format("{} {}", e.display_name(), row.stored_args), "database");
-      const auto pair = batch_pair(call.args, row_call.args);
+      const auto pair = extent_pair(call.args, row_call.args);
       if (!pair || pair->call <= 0 || pair->row <= 0) continue;
-      const double distance = std::abs(std::log(double(pair->call) / double(pair->row)));
-      if (best && (distance > best_distance || (distance == best_distance && pair->row < best->row_batch))) continue;
+      const bool flagged = !m.flags.empty();
+      if (best && !preferred(*pair, flagged, best->extents, best->flagged)) continue;
       CostEstimate row_estimate = model.estimate(row_call, key.cache_mode, gpu);
       if (!(row_estimate.base_us > 0) || !(row_estimate.time_us > 0)) continue;
-      best = Anchor{std::move(row), std::move(row_estimate), pair->row};
-      best_distance = distance;
+      best = Anchor{std::move(row), std::move(row_estimate), *pair, flagged};
     } catch (const std::exception&) {  // a row that does not read back, or the model cannot estimate
     }
   }
@@ -58,26 +71,29 @@ void scale(double& value, double& low, double& high, double factor) {
 }
 
 // The estimate scaled to the anchor: the time the row measured times the ratio of the two
-// calls' base times (their roofline times with the launch floor), the energy likewise with
-// their base energies, the host time by the model's ratio of the two. Not the trees' ratio for
-// time and energy: beyond the sizes of the fit's rows the trees are flat, and their ratio of
-// resnet50's batch-128 to batch-64 convolutions came out below 1 (bench/results/2026-11-26-fit:
-// the roofline's ratio missed the step by -1.8 to +3.7%, the trees' by -9.4 to +1.8%).
-// Each interval keeps the model's relative width.
+// calls' base times (their roofline times with the launch floor), the energy likewise with their
+// base energies, the host time by the model's ratio of the two. Not the trees' ratio for time
+// and energy: beyond the sizes of the fit's rows the trees are flat, and their ratio of
+// resnet50's batch-128 to batch-64 stem convolution came out at 0.85. Over the operators of three
+// H100 cases scaled from batch 64 (bench/results/2026-11-26-fit), their device time summed to
+// +0.1, -2.2 and +3.7% of the traced kernels' by the roofline's ratio, to -6.7, -5.0 and +1.9%
+// by the trees'. Each interval keeps the model's relative width.
 void scale_to_anchor(CostEstimate& est, const Anchor& a) {
   const Measurement& row = a.row.measurement;
   const CostEstimate& re = a.row_estimate;
   scale(est.time_us, est.time_low_us, est.time_high_us,
         row.time.per_call_us.median * est.base_us / (re.base_us * est.time_us));
   const double row_energy = row.energy.per_call_mJ.median;
-  if (est.energy_mJ && est.base_energy_mJ && re.base_energy_mJ && *re.base_energy_mJ > 0 && *est.energy_mJ > 0 &&
-      row.energy.available && row_energy > 0)
+  const bool energy_scaled = est.energy_mJ && est.base_energy_mJ && re.base_energy_mJ && *re.base_energy_mJ > 0 &&
+                             *est.energy_mJ > 0 && row.energy.available && row_energy > 0;
+  if (energy_scaled)
     scale(*est.energy_mJ, *est.energy_low_mJ, *est.energy_high_mJ,
           row_energy * *est.base_energy_mJ / (*re.base_energy_mJ * *est.energy_mJ));
   if (est.host_us && re.host_us && *re.host_us > 0 && row.time.host_us_per_call > 0)
     scale(*est.host_us, *est.host_low_us, *est.host_high_us, row.time.host_us_per_call / *re.host_us);
-  // The draw follows from the two: energy over the loop's wall time per call (mJ/µs = 1000 W).
-  if (est.energy_mJ && est.power_W && *est.power_W > 0) {
+  // Where the energy was scaled, the draw follows from it: energy over the loop's wall time per
+  // call (mJ/µs = 1000 W). Else the energy and the draw stay the model's, together.
+  if (energy_scaled && est.power_W && *est.power_W > 0) {
     const double wall_us = std::max(est.time_us, est.host_us.value_or(0));
     const double power_W = 1000 * *est.energy_mJ / wall_us;
     if (est.power_low_W) *est.power_low_W *= power_W / *est.power_W;
@@ -122,13 +138,13 @@ std::optional<StoredCosts::Estimate> EstimatingCosts::estimated(const InventoryE
     }
     return out;
   }
-  if (auto anchor = nearest_anchor(stored_.at_other_batches(e, key), call, e, key, model_, gpu_)) {
+  if (auto anchor = nearest_anchor(stored_.at_other_sizes(e, key), call, e, key, model_, gpu_)) {
     scale_to_anchor(est, *anchor);
     out.anchor_args = anchor->row.stored_args;
     m.method = fmt::format(
-        "estimated by the cost model {} as the row measured at batch {} ({}) times the ratio of the two calls' "
-        "roofline times (docs/estimate.md), not measured",
-        model_.data_hash(), anchor->row_batch, anchor->row.stored_args);
+        "estimated by the cost model {} as the row measured at {} where the call has {} ({}) times the ratio of "
+        "the two calls' roofline times (docs/estimate.md), not measured",
+        model_.data_hash(), anchor->extents.row, anchor->extents.call, anchor->row.stored_args);
   }
   m.time.host_us_per_call = m.time.host_cpu_us_per_call = est.host_us.value_or(0);
   Summary& t = m.time.per_call_us;

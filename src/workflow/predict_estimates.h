@@ -25,12 +25,12 @@ class EstimatingCosts final : public StoredCosts {
   }
   // None where the model cannot answer (an operator whose work is not counted, a family it has
   // no rows of): the call stays missing, as without --estimate.
-  // Where the database has rows of the call at other batch sizes, the estimate is scaled from
-  // the nearest (core/predict/batch_match.h): that row's time and energy times the ratio of the
-  // two calls' roofline figures (predict_estimates.cpp says why not the trees').
+  // Where the database has rows of the call at other sizes, the estimate is scaled from the
+  // nearest (core/predict/extent_match.h): that row's time and energy times the ratio of the two
+  // calls' roofline figures (predict_estimates.cpp says why not the trees').
   std::optional<Estimate> estimated(const InventoryEntry& e, const StoredCallKey& key) override;
-  std::vector<NearRow> at_other_batches(const InventoryEntry& e, const StoredCallKey& key) override {
-    return stored_.at_other_batches(e, key);
+  std::vector<NearRow> at_other_sizes(const InventoryEntry& e, const StoredCallKey& key) override {
+    return stored_.at_other_sizes(e, key);
   }
 
  private:

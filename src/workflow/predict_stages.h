@@ -22,15 +22,16 @@
 namespace opcost {
 
 // The key of a stored call, less the device (the source knows which it reads).
-// The rows at other batch sizes a look-up returns (enough to choose the nearest from).
-inline constexpr std::size_t kMaxBatchAnchors = 16;
-
 struct StoredCallKey {
   std::string op, overload, args, autocast, cache_mode;
 };
 
 // The stored measurements a prediction reads: the database (predict_stages_database.h), or a
 // unit test's fake.
+// The rows at other sizes a look-up returns: enough to choose the nearest from, however many
+// repeats a sweep stored at sizes farther off.
+inline constexpr std::size_t kMaxSizeAnchors = 64;
+
 class StoredCosts {
  public:
   virtual ~StoredCosts() = default;
@@ -43,14 +44,14 @@ class StoredCosts {
     std::string stored_args;
   };
   virtual std::optional<NearRow> ignoring_float_scalars(const InventoryEntry& entry, const StoredCallKey& key) = 0;
-  // For a call no row matches: the unflagged rows of its operator measured at other batch sizes
-  // (arguments the same but for their tensors' leading extent: core/predict/batch_match.h), with
-  // their arguments, at most kMaxBatchAnchors; what an estimate scales from.
-  virtual std::vector<NearRow> at_other_batches(const InventoryEntry&, const StoredCallKey&) { return {}; }
+  // For a call no row matches: the rows of its operator measured at another size (arguments the
+  // same but for one extent: core/predict/extent_match.h), with their arguments, newest first,
+  // at most kMaxSizeAnchors; what an estimate scales from.
+  virtual std::vector<NearRow> at_other_sizes(const InventoryEntry&, const StoredCallKey&) { return {}; }
   // For a call no row matches at all: its cost estimated (workflow/predict_estimates.h), or none.
   struct Estimate {
     Measurement measurement;
-    std::string anchor_args;  // the row at another batch it was scaled from; empty: the model's alone
+    std::string anchor_args;  // the row at another size it was scaled from; empty: the model's alone
   };
   virtual std::optional<Estimate> estimated(const InventoryEntry&, const StoredCallKey&) { return std::nullopt; }
 };

@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "core/predict/batch_match.h"
+#include "core/predict/extent_match.h"
 #include "core/predict/float_scalar_match.h"
 #include "core/spec/spec_file.h"
 
@@ -40,9 +40,10 @@ std::optional<StoredCosts::NearRow> DatabaseCosts::ignoring_float_scalars(const 
   return std::move(rows.front());
 }
 
-// A call no row matches: the unflagged rows of its operator measured at other batch sizes, for
-// an estimate to scale from (workflow/predict_estimates.h).
-std::vector<StoredCosts::NearRow> DatabaseCosts::at_other_batches(const InventoryEntry& e, const StoredCallKey& k) {
+// A call no row matches: the rows of its operator measured at another size, flagged ones too
+// (a row measured at the power cap is still that kernel's time there; the estimate prefers an
+// unflagged one as near), for an estimate to scale from (workflow/predict_estimates.h).
+std::vector<StoredCosts::NearRow> DatabaseCosts::at_other_sizes(const InventoryEntry& e, const StoredCallKey& k) {
   if (!db_) return {};
   std::optional<OpCall> call;
   try {
@@ -50,8 +51,8 @@ std::vector<StoredCosts::NearRow> DatabaseCosts::at_other_batches(const Inventor
   } catch (const std::exception&) {
     return {};
   }
-  return rows_where(e, k, kMaxBatchAnchors,
-                    [&](const StoredRow& r) { return !r.row.flagged && batch_pair(call->args, *r.args).has_value(); });
+  return rows_where(e, k, kMaxSizeAnchors,
+                    [&](const StoredRow& r) { return extent_pair(call->args, *r.args).has_value(); });
 }
 
 std::vector<StoredCosts::NearRow> DatabaseCosts::rows_where(const InventoryEntry& e, const StoredCallKey& k,

@@ -21,7 +21,7 @@ class DatabaseCosts final : public StoredCosts {
   // Any settings (Key::settings_key unset): a budget or a target changes an interval, not the quantity.
   std::optional<Measurement> newest(const StoredCallKey& key) override;
   std::optional<NearRow> ignoring_float_scalars(const InventoryEntry& entry, const StoredCallKey& key) override;
-  std::vector<NearRow> at_other_batches(const InventoryEntry& entry, const StoredCallKey& key) override;
+  std::vector<NearRow> at_other_sizes(const InventoryEntry& entry, const StoredCallKey& key) override;
 
  private:
   struct StoredRow {

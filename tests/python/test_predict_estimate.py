@@ -146,7 +146,7 @@ def test_a_row_at_another_batch_size_anchors_the_estimate(fitted_db, tmp_path):
     assert p.complete and len(p.estimated) == 3
     # The other linear layer and the ReLU have no row at another batch size.
     assert p._doc["estimated"]["anchored"] == 1
-    assert "1 of them scaled from a row measured at another batch size" in p.table()
+    assert "1 of them scaled from a row measured at another size" in p.table()
     # A row that differs in another extent than the batch is no anchor.
     other = tmp_path / "other.db"
     shutil.copy(fitted_db, other)

@@ -577,7 +577,7 @@ class PredictionText {
           "carries their intervals\n",
           p_.estimated.size(),
           (p_.estimated_anchored
-               ? fmt::format("; {} of them scaled from a row measured at another batch size", p_.estimated_anchored)
+               ? fmt::format("; {} of them scaled from a row measured at another size", p_.estimated_anchored)
                : std::string()) +
               (p_.estimated_outside_fit
                    ? fmt::format("; {} of them lie outside the fit's data, extrapolated", p_.estimated_outside_fit)

@@ -31,8 +31,8 @@ struct OpCost {
   std::string matched_args;
   // Not measured: estimated by the cost model (docs/estimate.md); its interval is the model's.
   bool estimated = false;
-  // An estimate scaled from the row measured at another batch size with these arguments
-  // (core/predict/batch_match.h); empty: the cost model's figure alone.
+  // An estimate scaled from the row measured at another size (a batch, a sequence length) with
+  // these arguments (core/predict/extent_match.h); empty: the cost model's figure alone.
   std::string anchor_args;
 };
 OpCost op_cost_from(const Measurement& m, bool on_gpu);
@@ -93,7 +93,7 @@ struct Prediction {
   std::vector<std::string> flagged;       // signatures whose measurement was flagged
   std::vector<std::string> estimated;     // signatures estimated by the cost model, not measured
   std::size_t estimated_outside_fit = 0;  // of them, those outside the fit's data (extrapolated)
-  std::size_t estimated_anchored = 0;     // of them, those scaled from a row at another batch size
+  std::size_t estimated_anchored = 0;     // of them, those scaled from a row at another size
   std::size_t from_other_board = 0;       // signatures measured on another board (PredictionInputs::gpu_uuid)
   // Of energy_mJ, what operators measured at the power cap in their own loops contribute
   // (their flag names sw_power_cap), and how many signatures: a step that stays below the cap
