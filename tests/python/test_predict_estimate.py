@@ -147,9 +147,9 @@ def test_a_row_at_another_batch_size_anchors_the_estimate(fitted_db, tmp_path):
     # The other linear layer and the ReLU have no row at another batch size.
     assert p._doc["estimated"]["anchored"] == 1
     assert "1 of them scaled from a row measured at another size" in p.table()
-    # A row that differs in another extent than the batch is no anchor.
+    # A row whose input is the call's (only the layer's width differs) is no anchor.
     other = tmp_path / "other.db"
     shutil.copy(fitted_db, other)
-    assert _run([OPCOST_BIN, "measure", "aten::linear", "input=f32[4,100]", "weight=f32[100,100]",
-                 "bias=f32[100]", "--device", "cpu", "--no-energy", "--max-time", "0.02", "--db", other]).returncode == 0
+    assert _run([OPCOST_BIN, "measure", "aten::linear", "input=f32[4,100]", "weight=f32[64,100]",
+                 "bias=f32[64]", "--device", "cpu", "--no-energy", "--max-time", "0.02", "--db", other]).returncode == 0
     assert opcost.predict(_model(), torch.randn(4, 200), db=str(other), estimate=True)._doc["estimated"]["anchored"] == 0

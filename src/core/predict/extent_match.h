@@ -20,7 +20,8 @@ struct ExtentPair {
 
 // Where the arguments are the same but for one extent of some of their tensors, and every
 // tensor that differs does so in one dimension by the same pair of extents (a batch: an image
-// batch, a linear layer's rows; a sequence length: attention's, a layer norm's rows): that pair.
+// batch, a linear layer's rows; a sequence length: attention's, a layer norm's rows; an inner
+// width the input and a weight share: a linear layer's in-features): that pair.
 // - Every argument must have the same name in the same place; lists (a cat's tensors) are
 //   compared element by element; every value that is not a tensor must be equal.
 // - A tensor that differs keeps its dtype, rank, data marks and every other extent; its strides
