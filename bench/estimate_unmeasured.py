@@ -177,7 +177,7 @@ def cmd_estimate(args) -> int:
 
 def cmd_summarize(args) -> int:
     out = Path(args.out)
-    models, lines = [], ["| case | rows at other batches | paired time | paired energy | estimated / anchored / outside fit "
+    models, lines = [], ["| case | rows at other sizes | paired time | paired energy | estimated / anchored / outside fit "
                          "| validate s | note |", "|---|---|---|---|---|---|---|"]
 
     def pct(v):
