@@ -149,15 +149,23 @@ const std::vector<ConfigOption>& config_options() {
   return options;
 }
 
+// An option's spec, bound to its struct by `get` and `set`, appended to `specs`: one shape for
+// every registry.
+template <typename Options>
+void add_spec(std::vector<OptionSpec<Options>>& specs, OptionInfo info, std::function<OptionValue(const Options&)> get,
+              std::function<void(Options&, const OptionValue&)> set) {
+  OptionSpec<Options> s;
+  static_cast<OptionInfo&>(s) = std::move(info);
+  s.get = std::move(get);
+  s.set = std::move(set);
+  specs.push_back(std::move(s));
+}
+
 std::vector<MeasureOptionSpec> make_measure_specs() {
   std::vector<MeasureOptionSpec> out;
-  auto add = [&](OptionInfo i, std::function<OptionValue(const MeasureOptions&)> get,
-                 std::function<void(MeasureOptions&, const OptionValue&)> set) {
-    MeasureOptionSpec s;
-    static_cast<OptionInfo&>(s) = std::move(i);
-    s.get = std::move(get);
-    s.set = std::move(set);
-    out.push_back(std::move(s));
+  auto add = [&out](OptionInfo i, std::function<OptionValue(const MeasureOptions&)> get,
+                    std::function<void(MeasureOptions&, const OptionValue&)> set) {
+    add_spec(out, std::move(i), std::move(get), std::move(set));
   };
   add(
       text_info("device", "--device", "auto (CUDA when present), cpu, cuda, cuda:N", {}, &canonical_device, kMeasuring),
@@ -199,13 +207,9 @@ std::vector<MeasureOptionSpec> make_measure_specs() {
 
 std::vector<PredictOptionSpec> make_predict_specs() {
   std::vector<PredictOptionSpec> out;
-  auto add = [&](OptionInfo i, std::function<OptionValue(const PredictOptions&)> get,
-                 std::function<void(PredictOptions&, const OptionValue&)> set) {
-    PredictOptionSpec s;
-    static_cast<OptionInfo&>(s) = std::move(i);
-    s.get = std::move(get);
-    s.set = std::move(set);
-    out.push_back(std::move(s));
+  auto add = [&out](OptionInfo i, std::function<OptionValue(const PredictOptions&)> get,
+                    std::function<void(PredictOptions&, const OptionValue&)> set) {
+    add_spec(out, std::move(i), std::move(get), std::move(set));
   };
   constexpr unsigned kPredicting = kPredictCommand | kPredictMeasuring;
   add(
@@ -463,13 +467,9 @@ std::string value_of_text(const OptionInfo& o, std::string_view text, OptionValu
 std::vector<CompareOptionSpec> make_compare_specs() {
   using T = OptionType;
   std::vector<CompareOptionSpec> out;
-  auto add = [&](OptionInfo i, std::function<OptionValue(const CompareOptions&)> get,
-                 std::function<void(CompareOptions&, const OptionValue&)> set) {
-    CompareOptionSpec s;
-    static_cast<OptionInfo&>(s) = std::move(i);
-    s.get = std::move(get);
-    s.set = std::move(set);
-    out.push_back(std::move(s));
+  auto add = [&out](OptionInfo i, std::function<OptionValue(const CompareOptions&)> get,
+                    std::function<void(CompareOptions&, const OptionValue&)> set) {
+    add_spec(out, std::move(i), std::move(get), std::move(set));
   };
   auto whole = [](std::size_t n) { return OptionValue(std::int64_t(n)); };
   add(
@@ -687,6 +687,7 @@ Settings settings_of(const ReplayOptions& replay, const MeasureConfig& config) {
 }
 Settings settings_of(const MeasureOptions& o) { return settings_over(measure_option_specs(), o); }
 Settings settings_of(const PredictOptions& o) { return settings_over(predict_option_specs(), o); }
+Settings settings_of(const CompareOptions& o) { return settings_over(compare_option_specs(), o); }
 
 std::string settings_key(const Settings& settings) {
   std::string text;

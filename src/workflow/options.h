@@ -158,6 +158,7 @@ void check_options(const MeasureConfig& c);
 Settings settings_of(const ReplayOptions& replay, const MeasureConfig& config);
 Settings settings_of(const MeasureOptions& o);
 Settings settings_of(const PredictOptions& o);
+Settings settings_of(const CompareOptions& o);  // compare's, by registry name
 // The stable hash of the identity members of `settings` (measure registry membership, in
 // registry order; names it does not know, and identity members it lacks, are skipped): equal
 // for two measurements exactly when every setting that changes the figure is equal.
