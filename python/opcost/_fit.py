@@ -475,7 +475,9 @@ def estimate(op: str, args: str = "", *, gpu: Optional[str] = None, db: Optional
     """The estimated cost of a call never measured (``aten::conv2d``, ``"input=bf16[64,256,28,28]
     weight=bf16[512,256,3,3]"``) on ``gpu`` (the model's only GPU when it knows one): a dict marked
     ``estimated``, each figure with its interval, and ``out_of_range`` where the call lies outside
-    the rows the model was fitted on."""
+    the rows the model was fitted on. Where ``db`` (else the default database) has the call at
+    another size (a batch, a sequence length), the estimate is scaled from that row, as
+    ``predict(estimate=True)``'s are: ``anchor`` says which (else None; docs/estimate.md)."""
     if cache not in ("warm", "cold"):
         raise ValueError(f"cache={cache!r}: use 'warm' or 'cold', as the rows were measured")
     m = load_model(db, cost_model)
@@ -483,4 +485,4 @@ def estimate(op: str, args: str = "", *, gpu: Optional[str] = None, db: Optional
         if len(m.gpus) != 1:
             raise ValueError(f"gpu=: the model knows {', '.join(m.gpus)}; name one")
         gpu = m.gpus[0]
-    return m.estimate(op, args, cache, gpu)
+    return m.estimate(op, args, cache, gpu, str(db) if db is not None else _core.default_db_path())

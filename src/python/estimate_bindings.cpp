@@ -10,6 +10,7 @@
 #include "core/spec/spec_file.h"
 #include "core/store/cost_model_store.h"
 #include "core/store/database.h"
+#include "workflow/predict_estimates.h"
 
 namespace py = pybind11;
 
@@ -78,12 +79,16 @@ void bind_estimate(py::module_& m) {
       .def(
           "estimate",
           [](const CostModel& c, const std::string& op, const std::string& args, const std::string& cache_mode,
-             const std::string& gpu) {
+             const std::string& gpu, const std::string& db) {
             const OpCall call = call_of(op, args);
-            return from_json(estimate_document(call, gpu, c.estimate(call, cache_mode, gpu)));
+            std::optional<Database> rows;
+            if (!db.empty() && Database::exists(db)) rows.emplace(db, Database::Access::kReadOnly);
+            return from_json(
+                call_estimate_document(call, gpu, estimate_call(c, call, cache_mode, gpu, rows ? &*rows : nullptr)));
           },
-          py::arg("op"), py::arg("args"), py::arg("cache_mode"), py::arg("gpu"),
-          "An estimate's document (estimate_document); ValueError where there is none");
+          py::arg("op"), py::arg("args"), py::arg("cache_mode"), py::arg("gpu"), py::arg("db") = "",
+          "An estimate's document (call_estimate_document), scaled from `db`'s row of the call at another size where "
+          "it has one; ValueError where there is none");
 
   m.def("database_exists", &Database::exists, py::arg("location"), "Whether a database is there already");
   m.def("display_location", &display_location, py::arg("location"), "The database as messages name it");

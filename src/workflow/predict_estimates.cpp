@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -12,6 +13,7 @@
 #include "core/store/cost_model_store.h"
 #include "core/store/database.h"
 #include "workflow/predict.h"
+#include "workflow/predict_stages_database.h"
 
 namespace opcost {
 
@@ -42,19 +44,18 @@ bool preferred(const ExtentPair& a, bool a_flagged, const ExtentPair& b, bool b_
 }
 
 std::optional<Anchor> nearest_anchor(std::vector<StoredCosts::NearRow> rows, const OpCall& call,
-                                     const InventoryEntry& e, const StoredCallKey& key, const CostModel& model,
-                                     const std::string& gpu) {
+                                     const std::string& cache_mode, const CostModel& model, const std::string& gpu) {
   std::optional<Anchor> best;
   for (auto& row : rows) {
     const Measurement& m = row.measurement;
     if (!m.device_work.empty() || !(m.time.per_call_us.median > 0)) continue;
     try {
-      OpCall row_call = parse_call_line(fmt::format("{} {}", e.display_name(), row.stored_args), "database");
+      OpCall row_call = parse_call_line(fmt::format("{} {}", call.display_name(), row.stored_args), "database");
       const auto pair = extent_pair(call.args, row_call.args);
       if (!pair || pair->call <= 0 || pair->row <= 0) continue;
       const bool flagged = !m.flags.empty();
       if (best && !preferred(*pair, flagged, best->extents, best->flagged)) continue;
-      CostEstimate row_estimate = model.estimate(row_call, key.cache_mode, gpu);
+      CostEstimate row_estimate = model.estimate(row_call, cache_mode, gpu);
       if (!(row_estimate.base_us > 0) || !(row_estimate.time_us > 0)) continue;
       best = Anchor{std::move(row), std::move(row_estimate), *pair, flagged};
     } catch (const std::exception&) {  // a row that does not read back, or the model cannot estimate
@@ -78,11 +79,11 @@ void scale(double& value, double& low, double& high, double factor) {
 // H100 cases scaled from batch 64 (bench/results/2026-11-26-fit), their device time summed to
 // +0.1, -2.2 and +3.7% of the traced kernels' by the roofline's ratio, to -6.7, -5.0 and +1.9%
 // by the trees'. Each interval keeps the model's relative width.
-void scale_to_anchor(CostEstimate& est, const Anchor& a) {
+EstimateAnchor scale_to_anchor(CostEstimate& est, const Anchor& a) {
   const Measurement& row = a.row.measurement;
   const CostEstimate& re = a.row_estimate;
-  scale(est.time_us, est.time_low_us, est.time_high_us,
-        row.time.per_call_us.median * est.base_us / (re.base_us * est.time_us));
+  EstimateAnchor out{a.row.stored_args, a.extents, row.time.per_call_us.median, est.base_us / re.base_us};
+  scale(est.time_us, est.time_low_us, est.time_high_us, out.row_time_us * out.time_ratio / est.time_us);
   const double row_energy = row.energy.per_call_mJ.median;
   const bool energy_scaled = est.energy_mJ && est.base_energy_mJ && re.base_energy_mJ && *re.base_energy_mJ > 0 &&
                              *est.energy_mJ > 0 && row.energy.available && row_energy > 0;
@@ -100,9 +101,42 @@ void scale_to_anchor(CostEstimate& est, const Anchor& a) {
     if (est.power_high_W) *est.power_high_W *= power_W / *est.power_W;
     est.power_W = power_W;
   }
+  return out;
 }
 
 }  // namespace
+
+std::optional<EstimateAnchor> scale_to_nearest_row(CostEstimate& est, const OpCall& call,
+                                                   std::vector<StoredCosts::NearRow> rows, const CostModel& model,
+                                                   const std::string& gpu, const std::string& cache_mode) {
+  const auto anchor = nearest_anchor(std::move(rows), call, cache_mode, model, gpu);
+  if (!anchor) return std::nullopt;
+  return scale_to_anchor(est, *anchor);
+}
+
+CallEstimate estimate_call(const CostModel& model, const OpCall& call, const std::string& cache_mode,
+                           const std::string& gpu, const Database* db) {
+  CallEstimate out{model.estimate(call, cache_mode, gpu), std::nullopt};
+  if (!db) return out;
+  const std::string args = format_args(call.args);
+  DatabaseCosts rows(db, gpu);
+  out.anchor = scale_to_nearest_row(
+      out.estimate, call,
+      rows.at_other_sizes({call.op, call.overload, args}, {call.op, call.overload, args, call.autocast, cache_mode}),
+      model, gpu, cache_mode);
+  return out;
+}
+
+nlohmann::json call_estimate_document(const OpCall& call, const std::string& gpu, const CallEstimate& e) {
+  nlohmann::json j = estimate_document(call, gpu, e.estimate);
+  j["anchor"] = e.anchor ? nlohmann::json{{"row_args", e.anchor->row_args},
+                                          {"row_extent", e.anchor->extents.row},
+                                          {"call_extent", e.anchor->extents.call},
+                                          {"row_time_us", e.anchor->row_time_us},
+                                          {"time_ratio", e.anchor->time_ratio}}
+                         : nlohmann::json(nullptr);
+  return j;
+}
 
 std::optional<StoredCosts::Estimate> EstimatingCosts::estimated(const InventoryEntry& e, const StoredCallKey& key) {
   CostEstimate est;
@@ -138,13 +172,12 @@ std::optional<StoredCosts::Estimate> EstimatingCosts::estimated(const InventoryE
     }
     return out;
   }
-  if (auto anchor = nearest_anchor(stored_.at_other_sizes(e, key), call, e, key, model_, gpu_)) {
-    scale_to_anchor(est, *anchor);
-    out.anchor_args = anchor->row.stored_args;
+  if (auto anchor = scale_to_nearest_row(est, call, stored_.at_other_sizes(e, key), model_, gpu_, key.cache_mode)) {
+    out.anchor_args = anchor->row_args;
     m.method = fmt::format(
         "estimated by the cost model {} as the row measured at {} where the call has {} ({}) times the ratio of "
         "the two calls' roofline times (docs/estimate.md), not measured",
-        model_.data_hash(), anchor->extents.row, anchor->extents.call, anchor->row.stored_args);
+        model_.data_hash(), anchor->extents.row, anchor->extents.call, anchor->row_args);
   }
   m.time.host_us_per_call = m.time.host_cpu_us_per_call = est.host_us.value_or(0);
   Summary& t = m.time.per_call_us;

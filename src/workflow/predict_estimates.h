@@ -6,7 +6,10 @@
 #include <optional>
 #include <string>
 
+#include <nlohmann/json_fwd.hpp>
+
 #include "core/estimate/cost_model.h"
+#include "core/predict/extent_match.h"
 #include "workflow/predict_stages.h"
 
 namespace opcost {
@@ -38,6 +41,33 @@ class EstimatingCosts final : public StoredCosts {
   const CostModel& model_;
   std::string gpu_;
 };
+
+// The row an estimate was scaled from, and by how much its time was (core/predict/extent_match.h).
+struct EstimateAnchor {
+  std::string row_args;  // as stored
+  ExtentPair extents;    // the extent that differs: the call's and the row's
+  double row_time_us = 0;
+  double time_ratio = 0;  // the two calls' base times (roofline with the launch floor), call over row
+};
+
+// `est`, the model's estimate of `call`, scaled from the nearest of `rows` (the call's rows at
+// other sizes: StoredCosts::at_other_sizes); none where no row serves (`est` as it was).
+std::optional<EstimateAnchor> scale_to_nearest_row(CostEstimate& est, const OpCall& call,
+                                                   std::vector<StoredCosts::NearRow> rows, const CostModel& model,
+                                                   const std::string& gpu, const std::string& cache_mode);
+
+// One call's estimate as `opcost estimate` and opcost.estimate give it: scaled from `db`'s rows
+// of the call at other sizes on `gpu` where it has some (`db` may be null: the model's alone).
+// Throws std::invalid_argument where the model has no estimate.
+struct CallEstimate {
+  CostEstimate estimate;
+  std::optional<EstimateAnchor> anchor;
+};
+CallEstimate estimate_call(const CostModel& model, const OpCall& call, const std::string& cache_mode,
+                           const std::string& gpu, const Database* db);
+// estimate_document with "anchor": {row_args, row_extent, call_extent, row_time_us, time_ratio}
+// or null.
+nlohmann::json call_estimate_document(const OpCall& call, const std::string& gpu, const CallEstimate& e);
 
 // The cost model --estimate uses: --cost-model's file, else the newest stored in `db` (none
 // open: none stored). Throws std::invalid_argument naming the option and the fix where there

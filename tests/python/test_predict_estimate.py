@@ -147,6 +147,22 @@ def test_a_row_at_another_batch_size_anchors_the_estimate(fitted_db, tmp_path):
     # The other linear layer and the ReLU have no row at another batch size.
     assert p._doc["estimated"]["anchored"] == 1
     assert "1 of them scaled from a row measured at another size" in p.table()
+    # A single call's estimate is scaled likewise, and says from which row, by how much.
+    call_args = "input=f32[4,200] weight=f32[100,200] bias=f32[100]"
+    with sqlite3.connect(db) as c:
+        (row_us,) = c.execute("SELECT time_median_us FROM measurements WHERE op = 'aten::linear' AND args = ?",
+                              ("input=f32[2,200] weight=f32[100,200] bias=f32[100]",)).fetchone()
+    one = opcost.estimate("aten::linear", call_args, db=str(db))
+    anchor = one["anchor"]
+    assert anchor["row_args"] == "input=f32[2,200] weight=f32[100,200] bias=f32[100]"
+    assert (anchor["row_extent"], anchor["call_extent"]) == (2, 4) and anchor["row_time_us"] == pytest.approx(row_us)
+    assert 1 < anchor["time_ratio"] <= 2  # the roofline's ratio of twice the rows (with its launch floor)
+    assert one["time_us"]["estimate"] == pytest.approx(row_us * anchor["time_ratio"])
+    assert opcost.estimate("aten::linear", call_args, db=str(fitted_db))["anchor"] is None
+    text = _run([OPCOST_BIN, "estimate", "aten::linear", *call_args.split(), "--db", db])
+    assert text.returncode == 0, text.stderr
+    assert "scaled from the row measured at 2 where this call has 4" in text.stdout
+
     # A row whose input is the call's (only the layer's width differs) is no anchor.
     other = tmp_path / "other.db"
     shutil.copy(fitted_db, other)

@@ -1,6 +1,8 @@
 // `opcost estimate OP ARGS...`: the cost of a call never measured, from the cost model fitted
 // from the database (`opcost fit`): each figure with its interval, marked estimated, and where
-// the call lies outside the rows the model was fitted on. Nothing is stored.
+// the call lies outside the rows the model was fitted on. Where the database has the call at
+// another size, the estimate is scaled from that row, as predict --estimate's are
+// (workflow/predict_estimates.h). Nothing is stored.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -16,6 +18,7 @@
 #include "core/store/cost_model_store.h"
 #include "core/store/database.h"
 #include "core/text/text.h"
+#include "workflow/predict_estimates.h"
 
 namespace opcost {
 
@@ -38,8 +41,9 @@ class EstimateCommand : public Command {
   }
 
   int run(const CommandContext& context) override {
+    // Read for the stored model and for rows of the call at other sizes; never written.
     std::optional<Database> db;
-    if (model_.empty() && Database::exists(context.db)) db.emplace(context.db, Database::Access::kReadOnly);
+    if (Database::exists(context.db)) db.emplace(context.db, Database::Access::kReadOnly);
     const auto [model, source] = load_cost_model(model_, db ? &*db : nullptr, context.db, "--cost-model");
     std::string gpu = gpu_;
     if (gpu.empty()) {
@@ -51,9 +55,10 @@ class EstimateCommand : public Command {
       gpu = model.gpus().begin()->first;
     }
     const OpCall call = parse_call(op_, args_);
-    const CostEstimate e = model.estimate(call, cache_, gpu);
+    const CallEstimate estimated = estimate_call(model, call, cache_, gpu, db ? &*db : nullptr);
+    const CostEstimate& e = estimated.estimate;
     if (json_) {
-      fmt::print("{}\n", estimate_document(call, gpu, e).dump(2));
+      fmt::print("{}\n", call_estimate_document(call, gpu, estimated).dump(2));
       check_stdout();
       return kExitSuccess;
     }
@@ -69,6 +74,11 @@ class EstimateCommand : public Command {
       fmt::print("  power   {}\n", with_interval(*e.power_W, *e.power_low_W, *e.power_high_W, "W", e.coverage));
     if (e.host_us)
       fmt::print("  host    {} a call\n", with_interval(*e.host_us, *e.host_low_us, *e.host_high_us, "us", e.coverage));
+    if (const auto& a = estimated.anchor)
+      fmt::print(
+          "  scaled from the row measured at {} where this call has {} ({}, {:.4g} us): time and energy by the "
+          "ratio of their roofline figures ({:.4g} for time)\n",
+          a->extents.row, a->extents.call, a->row_args, a->row_time_us, a->time_ratio);
     for (const auto& note : e.notes) fmt::print("  note: {}\n", note);
     if (!e.out_of_range.empty())
       fmt::print("  out of the fit's data, so an extrapolation: {}\n", fmt::join(e.out_of_range, "; "));
