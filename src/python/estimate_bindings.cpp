@@ -81,10 +81,7 @@ void bind_estimate(py::module_& m) {
           [](const CostModel& c, const std::string& op, const std::string& args, const std::string& cache_mode,
              const std::string& gpu, const std::string& db) {
             const OpCall call = call_of(op, args);
-            std::optional<Database> rows;
-            if (!db.empty() && Database::exists(db)) rows.emplace(db, Database::Access::kReadOnly);
-            return from_json(
-                call_estimate_document(call, gpu, estimate_call(c, call, cache_mode, gpu, rows ? &*rows : nullptr)));
+            return from_json(call_estimate_document(call, gpu, estimate_call(c, call, cache_mode, gpu, db)));
           },
           py::arg("op"), py::arg("args"), py::arg("cache_mode"), py::arg("gpu"), py::arg("db") = "",
           "An estimate's document (call_estimate_document), scaled from `db`'s row of the call at another size where "

@@ -19,6 +19,9 @@ namespace opcost {
 
 namespace {
 
+// A row's time (µs) or energy (mJ) at or above this is no anchor: 10^12 µs is 11 days a call.
+constexpr double kMaxAnchorFigure = 1e12;
+
 // The row at the size nearest the call's, with the model's estimate of it: what an estimate
 // scales from. Nearest in ratio; of rows as near, an unflagged one, then the larger size (its
 // kernels as busy or busier), then the newest (rows come newest first). None where no row has a
@@ -31,8 +34,8 @@ struct Anchor {
 };
 
 // Whether `a` is a nearer anchor than `b`, or as near and preferred: exact, in whole numbers
-// (the ratios max/min compared by cross-multiplying; extents are at most 2^62, so 128 bits hold
-// the products).
+// (the ratios max/min compared by cross-multiplying; extents are int64, so their products fit
+// 128 bits).
 bool preferred(const ExtentPair& a, bool a_flagged, const ExtentPair& b, bool b_flagged) {
   using Wide = __int128;
   const auto hi = [](const ExtentPair& p) { return Wide(std::max(p.call, p.row)); };
@@ -48,7 +51,12 @@ std::optional<Anchor> nearest_anchor(std::vector<StoredCosts::NearRow> rows, con
   std::optional<Anchor> best;
   for (auto& row : rows) {
     const Measurement& m = row.measurement;
-    if (!m.device_work.empty() || !(m.time.per_call_us.median > 0)) continue;
+    // A figure past any real one (a hostile row's 1e308) would scale to infinity.
+    const bool energy_sane = !m.energy.available || (std::isfinite(m.energy.per_call_mJ.median) &&
+                                                     m.energy.per_call_mJ.median < kMaxAnchorFigure);
+    if (!m.device_work.empty() || !(m.time.per_call_us.median > 0) || !(m.time.per_call_us.median < kMaxAnchorFigure) ||
+        !energy_sane || !(m.time.host_us_per_call < kMaxAnchorFigure))
+      continue;
     try {
       OpCall row_call = parse_call_line(fmt::format("{} {}", call.display_name(), row.stored_args), "database");
       const auto pair = extent_pair(call.args, row_call.args);
@@ -119,11 +127,35 @@ CallEstimate estimate_call(const CostModel& model, const OpCall& call, const std
   CallEstimate out{model.estimate(call, cache_mode, gpu), std::nullopt};
   if (!db) return out;
   const std::string args = format_args(call.args);
-  DatabaseCosts rows(db, gpu);
-  out.anchor = scale_to_nearest_row(
-      out.estimate, call,
-      rows.at_other_sizes({call.op, call.overload, args}, {call.op, call.overload, args, call.autocast, cache_mode}),
-      model, gpu, cache_mode);
+  InventoryEntry entry;
+  entry.op = call.op;
+  entry.overload = call.overload;
+  entry.args = args;
+  try {
+    DatabaseCosts rows(db, gpu);
+    out.anchor = scale_to_nearest_row(
+        out.estimate, call, rows.at_other_sizes(entry, {call.op, call.overload, args, call.autocast, cache_mode}),
+        model, gpu, cache_mode);
+  } catch (const std::exception& e) {  // the model's figure stands; the note says why it was not scaled
+    out.estimate.notes.push_back(
+        fmt::format("not scaled from the database's rows at other sizes: they could not be read ({})", e.what()));
+  }
+  return out;
+}
+
+CallEstimate estimate_call(const CostModel& model, const OpCall& call, const std::string& cache_mode,
+                           const std::string& gpu, const std::string& db_location) {
+  std::optional<Database> db;
+  std::string why;
+  try {
+    if (!db_location.empty() && Database::exists(db_location)) db.emplace(db_location, Database::Access::kReadOnly);
+  } catch (const std::exception& e) {
+    why = e.what();
+  }
+  CallEstimate out = estimate_call(model, call, cache_mode, gpu, db ? &*db : nullptr);
+  if (!why.empty())
+    out.estimate.notes.push_back(fmt::format("not scaled from {}'s rows at other sizes: it could not be opened ({})",
+                                             display_location(db_location), why));
   return out;
 }
 

@@ -57,14 +57,20 @@ std::optional<EstimateAnchor> scale_to_nearest_row(CostEstimate& est, const OpCa
                                                    const std::string& gpu, const std::string& cache_mode);
 
 // One call's estimate as `opcost estimate` and opcost.estimate give it: scaled from `db`'s rows
-// of the call at other sizes on `gpu` where it has some (`db` may be null: the model's alone).
-// Throws std::invalid_argument where the model has no estimate.
+// of the call at other sizes on `gpu` where it has some (`db` may be null: the model's alone;
+// rows that cannot be read leave the model's figure, with a note). Throws std::invalid_argument
+// where the model has no estimate.
 struct CallEstimate {
   CostEstimate estimate;
   std::optional<EstimateAnchor> anchor;
 };
 CallEstimate estimate_call(const CostModel& model, const OpCall& call, const std::string& cache_mode,
                            const std::string& gpu, const Database* db);
+// The same from the database at `db_location`, opened read-only where it exists ("" or none:
+// the model's alone). A database that cannot be opened or read leaves the model's figure, with
+// a note that says why (never an error: the rows only refine the estimate).
+CallEstimate estimate_call(const CostModel& model, const OpCall& call, const std::string& cache_mode,
+                           const std::string& gpu, const std::string& db_location);
 // estimate_document with "anchor": {row_args, row_extent, call_extent, row_time_us, time_ratio}
 // or null.
 nlohmann::json call_estimate_document(const OpCall& call, const std::string& gpu, const CallEstimate& e);

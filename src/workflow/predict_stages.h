@@ -28,8 +28,8 @@ struct StoredCallKey {
 
 // The stored measurements a prediction reads: the database (predict_stages_database.h), or a
 // unit test's fake.
-// The rows at other sizes a look-up returns: enough to choose the nearest from, however many
-// repeats a sweep stored at sizes farther off.
+// The rows at other sizes a look-up returns, one per size (the newest of repeats): enough to
+// choose the nearest from.
 inline constexpr std::size_t kMaxSizeAnchors = 64;
 
 class StoredCosts {
@@ -45,8 +45,8 @@ class StoredCosts {
   };
   virtual std::optional<NearRow> ignoring_float_scalars(const InventoryEntry& entry, const StoredCallKey& key) = 0;
   // For a call no row matches: the rows of its operator measured at another size (arguments the
-  // same but for one extent: core/predict/extent_match.h), with their arguments, newest first,
-  // at most kMaxSizeAnchors; what an estimate scales from.
+  // same but for one extent: core/predict/extent_match.h), with their arguments: unflagged first,
+  // then newest first, one per arguments, at most kMaxSizeAnchors; what an estimate scales from.
   virtual std::vector<NearRow> at_other_sizes(const InventoryEntry&, const StoredCallKey&) { return {}; }
   // For a call no row matches at all: its cost estimated (workflow/predict_estimates.h), or none.
   struct Estimate {

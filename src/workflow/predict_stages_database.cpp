@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <set>
+
 #include "core/predict/extent_match.h"
 #include "core/predict/float_scalar_match.h"
 #include "core/spec/spec_file.h"
@@ -51,8 +53,10 @@ std::vector<StoredCosts::NearRow> DatabaseCosts::at_other_sizes(const InventoryE
   } catch (const std::exception&) {
     return {};
   }
-  return rows_where(e, k, kMaxSizeAnchors,
-                    [&](const StoredRow& r) { return extent_pair(call->args, *r.args).has_value(); });
+  std::set<std::string> seen;  // repeats of one size count once (the first: unflagged, newest)
+  return rows_where(e, k, kMaxSizeAnchors, [&](const StoredRow& r) {
+    return extent_pair(call->args, *r.args).has_value() && seen.insert(r.row.args).second;
+  });
 }
 
 std::vector<StoredCosts::NearRow> DatabaseCosts::rows_where(const InventoryEntry& e, const StoredCallKey& k,

@@ -169,3 +169,17 @@ def test_a_row_at_another_batch_size_anchors_the_estimate(fitted_db, tmp_path):
     assert _run([OPCOST_BIN, "measure", "aten::linear", "input=f32[4,100]", "weight=f32[64,100]",
                  "bias=f32[64]", "--device", "cpu", "--no-energy", "--max-time", "0.02", "--db", other]).returncode == 0
     assert opcost.predict(_model(), torch.randn(4, 200), db=str(other), estimate=True)._doc["estimated"]["anchored"] == 0
+
+
+def test_a_database_that_cannot_be_read_leaves_the_models_estimate_with_a_note(fitted_db, tmp_path):
+    model = tmp_path / "model.json"
+    model.write_text(opcost._core.latest_cost_model(str(fitted_db))["model_json"])
+    broken = tmp_path / "broken.db"
+    broken.write_text("not a database\n" * 100)
+    call_args = "input=f32[4,200] weight=f32[100,200] bias=f32[100]"
+    one = opcost.estimate("aten::linear", call_args, db=str(broken), cost_model=str(model))
+    assert one["anchor"] is None and one["time_us"]["estimate"] > 0
+    assert any("not scaled from" in note and "could not be" in note for note in one["notes"]), one["notes"]
+    text = _run([OPCOST_BIN, "estimate", "aten::linear", *call_args.split(), "--cost-model", model, "--db", broken])
+    assert text.returncode == 0, text.stderr
+    assert "note: not scaled from" in text.stdout

@@ -62,9 +62,20 @@ TEST(ExtentMatch, AnOuterStrideMayDifferAnInnerOneMayNot) {
   EXPECT_TRUE(pair_of("aten::relu self=f32[4,12]:stride[1,4]", "aten::relu self=f32[2,12]:stride[1,2]"));
   // A stride inside the differing dimension, or its own, is another layout.
   EXPECT_FALSE(pair_of("aten::relu self=f32[4,12]:stride[24,2]", "aten::relu self=f32[2,12]:stride[12,1]"));
+  // An outer stride out of proportion with the extent: a batch-expanded tensor against a slice
+  // of a larger cache; a sequence-first transpose against half of a wider tensor.
+  EXPECT_FALSE(
+      pair_of("aten::relu self=f32[4,128,64]:stride[0,64,1]", "aten::relu self=f32[4,256,64]:stride[32768,64,1]"));
+  EXPECT_FALSE(pair_of("aten::relu self=f32[8,512,1024]:stride[1024,8192,1]",
+                       "aten::relu self=f32[8,512,2048]:stride[2097152,4096,1]"));
+  // A tensor recorded without strides is contiguous: at batch 1 a transpose is, at 64 it is not.
+  EXPECT_TRUE(pair_of("aten::relu self=f32[64,12,64]:stride[768,64,1]", "aten::relu self=f32[1,12,64]"));
+  // An [H, B, D] buffer seen as [B, H, D]: H's stride spans the batch, in proportion.
+  EXPECT_TRUE(pair_of("aten::relu self=f32[1,12,64]:stride[64,64,1]", "aten::relu self=f32[2,12,64]:stride[64,128,1]"));
   EXPECT_FALSE(
       pair_of("aten::relu self=f32[4,12,64]:stride[768,1,12]", "aten::relu self=f32[2,12,64]:stride[768,64,1]"));
-  EXPECT_FALSE(pair_of("aten::relu self=f32[4,12]:stride[12,1]", "aten::relu self=f32[2,12]"));
+  // Contiguous strides written out are the same as none.
+  EXPECT_TRUE(pair_of("aten::relu self=f32[4,12]:stride[12,1]", "aten::relu self=f32[2,12]"));
 }
 
 TEST(ExtentMatch, AnythingElseThatDiffersIsNoMatch) {

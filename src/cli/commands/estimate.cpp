@@ -41,9 +41,9 @@ class EstimateCommand : public Command {
   }
 
   int run(const CommandContext& context) override {
-    // Read for the stored model and for rows of the call at other sizes; never written.
+    // The stored model is read from the database where no file is given; never written.
     std::optional<Database> db;
-    if (Database::exists(context.db)) db.emplace(context.db, Database::Access::kReadOnly);
+    if (model_.empty() && Database::exists(context.db)) db.emplace(context.db, Database::Access::kReadOnly);
     const auto [model, source] = load_cost_model(model_, db ? &*db : nullptr, context.db, "--cost-model");
     std::string gpu = gpu_;
     if (gpu.empty()) {
@@ -55,7 +55,10 @@ class EstimateCommand : public Command {
       gpu = model.gpus().begin()->first;
     }
     const OpCall call = parse_call(op_, args_);
-    const CallEstimate estimated = estimate_call(model, call, cache_, gpu, db ? &*db : nullptr);
+    // Its rows of the call at other sizes scale the estimate; a database that cannot be read
+    // leaves the model's figure, with a note.
+    const CallEstimate estimated =
+        db ? estimate_call(model, call, cache_, gpu, &*db) : estimate_call(model, call, cache_, gpu, context.db);
     const CostEstimate& e = estimated.estimate;
     if (json_) {
       fmt::print("{}\n", call_estimate_document(call, gpu, estimated).dump(2));

@@ -1,33 +1,49 @@
 #include "core/predict/extent_match.h"
 
+#include <algorithm>
 #include <variant>
 
 namespace opcost {
 
 namespace {
 
+// A tensor's strides: as recorded, else (a contiguous tensor's are not) the contiguous ones.
+std::vector<int64_t> strides_of(const TensorSpec& t) {
+  if (t.strides) return *t.strides;
+  std::vector<int64_t> out(t.shape.size(), 1);
+  for (std::size_t d = t.shape.size(); d-- > 1;) out[d - 1] = out[d] * std::max<int64_t>(t.shape[d], 1);
+  return out;
+}
+
 // Compares two tensors; sets `pair` where they differ in one extent (false where they differ
 // otherwise, or by another pair than `pair` already holds). `differs`: whether they did.
 bool same_but_one_extent(const TensorSpec& a, const TensorSpec& b, std::optional<ExtentPair>& pair, bool& differs) {
   differs = false;
   if (a.dtype != b.dtype || a.shape.size() != b.shape.size() || a.device != b.device || a.range != b.range ||
-      a.zeros_fraction != b.zeros_fraction || a.distinct != b.distinct ||
-      a.strides.has_value() != b.strides.has_value())
+      a.zeros_fraction != b.zeros_fraction || a.distinct != b.distinct)
     return false;
-  if (a.strides && a.strides->size() != b.strides->size()) return false;
   std::size_t dim = a.shape.size();  // the differing dimension; none yet
   for (std::size_t d = 0; d < a.shape.size(); ++d) {
     if (a.shape[d] == b.shape[d]) continue;
     if (dim != a.shape.size()) return false;  // a second one
     dim = d;
   }
-  if (dim == a.shape.size()) return a.strides == b.strides;
-  // Strides of the differing dimension and inside it stay; an outer one spans it and may not.
-  if (a.strides)
-    for (std::size_t d = 0; d < a.strides->size(); ++d)
-      if ((*a.strides)[d] != (*b.strides)[d] && (*a.strides)[d] <= (*a.strides)[dim] &&
-          (*b.strides)[d] <= (*b.strides)[dim])
-        return false;
+  // The layouts, compared by their strides (recorded ones, or contiguous where none were: the
+  // recorder leaves a contiguous tensor's out). A size-1 dimension's stride says nothing.
+  const std::vector<int64_t> sa = strides_of(a), sb = strides_of(b);
+  if (sa.size() != a.shape.size() || sb.size() != b.shape.size()) return false;
+  for (std::size_t d = 0; d < sa.size(); ++d) {
+    if (sa[d] == sb[d] || (a.shape[d] == 1 && b.shape[d] == 1)) continue;
+    if (d == dim || dim == a.shape.size()) return false;
+    // Only a stride that spans the differing dimension may differ, and then in proportion to its
+    // extent (a contiguous outer dimension's): anything else is another layout (an expanded
+    // tensor, a slice of a larger buffer), which moves other bytes.
+    // (A size-1 dimension's own stride says nothing: any stride spans it.)
+    using Wide = __int128;
+    const bool spans = (a.shape[dim] == 1 || sa[d] > sa[dim]) && (b.shape[dim] == 1 || sb[d] > sb[dim]);
+    if (!spans || Wide(sa[d]) * b.shape[dim] != Wide(sb[d]) * a.shape[dim]) return false;
+  }
+  if (dim == a.shape.size()) return true;
   differs = true;
   if (pair) return pair->call == a.shape[dim] && pair->row == b.shape[dim];
   pair = ExtentPair{a.shape[dim], b.shape[dim]};
