@@ -29,6 +29,8 @@ namespace opcost {
 inline constexpr std::size_t kCompareLayerRows = 30;
 // The options' upper bounds (the options registry's ranges, workflow/options.h).
 inline constexpr std::size_t kMaxCompareRounds = 1000, kMaxCompareWarmupRounds = 100, kMaxCompareLayerSteps = 1000;
+// The text's rows: a count the command line reads as a 32-bit whole number.
+inline constexpr std::size_t kMaxCompareLayerRows = 2147483647;
 
 // compare's options; their names, flags, ranges and help are the options registry's
 // (compare_option_specs in workflow/options.h), which both faces derive theirs from.

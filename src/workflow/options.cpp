@@ -471,42 +471,38 @@ std::vector<CompareOptionSpec> make_compare_specs() {
                     std::function<void(CompareOptions&, const OptionValue&)> set) {
     add_spec(out, std::move(i), std::move(get), std::move(set));
   };
-  auto whole = [](std::size_t n) { return OptionValue(std::int64_t(n)); };
-  add(
-      info("rounds", "--rounds", T::kWhole, "",
-           "interleaved rounds of whole steps, each running every variant (at least 2: an interval needs two)",
-           {2, true, double(kMaxCompareRounds)}, false, kCompareCommand),
-      [whole](const CompareOptions& o) { return whole(o.rounds); },
-      [](CompareOptions& o, const OptionValue& v) { o.rounds = std::size_t(whole_of(v)); });
-  add(
-      info("warmup_rounds", "--warmup-rounds", T::kWhole, "", "rounds run first and not counted (0: none)",
-           {0, true, double(kMaxCompareWarmupRounds)}, false, kCompareCommand),
-      [whole](const CompareOptions& o) { return whole(o.warmup_rounds); },
-      [](CompareOptions& o, const OptionValue& v) { o.warmup_rounds = std::size_t(whole_of(v)); });
+  // A count (a std::size_t member) in [low, high]: four of compare's options are one.
+  auto add_count = [&add](std::string_view name, std::string_view flag, std::string_view help, double low, double high,
+                          std::size_t CompareOptions::*member) {
+    add(
+        info(name, flag, T::kWhole, "", help, {low, true, high}, false, kCompareCommand),
+        [member](const CompareOptions& o) { return OptionValue(std::int64_t(o.*member)); },
+        [member](CompareOptions& o, const OptionValue& v) { o.*member = std::size_t(whole_of(v)); });
+  };
+  auto add_flag = [&add](std::string_view name, std::string_view flag, std::string_view help,
+                         bool CompareOptions::*member) {
+    add(
+        info(name, flag, T::kFlag, "", help, {}, false, kCompareCommand),
+        [member](const CompareOptions& o) { return OptionValue(o.*member); },
+        [member](CompareOptions& o, const OptionValue& v) { o.*member = flag_of(v); });
+  };
+  add_count("rounds", "--rounds",
+            "interleaved rounds of whole steps, each running every variant (at least 2: an interval needs two)", 2,
+            double(kMaxCompareRounds), &CompareOptions::rounds);
+  add_count("warmup_rounds", "--warmup-rounds", "rounds run first and not counted (0: none)", 0,
+            double(kMaxCompareWarmupRounds), &CompareOptions::warmup_rounds);
   add(
       info("round_max_time", "--round-max-time", T::kNumber, "s", "seconds of each variant's step loop in a round",
            {0, false, kMaxBudgetSeconds}, false, kCompareCommand),
       [](const CompareOptions& o) { return OptionValue(o.round_max_time); },
       [](CompareOptions& o, const OptionValue& v) { o.round_max_time = number_of(v); });
-  add(
-      info("energy", "--no-energy", T::kFlag, "", "time only: no energy loops", {}, false, kCompareCommand),
-      [](const CompareOptions& o) { return OptionValue(o.energy); },
-      [](CompareOptions& o, const OptionValue& v) { o.energy = flag_of(v); });
-  add(
-      info("layers", "--no-layers", T::kFlag, "", "whole steps only: no traced steps for the per-layer table", {},
-           false, kCompareCommand),
-      [](const CompareOptions& o) { return OptionValue(o.layers); },
-      [](CompareOptions& o, const OptionValue& v) { o.layers = flag_of(v); });
-  add(
-      info("layer_steps", "--layer-steps", T::kWhole, "", "traced steps a variant for the per-layer table",
-           {1, true, double(kMaxCompareLayerSteps)}, false, kCompareCommand),
-      [whole](const CompareOptions& o) { return whole(o.layer_steps); },
-      [](CompareOptions& o, const OptionValue& v) { o.layer_steps = std::size_t(whole_of(v)); });
-  add(
-      info("layer_rows", "--layer-rows", T::kWhole, "", "per-layer rows the text shows (0: all; the JSON has all)",
-           {0, true, 2147483647.0}, false, kCompareCommand),
-      [whole](const CompareOptions& o) { return whole(o.layer_rows); },
-      [](CompareOptions& o, const OptionValue& v) { o.layer_rows = std::size_t(whole_of(v)); });
+  add_flag("energy", "--no-energy", "time only: no energy loops", &CompareOptions::energy);
+  add_flag("layers", "--no-layers", "whole steps only: no traced steps for the per-layer table",
+           &CompareOptions::layers);
+  add_count("layer_steps", "--layer-steps", "traced steps a variant for the per-layer table", 1,
+            double(kMaxCompareLayerSteps), &CompareOptions::layer_steps);
+  add_count("layer_rows", "--layer-rows", "per-layer rows the text shows (0: all; the JSON has all)", 0,
+            double(kMaxCompareLayerRows), &CompareOptions::layer_rows);
   return out;
 }
 

@@ -90,7 +90,12 @@ void scale(double& value, double& low, double& high, double factor) {
 EstimateAnchor scale_to_anchor(CostEstimate& est, const Anchor& a) {
   const Measurement& row = a.row.measurement;
   const CostEstimate& re = a.row_estimate;
-  EstimateAnchor out{a.row.stored_args, a.extents, row.time.per_call_us.median, est.base_us / re.base_us};
+  EstimateAnchor out{a.row.stored_args,
+                     a.extents,
+                     row.time.per_call_us.median,
+                     row.time.per_call_us.ci95_low,
+                     row.time.per_call_us.ci95_high,
+                     est.base_us / re.base_us};
   scale(est.time_us, est.time_low_us, est.time_high_us, out.row_time_us * out.time_ratio / est.time_us);
   const double row_energy = row.energy.per_call_mJ.median;
   const bool energy_scaled = est.energy_mJ && est.base_energy_mJ && re.base_energy_mJ && *re.base_energy_mJ > 0 &&
@@ -164,7 +169,10 @@ nlohmann::json call_estimate_document(const OpCall& call, const std::string& gpu
   j["anchor"] = e.anchor ? nlohmann::json{{"row_args", e.anchor->row_args},
                                           {"row_extent", e.anchor->extents.row},
                                           {"call_extent", e.anchor->extents.call},
-                                          {"row_time_us", e.anchor->row_time_us},
+                                          {"row_time_us",
+                                           {{"estimate", e.anchor->row_time_us},
+                                            {"low", e.anchor->row_time_low_us},
+                                            {"high", e.anchor->row_time_high_us}}},
                                           {"time_ratio", e.anchor->time_ratio}}
                          : nlohmann::json(nullptr);
   return j;

@@ -44,9 +44,10 @@ class EstimatingCosts final : public StoredCosts {
 
 // The row an estimate was scaled from, and by how much its time was (core/predict/extent_match.h).
 struct EstimateAnchor {
-  std::string row_args;  // as stored
-  ExtentPair extents;    // the extent that differs: the call's and the row's
-  double row_time_us = 0;
+  std::string row_args;                              // as stored
+  ExtentPair extents;                                // the extent that differs: the call's and the row's
+  double row_time_us = 0;                            // the row's median time per call
+  double row_time_low_us = 0, row_time_high_us = 0;  // and its 95% interval, as stored
   double time_ratio = 0;  // the two calls' base times (roofline with the launch floor), call over row
 };
 
@@ -71,8 +72,8 @@ CallEstimate estimate_call(const CostModel& model, const OpCall& call, const std
 // a note that says why (never an error: the rows only refine the estimate).
 CallEstimate estimate_call(const CostModel& model, const OpCall& call, const std::string& cache_mode,
                            const std::string& gpu, const std::string& db_location);
-// estimate_document with "anchor": {row_args, row_extent, call_extent, row_time_us, time_ratio}
-// or null.
+// estimate_document with "anchor": {row_args, row_extent, call_extent, row_time_us (the row's
+// median, with its interval as {estimate, low, high}), time_ratio} or null.
 nlohmann::json call_estimate_document(const OpCall& call, const std::string& gpu, const CallEstimate& e);
 
 // The cost model --estimate uses: --cost-model's file, else the newest stored in `db` (none

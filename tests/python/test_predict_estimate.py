@@ -155,7 +155,9 @@ def test_a_row_at_another_batch_size_anchors_the_estimate(fitted_db, tmp_path):
     one = opcost.estimate("aten::linear", call_args, db=str(db))
     anchor = one["anchor"]
     assert anchor["row_args"] == "input=f32[2,200] weight=f32[100,200] bias=f32[100]"
-    assert (anchor["row_extent"], anchor["call_extent"]) == (2, 4) and anchor["row_time_us"] == pytest.approx(row_us)
+    row_time = anchor["row_time_us"]  # the row's median, with its interval
+    assert (anchor["row_extent"], anchor["call_extent"]) == (2, 4) and row_time["estimate"] == pytest.approx(row_us)
+    assert row_time["low"] <= row_time["estimate"] <= row_time["high"]
     assert 1 < anchor["time_ratio"] <= 2  # the roofline's ratio of twice the rows (with its launch floor)
     assert one["time_us"]["estimate"] == pytest.approx(row_us * anchor["time_ratio"])
     assert opcost.estimate("aten::linear", call_args, db=str(fitted_db))["anchor"] is None

@@ -79,9 +79,10 @@ class EstimateCommand : public Command {
       fmt::print("  host    {} a call\n", with_interval(*e.host_us, *e.host_low_us, *e.host_high_us, "us", e.coverage));
     if (const auto& a = estimated.anchor)
       fmt::print(
-          "  scaled from the row measured at {} where this call has {} ({}, {:.4g} us): time and energy by the "
-          "ratio of their roofline figures ({:.4g} for time)\n",
-          a->extents.row, a->extents.call, a->row_args, a->row_time_us, a->time_ratio);
+          "  scaled from the row measured at {} where this call has {} ({}; its median {:.4g} us [{:.4g}, {:.4g}] "
+          "95% interval): time and energy by the ratio of their roofline figures ({:.4g} for time)\n",
+          a->extents.row, a->extents.call, a->row_args, a->row_time_us, a->row_time_low_us, a->row_time_high_us,
+          a->time_ratio);
     for (const auto& note : e.notes) fmt::print("  note: {}\n", note);
     if (!e.out_of_range.empty())
       fmt::print("  out of the fit's data, so an extrapolation: {}\n", fmt::join(e.out_of_range, "; "));
