@@ -7,11 +7,11 @@ import contextlib
 import json
 import logging
 import os
-from typing import Any, Callable, Dict, Iterator, Optional, Sequence
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence
 
 import torch
 
-from . import _core
+from . import _compiled, _core
 from ._results import Inventory, Measurement, Prediction
 from ._specs import input_signature, model_dtype_name, spec_of
 
@@ -59,6 +59,13 @@ class _LayerNames:
         self._model = model if isinstance(model, torch.nn.Module) else None
         self._root = root  # a name for the root module's scope too (a trace's outermost layer)
         self._handles: list = []
+        self._open: List[str] = []  # the scopes open now, innermost last
+
+    def current(self) -> Optional[str]:
+        """The innermost layer open now ("" at the top level), or None while layers are not named."""
+        if not self._handles:
+            return None
+        return self._open[-1] if self._open else (self._root or "")
 
     def __call__(self, on: bool) -> None:
         if on and not self._handles and self._model is not None:
@@ -70,14 +77,20 @@ class _LayerNames:
         def opener(name: str) -> Callable:
             def pre_hook(module, args):
                 _core.open_layer_scope(name)
+                self._open.append(name)
             return pre_hook
 
         def closer(module, args, output):
             _core.close_layer_scope()
+            if self._open:
+                self._open.pop()
 
         for name, module in self._model.named_modules():
+            # torch.compile's wrapper holds the model as `_orig_mod`: layers are named as the
+            # model names them, and the wrapper's own module is the root.
+            name = ".".join(part for part in name.split(".") if part != "_orig_mod")
             if not name:
-                if not self._root:
+                if not self._root or module is not self._model:
                     continue
                 name = self._root
             self._handles.append(module.register_forward_pre_hook(opener(name)))
@@ -88,14 +101,20 @@ class _LayerNames:
         for h in self._handles:
             h.remove()
         self._handles.clear()
+        self._open.clear()
 
 
 @contextlib.contextmanager
-def _layer_names(model: Any) -> Iterator[_LayerNames]:
+def _model_hooks(model: Any, d: Dict[str, Any]) -> Iterator[Dict[str, Any]]:
+    """The description of a model for the core, with the hooks it turns on for observed steps:
+    layer names (module hooks) and the records of torch.compile's generated kernels."""
     names = _LayerNames(model)
+    kernels = _compiled.CompiledKernels(names.current)
     try:
-        yield names
+        with _compiled.replays():
+            yield dict(d, name_layers=names, watch_compiled=kernels)
     finally:
+        kernels.remove()
         names.remove()  # also when the step raised with the hooks on
 
 
@@ -248,10 +267,11 @@ def inventory(model: Any, *inputs: Any, train: bool = False, loss_fn: Optional[C
     (``OpEntry.cold_args``); ``cache_bytes`` classes them against another size, on any device."""
     _check_cache_bytes(cache_bytes)
     d = _describe(model, inputs, kwargs, train, autocast, name)
-    step = _checked_step(_make_step(model, inputs, kwargs, train, loss_fn, optimizer, autocast,
-                                    _device_of(model, inputs)), d)
-    with _layer_names(model) as names:
-        out = _core.inventory(step, dict(d, name_layers=names), cache_bytes or 0)
+    with _compiled.layer_provenance():  # a model torch.compile compiles on its first step
+        step = _checked_step(_make_step(model, inputs, kwargs, train, loss_fn, optimizer, autocast,
+                                        _device_of(model, inputs)), d)
+        with _model_hooks(model, d) as described:
+            out = _core.inventory(step, described, cache_bytes or 0)
     return Inventory(json.loads(out["json"]), out["text"])
 
 
@@ -262,10 +282,11 @@ def _predict(model: Any, inputs: Sequence[Any], kwargs: Dict[str, Any], *, comma
     options = dict(options, command=command, db=path, db_is_default=is_default)
     _core.check_options(command, options)  # refused before the model runs
     d = _describe(model, inputs, kwargs, train, autocast, name)
-    step = _checked_step(_make_step(model, inputs, kwargs, train, loss_fn, optimizer, autocast,
-                                    _device_of(model, inputs)), d)
-    with _layer_names(model) as names:
-        out = _core.predict(step, dict(d, name_layers=names), options, **_notes())
+    with _compiled.layer_provenance():  # a model torch.compile compiles on its first step
+        step = _checked_step(_make_step(model, inputs, kwargs, train, loss_fn, optimizer, autocast,
+                                        _device_of(model, inputs)), d)
+        with _model_hooks(model, d) as described:
+            out = _core.predict(step, described, options, **_notes())
     return Prediction(json.loads(out["json"]), out["text"])
 
 

@@ -21,8 +21,8 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import torch
 
-from . import _core
-from ._api import _checked_step, _describe, _device_of, _layer_names, _make_step, _name_of, _notes
+from . import _compiled, _core
+from ._api import _checked_step, _describe, _device_of, _make_step, _model_hooks, _name_of, _notes
 from ._results import Comparison
 
 # The workflow's defaults (CompareOptions in src/workflow/compare.h): the keyword arguments'
@@ -296,17 +296,17 @@ def compare(model: Any, *inputs: Any, variants: Any = ("fp32", "bf16"), train: b
     _core.check_compare_options(options)  # refused before any variant is built (or compiled)
     device = _device_of(model, inputs)
     base_name = name or _name_of(model)
-    built = [_build(n, spec, model, tuple(inputs), dict(kwargs), train, optimizer, device)
-             for n, spec in _named_specs(variants)]
     entries = []
     with contextlib.ExitStack() as stack:
+        stack.enter_context(_compiled.layer_provenance())  # a compiled variant compiles on its first step
+        built = [_build(n, spec, model, tuple(inputs), dict(kwargs), train, optimizer, device)
+                 for n, spec in _named_specs(variants)]
         for v in built:
             # Every variant's root layer has the model's name: rows are matched by module path.
             d = _describe(v.model, v.inputs, v.kwargs, train, v.autocast, base_name)
             step = _make_step(v.model, v.inputs, v.kwargs, train, loss_fn, v.optimizer, v.autocast, device)
             step = _checked_step(step, dict(d, name=f"variant {v.name!r} of {base_name}"))
-            names = stack.enter_context(_layer_names(v.layers_of))
-            entries.append({"name": v.name, "description": v.description, "step": step,
-                            "model": dict(d, name_layers=names)})
+            described = stack.enter_context(_model_hooks(v.layers_of, d))
+            entries.append({"name": v.name, "description": v.description, "step": step, "model": described})
         out = _core.compare(entries, options, **_notes())
     return Comparison(json.loads(out["json"]), out["text"])

@@ -17,9 +17,9 @@ from typing import Any, Dict, List, Optional
 
 import torch
 
-from . import _core
+from . import _compiled, _core
 from . import _plot
-from ._api import _LayerNames, _checked_step, _db_path, _describe, _device_of, _layer_names, _make_step, _name_of, \
+from ._api import _LayerNames, _checked_step, _db_path, _describe, _device_of, _make_step, _model_hooks, _name_of, \
     _notes
 
 log = logging.getLogger("opcost")
@@ -185,8 +185,9 @@ def trace_model(model: Any, *inputs: Any, schedule: Optional[Schedule] = None, e
     kernels (docs/trace.md); the tables get energy per operator and per layer, checked against
     the untraced step's measured energy. Without a GPU, ``energy_why`` says why there is none."""
     d = _describe(model, inputs, kwargs, train, autocast, name)
-    step = _checked_step(_make_step(model, inputs, kwargs, train, loss_fn, optimizer, autocast,
-                                    _device_of(model, inputs)), d)
+    with _compiled.layer_provenance():  # a model torch.compile compiles on its first step
+        step = _checked_step(_make_step(model, inputs, kwargs, train, loss_fn, optimizer, autocast,
+                                        _device_of(model, inputs)), d)
     s = schedule or Schedule()
     record = {"wait": s.wait, "warmup": s.warmup, "active": s.active, "repeat": s.repeat, "shapes": bool(shapes),
               "flops": bool(flops), "nvtx": bool(nvtx)}
@@ -196,8 +197,8 @@ def trace_model(model: Any, *inputs: Any, schedule: Optional[Schedule] = None, e
             raise ValueError(f"cache={cache!r}: use 'auto', 'warm' or 'cold'")
         path, is_default = _db_path(db)
         energy_options = {"db": path, "db_is_default": is_default, "cache": cache}
-    with _layer_names(model) as names:
-        run = _core.trace_model(step, dict(d, name_layers=names), record, energy_options, **_notes())
+    with _model_hooks(model, d) as described:
+        run = _core.trace_model(step, described, record, energy_options, **_notes())
     if energy and run.energy_why:
         log.info("opcost.trace_model: no energy per call: %s", run.energy_why)
     return Trace._of(run, bool(shapes))

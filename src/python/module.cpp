@@ -205,6 +205,7 @@ class PythonModel : public RunnableModel {
   PythonModel(py::function step, const py::dict& d)
       : step_(std::move(step)),
         name_layers_(d["name_layers"].cast<py::function>()),
+        watch_compiled_(d.contains("watch_compiled") ? d["watch_compiled"].cast<py::function>() : py::function()),
         name_(d["name"].cast<std::string>()),
         input_(d["input"].cast<std::string>()),
         kind_(d["device_kind"].cast<std::string>()),
@@ -219,18 +220,77 @@ class PythonModel : public RunnableModel {
   bool trains() const override { return train_; }
   void synchronize() override { synchronize_device(kind_, index_); }
   void name_layers(bool on) override { call_python(name_layers_, on); }
+  void watch_compiled_kernels(bool on) override {
+    if (watch_compiled_) call_python(watch_compiled_, on);
+  }
 
  protected:
   void run_step() override { call_python(step_); }
 
  private:
   py::function step_;
-  py::function name_layers_;  // registers (true) or removes (false) the module hooks
+  py::function name_layers_;     // registers (true) or removes (false) the module hooks
+  py::function watch_compiled_;  // wraps (true) or unwraps (false) generated kernels' launches
   std::string name_, input_, kind_;
   int index_;
   int64_t parameters_;
   bool train_;
 };
+
+// A replay of a kernel torch.compile generated, made by Python (opcost/_compiled.py): `fn()`
+// launches it once on its inputs (asynchronous on CUDA, as an operator's replay).
+class GeneratedKernelCall final : public PreparedCall {
+ public:
+  GeneratedKernelCall(py::object fn, CallInfo info) : fn_(std::move(fn)), record_name_(info.op + "." + info.overload) {
+    info_ = std::move(info);
+  }
+  ~GeneratedKernelCall() override {
+    py::gil_scoped_acquire gil;
+    fn_ = py::object();
+  }
+  // In a record of its own, as in the model, so that a kernel trace of the replays (validate's
+  // kernel check) ties the launched kernel to this call; inactive, and next to free, elsewhere.
+  void call() override {
+    open_compiled_kernel_record(record_name_, {});
+    try {
+      call_python(fn_);
+    } catch (...) {
+      close_compiled_kernel_record();
+      throw;
+    }
+    close_compiled_kernel_record();
+  }
+
+ private:
+  py::object fn_;
+  std::string record_name_;
+};
+
+// Registers Python's maker of generated kernels' replays (None: unregisters). The maker is
+// called as maker(op, overload, args, device, cache_mode) and returns {"call", "dtype",
+// "device_kind", "device_index", "input_bytes", "input_sets"}; its error refuses the replay.
+void set_python_kernel_replayer(const py::object& maker) {
+  if (maker.is_none()) {
+    set_generated_kernel_replayer({});
+    return;
+  }
+  auto held = std::make_shared<py::object>(maker);  // released by the unregistering call, under the GIL
+  set_generated_kernel_replayer([held](const OpCall& call, const ReplayOptions& opt) -> std::unique_ptr<PreparedCall> {
+    py::gil_scoped_acquire gil;
+    py::dict made;
+    try {
+      made = call_python(*held, call.op, call.overload, format_args(call.args), opt.device, opt.cache_mode);
+    } catch (const py::error_already_set& e) {
+      const std::string what = e.what();
+      throw ReplayError(fmt::format("{}: {}", call.display_name(), what.substr(0, what.find('\n'))));
+    }
+    CallInfo info =
+        generated_kernel_info(call, opt, made["dtype"].cast<std::string>(), made["device_kind"].cast<std::string>(),
+                              made["device_index"].cast<int>(), made["input_bytes"].cast<std::size_t>(),
+                              made["input_sets"].cast<std::size_t>());
+    return std::make_unique<GeneratedKernelCall>(made["call"], std::move(info));
+  });
+}
 
 ModelOptions model_options(const py::dict& d) {
   ModelOptions o;
@@ -644,6 +704,10 @@ void bind_faces(py::module_& m) {
   bind_trace(m);
   bind_estimate(m);
   m.def("close_layer_scope", &close_layer_scope);
+  // A launch of a kernel torch.compile generated (opcost/_compiled.py): its arguments as text.
+  m.def("set_generated_kernel_replayer", &set_python_kernel_replayer, py::arg("maker"));
+  m.def("open_compiled_kernel_record", &open_compiled_kernel_record, py::arg("record_name"), py::arg("args"));
+  m.def("close_compiled_kernel_record", &close_compiled_kernel_record);
   m.def("default_db_path", &Database::default_path);
   m.def(
       "signature_round_trip",

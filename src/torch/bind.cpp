@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <map>
 
+#include "core/inventory/compiled_kernel_name.h"
 #include "core/spec/spec_file.h"
 #include "core/text/text.h"
 #include "torch/canonical_form.h"
@@ -280,6 +281,8 @@ Resolved resolve_overload(const OpCall& call, c10::Device device) {
     if (auto h = dispatcher.findSchema(n); h && !is_out_overload(h->schema())) candidates.push_back(*h);
   }
   std::sort(names.begin(), names.end());
+  if (names.empty() && is_compiled_kernel_name(call.op))
+    throw ReplayError(fmt::format("{}: {}", call.display_name(), kGeneratedKernelNotHere));
   if (names.empty()) {
     auto near = similar_op_names(call.op);
     throw ReplayError(fmt::format("unknown operator '{}'{}", call.display_name(),

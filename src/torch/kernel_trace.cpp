@@ -11,6 +11,8 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "core/inventory/compiled_kernel_name.h"
+
 namespace opcost {
 
 namespace {
@@ -60,8 +62,11 @@ std::vector<CallKernels> trace_kernels(const std::function<void()>& body) {
     } else if (e.deviceType() == c10::DeviceType::CPU && is_launch_call(e.activityType())) {
       launch_start_ns.emplace(e.correlationId(), e.startNs());
     } else if (e.deviceType() == c10::DeviceType::CPU && e.activityType() == uint8_t(libkineto::ActivityType::CPU_OP) &&
-               op_names.count(e.name())) {
-      ops.push_back({e.name(), e.startThreadId(), e.startNs(), e.endNs(), e.correlationId()});
+               (op_names.count(e.name()) || is_compiled_kernel_name(e.name()))) {
+      // A generated kernel's record carries its source hash, which the inventory keeps as the
+      // overload: compared by op name, as ATen's calls are.
+      std::string name = is_compiled_kernel_name(e.name()) ? split_compiled_kernel_name(e.name()).first : e.name();
+      ops.push_back({std::move(name), e.startThreadId(), e.startNs(), e.endNs(), e.correlationId()});
     }
   }
   for (std::size_t k = 0; k < kernels.size(); ++k)

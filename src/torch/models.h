@@ -61,10 +61,32 @@ class RunnableModel {
   // module hooks): every other step (timed, measured) then runs as the user's own does.
   // Built-in models name their layers in their own code: nothing to do.
   virtual void name_layers(bool /*on*/) {}
+  // Turns on (and off) the records of the kernels torch.compile generated, for the steps the
+  // observer records (torch/compiled_kernel_record.h): every observed step, so that their calls
+  // are the same, and no other, as each record costs the step host time. Nothing to do for a
+  // model that runs no generated code (built-in, TorchScript).
+  virtual void watch_compiled_kernels(bool /*on*/) {}
 
  protected:
   // The face's own step, which step() runs under the step's modes.
   virtual void run_step() = 0;
+};
+
+// Keeps the records of generated kernels on while it lives (and off after, also on a throw).
+class CompiledKernelWatch {
+ public:
+  explicit CompiledKernelWatch(RunnableModel& model) : model_(model) { model_.watch_compiled_kernels(true); }
+  ~CompiledKernelWatch() {
+    try {
+      model_.watch_compiled_kernels(false);
+    } catch (...) {  // a destructor must not throw; the face's next step turns it off again
+    }
+  }
+  CompiledKernelWatch(const CompiledKernelWatch&) = delete;
+  CompiledKernelWatch& operator=(const CompiledKernelWatch&) = delete;
+
+ private:
+  RunnableModel& model_;
 };
 
 // Throws std::invalid_argument naming what is wrong and what would fit.

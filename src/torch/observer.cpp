@@ -17,6 +17,8 @@
 #include <variant>
 
 #include "core/inventory/cache_reuse.h"
+#include "core/inventory/compiled_kernel_name.h"
+#include "core/spec/op_call.h"
 #include "torch/canonical_form.h"
 #include "torch/dtype_codes.h"
 #include "torch/input_values.h"
@@ -73,7 +75,8 @@ using OptionalTensors = std::vector<std::optional<TensorSlot>>;
 using Slot = std::variant<TensorSlot, std::vector<TensorSlot>, OptionalTensors, c10::IValue>;
 
 struct Call {
-  std::optional<c10::OperatorHandle> handle;
+  std::optional<c10::OperatorHandle> handle;  // none for a kernel torch.compile generated
+  uint32_t kernel = 0;                        // such a kernel's record name (name id)
   std::vector<Slot> slots;
   uint32_t layer = 0;
   bool backward = false;
@@ -342,12 +345,15 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
   const uint64_t key = uint64_t(c->names.id(fn.name())) << 32 | c->names.id(fn.overload_name());
   auto [it, fresh] = c->handles.try_emplace(key);
   if (fresh) it->second = c10::Dispatcher::singleton().findSchema({fn.name(), fn.overload_name()});
-  if (!it->second) {  // not a dispatcher op (autograd engine or profiler range): see through it
+  // Not a dispatcher op: an autograd engine or profiler range is seen through; a kernel that
+  // torch.compile generated (its launch recorded by compiled_kernel_record) is a call of its own.
+  if (!it->second && !is_compiled_kernel_name(fn.name())) {
     t.ops.push_back(kTransparent);
     return nullptr;
   }
   Call call;
   call.handle = it->second;
+  if (!call.handle) call.kernel = uint32_t(key >> 32);
   if (c->options->inputs) {  // timing steps allocate nothing per call
     call.nested.reserve(8);
     call.slots.reserve(fn.num_inputs());
@@ -420,6 +426,29 @@ void close_layer_scope() {
 }
 
 namespace {
+// A record's inputs are a view of values it does not own: they live here while it is open.
+struct KernelRecord {
+  std::string name;
+  std::vector<c10::IValue> inputs;
+  std::unique_ptr<at::RecordFunction> record;
+};
+thread_local std::vector<KernelRecord> tl_kernel_records;
+}  // namespace
+
+void open_compiled_kernel_record(const std::string& record_name, const std::vector<std::string>& args) {
+  KernelRecord& r = tl_kernel_records.emplace_back();
+  r.name = record_name;
+  r.inputs.assign(args.begin(), args.end());
+  r.record = std::make_unique<at::RecordFunction>(at::RecordScope::FUNCTION);
+  if (r.record->isActive())
+    r.record->before(std::string_view(r.name), c10::ArrayRef<const c10::IValue>(r.inputs.data(), r.inputs.size()));
+}
+
+void close_compiled_kernel_record() {
+  if (!tl_kernel_records.empty()) tl_kernel_records.pop_back();  // the record ends before its inputs go
+}
+
+namespace {
 
 // Runs `body` with the observer's callbacks installed, the calls recorded into `capture`;
 // returns when the body ended (steady clock, ns).
@@ -485,9 +514,62 @@ bool touches_device(const Call& call) {
   return on_device;
 }
 
-// The call's canonical arguments (torch/canonical_form), from what the observer kept of them.
-std::string signature_args(const Call& call) {
-  const auto& schema = call.handle->schema();
+// A generated kernel's arguments have no schema: they are named by position (arg0, arg1, ...).
+// The face records each as its text in the argument language ("f32[4,32]", "128"), as it has
+// no tensors of LibTorch's to hand over; text that does not read as a value is kept as a string.
+std::string compiled_kernel_args(const Call& call) {
+  std::vector<NamedArg> named;
+  for (std::size_t i = 0; i < call.slots.size(); ++i) {
+    const auto* iv = std::get_if<c10::IValue>(&call.slots[i]);
+    if (!iv || !iv->isString()) continue;
+    const std::string text = iv->toStringRef();
+    ArgValue value;
+    try {
+      value = parse_value(text);
+    } catch (const std::exception&) {
+      value = ArgValue{ArgValue::Word{text}};
+    }
+    named.push_back({compiled_kernel_arg_name(i), std::move(value)});
+  }
+  return format_args(named);
+}
+
+// The functional twin of an out= overload (aten::addmm.out -> aten::addmm): the op of the same
+// name whose arguments are the out= overload's less its outputs, name for name and type for
+// type. torch.compile's generated code calls ATen through out= overloads (its matrix products,
+// into buffers it planned); a replay allocates its output instead, which the same kernels write,
+// so such a call is listed, measured and looked up as its twin. None where no twin matches.
+std::optional<c10::OperatorHandle> functional_twin(const c10::FunctionSchema& out_schema) {
+  std::vector<const c10::Argument*> inputs;
+  for (const auto& a : out_schema.arguments()) {
+    if (!a.is_out()) {
+      if (inputs.size() < std::size_t(&a - out_schema.arguments().data())) return std::nullopt;  // an output first
+      inputs.push_back(&a);
+    }
+  }
+  for (const auto& name : c10::Dispatcher::singleton().getAllOpNames()) {
+    if (name.name != out_schema.name() || name.overload_name == out_schema.overload_name()) continue;
+    auto handle = c10::Dispatcher::singleton().findSchema(name);
+    if (!handle) continue;
+    const auto& args = handle->schema().arguments();
+    if (args.size() != inputs.size()) continue;
+    bool same = true;
+    for (std::size_t i = 0; i < args.size() && same; ++i)
+      same =
+          !args[i].is_out() && args[i].name() == inputs[i]->name() && args[i].type()->str() == inputs[i]->type()->str();
+    if (same) return handle;
+  }
+  return std::nullopt;
+}
+
+bool is_out_overload(const c10::FunctionSchema& schema) {
+  const auto& args = schema.arguments();
+  return std::any_of(args.begin(), args.end(), [](const c10::Argument& a) { return a.is_out(); });
+}
+
+// The call's canonical arguments (torch/canonical_form), from what the observer kept of them,
+// as `schema`'s (the call's own, or its functional twin's: the first arguments of both).
+std::string signature_args(const Call& call, const c10::FunctionSchema& schema) {
   const auto& args = schema.arguments();
   // A CPU tensor in a call that also has device tensors keeps its device in the signature.
   const bool on_device = touches_device(call);
@@ -520,25 +602,40 @@ std::string signature_args(const Call& call) {
 // repeated layers) share one formatted signature.
 Inventory inventory_of(const Capture& capture, const std::vector<std::vector<int>>& cold) {
   InventoryBuilder builder;
-  std::unordered_map<std::string, std::string> formatted;  // call key -> canonical args
+  std::unordered_map<std::string, std::string> formatted;           // call key -> canonical args
+  std::map<std::string, std::optional<c10::OperatorHandle>> twins;  // out= overload -> its functional twin
   std::string key;
   for (std::size_t n = 0; n < capture.calls.size(); ++n) {
     const Call& call = capture.calls[n];
-    const auto& schema = call.handle->schema();
-    const auto& args = schema.arguments();
+    const c10::FunctionSchema* schema = call.handle ? &call.handle->schema() : nullptr;
+    if (schema && is_out_overload(*schema)) {
+      auto [twin, fresh] = twins.try_emplace(schema->operator_name().name + "." + schema->overload_name());
+      if (fresh) twin->second = functional_twin(*schema);
+      if (twin->second) schema = &twin->second->schema();
+    }
+    // A generated kernel is "compiled::<kernel>" with its source's hash as the overload.
+    const auto [op, overload] = schema ? std::pair{schema->name(), schema->overload_name()}
+                                       : split_compiled_kernel_name(capture.names[call.kernel]);
     std::vector<std::string> nested;
     for (uint32_t id : call.nested) nested.push_back(capture.names[id]);
     const char* phase = call.backward ? "backward" : "forward";
     std::vector<std::string> cold_args;
     if (!cold.empty())
-      for (int i : cold[n])
-        if (std::size_t(i) < args.size()) cold_args.push_back(args[i].name());
-    key.assign(schema.name()).append(1, '.').append(schema.overload_name()).append(1, '\0');
+      for (int i : cold[n]) {
+        if (!call.handle) {
+          cold_args.push_back(compiled_kernel_arg_name(std::size_t(i)));
+        } else if (const auto& args = schema->arguments(); std::size_t(i) < args.size()) {
+          cold_args.push_back(args[i].name());
+        }
+      }
+    key.assign(op).append(1, '.').append(overload).append(1, '\0');
     bool keyed = true;
     for (const auto& s : call.slots) keyed = keyed && append_key(key, s);
     const auto known = keyed ? formatted.find(key) : formatted.end();
-    const std::string text = known != formatted.end() ? known->second : signature_args(call);
-    builder.add(schema.name(), schema.overload_name(), text, capture.names[call.layer], nested, phase, cold_args);
+    const std::string text = known != formatted.end() ? known->second
+                             : schema                 ? signature_args(call, *schema)
+                                                      : compiled_kernel_args(call);
+    builder.add(op, overload, text, capture.names[call.layer], nested, phase, cold_args);
     builder.time_last((call.end_ns - call.start_ns) * 1e-3, call.gap_ns * 1e-3);
     if (keyed && known == formatted.end()) formatted.emplace(key, text);
   }

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "core/inventory/inventory.h"
 
@@ -45,5 +46,15 @@ Inventory observe(const std::function<void()>& body, const ObserveOptions& optio
 // so it never shows in an inventory. Scopes nest; a close without an open does nothing.
 void open_layer_scope(const std::string& name);
 void close_layer_scope();
+
+// A launch of a kernel that torch.compile generated, made visible to the observer: inductor's
+// generated code calls its Triton and C++ kernels directly, past the dispatcher, so the faces
+// (Python) open a record around each launch while a step is observed. The record is a FUNCTION
+// record named "compiled::<kernel>.<source hash>" (core/inventory/compiled_kernel_name) whose
+// inputs are the launch's arguments, each as its text in the argument language ("f32[4,32]",
+// "128"); the observer takes it as an outermost call. Opened on this thread until the matching
+// close; inactive (costing next to nothing) while no observer is installed.
+void open_compiled_kernel_record(const std::string& record_name, const std::vector<std::string>& args);
+void close_compiled_kernel_record();
 
 }  // namespace opcost

@@ -8,9 +8,11 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <mutex>
 #include <optional>
 #include <stdexcept>
 
+#include "core/inventory/compiled_kernel_name.h"
 #include "core/spec/cache_mode.h"
 #include "core/sys/host_memory.h"
 #include "core/text/text.h"
@@ -212,7 +214,44 @@ std::string PreparedCall::check(const OpCall& call, const ReplayOptions& opt) {
   return identify(call, opt).resolution_note;
 }
 
+namespace {
+std::mutex g_replayer_mutex;
+GeneratedKernelReplayer g_replayer;
+}  // namespace
+
+void set_generated_kernel_replayer(GeneratedKernelReplayer replayer) {
+  std::lock_guard lock(g_replayer_mutex);
+  g_replayer = std::move(replayer);
+}
+
+CallInfo generated_kernel_info(const OpCall& call, const ReplayOptions& opt, const std::string& dtype,
+                               const std::string& device_kind, int device_index, std::size_t input_bytes,
+                               std::size_t input_sets) {
+  CallInfo info;
+  info.op = call.op;
+  info.overload = call.overload;
+  info.canonical_args = format_args(call.args);  // as the observer wrote them: positions, no schema
+  info.schema = "a kernel torch.compile generated (no schema: arguments by position)";
+  info.dtype = dtype;
+  info.device_kind = device_kind;
+  info.device_index = device_index;
+  info.autocast = opt.autocast;  // the model's, so that its look-up finds the row
+  info.cache_mode = opt.cache_mode;
+  info.input_bytes = input_bytes;
+  info.input_sets = input_sets;
+  return info;
+}
+
 std::unique_ptr<PreparedCall> PreparedCall::prepare(const OpCall& call, const ReplayOptions& opt) {
+  if (is_compiled_kernel_name(call.op)) {
+    GeneratedKernelReplayer replayer;
+    {
+      std::lock_guard lock(g_replayer_mutex);
+      replayer = g_replayer;
+    }
+    if (!replayer) throw ReplayError(fmt::format("{}: {}", call.display_name(), kGeneratedKernelNotHere));
+    return replayer(call, opt);
+  }
   return std::make_unique<PreparedCallImpl>(call, opt);
 }
 

@@ -2,6 +2,7 @@
 // Replaying one ATen operator through the dispatcher, built from its registered schema.
 // This header is torch-free so that the CLI and reports compile without LibTorch headers.
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -95,6 +96,20 @@ class PreparedCall {
  protected:
   CallInfo info_;
 };
+
+// Replays of kernels torch.compile generated (ops "compiled::<kernel>", core/inventory/
+// compiled_kernel_name), which the dispatcher cannot make: a face that holds the kernels (Python,
+// while it runs a model) registers a maker of their replays; PreparedCall::prepare asks it for
+// such a call. Without one, such a call is refused with a ReplayError saying why. The maker
+// throws ReplayError for a kernel it cannot make. Process-wide; empty to unregister.
+using GeneratedKernelReplayer = std::function<std::unique_ptr<PreparedCall>(const OpCall&, const ReplayOptions&)>;
+void set_generated_kernel_replayer(GeneratedKernelReplayer replayer);
+
+// The fields a generated kernel's replay records, from what its maker knows: `dtype` of its
+// first floating tensor, on `device_kind`:`device_index`, `input_bytes` a set of inputs.
+CallInfo generated_kernel_info(const OpCall& call, const ReplayOptions& opt, const std::string& dtype,
+                               const std::string& device_kind, int device_index, std::size_t input_bytes,
+                               std::size_t input_sets);
 
 // CUDA GPUs this process sees (0 without CUDA).
 int cuda_device_count();

@@ -20,6 +20,7 @@
 #include <unordered_set>
 
 #include "core/energy/monitor.h"
+#include "core/inventory/compiled_kernel_name.h"
 #include "core/spec/device_spec.h"
 #include "core/trace/nvtx.h"
 #include "torch/runner.h"
@@ -211,7 +212,8 @@ void TraceRecorder::Impl::collect(torch::autograd::profiler::ProfilerResult& res
         run.steps.push_back(r);
       else
         layers.push_back(r);
-    } else if (e.deviceType() == c10::DeviceType::CPU && op_names.count(e.name())) {
+    } else if (e.deviceType() == c10::DeviceType::CPU &&
+               (op_names.count(e.name()) || is_compiled_kernel_name(e.name()))) {  // a generated kernel's launch too
       OpActivity op{e.name(), shapes_text(e), e.startThreadId(), int64_t(e.startNs()), int64_t(e.endNs())};
       op.correlations.push_back(e.correlationId());
       op.flops = e.flops();

@@ -30,7 +30,10 @@ HostRound time_host_round(RunnableModel& model) {
   ObserveOptions oo;
   oo.inputs = false;
   oo.host_times_only = true;
-  r.observed = observe([&] { model.step(); }, oo);
+  {
+    const CompiledKernelWatch watch(model);
+    r.observed = observe([&] { model.step(); }, oo);
+  }
   model.synchronize();
   plain();
   return r;
@@ -73,6 +76,7 @@ Inventory take_inventory(RunnableModel& model, const ModelOptions& o, int host_r
   model.name_layers(true);
   Inventory inv;
   try {
+    const CompiledKernelWatch watch(model);
     inv = observe([&] { model.step(); }, oo);
   } catch (...) {
     model.name_layers(false);

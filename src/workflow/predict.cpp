@@ -78,6 +78,7 @@ class TorchModelSteps final : public ModelSteps {
   }
   HostRound time_host_round() override { return opcost::time_host_round(model_); }
   std::vector<CallKernels> trace_step() override {
+    const CompiledKernelWatch watch(model_);  // generated kernels' launches are calls, as in the inventory
     return trace_kernels([&] { model_.step(); });
   }
   // Each signature replayed alone, as `measure` replays it. One that does not read back has no

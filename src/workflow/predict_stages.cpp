@@ -8,6 +8,7 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "core/inventory/compiled_kernel_name.h"
 #include "core/predict/op_weight.h"
 #include "core/spec/spec_file.h"
 #include "core/stats/summary.h"
@@ -166,7 +167,11 @@ std::string entry_failure(const Inventory& inv, const InventoryEntry& en, const 
       why.erase(0, prefix.size());
       break;
     }
-  const std::string fix = fix_for(out.error_kind, en.signature(), out.from_arguments);
+  // A generated kernel that could not be replayed is still in the measured step and its trace.
+  const std::string fix = is_compiled_kernel_name(en.op)
+                              ? "read its time and energy in the measured step, or per layer with "
+                                "opcost.trace_model(model, x, energy=True)"
+                              : fix_for(out.error_kind, en.signature(), out.from_arguments);
   notes.failed(failure_line(inv, en, why, fix));
   return fmt::format("{}; fix: {}", why, fix);
 }

@@ -84,6 +84,7 @@ TraceRun trace_model(RunnableModel& model, const ModelOptions& o, const TraceRec
   TraceRun run = record_trace(
       [&] {
         const RootLayer root(model.name());
+        const CompiledKernelWatch watch(model);  // generated kernels as calls, in their layers
         model.step();
       },
       model.device_kind(), model.device_index(), options);

@@ -2,7 +2,9 @@
 // the reference architectures, the observer against torch.profiler (Kineto) on the same run,
 // every signature replayable, training and autocast attribution, TorchScript files.
 #include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/ops/addmm.h>
 #include <ATen/ops/empty.h>
+#include <ATen/ops/mm.h>
 #include <ATen/ops/mul.h>
 #include <ATen/ops/ones.h>
 #include <ATen/ops/scalar_tensor.h>
@@ -554,4 +556,45 @@ TEST(Inventory, ACpuScalarBesideDeviceTensorsKeepsItsDevice) {
   ASSERT_EQ(inv.entries.size(), 2u);
   EXPECT_EQ(inv.entries[0].signature(), "aten::mul.Tensor self=f32[4,8] other=f64[]:cpu");
   EXPECT_EQ(inv.entries[1].signature(), "aten::mul.Tensor self=f32[4] other=f64[]");
+}
+
+TEST(Inventory, AGeneratedKernelsLaunchIsACallOfItsOwnInItsLayer) {
+  using namespace opcost;
+  // What opcost/_compiled.py does around each launch of a kernel torch.compile generated.
+  const Inventory inv = observe([&] {
+    open_layer_scope("block.ln");
+    open_compiled_kernel_record("compiled::triton_poi_fused_relu_0.h0123456789ab", {"f32[4,8]", "f32[4,8]", "32"});
+    (void)at::ones({2});  // inside the launch: the kernel's own, not a call of the model's
+    close_compiled_kernel_record();
+    close_layer_scope();
+    open_compiled_kernel_record("compiled::cpp_fused_mul_1.hba9876543210", {"f32[4,8]"});
+    close_compiled_kernel_record();
+  });
+  ASSERT_EQ(inv.entries.size(), 2u);
+  EXPECT_EQ(inv.entries[0].signature(),
+            "compiled::triton_poi_fused_relu_0.h0123456789ab arg0=f32[4,8] arg1=f32[4,8] arg2=32");
+  EXPECT_EQ(inv.entries[0].layers, std::vector<std::string>{"block.ln"});
+  EXPECT_EQ(inv.entries[0].nested.count("aten::ones"), 1u);
+  EXPECT_EQ(inv.entries[1].display_name(), "compiled::cpp_fused_mul_1.hba9876543210");
+  EXPECT_EQ(inv.entries[1].layers, std::vector<std::string>{""});
+  // Outside an observation the records cost nothing and are seen by no one.
+  open_compiled_kernel_record("compiled::k.h1", {"f32[1]"});
+  close_compiled_kernel_record();
+  close_compiled_kernel_record();  // one close too many does nothing
+}
+
+TEST(Inventory, AnOutOverloadIsListedAsItsFunctionalTwin) {
+  using namespace opcost;
+  // torch.compile's code calls ATen through out= overloads into buffers it planned; a replay
+  // allocates its output, so the call is the functional overload with the same arguments.
+  c10::InferenceMode guard;
+  const auto a = at::ones({4, 8}), b = at::ones({8, 3}), bias = at::ones({3});
+  auto out = at::empty({4, 3});
+  const Inventory inv = observe([&] {
+    (void)at::addmm_out(out, bias, a, b);
+    (void)at::mm_out(out, a, b);
+  });
+  ASSERT_EQ(inv.entries.size(), 2u);
+  EXPECT_EQ(inv.entries[0].signature(), "aten::addmm self=f32[3] mat1=f32[4,8] mat2=f32[8,3]");
+  EXPECT_EQ(inv.entries[1].signature(), "aten::mm self=f32[4,8] mat2=f32[8,3]");
 }

@@ -263,6 +263,22 @@ TEST(TraceEnergy, TracedCallsMatchTheInventoryStepByOperatorAndOrder) {
   EXPECT_EQ(m, (std::vector<int>{1, 0, 2, -1, 1, 0, 2, -1, -1}));
 }
 
+TEST(TraceEnergy, AGeneratedKernelMatchesByItsKernelAndSourceHash) {
+  // Two kernels of one name from different sources (a forward and a backward graph) stay apart.
+  Inventory inv;
+  inv.entries = {
+      {"compiled::triton_poi_fused_relu_0", "ha"}, {"aten::mm"}, {"compiled::triton_poi_fused_relu_0", "hb"}};
+  inv.sequence = {{0}, {1}, {2}};
+  TraceRun run;
+  run.steps = {{"ProfilerStep#0", 1, 0, 100}};
+  run.ops.push_back({"compiled::triton_poi_fused_relu_0.ha", "", 1, 1, 5});
+  run.ops.push_back({"aten::mm", "", 1, 11, 15});
+  run.ops.push_back({"compiled::triton_poi_fused_relu_0.hb", "", 1, 21, 25});
+  run.ops.push_back({"compiled::triton_poi_fused_relu_0", "", 1, 31, 35});  // no such entry
+  tie_activities(run);
+  EXPECT_EQ(match_inventory_calls(run, inv), (std::vector<int>{0, 1, 2, -1}));
+}
+
 TEST(ChromeTrace, ParsesBackWithNestedLayersAndAFlowPerTiedKernel) {
   const TraceRun run = sample_run();
   std::string doc;

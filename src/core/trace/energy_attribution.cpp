@@ -8,12 +8,18 @@
 #include <set>
 #include <stdexcept>
 
+#include "core/inventory/compiled_kernel_name.h"
+
 namespace opcost {
 
 std::vector<int> match_inventory_calls(const TraceRun& run, const Inventory& inv) {
   std::map<std::string, std::vector<int>> inventory_calls;  // operator -> its calls, in order
-  for (std::size_t k = 0; k < inv.sequence.size(); ++k)
-    inventory_calls[inv.entries[inv.sequence[k].entry].op].push_back(int(k));
+  // A traced ATen call carries its operator's name, a generated kernel's its whole record name
+  // (the kernel and its source hash: the entry's display name).
+  for (std::size_t k = 0; k < inv.sequence.size(); ++k) {
+    const InventoryEntry& e = inv.entries[inv.sequence[k].entry];
+    inventory_calls[is_compiled_kernel_name(e.op) ? e.display_name() : e.op].push_back(int(k));
+  }
   std::vector<int> match(run.ops.size(), -1);
   std::vector<std::map<std::string, std::size_t>> seen(run.steps.size());  // per step: calls of each operator so far
   for (std::size_t i = 0; i < run.ops.size(); ++i) {                       // ordered by start

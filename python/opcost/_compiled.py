@@ -1,0 +1,401 @@
+"""Kernels that torch.compile generated, as operators of the inventory.
+
+Inductor's generated code launches its Triton kernels (GPU) and C++ kernels (CPU) itself, past
+the dispatcher, so the observer that records ATen calls never sees them: a compiled model's
+inventory held only the calls inductor left to ATen (its matrix products) and called itself
+complete. Here each such launch, while a step is observed, is wrapped in a record named
+``compiled::<kernel>.<source hash>`` with its arguments as text (``_core.open_compiled_kernel_record``),
+which the observer takes as a call of its own.
+
+Layers: a compiled region runs no module hooks. When the model is compiled while opcost runs it
+(a ``torch.compile``d model's first call, or the ``compile`` variant), inductor's provenance
+tracking names, per launch site of the graph's code, the graph nodes it fuses, and those nodes
+carry the module path they came from (``nn_module_stack``); a launch's layer is the path most of
+its site's nodes share (the n-th launch of a kernel in a step is its n-th site: a kernel reused
+for each block of a model has a site per block). The ATen calls of the graph's code
+(``extern_kernels.mm``) get their site's layer alike. A model compiled before opcost saw it keeps
+its kernels on the layer they ran in.
+
+Replays: ``make_replay`` gives the measurement loop a kernel this process compiled, on seeded
+random inputs of the signature's geometry (``_core.set_generated_kernel_replayer``, while a
+model runs under opcost: ``replays()``).
+
+Everything here reads inductor's internals of torch 2.11 defensively: where one is missing, the
+kernels are still listed, without layers, and nothing else changes.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import hashlib
+import re
+from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
+
+import torch
+
+from . import _core
+from ._specs import dtype_code, spec_of, torch_dtype
+
+_NAMESPACE = "compiled::"
+_KERNEL_PREFIXES = ("triton_", "cpp_fused", "cpp_kernel")
+_SAFE_NAME = re.compile(r"[^A-Za-z0-9_]")
+
+# (wrapper module's file, kernel name) -> the layer of each of its launch sites in the graph's
+# code, in order (a kernel inductor reuses, as for each of a transformer's blocks, has a site per
+# block), as paths relative to the compiled module's root ("" its own code; None unknown).
+# Filled while opcost's own runs compile (layer_provenance). ATen calls inductor makes are keyed
+# "extern_kernels.<name>" in the same way.
+_SITE_LAYERS: Dict[Tuple[str, str], List[Optional[str]]] = {}
+
+# (op, source hash) as the inventory names a kernel -> ("triton" | "cpp", the kernel), for its
+# replays: every kernel a watch has seen in this process.
+_KERNELS: Dict[Tuple[str, str], Tuple[str, Any]] = {}
+_ARG = re.compile(r"(?:^|\s)arg(\d+)=(\S+)")
+_MAX_COLD_BYTES = 2 << 30  # a cold replay's input sets together, at most
+
+
+def _module_path(stack: Any) -> Optional[str]:
+    """The innermost module of an FX node's ``nn_module_stack`` as ``named_modules()`` names it,
+    relative to the compiled root: ``L['self'].layers[0].attn`` -> ``layers.0.attn``."""
+    if not stack:
+        return None
+    try:
+        path = list(stack.values())[-1][0]
+    except Exception:
+        return None
+    if not isinstance(path, str):
+        return None
+    path = re.sub(r"^L\[['\"][^'\"]*['\"]\]", "", path)
+    path = re.sub(r"\._modules\[['\"]([^'\"]*)['\"]\]", r".\1", path)
+    path = re.sub(r"\[['\"]?([^'\"\]]*)['\"]?\]", r".\1", path)
+    return path.strip(".")
+
+
+def _wrapper_modules() -> List[Any]:
+    """Inductor's loaded wrapper modules (the generated code of each compiled graph)."""
+    try:
+        from torch._inductor.codecache import PyCodeCache
+    except Exception:
+        return []
+    return [m for m in list(PyCodeCache.modules) if callable(getattr(m, "call", None))]
+
+
+@contextlib.contextmanager
+def layer_provenance() -> Iterator[None]:
+    """While opcost runs a model, a graph inductor compiles records which layer each of its
+    kernels came from. Inductor's settings are restored on the way out. A user's own
+    post-grad pass is left alone (no layers then)."""
+    try:
+        import torch._inductor.config as config
+        import torch._inductor.debug as debug
+    except Exception:
+        yield
+        return
+    if config.post_grad_custom_post_pass is not None or not hasattr(debug, "dump_inductor_provenance_info"):
+        yield
+        return
+    nodes: Dict[str, str] = {}  # the graph being compiled: node name -> layer
+
+    def post_grad_pass(graph: Any) -> None:
+        nodes.clear()
+        for node in graph.nodes:
+            path = _module_path(node.meta.get("nn_module_stack") or node.meta.get("fwd_nn_module_stack"))
+            if path is not None:
+                nodes[node.name] = path
+
+    original_dump = debug.dump_inductor_provenance_info
+
+    def dump() -> Dict[str, Any]:
+        try:
+            _take_kernel_layers(getattr(debug, "_inductor_triton_kernel_to_post_grad_node_info", {}), nodes)
+        except Exception:  # provenance is a nicety: never in the way of compiling the model
+            pass
+        return original_dump()
+
+    saved_level = config.trace.provenance_tracking_level
+    config.trace.provenance_tracking_level = 1
+    config.post_grad_custom_post_pass = post_grad_pass
+    debug.dump_inductor_provenance_info = dump
+    try:
+        yield
+    finally:
+        config.trace.provenance_tracking_level = saved_level
+        config.post_grad_custom_post_pass = None
+        debug.dump_inductor_provenance_info = original_dump
+
+
+def _take_kernel_layers(kernel_nodes: Dict[str, List[str]], node_layers: Dict[str, str]) -> None:
+    """Called as a graph's compilation ends: its wrapper module is the newest loaded."""
+    modules = _wrapper_modules()
+    if not modules:
+        return
+    source = getattr(modules[-1], "__file__", "")
+    sites: Dict[str, List[Tuple[int, Optional[str]]]] = {}
+    for key, names in kernel_nodes.items():
+        kernel, _, handle = key.rpartition(":")
+        if not handle.isdigit() or not kernel.startswith(_KERNEL_PREFIXES + ("extern_kernels.",)):
+            continue
+        layers = [node_layers[n] for n in names if n in node_layers]
+        layer = collections.Counter(layers).most_common(1)[0][0] if layers else None
+        sites.setdefault(kernel, []).append((int(handle), layer))
+    for kernel, handled in sites.items():  # handles number the launch sites in code order
+        _SITE_LAYERS[(source, kernel)] = [layer for _, layer in sorted(handled, key=lambda h: h[0])]
+
+
+def _cpp_source(module_file: str, kernel: str) -> str:
+    """A C++ kernel's source, from its wrapper module (``name = async_compile.cpp_pybinding(..., r'''...''')``)."""
+    try:
+        with open(module_file, encoding="utf-8") as f:
+            text = f.read()
+    except OSError:
+        return ""
+    m = re.search(rf"^{re.escape(kernel)} = async_compile\.cpp\w*\((.*?)'''\)", text, re.S | re.M)
+    return m.group(1) if m else ""
+
+
+def _op_name(kernel: str) -> str:
+    return f"{_NAMESPACE}{_SAFE_NAME.sub('_', kernel)}"
+
+
+def _source_hash(text: str, fallback: str) -> str:
+    return "h" + hashlib.sha256((text or fallback).encode()).hexdigest()[:12]
+
+
+def _arg_text(value: Any) -> str:
+    if isinstance(value, torch.Tensor):
+        return spec_of(value)
+    if isinstance(value, (bool, int, float)) or value is None:
+        return spec_of(value)
+    return "None"  # a launch detail (a stream, a grid function): not part of the signature
+
+
+class CompiledKernels:
+    """Wraps each generated kernel's launch in a record while on (``watch(True)``); off, every
+    launch is inductor's own again. ``layer_of()`` is the innermost layer open where the
+    compiled region was entered (from the module hooks), or None when layers are not named."""
+
+    def __init__(self, layer_of: Callable[[], Optional[str]] = lambda: None):
+        self._layer_of = layer_of
+        self._restore: List[Callable[[], None]] = []
+        self._launches: Dict[Tuple[str, str], int] = {}  # launches of each site list this watch
+
+    def _site_layer(self, module_file: str, kernel: str) -> Optional[str]:
+        """The layer of this launch: the graph's code launches a kernel's sites in order, each
+        time the graph runs, so the n-th launch in a step is site n modulo their count."""
+        layers = _SITE_LAYERS.get((module_file, kernel))
+        if not layers:
+            return None
+        n = self._launches.get((module_file, kernel), 0)
+        self._launches[(module_file, kernel)] = n + 1
+        return layers[n % len(layers)]
+
+    def _open_layer(self, module_file: str, kernel: str) -> bool:
+        """Opens the launch's layer scope where layers are named and its layer is known."""
+        outer = self._layer_of()
+        if outer is None:
+            return False
+        relative = self._site_layer(module_file, kernel)
+        if not relative:
+            return False
+        _core.open_layer_scope(f"{outer}.{relative}" if outer else relative)
+        return True
+
+    def __call__(self, on: bool) -> None:
+        self.watch(on)
+
+    def watch(self, on: bool) -> None:
+        if on and not self._restore:
+            self._launches.clear()
+            self._wrap_cpp_kernels()
+            self._wrap_triton_launches()
+            self._wrap_aten_calls()
+        elif not on:
+            self.remove()
+
+    def remove(self) -> None:
+        while self._restore:
+            self._restore.pop()()
+
+    def _launch(self, kernel: str, source_hash: str, module_file: str, args: Tuple[Any, ...]) -> bool:
+        """Opens the records of one launch: its layer (when named; returns whether it opened
+        one) and the kernel's own. Arguments are written out only where layers are named: the
+        step whose calls become signatures."""
+        scoped = self._open_layer(module_file, kernel)
+        texts = [_arg_text(a) for a in args] if self._layer_of() is not None else []
+        _core.open_compiled_kernel_record(f"{_op_name(kernel)}.{source_hash}", texts)
+        return scoped
+
+    @staticmethod
+    def _close(scoped: bool) -> None:
+        _core.close_compiled_kernel_record()
+        if scoped:
+            _core.close_layer_scope()
+
+    def _wrap_cpp_kernels(self) -> None:
+        for module in _wrapper_modules():
+            module_file = getattr(module, "__file__", "") or ""
+            for name, kernel in list(vars(module).items()):
+                if not name.startswith(("cpp_fused", "cpp_kernel")) or not callable(kernel):
+                    continue
+                source_hash = _source_hash(_cpp_source(module_file, name), module_file + name)
+                _KERNELS[(_op_name(name), source_hash)] = ("cpp", kernel)
+
+                def wrapped(*args: Any, _kernel=kernel, _name=name, _hash=source_hash, _file=module_file) -> Any:
+                    scoped = self._launch(_name, _hash, _file, args)
+                    try:
+                        return _kernel(*args)
+                    finally:
+                        self._close(scoped)
+
+                setattr(module, name, wrapped)
+                self._restore.append(lambda m=module, n=name, k=kernel: setattr(m, n, k))
+
+    def _wrap_aten_calls(self) -> None:
+        """The ATen calls a graph's code makes (``extern_kernels.mm(...)``) are the observer's
+        own calls already; here they only get their layer, where layers are named."""
+        for module in _wrapper_modules():
+            externs = getattr(module, "extern_kernels", None)
+            module_file = getattr(module, "__file__", "") or ""
+            if externs is None or not any(f == module_file and k.startswith("extern_kernels.") for f, k in _SITE_LAYERS):
+                continue
+            module.extern_kernels = _LayeredExterns(externs, module_file, self)
+            self._restore.append(lambda m=module, e=externs: setattr(m, "extern_kernels", e))
+
+    def _wrap_triton_launches(self) -> None:
+        try:
+            from torch._inductor.runtime.triton_heuristics import CachingAutotuner
+        except Exception:
+            return
+        where: Dict[int, Tuple[str, str, str]] = {}  # id(autotuner) -> (kernel, source hash, module file)
+        for module in _wrapper_modules():
+            module_file = getattr(module, "__file__", "") or ""
+            for name, kernel in vars(module).items():
+                if isinstance(kernel, CachingAutotuner):
+                    src = getattr(getattr(kernel, "fn", None), "src", "") or ""
+                    where[id(kernel)] = (name, _source_hash(src, module_file + name), module_file)
+                    _KERNELS[(_op_name(name), where[id(kernel)][1])] = ("triton", kernel)
+        original_run = CachingAutotuner.run
+
+        def run(autotuner: Any, *args: Any, **kwargs: Any) -> Any:
+            known = where.get(id(autotuner))
+            if known is None:  # compiled after the watch began: named by inductor's own metadata
+                name = (getattr(autotuner, "inductor_meta", None) or {}).get("kernel_name", "triton_kernel")
+                src = getattr(getattr(autotuner, "fn", None), "src", "") or ""
+                known = (name, _source_hash(src, name), "")
+                _KERNELS[(_op_name(name), known[1])] = ("triton", autotuner)
+            scoped = self._launch(known[0], known[1], known[2], args)
+            try:
+                return original_run(autotuner, *args, **kwargs)
+            finally:
+                self._close(scoped)
+
+        CachingAutotuner.run = run
+        self._restore.append(lambda: setattr(CachingAutotuner, "run", original_run))
+
+
+class _LayeredExterns:
+    """Stands in for a graph module's ``extern_kernels`` while a step is observed: each call
+    runs inside its launch site's layer."""
+
+    def __init__(self, externs: Any, module_file: str, kernels: CompiledKernels):
+        self._externs, self._file, self._kernels = externs, module_file, kernels
+
+    def __getattr__(self, name: str) -> Any:
+        target = getattr(self._externs, name)
+        if not callable(target):
+            return target
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            scoped = self._kernels._open_layer(self._file, f"extern_kernels.{name}")
+            try:
+                return target(*args, **kwargs)
+            finally:
+                if scoped:
+                    _core.close_layer_scope()
+        return call
+
+
+def _value(text: str, device: torch.device, generator: torch.Generator) -> Any:
+    """An argument of a replay from its text: a tensor of that dtype and geometry with seeded
+    random values (integers in [0, 16), or in its :range), or the number."""
+    if "[" in text:
+        s = _core.tensor_spec(text)
+        dtype = torch_dtype(s["dtype"])
+        shape, strides = s["shape"], s["strides"]
+        t = (torch.empty_strided(shape, strides, dtype=dtype, device=device) if strides
+             else torch.empty(shape, dtype=dtype, device=device))
+        lo, hi = s["range"] if s["range"] else (None, None)
+        if dtype.is_floating_point:
+            t.uniform_(lo, hi, generator=generator) if lo is not None else t.normal_(generator=generator)
+        elif dtype == torch.bool:
+            t.zero_()
+        else:
+            t.random_(int(lo) if lo is not None else 0, int(hi) if hi is not None else 16, generator=generator)
+        return t
+    if text in ("true", "false"):
+        return text == "true"
+    if text == "None":
+        return None
+    try:
+        return int(text)
+    except ValueError:
+        return float(text)
+
+
+def make_replay(op: str, overload: str, args: str, device: str, cache_mode: str) -> Dict[str, Any]:
+    """A replay of one generated kernel for the measurement loop (``_core.set_generated_kernel_replayer``):
+    the kernel this process compiled, on seeded random inputs of the signature's geometry; in a
+    cold cache mode, input sets that together span several times the GPU's L2, one per call in
+    turn."""
+    found = _KERNELS.get((op, overload))
+    if found is None:
+        raise LookupError("not among the kernels torch.compile generated in this process (run its model here first)")
+    kind, kernel = found
+    texts = [text for _, text in sorted(((int(i), t) for i, t in _ARG.findall(args)))]
+    if kind == "cpp" or device == "cpu" or not torch.cuda.is_available():
+        dev = torch.device("cpu")
+    else:
+        dev = torch.device("cuda", torch.cuda.current_device()) if device in ("auto", "cuda") else torch.device(device)
+    generator = torch.Generator(device=dev).manual_seed(0)
+    first = [_value(t, dev, generator) for t in texts]
+    tensors = [v for v in first if isinstance(v, torch.Tensor)]
+    input_bytes = sum(t.untyped_storage().nbytes() for t in tensors)
+    sets = [first]
+    if cache_mode.startswith("cold") and dev.type == "cuda" and input_bytes > 0:
+        l2 = torch.cuda.get_device_properties(dev).L2_cache_size
+        wanted = min(64, max(2, -(-4 * l2 // input_bytes)), max(1, _MAX_COLD_BYTES // input_bytes))
+        sets += [[_value(t, dev, generator) for t in texts] for _ in range(wanted - 1)]
+    turn = [0]
+    if kind == "triton":
+        stream = torch.cuda.current_stream(dev).cuda_stream
+
+        def call() -> None:
+            args_now = sets[turn[0]]
+            turn[0] = (turn[0] + 1) % len(sets)
+            kernel.run(*args_now, stream=stream)
+    else:
+        def call() -> None:
+            args_now = sets[turn[0]]
+            turn[0] = (turn[0] + 1) % len(sets)
+            kernel(*args_now)
+    dtype = next((dtype_code(t.dtype) for t in tensors if t.is_floating_point()), "")
+    return {"call": call, "dtype": dtype, "device_kind": dev.type, "device_index": dev.index or 0,
+            "input_bytes": int(input_bytes), "input_sets": len(sets)}
+
+
+_replayers = [0]  # how many runs have the maker registered (compare's variants nest)
+
+
+@contextlib.contextmanager
+def replays() -> Iterator[None]:
+    """While a model runs under opcost, its generated kernels can be replayed alone."""
+    if _replayers[0] == 0:
+        _core.set_generated_kernel_replayer(make_replay)
+    _replayers[0] += 1
+    try:
+        yield
+    finally:
+        _replayers[0] -= 1
+        if _replayers[0] == 0:
+            _core.set_generated_kernel_replayer(None)

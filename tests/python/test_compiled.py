@@ -1,0 +1,142 @@
+"""Kernels torch.compile generates are operators of the inventory (opcost/_compiled.py): named,
+counted, tied to the layers they came from, and never taken as measured. On the CPU inductor
+generates C++ kernels; the same records wrap Triton launches on a GPU."""
+
+import json
+
+import pytest
+import torch
+
+import opcost
+from opcost import _compiled
+
+pytest.importorskip("torch._inductor")
+
+
+class Block(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = torch.nn.Linear(16, 32)
+        self.act = torch.nn.GELU()
+        self.ln = torch.nn.LayerNorm(32)
+
+    def forward(self, x):
+        return self.ln(self.act(self.fc1(x)))
+
+
+class Net(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.block = Block()
+        self.fc2 = torch.nn.Linear(32, 8)
+
+    def forward(self, x):
+        return torch.relu(self.fc2(self.block(x))) * 2
+
+
+@pytest.fixture(scope="module")
+def compiled_inventory():
+    torch._dynamo.reset()
+    torch.manual_seed(0)
+    model = torch.compile(Net())
+    return opcost.inventory(model, torch.randn(4, 16))
+
+
+def _generated(inv):
+    return [o for o in inv.ops if o.op.startswith("compiled::")]
+
+
+def test_generated_kernels_are_listed_and_counted(compiled_inventory):
+    generated = _generated(compiled_inventory)
+    names = [o.op for o in generated]
+    # GELU and LayerNorm fuse into one C++ kernel; ReLU and the multiply into another.
+    assert any("gelu" in n and "native_layer_norm" in n for n in names), names
+    assert any("relu" in n and "mul" in n for n in names), names
+    assert all(o.count == 1 for o in generated)
+    # Each is keyed by its source's hash (kernel names repeat across models with other code).
+    assert all(o.overload.startswith("h") and len(o.overload) == 13 for o in generated)
+    # Its arguments are the launch's tensors, by position, in the argument language.
+    fused = next(o for o in generated if "native_layer_norm" in o.op)
+    assert "arg0=f32[4,32]" in fused.args, fused.args
+    # The matrix products inductor leaves to ATen are still ATen calls, as their functional twins.
+    assert sum(o.count for o in compiled_inventory.ops if o.op == "aten::addmm" and not o.overload) == 2
+
+
+def test_generated_kernels_carry_the_layer_they_came_from(compiled_inventory):
+    by_kernel = {o.op: o.layers for o in _generated(compiled_inventory)}
+    fused = next(layers for op, layers in by_kernel.items() if "native_layer_norm" in op)
+    # Provenance: the fused kernel's nodes come from block.act and block.ln; most are the norm's.
+    assert fused[0] in ("block.ln", "block.act"), by_kernel
+    relu = next(layers for op, layers in by_kernel.items() if "relu" in op)
+    assert relu == ("",), by_kernel  # torch.relu in the root's forward: the top level
+    # The ATen calls of the graph's code carry their launch site's layer too.
+    addmm = [o.layers for o in compiled_inventory.ops if o.op == "aten::addmm"]
+    assert sorted(layer for layers in addmm for layer in layers) == ["block.fc1", "fc2"], addmm
+
+
+def test_a_reused_kernel_takes_each_launch_sites_layer():
+    # Inductor generates one kernel for the same work in each of several blocks and launches it
+    # once per block: each launch belongs to its own block.
+    torch._dynamo.reset()
+    norm = lambda: torch.nn.Sequential(torch.nn.Linear(32, 32), torch.nn.GELU(), torch.nn.LayerNorm(32))
+    model = torch.nn.Sequential(torch.nn.Linear(16, 32), norm(), norm(), norm())
+    inv = opcost.inventory(torch.compile(model), torch.randn(4, 16))
+    reused = [o for o in _generated(inv) if o.count == 3]
+    assert reused, [(o.op, o.count) for o in _generated(inv)]
+    assert {layer.split(".")[0] for layer in reused[0].layers} == {"1", "2", "3"}, reused[0].layers
+
+
+def test_inductor_is_left_as_it_was():
+    import torch._inductor.config as config
+    from torch._inductor.codecache import PyCodeCache
+    model = torch.compile(Net())
+    x = torch.randn(4, 16)
+    opcost.inventory(model, x)
+    assert config.post_grad_custom_post_pass is None
+    assert config.trace.provenance_tracking_level == 0
+    for module in PyCodeCache.modules:
+        for name, value in vars(module).items():
+            if name.startswith("cpp_fused"):
+                assert getattr(value, "__name__", "") != "wrapped", name
+
+
+def test_records_only_while_watched():
+    kernels = _compiled.CompiledKernels(lambda: "")
+    kernels.watch(True)
+    kernels.watch(True)  # twice on is once on
+    kernels.watch(False)
+    from torch._inductor.codecache import PyCodeCache
+    for module in PyCodeCache.modules:
+        for name, value in vars(module).items():
+            if name.startswith("cpp_fused"):
+                assert getattr(value, "__name__", "") != "wrapped", name
+
+
+def test_module_paths_from_dynamo_sources():
+    assert _compiled._module_path({"a": ("L['self'].layers[0].attn", object)}) == "layers.0.attn"
+    assert _compiled._module_path({"a": ("L['self']._modules['block']._modules['ln']", object)}) == "block.ln"
+    assert _compiled._module_path({"a": ("L['self'].fc", object), "b": ("L['self'].fc.inner", object)}) == "fc.inner"
+    assert _compiled._module_path({}) is None
+
+
+def test_a_compiled_model_is_predicted_with_its_kernels_measured_alone(tmp_path):
+    torch._dynamo.reset()
+    model = torch.compile(Net())
+    x = torch.randn(4, 16)
+    db = str(tmp_path / "ops.db")
+    before = opcost.predict(model, x, db=db)
+    assert not before.complete
+    assert sum(m.startswith("compiled::") for m in before.missing) == 2, before.missing
+    val = opcost.validate(model, x, db=db)
+    assert val.complete, val.missing
+    after = opcost.predict(model, x, db=db)  # from the stored rows alone, as any operator's
+    assert after.complete, after.missing
+    generated = [o for o in json.loads(after.to_json())["ops"] if o["name"].startswith("compiled::")]
+    assert len(generated) == 2 and all(o["time_us"] > 0 and o["missing_calls"] == 0 for o in generated), generated
+    # inductor's out= matrix products are listed, measured and looked up as their functional twins
+    assert not any(".out " in m for m in before.missing), before.missing
+
+
+def test_a_generated_kernel_is_not_replayed_outside_its_process():
+    with pytest.raises(Exception, match="generated is replayed only while opcost runs its model"):
+        opcost.measure("compiled::cpp_fused_relu_0.h000000000000", arg0="f32[4,8]")
