@@ -72,7 +72,9 @@ def run_case(name: str, out: Path) -> Dict[str, Any]:
     generated = [o for o in inv.ops if o.op.startswith("compiled::")]
     result["generated_signatures"] = len(generated)
     result["generated_calls"] = sum(o.count for o in generated)
-    result["generated_calls_with_layer"] = sum(o.count for o in generated if any(layer for layer in o.layers))
+    # Signatures whose every listed layer is a named one (not the top level): a signature's calls
+    # are not listed one by one, so this counts signatures, not launches.
+    result["generated_signatures_with_layer"] = sum(1 for o in generated if o.layers and all(o.layers))
     result["aten_calls"] = inv.calls - result["generated_calls"]
     result["layers"] = len(inv.layers)
     result["generated_examples"] = [{"op": o.op, "args": o.args[:200], "layers": list(o.layers)[:3]}
@@ -93,12 +95,16 @@ def run_case(name: str, out: Path) -> Dict[str, Any]:
         total = sum(float(r["gpu_self_us"] or 0) for r in rows)
         gen = sum(float(r["gpu_self_us"] or 0) for r in rows if str(r["name"]).startswith("compiled::"))
         ops = sum(float(r["gpu_self_us"] or 0) for r in rows if "::" in str(r["name"]))
-        # GPU time in kernels tied to an inventory operator (ATen or generated), of the step's
-        result["trace"] = {"gpu_us": total, "generated_gpu_us": gen, "operator_gpu_us": ops,
-                           "generated_share": gen / total if total else None,
-                           "gpu_time_covered": ops / total if total else None,
-                           "uncovered_rows": [r["name"] for r in rows if "::" not in str(r["name"])][:10]}
         table = json.loads(t.run.table_json("layer"))
+        totals = table.get("totals") or table
+        busy, untied = totals.get("device_busy_us"), totals.get("untied_gpu_us") or 0
+        # GPU time in kernels tied to an inventory operator (ATen or generated), of the step's busy
+        # time: the trace's own figures (activities tied to no call are the rest).
+        result["trace"] = {"gpu_us": total, "generated_gpu_us": gen, "operator_gpu_us": ops,
+                           "device_busy_us": busy, "untied_gpu_us": untied,
+                           "generated_share": gen / total if total else None,
+                           "gpu_time_covered": 1 - untied / busy if busy else None,
+                           "uncovered_rows": [r["name"] for r in rows if "::" not in str(r["name"])][:10]}
         result["trace_energy_error"] = (table.get("energy") or {}).get("error")
         result["trace_energy_unavailable"] = table.get("energy_unavailable")
         result["trace_text"] = t.table()[:6000]
@@ -159,7 +165,8 @@ def main() -> None:
         summary = json.loads(case.read_text()) if case.exists() else {}
         trace = dict(summary.get("trace") or {}, uncovered_rows=None)
         print(f"{name}: {status} in {time.perf_counter() - t0:.0f} s; generated "
-              f"{summary.get('generated_calls')} calls ({summary.get('generated_calls_with_layer')} with a layer), "
+              f"{summary.get('generated_calls')} calls, {summary.get('generated_signatures')} signatures "
+              f"({summary.get('generated_signatures_with_layer')} in named layers), "
               f"aten {summary.get('aten_calls')}; validate {summary.get('validate')} in "
               f"{summary.get('validate_wall_s')} s; trace {trace}, energy closure {summary.get('trace_energy_error')}"
               f"{' ' + summary['trace_error'] if 'trace_error' in summary else ''}", flush=True)

@@ -26,8 +26,10 @@ kernels are still listed, without layers, and nothing else changes.
 
 from __future__ import annotations
 
+import atexit
 import collections
 import contextlib
+import functools
 import hashlib
 import re
 from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
@@ -37,9 +39,11 @@ import torch
 from . import _core
 from ._specs import dtype_code, spec_of, torch_dtype
 
-_NAMESPACE = "compiled::"
-_KERNEL_PREFIXES = ("triton_", "cpp_fused", "cpp_kernel")
+_NAMESPACE = "compiled::"  # core/inventory/compiled_kernel_name.h's kCompiledKernelNamespace
+_CPP_PREFIXES = ("cpp_fused", "cpp_kernel")
+_KERNEL_PREFIXES = ("triton_",) + _CPP_PREFIXES
 _SAFE_NAME = re.compile(r"[^A-Za-z0-9_]")
+_MAX_NAME_CHARS = 120  # a kernel's name in a signature (inductor's run to ~100 for deep fusions)
 
 # (wrapper module's file, kernel name) -> the layer of each of its launch sites in the graph's
 # code, in order (a kernel inductor reuses, as for each of a transformer's blocks, has a site per
@@ -113,7 +117,7 @@ def layer_provenance() -> Iterator[None]:
             pass
         return original_dump()
 
-    saved_level = config.trace.provenance_tracking_level
+    saved_level, saved_pass = config.trace.provenance_tracking_level, config.post_grad_custom_post_pass
     config.trace.provenance_tracking_level = 1
     config.post_grad_custom_post_pass = post_grad_pass
     debug.dump_inductor_provenance_info = dump
@@ -121,7 +125,7 @@ def layer_provenance() -> Iterator[None]:
         yield
     finally:
         config.trace.provenance_tracking_level = saved_level
-        config.post_grad_custom_post_pass = None
+        config.post_grad_custom_post_pass = saved_pass
         debug.dump_inductor_provenance_info = original_dump
 
 
@@ -131,10 +135,13 @@ def _take_kernel_layers(kernel_nodes: Dict[str, List[str]], node_layers: Dict[st
     if not modules:
         return
     source = getattr(modules[-1], "__file__", "")
+    # The sites this graph's code has.
+    own = set(re.findall(r"\[Provenance debug handles\] (\S+)", _module_text(source)))
     sites: Dict[str, List[Tuple[int, Optional[str]]]] = {}
     for key, names in kernel_nodes.items():
         kernel, _, handle = key.rpartition(":")
-        if not handle.isdigit() or not kernel.startswith(_KERNEL_PREFIXES + ("extern_kernels.",)):
+        # An earlier graph's entries may linger in inductor's dict: only this code's sites count.
+        if key not in own or not handle.isdigit() or not kernel.startswith(_KERNEL_PREFIXES + ("extern_kernels.",)):
             continue
         layers = [node_layers[n] for n in names if n in node_layers]
         layer = collections.Counter(layers).most_common(1)[0][0] if layers else None
@@ -143,19 +150,24 @@ def _take_kernel_layers(kernel_nodes: Dict[str, List[str]], node_layers: Dict[st
         _SITE_LAYERS[(source, kernel)] = [layer for _, layer in sorted(handled, key=lambda h: h[0])]
 
 
-def _cpp_source(module_file: str, kernel: str) -> str:
-    """A C++ kernel's source, from its wrapper module (``name = async_compile.cpp_pybinding(..., r'''...''')``)."""
+@functools.lru_cache(maxsize=256)
+def _module_text(module_file: str) -> str:
+    """A wrapper module's code (it never changes once written: its name is its content's hash)."""
     try:
         with open(module_file, encoding="utf-8") as f:
-            text = f.read()
+            return f.read()
     except OSError:
         return ""
-    m = re.search(rf"^{re.escape(kernel)} = async_compile\.cpp\w*\((.*?)'''\)", text, re.S | re.M)
+
+
+def _cpp_source(module_file: str, kernel: str) -> str:
+    """A C++ kernel's source, from its wrapper module (``name = async_compile.cpp_pybinding(..., r'''...''')``)."""
+    m = re.search(rf"^{re.escape(kernel)} = async_compile\.cpp\w*\((.*?)'''\)", _module_text(module_file), re.S | re.M)
     return m.group(1) if m else ""
 
 
 def _op_name(kernel: str) -> str:
-    return f"{_NAMESPACE}{_SAFE_NAME.sub('_', kernel)}"
+    return f"{_NAMESPACE}{_SAFE_NAME.sub('_', kernel)[:_MAX_NAME_CHARS]}"
 
 
 def _source_hash(text: str, fallback: str) -> str:
@@ -163,11 +175,19 @@ def _source_hash(text: str, fallback: str) -> str:
 
 
 def _arg_text(value: Any) -> str:
-    if isinstance(value, torch.Tensor):
-        return spec_of(value)
-    if isinstance(value, (bool, int, float)) or value is None:
+    if isinstance(value, torch.Tensor) or isinstance(value, (bool, int, float)) or value is None:
         return spec_of(value)
     return "None"  # a launch detail (a stream, a grid function): not part of the signature
+
+
+def _launch_inputs(args: Tuple[Any, ...]) -> Tuple[List[str], List[int]]:
+    """A launch's arguments as text, and its tensors' (address, bytes, argument) triples."""
+    texts, touches = [], []
+    for i, a in enumerate(args):
+        texts.append(_arg_text(a))
+        if isinstance(a, torch.Tensor) and a.numel() > 0:
+            touches += [a.data_ptr(), a.numel() * a.element_size(), i]
+    return texts, touches
 
 
 class CompiledKernels:
@@ -201,7 +221,7 @@ class CompiledKernels:
         _core.open_layer_scope(f"{outer}.{relative}" if outer else relative)
         return True
 
-    def __call__(self, on: bool) -> None:
+    def __call__(self, on: bool) -> None:  # the core calls the hook itself (watch_compiled_kernels)
         self.watch(on)
 
     def watch(self, on: bool) -> None:
@@ -217,36 +237,38 @@ class CompiledKernels:
         while self._restore:
             self._restore.pop()()
 
-    def _launch(self, kernel: str, source_hash: str, module_file: str, args: Tuple[Any, ...]) -> bool:
-        """Opens the records of one launch: its layer (when named; returns whether it opened
-        one) and the kernel's own. Arguments are written out only where layers are named: the
-        step whose calls become signatures."""
-        scoped = self._open_layer(module_file, kernel)
-        texts = [_arg_text(a) for a in args] if self._layer_of() is not None else []
-        _core.open_compiled_kernel_record(f"{_op_name(kernel)}.{source_hash}", texts)
-        return scoped
+    @contextlib.contextmanager
+    def _launch(self, kernel: str, source_hash: str, module_file: str, args: Tuple[Any, ...]) -> Iterator[None]:
+        """One launch inside its records: its layer (where named and known) and the kernel's own."""
+        texts, touches = _launch_inputs(args)
+        with self._layer(module_file, kernel):
+            _core.open_compiled_kernel_record(f"{_op_name(kernel)}.{source_hash}", texts, touches)
+            try:
+                yield
+            finally:
+                _core.close_compiled_kernel_record()
 
-    @staticmethod
-    def _close(scoped: bool) -> None:
-        _core.close_compiled_kernel_record()
-        if scoped:
-            _core.close_layer_scope()
+    @contextlib.contextmanager
+    def _layer(self, module_file: str, kernel: str) -> Iterator[None]:
+        scoped = self._open_layer(module_file, kernel)
+        try:
+            yield
+        finally:
+            if scoped:
+                _core.close_layer_scope()
 
     def _wrap_cpp_kernels(self) -> None:
         for module in _wrapper_modules():
             module_file = getattr(module, "__file__", "") or ""
             for name, kernel in list(vars(module).items()):
-                if not name.startswith(("cpp_fused", "cpp_kernel")) or not callable(kernel):
+                if not name.startswith(_CPP_PREFIXES) or not callable(kernel):
                     continue
                 source_hash = _source_hash(_cpp_source(module_file, name), module_file + name)
                 _KERNELS[(_op_name(name), source_hash)] = ("cpp", kernel)
 
                 def wrapped(*args: Any, _kernel=kernel, _name=name, _hash=source_hash, _file=module_file) -> Any:
-                    scoped = self._launch(_name, _hash, _file, args)
-                    try:
+                    with self._launch(_name, _hash, _file, args):
                         return _kernel(*args)
-                    finally:
-                        self._close(scoped)
 
                 setattr(module, name, wrapped)
                 self._restore.append(lambda m=module, n=name, k=kernel: setattr(m, n, k))
@@ -267,28 +289,26 @@ class CompiledKernels:
             from torch._inductor.runtime.triton_heuristics import CachingAutotuner
         except Exception:
             return
-        where: Dict[int, Tuple[str, str, str]] = {}  # id(autotuner) -> (kernel, source hash, module file)
+        # id(autotuner) -> (kernel name, source hash, wrapper module's file)
+        kernel_of: Dict[int, Tuple[str, str, str]] = {}
         for module in _wrapper_modules():
             module_file = getattr(module, "__file__", "") or ""
-            for name, kernel in vars(module).items():
+            for name, kernel in list(vars(module).items()):
                 if isinstance(kernel, CachingAutotuner):
                     src = getattr(getattr(kernel, "fn", None), "src", "") or ""
-                    where[id(kernel)] = (name, _source_hash(src, module_file + name), module_file)
-                    _KERNELS[(_op_name(name), where[id(kernel)][1])] = ("triton", kernel)
+                    kernel_of[id(kernel)] = (name, _source_hash(src, module_file + name), module_file)
+                    _KERNELS[(_op_name(name), kernel_of[id(kernel)][1])] = ("triton", kernel)
         original_run = CachingAutotuner.run
 
         def run(autotuner: Any, *args: Any, **kwargs: Any) -> Any:
-            known = where.get(id(autotuner))
-            if known is None:  # compiled after the watch began: named by inductor's own metadata
+            named = kernel_of.get(id(autotuner))
+            if named is None:  # compiled after the watch began: named by inductor's own metadata
                 name = (getattr(autotuner, "inductor_meta", None) or {}).get("kernel_name", "triton_kernel")
                 src = getattr(getattr(autotuner, "fn", None), "src", "") or ""
-                known = (name, _source_hash(src, name), "")
-                _KERNELS[(_op_name(name), known[1])] = ("triton", autotuner)
-            scoped = self._launch(known[0], known[1], known[2], args)
-            try:
+                named = (name, _source_hash(src, name), "")
+                _KERNELS[(_op_name(name), named[1])] = ("triton", autotuner)
+            with self._launch(*named, args):
                 return original_run(autotuner, *args, **kwargs)
-            finally:
-                self._close(scoped)
 
         CachingAutotuner.run = run
         self._restore.append(lambda: setattr(CachingAutotuner, "run", original_run))
@@ -307,12 +327,8 @@ class _LayeredExterns:
             return target
 
         def call(*args: Any, **kwargs: Any) -> Any:
-            scoped = self._kernels._open_layer(self._file, f"extern_kernels.{name}")
-            try:
+            with self._kernels._layer(self._file, f"extern_kernels.{name}"):
                 return target(*args, **kwargs)
-            finally:
-                if scoped:
-                    _core.close_layer_scope()
         return call
 
 
@@ -328,10 +344,12 @@ def _value(text: str, device: torch.device, generator: torch.Generator) -> Any:
         lo, hi = s["range"] if s["range"] else (None, None)
         if dtype.is_floating_point:
             t.uniform_(lo, hi, generator=generator) if lo is not None else t.normal_(generator=generator)
-        elif dtype == torch.bool:
-            t.zero_()
+        elif lo is not None and not dtype == torch.bool:
+            t.random_(int(lo), int(hi), generator=generator)
         else:
-            t.random_(int(lo) if lo is not None else 0, int(hi) if hi is not None else 16, generator=generator)
+            # Zeros: a generated kernel checks its indices on the device, and an index past a
+            # small table would end the process's CUDA context (a device assert), not one replay.
+            t.zero_()
         return t
     if text in ("true", "false"):
         return text == "true"
@@ -363,39 +381,44 @@ def make_replay(op: str, overload: str, args: str, device: str, cache_mode: str)
     input_bytes = sum(t.untyped_storage().nbytes() for t in tensors)
     sets = [first]
     if cache_mode.startswith("cold") and dev.type == "cuda" and input_bytes > 0:
+        # "cold": every argument rotates; "cold:arg1,arg3": those the model reads from memory.
+        named = cache_mode.partition(":")[2]
+        cold = {int(a[3:]) for a in named.split(",") if a[3:].isdigit()} if named else set(range(len(texts)))
+        cold_bytes = sum(v.untyped_storage().nbytes() for i, v in enumerate(first)
+                         if i in cold and isinstance(v, torch.Tensor)) or input_bytes
         l2 = torch.cuda.get_device_properties(dev).L2_cache_size
-        wanted = min(64, max(2, -(-4 * l2 // input_bytes)), max(1, _MAX_COLD_BYTES // input_bytes))
-        sets += [[_value(t, dev, generator) for t in texts] for _ in range(wanted - 1)]
-    turn = [0]
-    if kind == "triton":
-        stream = torch.cuda.current_stream(dev).cuda_stream
+        wanted = min(64, max(2, -(-4 * l2 // cold_bytes)), max(1, _MAX_COLD_BYTES // cold_bytes))
+        sets += [[_value(t, dev, generator) if i in cold else first[i] for i, t in enumerate(texts)]
+                 for _ in range(wanted - 1)]
+    launch = ((lambda a, stream=torch.cuda.current_stream(dev).cuda_stream: kernel.run(*a, stream=stream))
+              if kind == "triton" else (lambda a: kernel(*a)))
+    turn = [0]  # the input set of the next call
 
-        def call() -> None:
-            args_now = sets[turn[0]]
-            turn[0] = (turn[0] + 1) % len(sets)
-            kernel.run(*args_now, stream=stream)
-    else:
-        def call() -> None:
-            args_now = sets[turn[0]]
-            turn[0] = (turn[0] + 1) % len(sets)
-            kernel(*args_now)
+    def call() -> None:
+        args_now = sets[turn[0]]
+        turn[0] = (turn[0] + 1) % len(sets)
+        launch(args_now)
     dtype = next((dtype_code(t.dtype) for t in tensors if t.is_floating_point()), "")
     return {"call": call, "dtype": dtype, "device_kind": dev.type, "device_index": dev.index or 0,
             "input_bytes": int(input_bytes), "input_sets": len(sets)}
 
 
-_replayers = [0]  # how many runs have the maker registered (compare's variants nest)
+_replay_users = [0]  # how many runs have the maker registered now (compare's variants nest)
 
 
 @contextlib.contextmanager
 def replays() -> Iterator[None]:
     """While a model runs under opcost, its generated kernels can be replayed alone."""
-    if _replayers[0] == 0:
+    if _replay_users[0] == 0:
         _core.set_generated_kernel_replayer(make_replay)
-    _replayers[0] += 1
+    _replay_users[0] += 1
     try:
         yield
     finally:
-        _replayers[0] -= 1
-        if _replayers[0] == 0:
+        _replay_users[0] -= 1
+        if _replay_users[0] == 0:
             _core.set_generated_kernel_replayer(None)
+
+
+# Unregistered before Python shuts down, whatever was left registered (an interrupted run).
+atexit.register(lambda: _core.set_generated_kernel_replayer(None))

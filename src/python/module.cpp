@@ -245,6 +245,10 @@ class GeneratedKernelCall final : public PreparedCall {
     info_ = std::move(info);
   }
   ~GeneratedKernelCall() override {
+    if (!Py_IsInitialized()) {  // the process is ending: leave the object to it
+      fn_.release();
+      return;
+    }
     py::gil_scoped_acquire gil;
     fn_ = py::object();
   }
@@ -274,21 +278,28 @@ void set_python_kernel_replayer(const py::object& maker) {
     set_generated_kernel_replayer({});
     return;
   }
-  auto held = std::make_shared<py::object>(maker);  // released by the unregistering call, under the GIL
+  // Whoever drops the last reference (the unregistering call, or a copy a replay made) takes the
+  // GIL for it; after Python has shut down the object is left alone (the process is ending).
+  std::shared_ptr<py::object> held(new py::object(maker), [](py::object* o) {
+    if (!Py_IsInitialized()) return;
+    py::gil_scoped_acquire gil;
+    delete o;
+  });
   set_generated_kernel_replayer([held](const OpCall& call, const ReplayOptions& opt) -> std::unique_ptr<PreparedCall> {
     py::gil_scoped_acquire gil;
-    py::dict made;
     try {
-      made = call_python(*held, call.op, call.overload, format_args(call.args), opt.device, opt.cache_mode);
+      const py::dict made =
+          call_python(*held, call.op, call.overload, format_args(call.args), opt.device, opt.cache_mode);
+      CallInfo info =
+          generated_kernel_info(call, opt, made["dtype"].cast<std::string>(), made["device_kind"].cast<std::string>(),
+                                made["device_index"].cast<int>(), made["input_bytes"].cast<std::size_t>(),
+                                made["input_sets"].cast<std::size_t>());
+      return std::make_unique<GeneratedKernelCall>(made["call"], std::move(info));
     } catch (const py::error_already_set& e) {
-      const std::string what = e.what();
-      throw ReplayError(fmt::format("{}: {}", call.display_name(), what.substr(0, what.find('\n'))));
+      throw ReplayError(fmt::format("{}: {}", call.display_name(), printable_one_line(e.what(), 300)));
+    } catch (const py::cast_error& e) {
+      throw ReplayError(fmt::format("{}: the replay's description is malformed ({})", call.display_name(), e.what()));
     }
-    CallInfo info =
-        generated_kernel_info(call, opt, made["dtype"].cast<std::string>(), made["device_kind"].cast<std::string>(),
-                              made["device_index"].cast<int>(), made["input_bytes"].cast<std::size_t>(),
-                              made["input_sets"].cast<std::size_t>());
-    return std::make_unique<GeneratedKernelCall>(made["call"], std::move(info));
   });
 }
 
@@ -706,7 +717,8 @@ void bind_faces(py::module_& m) {
   m.def("close_layer_scope", &close_layer_scope);
   // A launch of a kernel torch.compile generated (opcost/_compiled.py): its arguments as text.
   m.def("set_generated_kernel_replayer", &set_python_kernel_replayer, py::arg("maker"));
-  m.def("open_compiled_kernel_record", &open_compiled_kernel_record, py::arg("record_name"), py::arg("args"));
+  m.def("open_compiled_kernel_record", &open_compiled_kernel_record, py::arg("record_name"), py::arg("args"),
+        py::arg("touches") = std::vector<int64_t>{});
   m.def("close_compiled_kernel_record", &close_compiled_kernel_record);
   m.def("default_db_path", &Database::default_path);
   m.def(

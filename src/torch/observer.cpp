@@ -435,10 +435,12 @@ struct KernelRecord {
 thread_local std::vector<KernelRecord> tl_kernel_records;
 }  // namespace
 
-void open_compiled_kernel_record(const std::string& record_name, const std::vector<std::string>& args) {
+void open_compiled_kernel_record(const std::string& record_name, const std::vector<std::string>& args,
+                                 const std::vector<int64_t>& touches) {
   KernelRecord& r = tl_kernel_records.emplace_back();
   r.name = record_name;
   r.inputs.assign(args.begin(), args.end());
+  if (!touches.empty()) r.inputs.emplace_back(c10::List<int64_t>(touches));  // last: after every argument
   r.record = std::make_unique<at::RecordFunction>(at::RecordScope::FUNCTION);
   if (r.record->isActive())
     r.record->before(std::string_view(r.name), c10::ArrayRef<const c10::IValue>(r.inputs.data(), r.inputs.size()));
@@ -488,6 +490,14 @@ std::vector<std::vector<int>> cold_inputs_of(const Capture& capture, const Obser
   touches.reserve(capture.calls.size());
   for (const auto& call : capture.calls) {
     CallTouches& t = touches.emplace_back();
+    // A generated kernel's tensors come as (address, bytes, argument) triples after its texts.
+    const auto* last = call.handle || call.slots.empty() ? nullptr : std::get_if<c10::IValue>(&call.slots.back());
+    if (last && last->isIntList()) {
+      const auto triples = last->toIntList();
+      for (std::size_t k = 0; k + 2 < triples.size(); k += 3)
+        t.push_back({std::uintptr_t(triples.get(k)), std::uint64_t(triples.get(k + 1)), int(triples.get(k + 2))});
+      continue;
+    }
     for (std::size_t i = 0; i < call.slots.size(); ++i) {
       if (auto* s = std::get_if<TensorSlot>(&call.slots[i])) t.push_back({s->address, s->bytes, int(i)});
       if (auto* ts = std::get_if<std::vector<TensorSlot>>(&call.slots[i]))

@@ -52,9 +52,12 @@ void close_layer_scope();
 // (Python) open a record around each launch while a step is observed. The record is a FUNCTION
 // record named "compiled::<kernel>.<source hash>" (core/inventory/compiled_kernel_name) whose
 // inputs are the launch's arguments, each as its text in the argument language ("f32[4,32]",
-// "128"); the observer takes it as an outermost call. Opened on this thread until the matching
-// close; inactive (costing next to nothing) while no observer is installed.
-void open_compiled_kernel_record(const std::string& record_name, const std::vector<std::string>& args);
+// "128"); the observer takes it as an outermost call. `touches` are, for each tensor argument,
+// its data's address, its bytes and its argument index (flat triples), so that the cache classing
+// sees what the kernel reads and writes. Opened on this thread until the matching close;
+// inactive (costing next to nothing) while no observer is installed.
+void open_compiled_kernel_record(const std::string& record_name, const std::vector<std::string>& args,
+                                 const std::vector<int64_t>& touches = {});
 void close_compiled_kernel_record();
 
 }  // namespace opcost

@@ -90,11 +90,14 @@ void scale(double& value, double& low, double& high, double factor) {
 EstimateAnchor scale_to_anchor(CostEstimate& est, const Anchor& a) {
   const Measurement& row = a.row.measurement;
   const CostEstimate& re = a.row_estimate;
+  // The row's interval is its mean's; it is drawn about the median the estimate scales (on a
+  // loaded host the two part by more than the half-width, and the median fell outside it).
+  const Summary& row_time = row.time.per_call_us;
   EstimateAnchor out{a.row.stored_args,
                      a.extents,
-                     row.time.per_call_us.median,
-                     row.time.per_call_us.ci95_low,
-                     row.time.per_call_us.ci95_high,
+                     row_time.median,
+                     row_time.median - row_time.ci95_half_width(),
+                     row_time.median + row_time.ci95_half_width(),
                      est.base_us / re.base_us};
   scale(est.time_us, est.time_low_us, est.time_high_us, out.row_time_us * out.time_ratio / est.time_us);
   const double row_energy = row.energy.per_call_mJ.median;

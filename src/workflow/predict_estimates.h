@@ -47,7 +47,7 @@ struct EstimateAnchor {
   std::string row_args;                              // as stored
   ExtentPair extents;                                // the extent that differs: the call's and the row's
   double row_time_us = 0;                            // the row's median time per call
-  double row_time_low_us = 0, row_time_high_us = 0;  // and its 95% interval, as stored
+  double row_time_low_us = 0, row_time_high_us = 0;  // its 95% interval (the stored half-width, about the median)
   double time_ratio = 0;  // the two calls' base times (roofline with the launch floor), call over row
 };
 

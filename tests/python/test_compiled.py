@@ -86,6 +86,25 @@ def test_a_reused_kernel_takes_each_launch_sites_layer():
     assert {layer.split(".")[0] for layer in reused[0].layers} == {"1", "2", "3"}, reused[0].layers
 
 
+def test_a_generated_kernels_tensors_take_part_in_the_cache_classing():
+    # Against a 1-byte cache the LayerNorm's weights are read from memory by the fused kernel,
+    # while the matrix product's output it reads was just written (the classing's rule): both
+    # need the addresses of a generated kernel's tensors (its arguments are text).
+    torch._dynamo.reset()
+    inv = opcost.inventory(torch.compile(Net()), torch.randn(4, 16), cache_bytes=1)
+    fused = next(o for o in _generated(inv) if "native_layer_norm" in o.op)
+    assert "arg0" not in fused.cold_args and {"arg1", "arg2"} <= set(fused.cold_args), fused.cold_args
+
+
+def test_a_replay_of_a_generated_kernel_reads_zeros_for_indices():
+    # Index tensors are zeros: a generated kernel checks its indices on the device.
+    t = _compiled._value("i64[6]", torch.device("cpu"), torch.Generator().manual_seed(0))
+    assert t.dtype == torch.int64 and int(t.abs().sum()) == 0
+    r = _compiled._value("i64[6]:range[3,5]", torch.device("cpu"), torch.Generator().manual_seed(0))
+    assert int(r.min()) >= 3 and int(r.max()) < 5
+    assert _compiled._value("7", torch.device("cpu"), torch.Generator()) == 7
+
+
 def test_inductor_is_left_as_it_was():
     import torch._inductor.config as config
     from torch._inductor.codecache import PyCodeCache
