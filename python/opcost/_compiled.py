@@ -210,16 +210,22 @@ class CompiledKernels:
         self._launches[(module_file, kernel)] = n + 1
         return layers[n % len(layers)]
 
-    def _open_layer(self, module_file: str, kernel: str) -> bool:
-        """Opens the launch's layer scope where layers are named and its layer is known."""
+    def _open_layer(self, module_file: str, kernel: str) -> int:
+        """Opens the launch's layer scopes where layers are named and its layer is known: one per
+        module on the path (`layer1`, `layer1.0`, `layer1.0.conv1`), as the modules' own hooks
+        would nest them, so that a parent layer's inclusive figures hold its children's
+        launches. Returns how many it opened."""
         outer = self._layer_of()
         if outer is None:
-            return False
+            return 0
         relative = self._site_layer(module_file, kernel)
         if not relative:
-            return False
-        _core.open_layer_scope(f"{outer}.{relative}" if outer else relative)
-        return True
+            return 0
+        parts = relative.split(".")
+        for k in range(1, len(parts) + 1):
+            path = ".".join(parts[:k])
+            _core.open_layer_scope(f"{outer}.{path}" if outer else path)
+        return len(parts)
 
     def __call__(self, on: bool) -> None:  # the core calls the hook itself (watch_compiled_kernels)
         self.watch(on)
@@ -250,11 +256,11 @@ class CompiledKernels:
 
     @contextlib.contextmanager
     def _layer(self, module_file: str, kernel: str) -> Iterator[None]:
-        scoped = self._open_layer(module_file, kernel)
+        opened = self._open_layer(module_file, kernel)
         try:
             yield
         finally:
-            if scoped:
+            for _ in range(opened):
                 _core.close_layer_scope()
 
     def _wrap_cpp_kernels(self) -> None:

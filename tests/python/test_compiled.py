@@ -105,6 +105,15 @@ def test_a_replay_of_a_generated_kernel_reads_zeros_for_indices():
     assert _compiled._value("7", torch.device("cpu"), torch.Generator()) == 7
 
 
+def test_a_traced_compiled_model_has_its_parent_layers_too():
+    # A launch opens every module's scope on its path, as the modules' hooks would: the parent
+    # layer `block` holds the fused kernel of block.ln (inclusive figures, matched by compare).
+    torch._dynamo.reset()
+    t = opcost.trace_model(torch.compile(Net()), torch.randn(4, 16))
+    layers = {r["name"] for r in t.key_averages(group_by="layer")}
+    assert {"block", "block.ln", "block.fc1", "fc2"} <= layers, layers
+
+
 def test_inductor_is_left_as_it_was():
     import torch._inductor.config as config
     from torch._inductor.codecache import PyCodeCache
