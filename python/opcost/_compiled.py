@@ -396,8 +396,14 @@ def make_replay(op: str, overload: str, args: str, device: str, cache_mode: str)
         wanted = min(64, max(2, -(-4 * l2 // cold_bytes)), max(1, _MAX_COLD_BYTES // cold_bytes))
         sets += [[_value(t, dev, generator) if i in cold else first[i] for i, t in enumerate(texts)]
                  for _ in range(wanted - 1)]
-    launch = ((lambda a, stream=torch.cuda.current_stream(dev).cuda_stream: kernel.run(*a, stream=stream))
-              if kind == "triton" else (lambda a: kernel(*a)))
+    if kind == "triton":
+        # The stream current at each launch, as inductor's code asks for it: a loop may capture
+        # the calls into a CUDA graph on a stream of its own, and a launch onto the stream of
+        # the moment the replay was made would run outside the graph (which then replays nothing).
+        current_stream, index = torch._C._cuda_getCurrentRawStream, dev.index or 0
+        launch = lambda a: kernel.run(*a, stream=current_stream(index))  # noqa: E731
+    else:
+        launch = lambda a: kernel(*a)  # noqa: E731
     turn = [0]  # the input set of the next call
 
     def call() -> None:
