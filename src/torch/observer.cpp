@@ -346,7 +346,7 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
   auto [it, fresh] = c->handles.try_emplace(key);
   if (fresh) it->second = c10::Dispatcher::singleton().findSchema({fn.name(), fn.overload_name()});
   // Not a dispatcher op: an autograd engine or profiler range is seen through; a kernel that
-  // torch.compile generated (its launch recorded by compiled_kernel_record) is a call of its own.
+  // torch.compile generated (its launch recorded by open_compiled_kernel_record) is a call of its own.
   if (!it->second && !is_compiled_kernel_name(fn.name())) {
     t.ops.push_back(kTransparent);
     return nullptr;
