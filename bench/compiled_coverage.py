@@ -33,6 +33,8 @@ CASES: Dict[str, Dict[str, Any]] = {
     "resnet18-b32": dict(kind="tv", arch="resnet18", batch=32),
     "resnet50-b32-bf16": dict(kind="tv", arch="resnet50", batch=32, dtype="bf16"),
     "gpt2-8x512-bf16": dict(kind="gpt2", batch=8, seq=512, dtype="bf16"),
+    # A training step (forward, loss, backward, SGD): the backward graph's kernels too.
+    "resnet18-b32-train": dict(kind="tv", arch="resnet18", batch=32, train=True),
 }
 
 
@@ -53,7 +55,7 @@ def build(spec: Dict[str, Any]):
         model = transformers.GPT2LMHeadModel(transformers.GPT2Config())
         inputs = (torch.randint(0, model.config.vocab_size, (spec["batch"], spec["seq"])),)
     dev = "cuda" if torch.cuda.is_available() else "cpu"  # the CPU: a smoke test of this script
-    model = model.to(dev).to(dtype).eval()
+    model = model.to(dev).to(dtype).train(bool(spec.get("train")))
     inputs = tuple(t.to(dev).to(dtype) if t.is_floating_point() else t.to(dev) for t in inputs)
     return model, inputs
 
@@ -63,11 +65,14 @@ def run_case(name: str, out: Path) -> Dict[str, Any]:
     import opcost
     model, inputs = build(CASES[name])
     compiled = torch.compile(model)
+    # A training step: forward, the output's sum as the loss, backward and SGD (opcost's own).
+    steps = (dict(train=True, optimizer=torch.optim.SGD(model.parameters(), lr=1e-3))
+             if CASES[name].get("train") else {})
     db = out / f"db-{name}.sqlite"
     db.unlink(missing_ok=True)
     result: Dict[str, Any] = {"case": name, "device": torch.cuda.get_device_name() if torch.cuda.is_available() else "cpu", "torch": torch.__version__}
     t0 = time.perf_counter()
-    inv = opcost.inventory(compiled, *inputs, name=name)
+    inv = opcost.inventory(compiled, *inputs, name=name, **steps)
     result["inventory_wall_s"] = time.perf_counter() - t0
     generated = [o for o in inv.ops if o.op.startswith("compiled::")]
     result["generated_signatures"] = len(generated)
@@ -80,7 +85,7 @@ def run_case(name: str, out: Path) -> Dict[str, Any]:
     result["generated_examples"] = [{"op": o.op, "args": o.args[:200], "layers": list(o.layers)[:3]}
                                     for o in generated[:8]]
     t0 = time.perf_counter()
-    val = opcost.validate(compiled, *inputs, db=str(db), name=name)
+    val = opcost.validate(compiled, *inputs, db=str(db), name=name, **steps)
     result["validate_wall_s"] = time.perf_counter() - t0
     result["validate"] = {k: getattr(val, k, None) for k in (
         "time_us", "measured_time_us", "energy_mJ", "complete", "time_error", "paired_time_error",
@@ -90,7 +95,7 @@ def run_case(name: str, out: Path) -> Dict[str, Any]:
     (out / f"validate-{name}.json").write_text(val.to_json())
     result["validate_text"] = val.table()[-4000:]
     try:
-        t = opcost.trace_model(compiled, *inputs, name=name, energy=True, db=str(db))
+        t = opcost.trace_model(compiled, *inputs, name=name, energy=True, db=str(db), **steps)
         rows = [r for r in t.key_averages(group_by="op") if r["name"] != "total"]
         total = sum(float(r["gpu_self_us"] or 0) for r in rows)
         gen = sum(float(r["gpu_self_us"] or 0) for r in rows if str(r["name"]).startswith("compiled::"))
