@@ -36,6 +36,8 @@ NAME_MAX_CHARS = 64  # a variant's name heads a column of the table
 
 _DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
 _INT8_DESCRIPTION = "; on the CPU: torch.ao.quantization.quantize_dynamic, PyTorch's fbgemm/x86 int8 kernels"
+_INT8_GPU_DESCRIPTION = ("; on a GPU: nn.Linear layers (sizes multiples of 8) with int8 weights per output channel "
+                         "and int8 activations per row, multiplied by torch._int_mm (int32 accumulation)")
 
 
 @dataclass
@@ -169,19 +171,74 @@ def _builtin(name: str, text: str, model: Any, inputs: Tuple[Any, ...], kwargs: 
         inputs, kwargs = _channels_last(inputs, kwargs)
     if s["int8"]:
         m = _int8(m if m is not model else _copy(model, name), name, train, device)
-        description += _INT8_DESCRIPTION
+        if device.type == "cpu":
+            description += _INT8_DESCRIPTION
+        else:  # the core's words are the CPU's quantisation (per-tensor activations)
+            description = description.replace(" (dynamic, per-tensor activations)", "") + _INT8_GPU_DESCRIPTION
     if s["compile"]:
         m = torch.compile(m, mode=s["compile_mode"] or None)
     return m, inputs, kwargs, s["autocast"] or None, description
 
 
+class Int8Linear(torch.nn.Module):
+    """An ``nn.Linear`` in int8 for a GPU: weights quantised once per output channel, activations
+    per row at each call (symmetric, to [-127, 127]), multiplied by ``torch._int_mm`` (int8 inputs,
+    int32 accumulation) and rescaled to the input's dtype, bias added. ``torch._int_mm`` on CUDA
+    takes more than 16 rows: fewer are padded with zero rows."""
+
+    _MIN_ROWS = 17
+
+    def __init__(self, linear: torch.nn.Linear):
+        super().__init__()
+        w = linear.weight.detach().float()
+        scale = w.abs().amax(dim=1).clamp(min=1e-12) / 127
+        self.register_buffer("weight_t", (w / scale[:, None]).round().clamp(-127, 127).to(torch.int8).t().contiguous())
+        self.register_buffer("weight_scale", scale)
+        self.register_buffer("bias", None if linear.bias is None else linear.bias.detach().clone())
+        self.in_features, self.out_features = linear.in_features, linear.out_features
+
+    @staticmethod
+    def fits(linear: torch.nn.Linear) -> bool:
+        """torch._int_mm's CUDA kernels take sizes that are multiples of 8."""
+        return linear.in_features % 8 == 0 and linear.out_features % 8 == 0
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        rows = x.reshape(-1, self.in_features)
+        n = rows.shape[0]
+        if n < self._MIN_ROWS:
+            rows = torch.nn.functional.pad(rows, (0, 0, 0, self._MIN_ROWS - n))
+        x_scale = rows.abs().amax(dim=1, keepdim=True).float().clamp(min=1e-12) / 127
+        q = (rows.float() / x_scale).round().clamp(-127, 127).to(torch.int8)
+        y = torch._int_mm(q, self.weight_t)[:n].float() * x_scale[:n] * self.weight_scale
+        if self.bias is not None:
+            y = y + self.bias.float()
+        return y.to(x.dtype).reshape(*x.shape[:-1], self.out_features)
+
+
+def int8_linears(model: torch.nn.Module) -> int:
+    """Replaces, in place, every ``nn.Linear`` whose sizes fit ``torch._int_mm`` by an
+    ``Int8Linear``; returns how many it replaced."""
+    replaced = 0
+    for parent in list(model.modules()):
+        for child_name, child in list(parent.named_children()):
+            if type(child) is torch.nn.Linear and Int8Linear.fits(child):
+                setattr(parent, child_name, Int8Linear(child))
+                replaced += 1
+    return replaced
+
+
 def _int8(model: Any, name: str, train: bool, device: torch.device) -> Any:
-    if device.type != "cpu":
-        raise ValueError(f"{_where(name)}: int8 on a GPU needs torchao (pip install torchao), which opcost does "
-                         "not use yet; on the CPU int8 is torch.ao.quantization's dynamic quantisation")
     if train:
         raise ValueError(f"{_where(name)}: int8 (dynamic quantisation) has no backward; compare it with "
                          "train=False")
+    if device.type != "cpu":
+        if not hasattr(torch, "_int_mm"):
+            raise ValueError(f"{_where(name)}: this torch ({torch.__version__}) has no torch._int_mm; int8 on a "
+                             "GPU needs it")
+        if int8_linears(model) == 0:
+            raise ValueError(f"{_where(name)}: int8 on a GPU quantises nn.Linear layers whose sizes are "
+                             "multiples of 8, and the model has none")
+        return model
     quantize_dynamic = getattr(getattr(torch.ao, "quantization", None), "quantize_dynamic", None)
     if quantize_dynamic is None:
         raise ValueError(f"{_where(name)}: this torch ({torch.__version__}) has no "

@@ -335,3 +335,21 @@ def test_python_m_opcost_compare_runs_a_built_in_model_through_the_command_line(
     # A built-in model is the command line's: compile is Python's, and the refusal says where to run it.
     run = _cli("mnist-cnn", "--device", "cpu", "--variants", "fp32,compile")
     assert run.returncode == 2 and "python -m opcost compare MODULE:ATTR" in run.stderr, run.stderr
+
+
+def test_int8_linears_for_a_gpu_multiply_with_int_mm_and_stay_close():
+    # The GPU's int8 variant (torch._int_mm runs on the CPU too): linears whose sizes are
+    # multiples of 8 are replaced, others kept; the output stays within int8's rounding.
+    from opcost import _compare
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(64, 128), torch.nn.ReLU(), torch.nn.Linear(128, 10))
+    x = torch.randn(5, 64)  # fewer than 17 rows: padded for torch._int_mm
+    with torch.no_grad():
+        want = model(x)
+        assert _compare.int8_linears(model) == 1  # 128 -> 10 does not fit
+        assert isinstance(model[0], _compare.Int8Linear) and type(model[2]) is torch.nn.Linear
+        got = model(x)
+    assert got.shape == want.shape
+    assert float((got - want).abs().max() / want.abs().max()) < 0.03
+    ops = {o.op for o in opcost.inventory(model, x).ops}
+    assert "aten::_int_mm" in ops, ops
