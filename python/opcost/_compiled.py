@@ -166,6 +166,11 @@ def _cpp_source(module_file: str, kernel: str) -> str:
     return m.group(1) if m else ""
 
 
+def _triton_source(autotuner: Any) -> str:
+    """A Triton kernel's source, from its autotuner's JIT function."""
+    return getattr(getattr(autotuner, "fn", None), "src", "") or ""
+
+
 def _op_name(kernel: str) -> str:
     return f"{_NAMESPACE}{_SAFE_NAME.sub('_', kernel)[:_MAX_NAME_CHARS]}"
 
@@ -301,8 +306,7 @@ class CompiledKernels:
             module_file = getattr(module, "__file__", "") or ""
             for name, kernel in list(vars(module).items()):
                 if isinstance(kernel, CachingAutotuner):
-                    src = getattr(getattr(kernel, "fn", None), "src", "") or ""
-                    kernel_of[id(kernel)] = (name, _source_hash(src, module_file + name), module_file)
+                    kernel_of[id(kernel)] = (name, _source_hash(_triton_source(kernel), module_file + name), module_file)
                     _KERNELS[(_op_name(name), kernel_of[id(kernel)][1])] = ("triton", kernel)
         original_run = CachingAutotuner.run
 
@@ -310,8 +314,7 @@ class CompiledKernels:
             named = kernel_of.get(id(autotuner))
             if named is None:  # compiled after the watch began: named by inductor's own metadata
                 name = (getattr(autotuner, "inductor_meta", None) or {}).get("kernel_name", "triton_kernel")
-                src = getattr(getattr(autotuner, "fn", None), "src", "") or ""
-                named = (name, _source_hash(src, name), "")
+                named = (name, _source_hash(_triton_source(autotuner), name), "")
                 _KERNELS[(_op_name(name), named[1])] = ("triton", autotuner)
             with self._launch(*named, args):
                 return original_run(autotuner, *args, **kwargs)

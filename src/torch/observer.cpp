@@ -438,6 +438,9 @@ thread_local std::vector<KernelRecord> tl_kernel_records;
 void open_compiled_kernel_record(const std::string& record_name, const std::vector<std::string>& args,
                                  const std::vector<int64_t>& touches) {
   KernelRecord& r = tl_kernel_records.emplace_back();
+  // Nothing to record for (a measurement loop's replays, the model's timed steps): an empty
+  // entry keeps opens and closes paired, and no allocation is made.
+  if (!at::hasCallbacks()) return;
   r.name = record_name;
   r.inputs.assign(args.begin(), args.end());
   if (!touches.empty()) r.inputs.emplace_back(c10::List<int64_t>(touches));  // last: after every argument
