@@ -79,6 +79,19 @@ kill_a_worker_mid_run() {
   "$bin" sweep "$dir/slow.yaml" --db "$db" "${slow[@]}" "$@" 2>"$err" &
   local sweep=$!
   check "the sweep of $db has an item in hand" wait_for "$dir/slow.yaml" "$db" "^running: " "${slow[@]}" "$@"
+  # The worker is frozen before the kill and the database asked again: on a loaded machine the
+  # item seen above may be over by now, and a kill between two items fails none (CI saw that).
+  local held=false
+  for _ in $(seq 50); do
+    pkill -STOP -P "$sweep" -f -- "--worker --sweep-name"
+    if "$bin" sweep status "$dir/slow.yaml" --db "$db" "${slow[@]}" "$@" 2>/dev/null | grep -q "^running: "; then
+      held=true
+      break
+    fi
+    pkill -CONT -P "$sweep" -f -- "--worker --sweep-name"
+    sleep 0.05
+  done
+  check "the frozen worker of $db holds an item" $held
   pkill -9 -P "$sweep" -f -- "--worker --sweep-name"
   wait $sweep
   status=$?
