@@ -32,7 +32,7 @@ import contextlib
 import functools
 import hashlib
 import re
-from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Optional, Set, Tuple
 
 import torch
 
@@ -42,6 +42,9 @@ from ._specs import dtype_code, spec_of, torch_dtype
 _NAMESPACE = "compiled::"  # core/inventory/compiled_kernel_name.h's kCompiledKernelNamespace
 _CPP_PREFIXES = ("cpp_fused", "cpp_kernel")
 _KERNEL_PREFIXES = ("triton_",) + _CPP_PREFIXES
+# How a graph's code calls ATen: a template's fallback (``extern_kernels.mm``) or an operator
+# inductor does not lower (``torch.ops.aten._scaled_dot_product_efficient_attention.default``).
+_ATEN_SITE_PREFIXES = ("extern_kernels.", "torch.ops.")
 _SAFE_NAME = re.compile(r"[^A-Za-z0-9_]")
 _MAX_NAME_CHARS = 120  # a kernel's name in a signature (inductor's run to ~100 for deep fusions)
 
@@ -104,7 +107,10 @@ def layer_provenance() -> Iterator[None]:
     def post_grad_pass(graph: Any) -> None:
         nodes.clear()
         for node in graph.nodes:
-            path = _module_path(node.meta.get("nn_module_stack") or node.meta.get("fwd_nn_module_stack"))
+            meta = node.meta
+            path = _module_path(meta.get("nn_module_stack") or meta.get("fwd_nn_module_stack"))
+            if path is None and (meta.get("source_fn_stack") or meta.get("fwd_source_fn_stack")):
+                path = ""  # traced from the compiled callable's own code, in none of its submodules
             if path is not None:
                 nodes[node.name] = path
 
@@ -141,7 +147,7 @@ def _take_kernel_layers(kernel_nodes: Dict[str, List[str]], node_layers: Dict[st
     for key, names in kernel_nodes.items():
         kernel, _, handle = key.rpartition(":")
         # An earlier graph's entries may linger in inductor's dict: only this code's sites count.
-        if key not in own or not handle.isdigit() or not kernel.startswith(_KERNEL_PREFIXES + ("extern_kernels.",)):
+        if key not in own or not handle.isdigit() or not kernel.startswith(_KERNEL_PREFIXES + _ATEN_SITE_PREFIXES):
             continue
         layers = [node_layers[n] for n in names if n in node_layers]
         layer = collections.Counter(layers).most_common(1)[0][0] if layers else None
@@ -204,6 +210,7 @@ class CompiledKernels:
         self._layer_of = layer_of
         self._restore: List[Callable[[], None]] = []
         self._launches: Dict[Tuple[str, str], int] = {}  # launches of each site list this watch
+        self._forward_outers: Set[str] = set()  # the layers forward graphs ran under this watch
 
     def _site_layer(self, module_file: str, kernel: str) -> Optional[str]:
         """The layer of this launch: the graph's code launches a kernel's sites in order, each
@@ -223,13 +230,28 @@ class CompiledKernels:
         outer = self._layer_of()
         if outer is None:
             return 0
-        relative = self._site_layer(module_file, kernel)
-        if not relative:
+        relative = self._site_layer(module_file, kernel)  # "": the compiled region's own code
+        if relative is None:
             return 0
-        parts = relative.split(".")
+        # A backward graph's kernels run in autograd's engine, where no module hook is open: their
+        # layer is relative to where the compiled region ran forward. That is known when the
+        # forward graphs of this step all ran under one layer (a whole model compiled); a
+        # compiled submodule among several leaves them to the backward node's layer.
+        backward = torch._C._current_autograd_node() is not None
+        if backward:
+            if len(self._forward_outers) != 1:
+                return 0
+            outer = next(iter(self._forward_outers))
+        else:
+            self._forward_outers.add(outer)
+        parts = relative.split(".") if relative else []
+        if not parts:  # forward: the layer open already; backward: it is named
+            if backward:
+                _core.open_layer_scope(outer, True)
+            return int(backward)
         for k in range(1, len(parts) + 1):
             path = ".".join(parts[:k])
-            _core.open_layer_scope(f"{outer}.{path}" if outer else path)
+            _core.open_layer_scope(f"{outer}.{path}" if outer else path, backward)
         return len(parts)
 
     def __call__(self, on: bool) -> None:  # the core calls the hook itself (watch_compiled_kernels)
@@ -238,6 +260,7 @@ class CompiledKernels:
     def watch(self, on: bool) -> None:
         if on and not self._restore:
             self._launches.clear()
+            self._forward_outers.clear()
             self._wrap_cpp_kernels()
             self._wrap_triton_launches()
             self._wrap_aten_calls()
@@ -285,15 +308,20 @@ class CompiledKernels:
                 self._restore.append(lambda m=module, n=name, k=kernel: setattr(m, n, k))
 
     def _wrap_aten_calls(self) -> None:
-        """The ATen calls a graph's code makes (``extern_kernels.mm(...)``) are the observer's
-        own calls already; here they only get their layer, where layers are named."""
+        """The ATen calls a graph's code makes (``extern_kernels.mm(...)``, and fallbacks such as
+        ``torch.ops.aten._scaled_dot_product_efficient_attention.default(...)``) are the
+        observer's own calls already; here they only get their layer, where layers are named.
+        The module's global each site is reached through (``extern_kernels``, ``torch``) stands
+        in for itself while the step is observed."""
         for module in _wrapper_modules():
-            externs = getattr(module, "extern_kernels", None)
             module_file = getattr(module, "__file__", "") or ""
-            if externs is None or not any(f == module_file and k.startswith("extern_kernels.") for f, k in _SITE_LAYERS):
-                continue
-            module.extern_kernels = _LayeredExterns(externs, module_file, self)
-            self._restore.append(lambda m=module, e=externs: setattr(m, "extern_kernels", e))
+            sites = {k for f, k in _SITE_LAYERS if f == module_file and not k.startswith(_KERNEL_PREFIXES)}
+            for root in sorted({site.split(".", 1)[0] for site in sites if "." in site}):
+                target = vars(module).get(root)
+                if target is None:
+                    continue
+                setattr(module, root, _LayeredCalls(target, root, sites, module_file, self))
+                self._restore.append(lambda m=module, r=root, t=target: setattr(m, r, t))
 
     def _wrap_triton_launches(self) -> None:
         try:
@@ -323,22 +351,25 @@ class CompiledKernels:
         self._restore.append(lambda: setattr(CachingAutotuner, "run", original_run))
 
 
-class _LayeredExterns:
-    """Stands in for a graph module's ``extern_kernels`` while a step is observed: each call
-    runs inside its launch site's layer."""
+class _LayeredCalls:
+    """Stands in for a name a graph's code reaches ATen through (``extern_kernels``, ``torch``)
+    while a step is observed: a call whose dotted path is a launch site runs inside that site's
+    layer; every other attribute is the original's."""
 
-    def __init__(self, externs: Any, module_file: str, kernels: CompiledKernels):
-        self._externs, self._file, self._kernels = externs, module_file, kernels
+    def __init__(self, target: Any, path: str, sites: Set[str], module_file: str, kernels: CompiledKernels):
+        self._target, self._path, self._sites, self._file, self._kernels = target, path, sites, module_file, kernels
 
     def __getattr__(self, name: str) -> Any:
-        target = getattr(self._externs, name)
-        if not callable(target):
-            return target
-
-        def call(*args: Any, **kwargs: Any) -> Any:
-            with self._kernels._layer(self._file, f"extern_kernels.{name}"):
-                return target(*args, **kwargs)
-        return call
+        value = getattr(self._target, name)
+        path = f"{self._path}.{name}"
+        if path in self._sites and callable(value):
+            def call(*args: Any, **kwargs: Any) -> Any:
+                with self._kernels._layer(self._file, path):
+                    return value(*args, **kwargs)
+            return call
+        if any(site.startswith(path + ".") for site in self._sites):
+            return _LayeredCalls(value, path, self._sites, self._file, self._kernels)
+        return value
 
 
 def _value(text: str, device: torch.device, generator: torch.Generator) -> Any:

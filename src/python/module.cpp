@@ -711,7 +711,7 @@ void bind_faces(py::module_& m) {
       py::arg("json_text"), py::arg("source"), py::arg("output"), "The page of a result's JSON text: the kind written");
   m.def("progress_text", &progress_text, py::arg("label"), py::arg("done"), py::arg("total"), py::arg("elapsed_s"),
         py::arg("terminal"), py::arg("done_before") = 0);
-  m.def("open_layer_scope", &open_layer_scope, py::arg("name"));
+  m.def("open_layer_scope", &open_layer_scope, py::arg("name"), py::arg("names_backward_layer") = false);
   bind_trace(m);
   bind_estimate(m);
   m.def("close_layer_scope", &close_layer_scope);

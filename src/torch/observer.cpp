@@ -309,6 +309,9 @@ bool append_key(std::string& key, const Slot& s) {
   return true;
 }
 
+// Set while open_layer_scope opens a scope that names its layer inside a backward node too.
+thread_local bool tl_opening_backward_layer = false;
+
 std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
   Capture* c = g_capture.load(std::memory_order_acquire);
   if (!c) return nullptr;
@@ -321,6 +324,8 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
   if (fn.scope() == at::RecordScope::USER_SCOPE) {
     if (!in_backward)
       t.scopes.push_back({c->names.id(fn.name()), false});
+    else if (tl_opening_backward_layer)
+      t.scopes.push_back({c->names.id(fn.name()), true});  // a generated backward kernel's forward layer
     else
       t.scopes.push_back(t.scopes.back());  // a scope inside a backward node keeps its layer
     return nullptr;
@@ -415,9 +420,13 @@ namespace {
 thread_local std::vector<std::unique_ptr<at::RecordFunction>> tl_layer_scopes;
 }  // namespace
 
-void open_layer_scope(const std::string& name) {
+void open_layer_scope(const std::string& name, bool names_backward_layer) {
   auto rf = std::make_unique<at::RecordFunction>(at::RecordScope::USER_SCOPE);
-  if (rf->isActive()) rf->before(name);
+  if (rf->isActive()) {
+    tl_opening_backward_layer = names_backward_layer;
+    rf->before(name);
+    tl_opening_backward_layer = false;
+  }
   tl_layer_scopes.push_back(std::move(rf));
 }
 

@@ -44,7 +44,10 @@ Inventory observe(const std::function<void()>& body, const ObserveOptions& optio
 // opens) until the matching close_layer_scope(): for faces that cannot wrap a C++ scope
 // around a module's forward, such as Python's module hooks. Cheap, and not a dispatcher op,
 // so it never shows in an inventory. Scopes nest; a close without an open does nothing.
-void open_layer_scope(const std::string& name);
+// Inside a backward node a scope keeps the node's layer (its forward op's), unless
+// `names_backward_layer`: then its calls are that layer's backward calls (a kernel of a
+// compiled backward graph, whose forward layer inductor's provenance knows).
+void open_layer_scope(const std::string& name, bool names_backward_layer = false);
 void close_layer_scope();
 
 // A launch of a kernel that torch.compile generated, made visible to the observer: inductor's

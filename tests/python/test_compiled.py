@@ -86,6 +86,42 @@ def test_a_reused_kernel_takes_each_launch_sites_layer():
     assert {layer.split(".")[0] for layer in reused[0].layers} == {"1", "2", "3"}, reused[0].layers
 
 
+class Attention(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.qkv = torch.nn.Linear(32, 96)
+
+    def forward(self, x):
+        q, k, v = self.qkv(x).view(2, 8, 3, 2, 16).permute(2, 0, 3, 1, 4)
+        return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True).transpose(1, 2).reshape(2, 8, 32)
+
+
+def test_an_operator_the_graphs_code_calls_directly_takes_its_launch_sites_layer():
+    # Inductor leaves attention to ATen and calls it as torch.ops.aten.<op>.default(...) from
+    # the graph's code: each block's call is that block's.
+    torch._dynamo.reset()
+    model = torch.nn.Sequential(Attention(), Attention())
+    inv = opcost.inventory(torch.compile(model), torch.randn(2, 8, 32))
+    attention = [o for o in inv.ops if "scaled_dot_product" in o.op]
+    assert attention and sum(o.count for o in attention) == 2, [(o.op, o.count) for o in inv.ops]
+    assert sorted(layer for o in attention for layer in o.layers) == ["0", "1"], [o.layers for o in attention]
+
+
+def test_a_compiled_backward_graphs_kernels_are_their_forward_layers_backward_calls():
+    # The backward graph's nodes carry their forward module (fwd_nn_module_stack): its kernels
+    # and matrix products are that layer's backward calls, not the autograd engine's.
+    torch._dynamo.reset()
+    torch.manual_seed(0)
+    inv = opcost.inventory(torch.compile(Net()), torch.randn(4, 16), train=True)
+    backward = [o for o in inv.ops if o.phase == "backward" and (o.op.startswith("compiled::") or o.op == "aten::mm")]
+    assert len(backward) >= 4, [(o.op, o.phase, o.layers) for o in inv.ops]
+    layers = {layer for o in backward for layer in o.layers}
+    assert "(autograd)" not in layers, [(o.op, o.layers) for o in backward]
+    assert {"block.fc1", "fc2"} <= layers, [(o.op, o.layers) for o in backward]
+    fused = next(o for o in backward if "gelu_backward" in o.op)
+    assert set(fused.layers) <= {"block.act", "block.ln"}, fused.layers
+
+
 def test_a_generated_kernels_tensors_take_part_in_the_cache_classing():
     # Against a 1-byte cache the LayerNorm's weights are read from memory by the fused kernel,
     # while the matrix product's output it reads was just written (the classing's rule): both
