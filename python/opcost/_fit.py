@@ -36,6 +36,10 @@ from ._export import export_rows
 
 COVERAGE = 0.95  # the intervals', as every other interval opcost gives
 MIN_CONFIGURATIONS = 8  # fewer distinct configurations in a family: no model (its errors would mean nothing)
+# The targets a row at another size is scaled for (predict_estimates.cpp; host time is the model's
+# ratio), and the fewest calls with such a neighbour that fit their own interval.
+SCALED_TARGETS = ("time", "energy")
+MIN_SCALED_CALLS = 8
 FOLDS = 5
 # Small trees, many of them, a slow rate: steady on a few hundred rows; about 100 KB of JSON a target.
 BOOSTING = dict(n_estimators=200, max_depth=3, learning_rate=0.05, subsample=1.0, random_state=0)
@@ -91,6 +95,7 @@ class _Row:
     idle_W: Optional[float]
     work: Dict[str, Any]
     calibration: bool = False  # a row of the calibration sweeps (CALIBRATION_SWEEP_PREFIX)
+    overload: str = ""
     features: List[float] = field(default_factory=list)
     base_us: float = 0.0
     base_power_W: Optional[float] = None
@@ -122,7 +127,8 @@ def _usable(raw: Sequence[Dict[str, str]]) -> tuple[List[_Row], Dict[str, int]]:
                          energy_mJ=energy if energy and energy > 0 else None,
                          host_us=host if host and host > 0 else None,
                          power_W=power if power and power > 0 else None, idle_W=_number(r, "idle_power_W"), work=work,
-                         calibration=(r.get("sweep") or "").startswith(CALIBRATION_SWEEP_PREFIX)))
+                         calibration=(r.get("sweep") or "").startswith(CALIBRATION_SWEEP_PREFIX),
+                         overload=r.get("overload") or ""))
     return rows, left_out
 
 
@@ -258,6 +264,97 @@ def _fit_target(X: List[List[float]], y: List[float], groups: List[str]) -> tupl
     return _export_trees(final), [float(v) for v in predicted - ya]
 
 
+_DIGITS = re.compile(r"\d+")
+
+
+def _relative(value: Optional[float], base: Optional[float]) -> Optional[float]:
+    return math.log(value / base) if value and base else None
+
+
+# What each target's trees fit, of a row with its features (None: the row has no such figure).
+# Energy is fitted on its own, as time is: relative to the base time × the base power
+# (cost_features.h: the GPU's draw at the call's roofline side, and idle for the floor), so that
+# it carries to a GPU that draws more at the same work. Not as time × power: a row's energy is
+# charged over its loop's wall time, longer than its kernel's for a host-bound call. Power is
+# relative to the base power; host time is as it is.
+TARGETS: Dict[str, Callable[[_Row], Optional[float]]] = {
+    "time": lambda r: math.log(r.time_us / r.base_us),
+    "energy": lambda r: _relative(1e3 * r.energy_mJ if r.energy_mJ else None,
+                                  r.base_us * r.base_power_W if r.base_power_W else None),
+    "power": lambda r: _relative(r.power_W, r.base_power_W),
+    "host": lambda r: math.log(r.host_us) if r.host_us else None,
+}
+
+
+def with_features(rows: List[_Row], profiles: Dict[str, Dict[str, Any]], left_out: Dict[str, int]) -> List[_Row]:
+    """The rows whose features (and base time and power) their GPU's rates give, those set;
+    the others counted into ``left_out`` by why."""
+    out = []
+    for r in rows:
+        if r.device not in profiles:
+            continue
+        f = _core.cost_features(r.op, r.args, r.cache_mode, json.dumps(dict(profiles[r.device], name=r.device)))
+        if f is None:  # a GPU profile the features refuse: said, not a crash
+            left_out["no features on its GPU's rates"] = left_out.get("no features on its GPU's rates", 0) + 1
+            continue
+        r.features, r.base_us, r.base_power_W = f["values"], f["base_us"], f["base_power_W"]
+        out.append(r)
+    return out
+
+
+def _scaled_distance(larger: int, smaller: int) -> float:
+    """How far a scaled estimate reaches: ln 2 + ln(larger / smaller) extent (cost_model.h's
+    scaled_estimate_distance): the ln 2 a floor for the nearest sizes, whose errors (noise, a
+    kernel chosen for one size) do not shrink with the distance."""
+    return math.log(2) + math.log(larger / smaller)
+
+
+def _scaled_residuals(rows: List[_Row], y_of: Callable[[_Row], Optional[float]]) -> List[tuple[float, float]]:
+    """The log residuals (estimate − measured) of estimates scaled from another size, as
+    ``predict --estimate`` makes them (workflow/predict_estimates.h), each with its distance
+    (``_scaled_distance``): each distinct call of the rows estimated from the nearest other size of
+    the same call (core/predict/extent_match.h; nearest in ratio, then the larger), its figure
+    relative to its base (``y_of``: log(time / base time), log(energy / base energy)) carried
+    over. Repeats of a call count once, at their median."""
+    calls: Dict[tuple, List[float]] = {}
+    for r in rows:
+        y = y_of(r)
+        if y is not None:
+            calls.setdefault((r.device, r.op, r.overload, r.cache_mode, r.args), []).append(y)
+    # Two calls that differ in one extent differ in digits only: candidates share the rest.
+    candidates: Dict[tuple, List[tuple]] = {}
+    for key in calls:
+        candidates.setdefault(key[:4] + (_DIGITS.sub("#", key[4]),), []).append(key)
+    residuals = []
+    for group in candidates.values():
+        for key in group:
+            best = None  # ((ratio numerator, denominator), row extent, row key)
+            for other in group:
+                if other is key:
+                    continue
+                pair = _core.extent_pair(key[1], key[4], other[4])
+                if pair is None or pair[0] <= 0 or pair[1] <= 0:
+                    continue
+                hi, lo = max(pair), min(pair)
+                if best is None or hi * best[0][1] < best[0][0] * lo or (
+                        hi * best[0][1] == best[0][0] * lo and pair[1] > best[1]):
+                    best = ((hi, lo), pair[1], other)
+            if best is not None:
+                residuals.append((_median(calls[best[2]]) - _median(calls[key]), _scaled_distance(*best[0])))
+    return residuals
+
+
+def _scaled_interval(scaled: List[tuple[float, float]], coverage: float) -> Dict[str, Any]:
+    """A scaled estimate's error grows with its distance (on the H100 grids, matmul's median
+    |log residual| went 0.07, 0.17, 0.42 at ratios 2, 4, 256): the interval is the conformal
+    quantile of |residual| / distance, per unit of distance. The errors are at the rows' own."""
+    # A quantile of |residual| / (ln 2 + |ln ratio|): of the forms bench/scaled_interval_check.py
+    # tried on issue 26's H100 rows (|ln ratio| alone, its square root, a constant), the one with
+    # the coverage nearest 95% on held-out call groups, at a mean width within 2% of the narrowest.
+    return {"log_halfwidth_per_distance": _conformal_quantile([abs(r) / d for r, d in scaled], coverage),
+            "held_out": _errors([r for r, _ in scaled])}
+
+
 def _data_hash(rows: List[_Row], options: Dict[str, Any]) -> str:
     """What the fit read: every usable row (the other GPUs' too: they set the rates), each by every
     field the fit uses, and the fit's own options."""
@@ -280,6 +377,10 @@ class FamilyFit:
     energy: Optional[Dict[str, Any]]
     power: Optional[Dict[str, Any]]
     host: Optional[Dict[str, Any]]
+    # Each distinct call estimated from the nearest other size of it (as predict --estimate
+    # scales a row): None where fewer than MIN_SCALED_CALLS calls had one.
+    scaled_time: Optional[Dict[str, Any]] = None
+    scaled_energy: Optional[Dict[str, Any]] = None
 
 
 @dataclass
@@ -305,6 +406,19 @@ class Fit:
                          f" {pct(f.time, 'p90_abs_error'):>6}  {pct(f.energy, 'median_abs_error'):>10}"
                          f" {pct(f.energy, 'p90_abs_error'):>6}  {pct(f.power, 'median_abs_error'):>9}"
                          f"  {pct(f.host, 'median_abs_error'):>8}  {', '.join(f.gpus)}")
+        scaled = [f for f in self.families if f.scaled_time or f.scaled_energy]
+        if scaled:
+            lines.append("scaled from the nearest other size of the same call (predict --estimate with rows there), "
+                         "and the interval of a scaled estimate from a row at half or twice its size:")
+            # The interval widens with the distance: at a ratio of 2 its half-width is q·2 ln 2 (log space).
+            at_2x = lambda d: (f"±{100 * math.expm1(d['log_halfwidth_per_distance'] * _scaled_distance(2, 1)):.0f}%"  # noqa: E731
+                               if d else "–")
+            for f in scaled:
+                n = (f.scaled_time or f.scaled_energy)["n_test"]
+                lines.append(f"{f.family:<14} {n:>5} calls  time {pct(f.scaled_time, 'median_abs_error'):>6}"
+                             f" p90 {pct(f.scaled_time, 'p90_abs_error'):>6} at 2× {at_2x(f.scaled_time):>5}  energy"
+                             f" {pct(f.scaled_energy, 'median_abs_error'):>6} p90 {pct(f.scaled_energy, 'p90_abs_error'):>6}"
+                             f" at 2× {at_2x(f.scaled_energy):>5}")
         for family, why in sorted(self.skipped.items()):
             lines.append(f"{family:<14} no model: {why}")
         if self.rows_left_out:
@@ -335,16 +449,7 @@ def fit_rows(raw_rows: Sequence[Dict[str, str]], *, train_gpus: Optional[Sequenc
         missing = [g for g in train_gpus if g not in profiles]
         if missing:
             raise FitError(f"train_gpus: {', '.join(missing)} has no rows; the rows' devices: {', '.join(known)}")
-    train = []
-    for r in rows:
-        if r.device not in profiles or (train_gpus and r.device not in train_gpus):
-            continue
-        f = _core.cost_features(r.op, r.args, r.cache_mode, json.dumps(dict(profiles[r.device], name=r.device)))
-        if f is None:  # a GPU profile the features refuse: said, not a crash
-            left_out["no features on its GPU's rates"] = left_out.get("no features on its GPU's rates", 0) + 1
-            continue
-        r.features, r.base_us, r.base_power_W = f["values"], f["base_us"], f["base_power_W"]
-        train.append(r)
+    train = with_features([r for r in rows if not train_gpus or r.device in train_gpus], profiles, left_out)
     names = _core.cost_feature_names()
     families_json: Dict[str, Any] = {}
     fits: List[FamilyFit] = []
@@ -363,6 +468,7 @@ def fit_rows(raw_rows: Sequence[Dict[str, str]], *, train_gpus: Optional[Sequenc
         X = [r.features for r in frows]
         groups = [r.configuration for r in frows]
         targets: Dict[str, Any] = {}
+        scaled_errors: Dict[str, Dict[str, Any]] = {}
 
         def fit_target(name: str, y_of: Callable[[_Row], Optional[float]]) -> Optional[Dict[str, Any]]:
             """One target, on the rows that have it (8 configurations at least): its held-out errors."""
@@ -372,24 +478,19 @@ def fit_rows(raw_rows: Sequence[Dict[str, str]], *, train_gpus: Optional[Sequenc
             trees, residuals = _fit_target([X[k] for k in keep], [y_of(frows[k]) for k in keep],
                                            [groups[k] for k in keep])
             targets[name] = dict(trees, **_interval(residuals, coverage))
+            if name in SCALED_TARGETS:
+                scaled = _scaled_residuals([frows[k] for k in keep], y_of)
+                if len(scaled) >= MIN_SCALED_CALLS:
+                    targets[name]["scaled"] = _scaled_interval(scaled, coverage)
+                    scaled_errors[name] = dict(targets[name]["scaled"]["held_out"],
+                                               log_halfwidth_per_distance=targets[name]["scaled"][
+                                                   "log_halfwidth_per_distance"])
             return _errors(residuals)
-
-        # Energy is fitted on its own, as time is: relative to the base time × the base power
-        # (cost_features.h: the GPU's draw at the call's roofline side, and idle for the floor),
-        # so that it carries to a GPU that draws more at the same work. Not as time × power: a
-        # row's energy is charged over its loop's wall time, longer than its kernel's for a
-        # host-bound call. Power is relative to the base power; host time is as it is.
-        def relative(value: Optional[float], base: Optional[float]) -> Optional[float]:
-            return math.log(value / base) if value and base else None
 
         fam = FamilyFit(family=family, gpus=sorted({r.device for r in frows}), n_train=len(frows),
                         n_configurations=len(configs),
-                        time=fit_target("time", lambda r: math.log(r.time_us / r.base_us)),
-                        energy=fit_target("energy", lambda r: relative(
-                            1e3 * r.energy_mJ if r.energy_mJ else None,
-                            r.base_us * r.base_power_W if r.base_power_W else None)),
-                        power=fit_target("power", lambda r: relative(r.power_W, r.base_power_W)),
-                        host=fit_target("host", lambda r: math.log(r.host_us) if r.host_us else None))
+                        **{name: fit_target(name, y_of) for name, y_of in TARGETS.items()})
+        fam.scaled_time, fam.scaled_energy = scaled_errors.get("time"), scaled_errors.get("energy")
         families_json[family] = {
             "ops": sorted({r.op for r in frows}), "n_train": len(frows),
             "ranges": [[min(x[k] for x in X), max(x[k] for x in X)] for k in range(len(names))],

@@ -7,6 +7,7 @@
 #include "core/estimate/call_work.h"
 #include "core/estimate/cost_features.h"
 #include "core/estimate/cost_model.h"
+#include "core/predict/extent_match.h"
 #include "core/spec/spec_file.h"
 #include "core/store/cost_model_store.h"
 #include "core/store/database.h"
@@ -53,6 +54,21 @@ void bind_estimate(py::module_& m) {
       },
       py::arg("op"), py::arg("args"), py::arg("cache_mode"), py::arg("gpu_json"),
       "The features of a call (cost_feature_names order) on a GPU's rates; None where its work has no figure");
+  m.def(
+      "extent_pair",
+      [](const std::string& op, const std::string& call_args, const std::string& row_args) -> py::object {
+        std::optional<ExtentPair> pair;
+        try {
+          pair = extent_pair(call_of(op, call_args).args, call_of(op, row_args).args);
+        } catch (const std::exception&) {  // arguments that do not parse: no pair
+          return py::none();
+        }
+        if (!pair) return py::none();
+        return py::make_tuple(pair->call, pair->row);
+      },
+      py::arg("op"), py::arg("call_args"), py::arg("row_args"),
+      "(call's extent, row's extent) where two calls of `op` differ in one extent only (a batch, a "
+      "sequence length: core/predict/extent_match.h), as --estimate scales a row to a call; else None");
   m.def(
       "call_work",
       [](const std::string& op, const std::string& args) -> py::object {

@@ -72,11 +72,16 @@ std::optional<Anchor> nearest_anchor(std::vector<StoredCosts::NearRow> rows, con
   return best;
 }
 
-// `value` and its interval times `factor`: the interval keeps its relative width.
-void scale(double& value, double& low, double& high, double factor) {
+// `value` and its interval times `factor`: the interval keeps its relative width, unless the
+// fit measured the width of estimates scaled this way at this distance (`log_halfwidth`).
+void scale(double& value, double& low, double& high, double factor, std::optional<double> log_halfwidth = {}) {
   value *= factor;
   low *= factor;
   high *= factor;
+  if (log_halfwidth) {
+    low = value * std::exp(-*log_halfwidth);
+    high = value * std::exp(*log_halfwidth);
+  }
 }
 
 // The estimate scaled to the anchor: the time the row measured times the ratio of the two
@@ -86,7 +91,10 @@ void scale(double& value, double& low, double& high, double factor) {
 // resnet50's batch-128 to batch-64 stem convolution came out at 0.85. Over the operators of three
 // H100 cases scaled from batch 64 (bench/results/2026-11-26-fit), their device time summed to
 // +0.1, -2.2 and +3.7% of the traced kernels' by the roofline's ratio, to -6.7, -5.0 and +1.9%
-// by the trees'. Each interval keeps the model's relative width.
+// by the trees'. Time's and energy's intervals are the fit's for estimates scaled from another
+// size (TargetModel::scaled: each configuration of its rows estimated from its nearest other
+// size), at this estimate's distance, where it has them; else, and for host time, the model's
+// relative width.
 EstimateAnchor scale_to_anchor(CostEstimate& est, const Anchor& a) {
   const Measurement& row = a.row.measurement;
   const CostEstimate& re = a.row_estimate;
@@ -99,13 +107,22 @@ EstimateAnchor scale_to_anchor(CostEstimate& est, const Anchor& a) {
                      row_time.median - row_time.ci95_half_width(),
                      row_time.median + row_time.ci95_half_width(),
                      est.base_us / re.base_us};
-  scale(est.time_us, est.time_low_us, est.time_high_us, out.row_time_us * out.time_ratio / est.time_us);
+  // The scaled estimates' intervals widen with the distance to the row (TargetModel::scaled).
+  const double distance = scaled_estimate_distance(a.extents.call, a.extents.row);
+  const auto at_distance = [&](std::optional<double> per_distance) -> std::optional<double> {
+    if (!per_distance) return std::nullopt;
+    return std::min(*per_distance * distance, kMaxLogValue);
+  };
+  scale(est.time_us, est.time_low_us, est.time_high_us, out.row_time_us * out.time_ratio / est.time_us,
+        at_distance(est.scaled_time_halfwidth_per_distance));
+  out.interval_fitted_to_scaled_rows = est.scaled_time_halfwidth_per_distance.has_value();
   const double row_energy = row.energy.per_call_mJ.median;
   const bool energy_scaled = est.energy_mJ && est.base_energy_mJ && re.base_energy_mJ && *re.base_energy_mJ > 0 &&
                              *est.energy_mJ > 0 && row.energy.available && row_energy > 0;
   if (energy_scaled)
     scale(*est.energy_mJ, *est.energy_low_mJ, *est.energy_high_mJ,
-          row_energy * *est.base_energy_mJ / (*re.base_energy_mJ * *est.energy_mJ));
+          row_energy * *est.base_energy_mJ / (*re.base_energy_mJ * *est.energy_mJ),
+          at_distance(est.scaled_energy_halfwidth_per_distance));
   if (est.host_us && re.host_us && *re.host_us > 0 && row.time.host_us_per_call > 0)
     scale(*est.host_us, *est.host_low_us, *est.host_high_us, row.time.host_us_per_call / *re.host_us);
   // Where the energy was scaled, the draw follows from it: energy over the loop's wall time per
@@ -176,7 +193,10 @@ nlohmann::json call_estimate_document(const OpCall& call, const std::string& gpu
                                            {{"estimate", e.anchor->row_time_us},
                                             {"low", e.anchor->row_time_low_us},
                                             {"high", e.anchor->row_time_high_us}}},
-                                          {"time_ratio", e.anchor->time_ratio}}
+                                          {"time_ratio", e.anchor->time_ratio},
+                                          {"interval", e.anchor->interval_fitted_to_scaled_rows
+                                                           ? "fitted to estimates scaled from other sizes"
+                                                           : "the cost model's relative width"}}
                          : nlohmann::json(nullptr);
   return j;
 }

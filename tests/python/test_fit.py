@@ -157,6 +157,13 @@ def _check_held_out(fit: _fit.Fit, expected: dict) -> dict:
             assert (target in targets) == (errors[target] is not None), family + target
             if errors[target] is not None:
                 _equal_within(targets[target]["held_out"], errors[target], family + target)
+        for target in _fit.SCALED_TARGETS:  # the interval of estimates scaled from another size
+            scaled = errors["scaled_" + target]
+            assert ("scaled" in targets.get(target, {})) == (scaled is not None), family + target
+            if scaled is not None:
+                stored = targets[target]["scaled"]
+                _equal_within(dict(stored["held_out"], log_halfwidth_per_distance=stored["log_halfwidth_per_distance"]),
+                              scaled, family + target + ".scaled")
         # One [min, max] pair per feature.
         assert len(model["families"][family]["ranges"]) == len(_core.cost_feature_names()) == 25
     return model
@@ -486,3 +493,37 @@ def test_opcost_fit_runs_the_python_fit_and_refits_the_same_model(tmp_path, matm
     assert missing.returncode == 2
     line = _one_line(missing.stderr)
     assert "/nonexistent/python" in line and "OPCOST_PYTHON" in line
+
+
+def _mm_row(m: int, time_us: float, dtype: str = "f32", n: int = 64) -> "_fit._Row":
+    row = _fit._Row(op="aten::mm", args=f"self={dtype}[{m},64] mat2={dtype}[64,{n}]", device="Made-up GPU",
+                    cache_mode="warm", dtype=dtype, time_us=time_us, energy_mJ=None, host_us=None, power_W=None,
+                    idle_W=None, work={})
+    row.base_us = float(m)  # a base proportional to the size: y = log(time / m)
+    return row
+
+
+def test_scaled_estimates_residuals_are_each_calls_from_its_nearest_other_size():
+    # M = 64, 128 (measured twice: their median), 512 of one call; M = 50, 100, 200 of another
+    # (its mat2 is narrower: another weight, never its anchor): 100 is as near to 50 as to 200,
+    # and the larger is taken. A bf16 call is another call too, with no other size of its own.
+    rows = [_mm_row(64, 64.0), _mm_row(128, 140.0), _mm_row(128, 120.0), _mm_row(512, 1024.0),
+            _mm_row(50, 55.0, n=32), _mm_row(100, 90.0, n=32), _mm_row(200, 260.0, n=32), _mm_row(64, 10.0, "bf16")]
+    # Two repeats' median in log space: their geometric mean, √(140 · 120) ≈ 129.6 µs.
+    y = {m: math.log(t / m) for m, t in ((64, 64.0), (128, math.sqrt(140.0 * 120.0)), (512, 1024.0), (50, 55.0),
+                                          (100, 90.0), (200, 260.0))}
+    residuals = _fit._scaled_residuals(rows, lambda r: math.log(r.time_us / r.base_us))
+    # (estimate − measured in log space, distance ln 2 + |ln ratio|) of each distinct call.
+    twice, four_times = 2 * math.log(2), 3 * math.log(2)
+    expected = [(y[128] - y[64], twice), (y[64] - y[128], twice), (y[128] - y[512], four_times),
+                (y[100] - y[50], twice), (y[200] - y[100], twice), (y[100] - y[200], twice)]
+    assert len(residuals) == len(expected)
+    for (r, d), (er, ed) in zip(sorted(residuals), sorted(expected)):
+        assert (r, d) == (pytest.approx(er, rel=1e-12), pytest.approx(ed, rel=1e-12))
+    # M = 128's scaled estimate from M = 64 is 64 µs × 128/64 = 128 µs against the 129.6 measured.
+    assert math.expm1(y[64] - y[128]) == pytest.approx(128 / math.sqrt(140.0 * 120.0) - 1)
+    # The interval is per unit of distance: the conformal quantile of |residual| / distance.
+    interval = _fit._scaled_interval(residuals, 0.5)
+    ratios = sorted(abs(r) / d for r, d in residuals)
+    assert interval["log_halfwidth_per_distance"] == pytest.approx(ratios[math.ceil(7 * 0.5) - 1])
+    assert interval["held_out"]["n_test"] == 6

@@ -461,6 +461,23 @@ TEST(CostModel, RefusesNumbersThatAreNotFiniteOrInTheirRange) {
   EXPECT_TRUE(contains(why, "between 0 and 50")) << why;
   j["families"]["matmul"]["targets"]["time"]["interval_log_halfwidth"] = 51;  // e^51: hostile
   EXPECT_TRUE(contains(refusal(j), "between 0 and 50"));
+  // The interval of scaled estimates is optional, and checked as hostile where it is there.
+  j = valid_model();
+  j["families"]["matmul"]["targets"]["time"]["scaled"] = {{"log_halfwidth_per_distance", 0.25},
+                                                          {"held_out", made_up::held_out()}};
+  const auto scaled = CostModel::from_json(j).families().at("matmul").targets.at("time").scaled;
+  ASSERT_TRUE(scaled.has_value());
+  EXPECT_DOUBLE_EQ(scaled->log_halfwidth_per_distance, 0.25);
+  EXPECT_EQ(scaled->n_test, 12u);
+  EXPECT_FALSE(CostModel::from_json(valid_model()).families().at("matmul").targets.at("time").scaled.has_value());
+  j["families"]["matmul"]["targets"]["time"]["scaled"]["log_halfwidth_per_distance"] = 51;
+  why = refusal(j);
+  EXPECT_TRUE(contains(why, "families.matmul.targets.time.scaled.log_halfwidth_per_distance")) << why;
+  EXPECT_TRUE(contains(why, "between 0 and 50")) << why;
+  j["families"]["matmul"]["targets"]["time"]["scaled"] = {{"log_halfwidth_per_distance", 0.25}};
+  EXPECT_TRUE(contains(refusal(j), "families.matmul.targets.time.scaled: 'held_out' is missing")) << refusal(j);
+  j["families"]["matmul"]["targets"]["time"]["scaled"] = 0.25;
+  EXPECT_TRUE(contains(refusal(j), "families.matmul.targets.time.scaled: expected an object")) << refusal(j);
   j = valid_model();
   j["families"]["matmul"]["targets"]["time"]["init"] = 1e6;  // its exp would be infinite
   EXPECT_TRUE(contains(refusal(j), "families.matmul.targets.time.init: beyond ±50"));

@@ -161,5 +161,51 @@ TEST(EstimatingCosts, OfRowsAsNearAnUnflaggedOneThenTheLargerThenTheNewest) {
   EXPECT_DOUBLE_EQ(e->measurement.time.per_call_us.median, 150 * call.base_us / anchor.base_us);
 }
 
+TEST(EstimatingCosts, AnIntervalFittedToScaledRowsWidensWithTheDistanceToTheRow) {
+  // The fit's interval for scaled estimates is per unit of distance, ln 2 + |ln(extent ratio)|:
+  // a row at twice the call's size gives ±0.3·2 ln 2 (log space) on time, one at a tenth
+  // ±0.3·(ln 2 + ln 10); energy its own.
+  nlohmann::json j = made_up::valid_model();
+  auto& targets = j["families"]["matmul"]["targets"];
+  targets["time"]["scaled"] = {{"log_halfwidth_per_distance", 0.3}, {"held_out", made_up::held_out()}};
+  targets["energy"]["scaled"] = {{"log_halfwidth_per_distance", 0.5}, {"held_out", made_up::held_out()}};
+  const CostModel model = CostModel::from_json(j);
+  for (const int64_t size : {2000, 100}) {
+    RowsAtOtherSizes stored({row(rows_of(size), 150, 60, 7)});
+    EstimatingCosts costs(stored, model, kGpu);
+    const auto e = costs.estimated(entry(kCall), {"aten::mm", "", kCall, "", "warm"});
+    ASSERT_TRUE(e.has_value());
+    const double distance = std::log(2.0) + std::abs(std::log(1000.0 / double(size)));
+    const Summary& t = e->measurement.time.per_call_us;
+    EXPECT_NEAR(t.ci95_low, t.median * std::exp(-0.3 * distance), 1e-9 * t.median) << size;
+    EXPECT_NEAR(t.ci95_high, t.median * std::exp(0.3 * distance), 1e-9 * t.median) << size;
+    const Summary& en = e->measurement.energy.per_call_mJ;
+    EXPECT_NEAR(en.ci95_high, en.median * std::exp(0.5 * distance), 1e-9 * en.median) << size;
+    // Host time is scaled by the model's ratio: its interval keeps the model's relative width.
+  }
+  // `opcost estimate` says which interval it gives.
+  const Database* no_db = nullptr;
+  const CallEstimate alone = estimate_call(model, parse_call_line("aten::mm " + kCall, "test"), "warm", kGpu, no_db);
+  EXPECT_FALSE(alone.anchor.has_value());
+  CostEstimate est = model_estimate(model, kCall);
+  const auto anchor = scale_to_nearest_row(est, parse_call_line("aten::mm " + kCall, "test"),
+                                           {row(rows_of(2000), 150, 60, 7)}, model, kGpu, "warm");
+  ASSERT_TRUE(anchor.has_value());
+  EXPECT_TRUE(anchor->interval_fitted_to_scaled_rows);
+  const auto doc = call_estimate_document(parse_call_line("aten::mm " + kCall, "test"), kGpu, {est, anchor});
+  EXPECT_EQ(doc["anchor"]["interval"], "fitted to estimates scaled from other sizes");
+}
+
+TEST(EstimatingCosts, WithoutAFittedScaledIntervalTheModelsRelativeWidthIsKept) {
+  const CostModel model = CostModel::from_json(made_up::valid_model());
+  CostEstimate est = model_estimate(model, kCall);
+  const double relative_low = est.time_low_us / est.time_us;
+  const auto anchor = scale_to_nearest_row(est, parse_call_line("aten::mm " + kCall, "test"),
+                                           {row(rows_of(2000), 150, 60, 7)}, model, kGpu, "warm");
+  ASSERT_TRUE(anchor.has_value());
+  EXPECT_FALSE(anchor->interval_fitted_to_scaled_rows);
+  EXPECT_DOUBLE_EQ(est.time_low_us / est.time_us, relative_low);
+}
+
 }  // namespace
 }  // namespace opcost

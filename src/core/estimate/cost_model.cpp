@@ -78,6 +78,25 @@ RegressionTree tree_from_json(const json& j, std::size_t n_features, const std::
   return t;
 }
 
+// A half-width in log space at `key` and the held-out errors beside it.
+template <typename Fit>
+Fit held_out_from_json(const json& j, const char* key, double Fit::*halfwidth, const std::string& where) {
+  if (!j.is_object()) bad(where, "expected an object");
+  Fit h;
+  h.*halfwidth = finite(member(j, key, where), fmt::format("{}.{}", where, key));
+  if (h.*halfwidth < 0 || h.*halfwidth > kMaxLogValue)
+    bad(fmt::format("{}.{}", where, key), fmt::format("must lie between 0 and {}", kMaxLogValue));
+  const json& held = member(j, "held_out", where);
+  h.median_abs_error = finite(member(held, "median_abs_error", where), where + ".held_out.median_abs_error");
+  h.p90_abs_error = finite(member(held, "p90_abs_error", where), where + ".held_out.p90_abs_error");
+  h.n_test = count(member(held, "n_test", where), where + ".held_out.n_test");
+  return h;
+}
+
+ScaledFit scaled_from_json(const json& j, const std::string& where) {
+  return held_out_from_json(j, "log_halfwidth_per_distance", &ScaledFit::log_halfwidth_per_distance, where);
+}
+
 TargetModel target_from_json(const json& j, std::size_t n_features, const std::string& where) {
   TargetModel t;
   t.trees.init = finite(member(j, "init", where), where + ".init");
@@ -87,13 +106,9 @@ TargetModel target_from_json(const json& j, std::size_t n_features, const std::s
   if (!trees.is_array() || trees.empty()) bad(where + ".trees", "expected a non-empty array");
   for (std::size_t k = 0; k < trees.size(); ++k)
     t.trees.trees.push_back(tree_from_json(trees[k], n_features, fmt::format("{}.trees[{}]", where, k)));
-  t.interval_log_halfwidth = finite(member(j, "interval_log_halfwidth", where), where + ".interval_log_halfwidth");
-  if (t.interval_log_halfwidth < 0 || t.interval_log_halfwidth > kMaxLogValue)
-    bad(where + ".interval_log_halfwidth", fmt::format("must lie between 0 and {}", kMaxLogValue));
-  const json& held = member(j, "held_out", where);
-  t.median_abs_error = finite(member(held, "median_abs_error", where), where + ".held_out.median_abs_error");
-  t.p90_abs_error = finite(member(held, "p90_abs_error", where), where + ".held_out.p90_abs_error");
-  t.n_test = count(member(held, "n_test", where), where + ".held_out.n_test");
+  static_cast<HeldOutFit&>(t) =
+      held_out_from_json(j, "interval_log_halfwidth", &HeldOutFit::interval_log_halfwidth, where);
+  if (const auto scaled = j.find("scaled"); scaled != j.end()) t.scaled = scaled_from_json(*scaled, where + ".scaled");
   return t;
 }
 
@@ -235,6 +250,7 @@ CostEstimate CostModel::estimate(const OpCall& call, std::string_view cache_mode
   e.time_us = base * std::exp(time.trees.evaluate(x));
   e.time_low_us = e.time_us * std::exp(-time.interval_log_halfwidth);
   e.time_high_us = e.time_us * std::exp(time.interval_log_halfwidth);
+  if (time.scaled) e.scaled_time_halfwidth_per_distance = time.scaled->log_halfwidth_per_distance;
   // Energy is fitted on its own, as time is: relative to the base time × the base power
   // (cost_features.h). Not time × power: the energy a row
   // measured is charged over its loop's wall time, which for a host-bound call is longer than its
@@ -257,6 +273,8 @@ CostEstimate CostModel::estimate(const OpCall& call, std::string_view cache_mode
       const double q = energy->second.interval_log_halfwidth;
       e.energy_low_mJ = *e.energy_mJ * std::exp(-q);
       e.energy_high_mJ = *e.energy_mJ * std::exp(q);
+      if (energy->second.scaled)
+        e.scaled_energy_halfwidth_per_distance = energy->second.scaled->log_halfwidth_per_distance;
     }
     if (power != f.targets.end()) {  // the board's mean draw in the energy loop
       e.power_W = watts * std::exp(power->second.trees.evaluate(x));
@@ -270,6 +288,10 @@ CostEstimate CostModel::estimate(const OpCall& call, std::string_view cache_mode
     e.host_high_us = *e.host_us * std::exp(host->second.interval_log_halfwidth);
   }
   return e;
+}
+
+double scaled_estimate_distance(int64_t call_extent, int64_t row_extent) {
+  return std::log(2.0) + std::abs(std::log(double(call_extent) / double(row_extent)));
 }
 
 json estimate_document(const OpCall& call, const std::string& gpu, const CostEstimate& e) {

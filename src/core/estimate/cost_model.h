@@ -5,6 +5,7 @@
 // data's hash, the held-out errors, and the features' ranges). Here it is read back, checked as
 // hostile input, and evaluated: an estimate, with its interval, and the reasons it may be out of
 // its depth. Estimates are never measurements: nothing here writes a row. Torch-free.
+#include <cstdint>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -33,12 +34,30 @@ struct BoostedTrees {
   double evaluate(const std::vector<double>& x) const;
 };
 
-// A target's fitted trees and what its held-out configurations said of them.
-struct TargetModel {
-  BoostedTrees trees;
+// An estimator's interval and errors, from the log residuals of estimates of rows it did not use.
+struct HeldOutFit {
   double interval_log_halfwidth = 0;               // the conformal quantile of |log residual| at `coverage`
-  double median_abs_error = 0, p90_abs_error = 0;  // held out, as fractions
+  double median_abs_error = 0, p90_abs_error = 0;  // as fractions
   std::size_t n_test = 0;
+};
+
+// The same for an estimate scaled from a row of the call at another size
+// (workflow/predict_estimates.h): each distinct configuration of the fit's rows estimated from its
+// nearest other size. Its error grows with the distance to the row, from a floor at the nearest
+// sizes, so the interval is per unit of scaled_estimate_distance: the conformal quantile of
+// |log residual| / distance, times the estimate's own distance.
+struct ScaledFit {
+  double log_halfwidth_per_distance = 0;
+  double median_abs_error = 0, p90_abs_error = 0;  // as fractions, at the rows' own distances
+  std::size_t n_test = 0;
+};
+
+// A target's fitted trees and what its held-out configurations said of them; `scaled` absent
+// where the rows had too few calls at several sizes (a scaled estimate then keeps the trees'
+// relative width).
+struct TargetModel : HeldOutFit {
+  BoostedTrees trees;
+  std::optional<ScaledFit> scaled;
 };
 
 struct FamilyModel {
@@ -59,7 +78,10 @@ struct CostEstimate {
   // launch floor, and that time at the roofline side's draw (none without a draw).
   double base_us = 0;
   std::optional<double> base_energy_mJ;
-  double coverage = 0;                    // the intervals' coverage (the fit's, 0.95 by default)
+  double coverage = 0;  // the intervals' coverage (the fit's, 0.95 by default)
+  // For time and energy scaled from another size: the interval's half-width (log space) per unit
+  // of scaled_estimate_distance, where the fit had one (TargetModel::scaled).
+  std::optional<double> scaled_time_halfwidth_per_distance, scaled_energy_halfwidth_per_distance;
   std::vector<std::string> out_of_range;  // where the call lies outside the fit's data
   std::vector<std::string> notes;         // where a figure stands on less (cost_features' notes)
   std::string energy_unavailable;         // why energy_mJ is empty, when it is
@@ -92,6 +114,13 @@ class CostModel {
 // An estimate as the command line's --json and Python's dict give it: marked "estimated", with
 // the call, the GPU, each figure's interval and the out-of-range reasons.
 nlohmann::json estimate_document(const OpCall& call, const std::string& gpu, const CostEstimate& e);
+
+// How far a scaled estimate reaches: ln 2 + |ln(call's extent / row's extent)|. The ln 2 is a
+// floor for the nearest sizes, whose errors (noise, a kernel chosen for one size) do not shrink
+// with the distance; on issue 26's H100 rows it gave the coverage nearest the nominal of the
+// forms tried, at a mean width within 2% of the narrowest (bench/scaled_interval_check.py).
+// python/opcost/_fit.py computes the same.
+double scaled_estimate_distance(int64_t call_extent, int64_t row_extent);
 
 // The cost model's JSON's format name and the largest text read (a hostile file is refused
 // before it is parsed).

@@ -9,6 +9,9 @@ dataset gives, which tests/python/test_fit.py checks a refit reproduces:
 - h100-calibrated-rows.csv: a cut of issue 26's H100 rows with their calibration rows
   (make_h100_calibrated_rows.py): every family, with energy and power models.
 
+Each family's errors include those of estimates scaled from the nearest other size of a call
+(`scaled_time`, `scaled_energy`: None where too few calls have one).
+
 Run it again only where the fit is meant to change (its features, targets or parameters, or the
 scikit-learn it records), and say why in the commit:
 
@@ -33,7 +36,8 @@ def held_out_errors(fit: _fit.Fit) -> dict:
             "skipped": fit.skipped,
             "rows_left_out": fit.rows_left_out,
             "families": {f.family: {"n_train": f.n_train, "n_configurations": f.n_configurations,
-                                    "time": f.time, "energy": f.energy, "power": f.power, "host": f.host}
+                                    "time": f.time, "energy": f.energy, "power": f.power, "host": f.host,
+                                    "scaled_time": f.scaled_time, "scaled_energy": f.scaled_energy}
                          for f in fit.families}}
 
 
