@@ -13,8 +13,9 @@ tracking names, per launch site of the graph's code, the graph nodes it fuses, a
 carry the module path they came from (``nn_module_stack``); a launch's layer is the path most of
 its site's nodes share (the n-th launch of a kernel in a step is its n-th site: a kernel reused
 for each block of a model has a site per block). The ATen calls of the graph's code
-(``extern_kernels.mm``) get their site's layer alike. A model compiled before opcost saw it keeps
-its kernels on the layer they ran in.
+(``extern_kernels.mm``, ``torch.ops.aten._scaled_dot_product_efficient_attention.default``) get
+their site's layer alike. A backward graph's kernels and calls are their forward layer's backward
+calls. A model compiled before opcost saw it keeps its kernels on the layer they ran in.
 
 Replays: ``make_replay`` gives the measurement loop a kernel this process compiled, on seeded
 random inputs of the signature's geometry (``_core.set_generated_kernel_replayer``, while a
@@ -52,7 +53,8 @@ _MAX_NAME_CHARS = 120  # a kernel's name in a signature (inductor's run to ~100 
 # code, in order (a kernel inductor reuses, as for each of a transformer's blocks, has a site per
 # block), as paths relative to the compiled module's root ("" its own code; None unknown).
 # Filled while opcost's own runs compile (layer_provenance). ATen calls inductor makes are keyed
-# "extern_kernels.<name>" in the same way.
+# by their path in the graph's code in the same way ("extern_kernels.mm",
+# "torch.ops.aten._scaled_dot_product_efficient_attention.default").
 _SITE_LAYERS: Dict[Tuple[str, str], List[Optional[str]]] = {}
 
 # (op, source hash) as the inventory names a kernel -> ("triton" | "cpp", the kernel), for its
@@ -150,7 +152,10 @@ def _take_kernel_layers(kernel_nodes: Dict[str, List[str]], node_layers: Dict[st
         if key not in own or not handle.isdigit() or not kernel.startswith(_KERNEL_PREFIXES + _ATEN_SITE_PREFIXES):
             continue
         layers = [node_layers[n] for n in names if n in node_layers]
-        layer = collections.Counter(layers).most_common(1)[0][0] if layers else None
+        # The callable's own code ("") counts only where no node came from a submodule: a
+        # fused kernel of a block's norm and the top level's add is the block's.
+        in_modules = [layer for layer in layers if layer]
+        layer = collections.Counter(in_modules or layers).most_common(1)[0][0] if layers else None
         sites.setdefault(kernel, []).append((int(handle), layer))
     for kernel, handled in sites.items():  # handles number the launch sites in code order
         _SITE_LAYERS[(source, kernel)] = [layer for _, layer in sorted(handled, key=lambda h: h[0])]
@@ -237,7 +242,8 @@ class CompiledKernels:
         # layer is relative to where the compiled region ran forward. That is known when the
         # forward graphs of this step all ran under one layer (a whole model compiled); a
         # compiled submodule among several leaves them to the backward node's layer.
-        backward = torch._C._current_autograd_node() is not None
+        current_node = getattr(torch._C, "_current_autograd_node", None)
+        backward = current_node is not None and current_node() is not None
         if backward:
             if len(self._forward_outers) != 1:
                 return 0
@@ -246,13 +252,20 @@ class CompiledKernels:
             self._forward_outers.add(outer)
         parts = relative.split(".") if relative else []
         if not parts:  # forward: the layer open already; backward: it is named
-            if backward:
-                _core.open_layer_scope(outer, True)
-            return int(backward)
-        for k in range(1, len(parts) + 1):
-            path = ".".join(parts[:k])
-            _core.open_layer_scope(f"{outer}.{path}" if outer else path, backward)
-        return len(parts)
+            scopes = [outer] if backward else []
+        else:
+            scopes = [f"{outer}.{'.'.join(parts[:k])}" if outer else ".".join(parts[:k])
+                      for k in range(1, len(parts) + 1)]
+        opened = 0
+        try:
+            for scope in scopes:
+                _core.open_layer_scope(scope, backward)
+                opened += 1
+        except BaseException:
+            for _ in range(opened):  # none left open past a failed launch
+                _core.close_layer_scope()
+            raise
+        return opened
 
     def __call__(self, on: bool) -> None:  # the core calls the hook itself (watch_compiled_kernels)
         self.watch(on)
@@ -313,14 +326,18 @@ class CompiledKernels:
         observer's own calls already; here they only get their layer, where layers are named.
         The module's global each site is reached through (``extern_kernels``, ``torch``) stands
         in for itself while the step is observed."""
+        if self._layer_of() is None:  # a step whose layers are not named: nothing to add
+            return
         for module in _wrapper_modules():
             module_file = getattr(module, "__file__", "") or ""
-            sites = {k for f, k in _SITE_LAYERS if f == module_file and not k.startswith(_KERNEL_PREFIXES)}
+            sites = frozenset(k for f, k in _SITE_LAYERS if f == module_file and not k.startswith(_KERNEL_PREFIXES))
+            # Every path a site lies under: "torch", "torch.ops", "torch.ops.aten", ...
+            under = frozenset(".".join(site.split(".")[:k]) for site in sites for k in range(1, site.count(".") + 1))
             for root in sorted({site.split(".", 1)[0] for site in sites if "." in site}):
                 target = vars(module).get(root)
                 if target is None:
                     continue
-                setattr(module, root, _LayeredCalls(target, root, sites, module_file, self))
+                setattr(module, root, _LayeredCalls(target, root, sites, under, module_file, self))
                 self._restore.append(lambda m=module, r=root, t=target: setattr(m, r, t))
 
     def _wrap_triton_launches(self) -> None:
@@ -354,22 +371,30 @@ class CompiledKernels:
 class _LayeredCalls:
     """Stands in for a name a graph's code reaches ATen through (``extern_kernels``, ``torch``)
     while a step is observed: a call whose dotted path is a launch site runs inside that site's
-    layer; every other attribute is the original's."""
+    layer; every other attribute is the original's, and calling a stand-in calls its original."""
 
-    def __init__(self, target: Any, path: str, sites: Set[str], module_file: str, kernels: CompiledKernels):
-        self._target, self._path, self._sites, self._file, self._kernels = target, path, sites, module_file, kernels
+    def __init__(self, target: Any, path: str, sites: frozenset, under: frozenset, module_file: str,
+                 kernels: CompiledKernels):
+        self._target, self._path, self._sites, self._under = target, path, sites, under
+        self._file, self._kernels = module_file, kernels
 
     def __getattr__(self, name: str) -> Any:
         value = getattr(self._target, name)
         path = f"{self._path}.{name}"
         if path in self._sites and callable(value):
-            def call(*args: Any, **kwargs: Any) -> Any:
-                with self._kernels._layer(self._file, path):
-                    return value(*args, **kwargs)
-            return call
-        if any(site.startswith(path + ".") for site in self._sites):
-            return _LayeredCalls(value, path, self._sites, self._file, self._kernels)
+            return _LayeredCalls(value, path, self._sites, self._under, self._file, self._kernels)
+        if path in self._under:
+            return _LayeredCalls(value, path, self._sites, self._under, self._file, self._kernels)
         return value
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if self._path not in self._sites:
+            return self._target(*args, **kwargs)
+        with self._kernels._layer(self._file, self._path):
+            return self._target(*args, **kwargs)
+
+    def __repr__(self) -> str:
+        return repr(self._target)
 
 
 def _value(text: str, device: torch.device, generator: torch.Generator) -> Any:

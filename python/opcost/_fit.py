@@ -96,6 +96,7 @@ class _Row:
     work: Dict[str, Any]
     calibration: bool = False  # a row of the calibration sweeps (CALIBRATION_SWEEP_PREFIX)
     overload: str = ""
+    autocast: str = ""
     features: List[float] = field(default_factory=list)
     base_us: float = 0.0
     base_power_W: Optional[float] = None
@@ -128,7 +129,7 @@ def _usable(raw: Sequence[Dict[str, str]]) -> tuple[List[_Row], Dict[str, int]]:
                          host_us=host if host and host > 0 else None,
                          power_W=power if power and power > 0 else None, idle_W=_number(r, "idle_power_W"), work=work,
                          calibration=(r.get("sweep") or "").startswith(CALIBRATION_SWEEP_PREFIX),
-                         overload=r.get("overload") or ""))
+                         overload=r.get("overload") or "", autocast=r.get("autocast") or ""))
     return rows, left_out
 
 
@@ -302,29 +303,37 @@ def with_features(rows: List[_Row], profiles: Dict[str, Dict[str, Any]], left_ou
     return out
 
 
-def _scaled_distance(larger: int, smaller: int) -> float:
-    """How far a scaled estimate reaches: ln 2 + ln(larger / smaller) extent (cost_model.h's
-    scaled_estimate_distance): the ln 2 a floor for the nearest sizes, whose errors (noise, a
+def _scaled_distance(ln_ratio: float) -> float:
+    """How far a scaled estimate reaches, from |ln(extent ratio)|: ln 2 + it (cost_model.h's
+    scaled_estimate_distance). The ln 2 is a floor for the nearest sizes, whose errors (noise, a
     kernel chosen for one size) do not shrink with the distance."""
-    return math.log(2) + math.log(larger / smaller)
+    return math.log(2) + ln_ratio
+
+
+def call_group(row: _Row) -> tuple:
+    """The calls a scaled estimate may pair ``row`` with: its device, operator, autocast and cache
+    mode, and its arguments with their digits blanked (two calls that differ in one extent differ
+    in digits only)."""
+    return (row.device, row.op, row.overload, row.autocast, row.cache_mode, _DIGITS.sub("#", row.args))
 
 
 def _scaled_residuals(rows: List[_Row], y_of: Callable[[_Row], Optional[float]]) -> List[tuple[float, float]]:
     """The log residuals (estimate − measured) of estimates scaled from another size, as
-    ``predict --estimate`` makes them (workflow/predict_estimates.h), each with its distance
-    (``_scaled_distance``): each distinct call of the rows estimated from the nearest other size of
-    the same call (core/predict/extent_match.h; nearest in ratio, then the larger), its figure
-    relative to its base (``y_of``: log(time / base time), log(energy / base energy)) carried
-    over. Repeats of a call count once, at their median."""
+    ``predict --estimate`` makes them (workflow/predict_estimates.h), each with its |ln(extent
+    ratio)|: each distinct call of the rows estimated from the nearest other size of the same call
+    (core/predict/extent_match.h; nearest in ratio, then the larger), its figure relative to its
+    base (``y_of``: log(time / base time), log(energy / base energy)) carried over. Repeats of a
+    call count once, at their median. Unlike ``--estimate``, which picks its row by time among the
+    database's newest, prefers an unflagged one and leaves energy unscaled where that row has none,
+    every row here counts as it is and each target pairs among the rows that have it."""
     calls: Dict[tuple, List[float]] = {}
     for r in rows:
         y = y_of(r)
         if y is not None:
-            calls.setdefault((r.device, r.op, r.overload, r.cache_mode, r.args), []).append(y)
-    # Two calls that differ in one extent differ in digits only: candidates share the rest.
+            calls.setdefault(call_group(r) + (r.args,), []).append(y)
     candidates: Dict[tuple, List[tuple]] = {}
     for key in calls:
-        candidates.setdefault(key[:4] + (_DIGITS.sub("#", key[4]),), []).append(key)
+        candidates.setdefault(key[:-1], []).append(key)
     residuals = []
     for group in candidates.values():
         for key in group:
@@ -332,7 +341,7 @@ def _scaled_residuals(rows: List[_Row], y_of: Callable[[_Row], Optional[float]])
             for other in group:
                 if other is key:
                     continue
-                pair = _core.extent_pair(key[1], key[4], other[4])
+                pair = _core.extent_pair(key[1], key[-1], other[-1])
                 if pair is None or pair[0] <= 0 or pair[1] <= 0:
                     continue
                 hi, lo = max(pair), min(pair)
@@ -340,18 +349,19 @@ def _scaled_residuals(rows: List[_Row], y_of: Callable[[_Row], Optional[float]])
                         hi * best[0][1] == best[0][0] * lo and pair[1] > best[1]):
                     best = ((hi, lo), pair[1], other)
             if best is not None:
-                residuals.append((_median(calls[best[2]]) - _median(calls[key]), _scaled_distance(*best[0])))
+                residuals.append((_median(calls[best[2]]) - _median(calls[key]), math.log(best[0][0] / best[0][1])))
     return residuals
 
 
-def _scaled_interval(scaled: List[tuple[float, float]], coverage: float) -> Dict[str, Any]:
+def _scaled_interval(scaled: List[tuple[float, float]], coverage: float,
+                     distance: Callable[[float], float] = _scaled_distance) -> Dict[str, Any]:
     """A scaled estimate's error grows with its distance (on the H100 grids, matmul's median
     |log residual| went 0.07, 0.17, 0.42 at ratios 2, 4, 256): the interval is the conformal
     quantile of |residual| / distance, per unit of distance. The errors are at the rows' own."""
-    # A quantile of |residual| / (ln 2 + |ln ratio|): of the forms bench/scaled_interval_check.py
-    # tried on issue 26's H100 rows (|ln ratio| alone, its square root, a constant), the one with
-    # the coverage nearest 95% on held-out call groups, at a mean width within 2% of the narrowest.
-    return {"log_halfwidth_per_distance": _conformal_quantile([abs(r) / d for r, d in scaled], coverage),
+    # A quantile of |residual| / (ln 2 + |ln ratio|). The forms bench/scaled_interval_check.py
+    # tried on issue 26's rows (|ln ratio| alone, its square root, a constant) covered held-out
+    # call groups within 0.5 points of it, less than the spread between random splits.
+    return {"log_halfwidth_per_distance": _conformal_quantile([abs(r) / distance(d) for r, d in scaled], coverage),
             "held_out": _errors([r for r, _ in scaled])}
 
 
@@ -359,7 +369,8 @@ def _data_hash(rows: List[_Row], options: Dict[str, Any]) -> str:
     """What the fit read: every usable row (the other GPUs' too: they set the rates), each by every
     field the fit uses, and the fit's own options."""
     lines = sorted("\t".join(repr(v) for v in (r.op, r.args, r.device, r.cache_mode, r.dtype, r.time_us, r.energy_mJ,
-                                                r.host_us, r.power_W, r.idle_W, r.calibration))
+                                                r.host_us, r.power_W, r.idle_W, r.calibration, r.overload,
+                                                r.autocast))
                    for r in rows)
     lines.append(json.dumps(options, sort_keys=True))
     return "sha256:" + hashlib.sha256("\n".join(lines).encode()).hexdigest()
@@ -411,7 +422,7 @@ class Fit:
             lines.append("scaled from the nearest other size of the same call (predict --estimate with rows there), "
                          "and the interval of a scaled estimate from a row at half or twice its size:")
             # The interval widens with the distance: at a ratio of 2 its half-width is q·2 ln 2 (log space).
-            at_2x = lambda d: (f"±{100 * math.expm1(d['log_halfwidth_per_distance'] * _scaled_distance(2, 1)):.0f}%"  # noqa: E731
+            at_2x = lambda d: (f"±{100 * math.expm1(d['log_halfwidth_per_distance'] * _scaled_distance(math.log(2))):.0f}%"  # noqa: E731
                                if d else "–")
             for f in scaled:
                 n = (f.scaled_time or f.scaled_energy)["n_test"]

@@ -423,9 +423,11 @@ thread_local std::vector<std::unique_ptr<at::RecordFunction>> tl_layer_scopes;
 void open_layer_scope(const std::string& name, bool names_backward_layer) {
   auto rf = std::make_unique<at::RecordFunction>(at::RecordScope::USER_SCOPE);
   if (rf->isActive()) {
-    tl_opening_backward_layer = names_backward_layer;
+    struct Flag {  // reset however before() returns
+      explicit Flag(bool on) { tl_opening_backward_layer = on; }
+      ~Flag() { tl_opening_backward_layer = false; }
+    } flag(names_backward_layer);
     rf->before(name);
-    tl_opening_backward_layer = false;
   }
   tl_layer_scopes.push_back(std::move(rf));
 }

@@ -115,10 +115,11 @@ EstimateAnchor scale_to_anchor(CostEstimate& est, const Anchor& a) {
   };
   scale(est.time_us, est.time_low_us, est.time_high_us, out.row_time_us * out.time_ratio / est.time_us,
         at_distance(est.scaled_time_halfwidth_per_distance));
-  out.interval_fitted_to_scaled_rows = est.scaled_time_halfwidth_per_distance.has_value();
+  out.time_interval_fitted = est.scaled_time_halfwidth_per_distance.has_value();
   const double row_energy = row.energy.per_call_mJ.median;
   const bool energy_scaled = est.energy_mJ && est.base_energy_mJ && re.base_energy_mJ && *re.base_energy_mJ > 0 &&
                              *est.energy_mJ > 0 && row.energy.available && row_energy > 0;
+  out.energy_interval_fitted = energy_scaled && est.scaled_energy_halfwidth_per_distance.has_value();
   if (energy_scaled)
     scale(*est.energy_mJ, *est.energy_low_mJ, *est.energy_high_mJ,
           row_energy * *est.base_energy_mJ / (*re.base_energy_mJ * *est.energy_mJ),
@@ -184,6 +185,10 @@ CallEstimate estimate_call(const CostModel& model, const OpCall& call, const std
   return out;
 }
 
+const char* anchor_interval_words(bool fitted) {
+  return fitted ? "fitted to estimates scaled from other sizes" : "the cost model's relative width";
+}
+
 nlohmann::json call_estimate_document(const OpCall& call, const std::string& gpu, const CallEstimate& e) {
   nlohmann::json j = estimate_document(call, gpu, e.estimate);
   j["anchor"] = e.anchor ? nlohmann::json{{"row_args", e.anchor->row_args},
@@ -194,9 +199,9 @@ nlohmann::json call_estimate_document(const OpCall& call, const std::string& gpu
                                             {"low", e.anchor->row_time_low_us},
                                             {"high", e.anchor->row_time_high_us}}},
                                           {"time_ratio", e.anchor->time_ratio},
-                                          {"interval", e.anchor->interval_fitted_to_scaled_rows
-                                                           ? "fitted to estimates scaled from other sizes"
-                                                           : "the cost model's relative width"}}
+                                          {"interval",
+                                           {{"time", anchor_interval_words(e.anchor->time_interval_fitted)},
+                                            {"energy", anchor_interval_words(e.anchor->energy_interval_fitted)}}}}
                          : nlohmann::json(nullptr);
   return j;
 }

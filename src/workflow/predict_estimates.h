@@ -49,10 +49,14 @@ struct EstimateAnchor {
   double row_time_us = 0;                            // the row's median time per call
   double row_time_low_us = 0, row_time_high_us = 0;  // its 95% interval (the stored half-width, about the median)
   double time_ratio = 0;  // the two calls' base times (roofline with the launch floor), call over row
-  // Whether the time's interval is the fit's for scaled estimates (TargetModel::scaled), not
-  // the trees' relative width.
-  bool interval_fitted_to_scaled_rows = false;
+  // Which interval the scaled time and energy carry: the fit's for scaled estimates
+  // (TargetModel::scaled), or the trees' relative width (false; energy also where it was not
+  // scaled).
+  bool time_interval_fitted = false, energy_interval_fitted = false;
 };
+
+// How an anchor's figures got their interval, for JSON and text: {"time": ..., "energy": ...}.
+const char* anchor_interval_words(bool fitted);
 
 // `est`, the model's estimate of `call`, scaled from the nearest of `rows` (the call's rows at
 // other sizes: StoredCosts::at_other_sizes); none where no row serves (`est` as it was).
@@ -76,8 +80,8 @@ CallEstimate estimate_call(const CostModel& model, const OpCall& call, const std
 CallEstimate estimate_call(const CostModel& model, const OpCall& call, const std::string& cache_mode,
                            const std::string& gpu, const std::string& db_location);
 // estimate_document with "anchor": {row_args, row_extent, call_extent, row_time_us (the row's
-// median, with its interval as {estimate, low, high}), time_ratio, interval (which one the
-// estimate's is)} or null.
+// median, with its interval as {estimate, low, high}), time_ratio, interval ({time, energy}:
+// which interval each figure carries, anchor_interval_words)} or null.
 nlohmann::json call_estimate_document(const OpCall& call, const std::string& gpu, const CallEstimate& e);
 
 // The cost model --estimate uses: --cost-model's file, else the newest stored in `db` (none

@@ -107,6 +107,20 @@ def test_an_operator_the_graphs_code_calls_directly_takes_its_launch_sites_layer
     assert sorted(layer for o in attention for layer in o.layers) == ["0", "1"], [o.layers for o in attention]
 
 
+def test_the_stand_in_for_a_graphs_globals_keeps_everything_but_its_sites_as_they_are():
+    sites = frozenset({"torch.ops.aten.relu.default"})
+    under = frozenset({"torch", "torch.ops", "torch.ops.aten", "torch.ops.aten.relu"})
+    proxy = _compiled._LayeredCalls(torch, "torch", sites, under, "", _compiled.CompiledKernels())
+    x = torch.tensor([-1.0, 2.0])
+    assert proxy.ops.aten.add is torch.ops.aten.add  # off the sites' paths: the original itself
+    assert proxy.float32 is torch.float32
+    assert proxy.ops.aten.relu.default(x).tolist() == [0.0, 2.0]  # a site, called in its layer
+    assert proxy.ops.aten.relu(x).tolist() == [0.0, 2.0]  # a level above a site calls its original
+    assert repr(proxy.ops.aten.relu.default) == repr(torch.ops.aten.relu.default)
+    with pytest.raises(AttributeError):
+        proxy.ops.aten.relu.no_such_overload
+
+
 def test_a_compiled_backward_graphs_kernels_are_their_forward_layers_backward_calls():
     # The backward graph's nodes carry their forward module (fwd_nn_module_stack): its kernels
     # and matrix products are that layer's backward calls, not the autograd engine's.

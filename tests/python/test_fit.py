@@ -513,8 +513,8 @@ def test_scaled_estimates_residuals_are_each_calls_from_its_nearest_other_size()
     y = {m: math.log(t / m) for m, t in ((64, 64.0), (128, math.sqrt(140.0 * 120.0)), (512, 1024.0), (50, 55.0),
                                           (100, 90.0), (200, 260.0))}
     residuals = _fit._scaled_residuals(rows, lambda r: math.log(r.time_us / r.base_us))
-    # (estimate − measured in log space, distance ln 2 + |ln ratio|) of each distinct call.
-    twice, four_times = 2 * math.log(2), 3 * math.log(2)
+    # (estimate − measured in log space, |ln ratio|) of each distinct call.
+    twice, four_times = math.log(2), math.log(4)
     expected = [(y[128] - y[64], twice), (y[64] - y[128], twice), (y[128] - y[512], four_times),
                 (y[100] - y[50], twice), (y[200] - y[100], twice), (y[100] - y[200], twice)]
     assert len(residuals) == len(expected)
@@ -522,8 +522,9 @@ def test_scaled_estimates_residuals_are_each_calls_from_its_nearest_other_size()
         assert (r, d) == (pytest.approx(er, rel=1e-12), pytest.approx(ed, rel=1e-12))
     # M = 128's scaled estimate from M = 64 is 64 µs × 128/64 = 128 µs against the 129.6 measured.
     assert math.expm1(y[64] - y[128]) == pytest.approx(128 / math.sqrt(140.0 * 120.0) - 1)
-    # The interval is per unit of distance: the conformal quantile of |residual| / distance.
+    # The interval is per unit of distance, ln 2 + |ln ratio|: the conformal quantile of
+    # |residual| / distance.
     interval = _fit._scaled_interval(residuals, 0.5)
-    ratios = sorted(abs(r) / d for r, d in residuals)
+    ratios = sorted(abs(r) / (math.log(2) + d) for r, d in residuals)
     assert interval["log_halfwidth_per_distance"] == pytest.approx(ratios[math.ceil(7 * 0.5) - 1])
     assert interval["held_out"]["n_test"] == 6

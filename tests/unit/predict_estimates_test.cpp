@@ -183,17 +183,15 @@ TEST(EstimatingCosts, AnIntervalFittedToScaledRowsWidensWithTheDistanceToTheRow)
     EXPECT_NEAR(en.ci95_high, en.median * std::exp(0.5 * distance), 1e-9 * en.median) << size;
     // Host time is scaled by the model's ratio: its interval keeps the model's relative width.
   }
-  // `opcost estimate` says which interval it gives.
-  const Database* no_db = nullptr;
-  const CallEstimate alone = estimate_call(model, parse_call_line("aten::mm " + kCall, "test"), "warm", kGpu, no_db);
-  EXPECT_FALSE(alone.anchor.has_value());
+  // `opcost estimate` says which interval each figure carries.
   CostEstimate est = model_estimate(model, kCall);
   const auto anchor = scale_to_nearest_row(est, parse_call_line("aten::mm " + kCall, "test"),
                                            {row(rows_of(2000), 150, 60, 7)}, model, kGpu, "warm");
   ASSERT_TRUE(anchor.has_value());
-  EXPECT_TRUE(anchor->interval_fitted_to_scaled_rows);
+  EXPECT_TRUE(anchor->time_interval_fitted && anchor->energy_interval_fitted);
   const auto doc = call_estimate_document(parse_call_line("aten::mm " + kCall, "test"), kGpu, {est, anchor});
-  EXPECT_EQ(doc["anchor"]["interval"], "fitted to estimates scaled from other sizes");
+  EXPECT_EQ(doc["anchor"]["interval"]["time"], "fitted to estimates scaled from other sizes");
+  EXPECT_EQ(doc["anchor"]["interval"]["energy"], "fitted to estimates scaled from other sizes");
 }
 
 TEST(EstimatingCosts, WithoutAFittedScaledIntervalTheModelsRelativeWidthIsKept) {
@@ -203,7 +201,7 @@ TEST(EstimatingCosts, WithoutAFittedScaledIntervalTheModelsRelativeWidthIsKept) 
   const auto anchor = scale_to_nearest_row(est, parse_call_line("aten::mm " + kCall, "test"),
                                            {row(rows_of(2000), 150, 60, 7)}, model, kGpu, "warm");
   ASSERT_TRUE(anchor.has_value());
-  EXPECT_FALSE(anchor->interval_fitted_to_scaled_rows);
+  EXPECT_FALSE(anchor->time_interval_fitted || anchor->energy_interval_fitted);
   EXPECT_DOUBLE_EQ(est.time_low_us / est.time_us, relative_low);
 }
 

@@ -81,12 +81,10 @@ class EstimateCommand : public Command {
       fmt::print(
           "  scaled from the row measured at {} where this call has {} ({}; its median {:.4g} us [{:.4g}, {:.4g}] "
           "95% interval): time and energy by the ratio of their roofline figures ({:.4g} for time); the "
-          "interval {}\n",
+          "intervals: time's {}, energy's {}\n",
           a->extents.row, a->extents.call, a->row_args, a->row_time_us, a->row_time_low_us, a->row_time_high_us,
-          a->time_ratio,
-          a->interval_fitted_to_scaled_rows ? "fitted to the fit's rows scaled from their nearest other size"
-                                            : "the cost model's relative width (the fit had too few rows at "
-                                              "several sizes to fit one)");
+          a->time_ratio, anchor_interval_words(a->time_interval_fitted),
+          anchor_interval_words(a->energy_interval_fitted));
     for (const auto& note : e.notes) fmt::print("  note: {}\n", note);
     if (!e.out_of_range.empty())
       fmt::print("  out of the fit's data, so an extrapolation: {}\n", fmt::join(e.out_of_range, "; "));

@@ -291,6 +291,9 @@ CostEstimate CostModel::estimate(const OpCall& call, std::string_view cache_mode
 }
 
 double scaled_estimate_distance(int64_t call_extent, int64_t row_extent) {
+  if (call_extent <= 0 || row_extent <= 0)
+    throw std::invalid_argument(
+        fmt::format("scaled_estimate_distance: extents {} and {} must be positive", call_extent, row_extent));
   return std::log(2.0) + std::abs(std::log(double(call_extent) / double(row_extent)));
 }
 

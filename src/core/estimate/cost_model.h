@@ -34,11 +34,15 @@ struct BoostedTrees {
   double evaluate(const std::vector<double>& x) const;
 };
 
-// An estimator's interval and errors, from the log residuals of estimates of rows it did not use.
-struct HeldOutFit {
-  double interval_log_halfwidth = 0;               // the conformal quantile of |log residual| at `coverage`
-  double median_abs_error = 0, p90_abs_error = 0;  // as fractions
+// An estimator's errors on rows it did not use, as fractions.
+struct HeldOutErrors {
+  double median_abs_error = 0, p90_abs_error = 0;
   std::size_t n_test = 0;
+};
+
+// And its interval, from the log residuals of those estimates.
+struct HeldOutFit : HeldOutErrors {
+  double interval_log_halfwidth = 0;  // the conformal quantile of |log residual| at `coverage`
 };
 
 // The same for an estimate scaled from a row of the call at another size
@@ -46,10 +50,8 @@ struct HeldOutFit {
 // nearest other size. Its error grows with the distance to the row, from a floor at the nearest
 // sizes, so the interval is per unit of scaled_estimate_distance: the conformal quantile of
 // |log residual| / distance, times the estimate's own distance.
-struct ScaledFit {
+struct ScaledFit : HeldOutErrors {  // the errors at the rows' own distances
   double log_halfwidth_per_distance = 0;
-  double median_abs_error = 0, p90_abs_error = 0;  // as fractions, at the rows' own distances
-  std::size_t n_test = 0;
 };
 
 // A target's fitted trees and what its held-out configurations said of them; `scaled` absent
@@ -117,9 +119,11 @@ nlohmann::json estimate_document(const OpCall& call, const std::string& gpu, con
 
 // How far a scaled estimate reaches: ln 2 + |ln(call's extent / row's extent)|. The ln 2 is a
 // floor for the nearest sizes, whose errors (noise, a kernel chosen for one size) do not shrink
-// with the distance; on issue 26's H100 rows it gave the coverage nearest the nominal of the
-// forms tried, at a mean width within 2% of the narrowest (bench/scaled_interval_check.py).
-// python/opcost/_fit.py computes the same.
+// with the distance. On issue 26's rows the forms tried (this, |ln ratio| alone, its square
+// root, none) covered within 0.5 points of each other, less than the spread between random
+// splits (bench/scaled_interval_check.py); this one grows as the errors do and stays finite at
+// the nearest sizes. python/opcost/_fit.py computes the same.
+// Throws std::invalid_argument for an extent that is not positive.
 double scaled_estimate_distance(int64_t call_extent, int64_t row_extent);
 
 // The cost model's JSON's format name and the largest text read (a hostile file is refused
