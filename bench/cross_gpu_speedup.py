@@ -66,8 +66,8 @@ def main() -> int:
                                 "median_speedup": statistics.median(inside)})
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    document = {"a": devices[0], "b": devices[1], "byte_rate_ratio": byte_rate_ratio, "rows": [args.a_rows, args.b_rows],
-                "by_family_and_bytes": results}
+    document = {"a": devices[0], "b": devices[1], "byte_rate_ratio": byte_rate_ratio,
+                "rows": [args.a_rows, args.b_rows], "by_family_and_bytes": results}
     (out / "cross-gpu-speedup.json").write_text(json.dumps(document, indent=1) + "\n")
     lines = [f"Median time on {devices[0]} over time on {devices[1]}, per family and bytes moved, of the calls both "
              f"measured. The ratio of their calibrated DRAM byte rates, which the cost model scales memory-bound "

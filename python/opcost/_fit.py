@@ -422,14 +422,17 @@ class Fit:
             lines.append("scaled from the nearest other size of the same call (predict --estimate with rows there), "
                          "and the interval of a scaled estimate from a row at half or twice its size:")
             # The interval widens with the distance: at a ratio of 2 its half-width is q·2 ln 2 (log space).
-            at_2x = lambda d: (f"±{100 * math.expm1(d['log_halfwidth_per_distance'] * _scaled_distance(math.log(2))):.0f}%"  # noqa: E731
-                               if d else "–")
+            at_2x_distance = _scaled_distance(math.log(2))
+
+            def at_2x(d: Optional[Dict[str, Any]]) -> str:
+                return f"±{100 * math.expm1(d['log_halfwidth_per_distance'] * at_2x_distance):.0f}%" if d else "–"
+
             for f in scaled:
                 n = (f.scaled_time or f.scaled_energy)["n_test"]
-                lines.append(f"{f.family:<14} {n:>5} calls  time {pct(f.scaled_time, 'median_abs_error'):>6}"
-                             f" p90 {pct(f.scaled_time, 'p90_abs_error'):>6} at 2× {at_2x(f.scaled_time):>5}  energy"
-                             f" {pct(f.scaled_energy, 'median_abs_error'):>6} p90 {pct(f.scaled_energy, 'p90_abs_error'):>6}"
-                             f" at 2× {at_2x(f.scaled_energy):>5}")
+                t, e = f.scaled_time, f.scaled_energy
+                lines.append(f"{f.family:<14} {n:>5} calls  time {pct(t, 'median_abs_error'):>6}"
+                             f" p90 {pct(t, 'p90_abs_error'):>6} at 2× {at_2x(t):>5}  energy"
+                             f" {pct(e, 'median_abs_error'):>6} p90 {pct(e, 'p90_abs_error'):>6} at 2× {at_2x(e):>5}")
         for family, why in sorted(self.skipped.items()):
             lines.append(f"{family:<14} no model: {why}")
         if self.rows_left_out:

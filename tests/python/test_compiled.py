@@ -93,7 +93,8 @@ class Attention(torch.nn.Module):
 
     def forward(self, x):
         q, k, v = self.qkv(x).view(2, 8, 3, 2, 16).permute(2, 0, 3, 1, 4)
-        return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True).transpose(1, 2).reshape(2, 8, 32)
+        y = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+        return y.transpose(1, 2).reshape(2, 8, 32)
 
 
 def test_an_operator_the_graphs_code_calls_directly_takes_its_launch_sites_layer():
