@@ -36,6 +36,9 @@ NAME_MAX_CHARS = 64  # a variant's name heads a column of the table
 
 _DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
 _INT8_DESCRIPTION = "; on the CPU: torch.ao.quantization.quantize_dynamic, PyTorch's fbgemm/x86 int8 kernels"
+# Dynamo cannot trace quantize_dynamic's packed weights (a ScriptObject): it breaks the graph at
+# each quantised linear, which then runs eagerly between compiled pieces.
+_INT8_COMPILE_CPU_DESCRIPTION = "; compiled in pieces: the graph breaks at each int8 linear (its packed weights)"
 _INT8_GPU_DESCRIPTION = ("; on a GPU: nn.Linear layers (sizes multiples of 8) with int8 weights per output channel "
                          "and int8 activations per row, multiplied by torch._int_mm (int32 accumulation)")
 
@@ -177,6 +180,8 @@ def _builtin(name: str, text: str, model: Any, inputs: Tuple[Any, ...], kwargs: 
             description = description.replace(" (dynamic, per-tensor activations)", "") + _INT8_GPU_DESCRIPTION
     if s["compile"]:
         m = torch.compile(m, mode=s["compile_mode"] or None)
+        if s["int8"] and device.type == "cpu":
+            description += _INT8_COMPILE_CPU_DESCRIPTION
     return m, inputs, kwargs, s["autocast"] or None, description
 
 

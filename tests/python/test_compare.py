@@ -145,6 +145,15 @@ def test_int8_quantises_the_linears_on_the_cpu():
     assert all(type(m) is torch.nn.Linear for m in (model[0], model[2]))  # the user's linears stay
 
 
+def test_int8_compiled_on_the_cpu_runs_and_says_it_is_compiled_in_pieces():
+    torch._dynamo.reset()
+    model = torch.nn.Sequential(torch.nn.Linear(16, 16), torch.nn.ReLU(), torch.nn.Linear(16, 4)).eval()
+    r = opcost.compare(model, torch.randn(4, 16), variants=("fp32", "int8+compile"), layers=False, **FAST)
+    variant = r.json["variants"][1]
+    assert "fbgemm" in variant["description"] and "the graph breaks at each int8 linear" in variant["description"]
+    assert variant["time_us"]["mean"] > 0 and len(variant["rounds"]) == 2, variant
+
+
 def test_a_comma_separated_string_names_the_variants():
     model, x = small()
     r = opcost.compare(model, x, variants="fp32, autocast-bf16", layers=False, **FAST)
