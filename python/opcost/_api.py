@@ -86,6 +86,11 @@ class _LayerNames:
                 self._open.pop()
 
         for name, module in self._model.named_modules():
+            # A compiled submodule's wrapper opens its layer outside the compiled code; hooks on
+            # the module it wraps would run inside, where dynamo breaks the graph at them (and
+            # the step would no longer run the graph the user's does).
+            if name.split(".")[-1] == "_orig_mod" and name != "_orig_mod":
+                continue
             # torch.compile's wrapper holds the model as `_orig_mod`: layers are named as the
             # model names them, and the wrapper's own module is the root.
             name = ".".join(part for part in name.split(".") if part != "_orig_mod")

@@ -33,7 +33,7 @@ import contextlib
 import functools
 import hashlib
 import re
-from typing import Any, Callable, Dict, Iterator, List, Optional, Set, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
 import torch
 
@@ -79,6 +79,12 @@ def _module_path(stack: Any) -> Optional[str]:
     path = re.sub(r"\._modules\[['\"]([^'\"]*)['\"]\]", r".\1", path)
     path = re.sub(r"\[['\"]?([^'\"\]]*)['\"]?\]", r".\1", path)
     return path.strip(".")
+
+
+def _sequence_nr() -> int:
+    """The sequence number autograd gives the next node (-1 where torch does not say)."""
+    get = getattr(getattr(torch._C, "_autograd", None), "_get_sequence_nr", None)
+    return get() if get is not None else -1
 
 
 def _wrapper_modules() -> List[Any]:
@@ -215,7 +221,8 @@ class CompiledKernels:
         self._layer_of = layer_of
         self._restore: List[Callable[[], None]] = []
         self._launches: Dict[Tuple[str, str], int] = {}  # launches of each site list this watch
-        self._forward_outers: Set[str] = set()  # the layers forward graphs ran under this watch
+        # A compiled region's backward node (its sequence number) -> the layer it ran forward in.
+        self._outer_of_node: Dict[int, str] = {}
 
     def _site_layer(self, module_file: str, kernel: str) -> Optional[str]:
         """The layer of this launch: the graph's code launches a kernel's sites in order, each
@@ -239,23 +246,23 @@ class CompiledKernels:
         if relative is None:
             return 0
         # A backward graph's kernels run in autograd's engine, where no module hook is open: their
-        # layer is relative to where the compiled region ran forward. That is known when the
-        # forward graphs of this step all ran under one layer (a whole model compiled); a
-        # compiled submodule among several leaves them to the backward node's layer.
-        current_node = getattr(torch._C, "_current_autograd_node", None)
-        backward = current_node is not None and current_node() is not None
-        if backward:
-            if len(self._forward_outers) != 1:
-                return 0
-            outer = next(iter(self._forward_outers))
+        # path is relative to the layer their compiled region ran forward in. A region's forward
+        # runs inside its autograd Function, whose backward node took the sequence number just
+        # before the current one; its backward's node has that number.
+        node = getattr(torch._C, "_current_autograd_node", lambda: None)()
+        if node is None:
+            self._outer_of_node[_sequence_nr() - 1] = outer
         else:
-            self._forward_outers.add(outer)
+            outer = self._outer_of_node.get(node._sequence_nr())
+            if outer is None:  # a region whose forward this watch did not see: the node's layer stays
+                return 0
         parts = relative.split(".") if relative else []
         if not parts:  # forward: the layer open already; backward: it is named
-            scopes = [outer] if backward else []
+            scopes = [outer] if node is not None else []
         else:
             scopes = [f"{outer}.{'.'.join(parts[:k])}" if outer else ".".join(parts[:k])
                       for k in range(1, len(parts) + 1)]
+        backward = node is not None
         opened = 0
         try:
             for scope in scopes:
@@ -273,7 +280,7 @@ class CompiledKernels:
     def watch(self, on: bool) -> None:
         if on and not self._restore:
             self._launches.clear()
-            self._forward_outers.clear()
+            self._outer_of_node.clear()
             self._wrap_cpp_kernels()
             self._wrap_triton_launches()
             self._wrap_aten_calls()

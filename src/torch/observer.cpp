@@ -322,12 +322,13 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
   const bool in_backward = !t.scopes.empty() && t.scopes.back().backward;
   std::lock_guard lock(c->mu);
   if (fn.scope() == at::RecordScope::USER_SCOPE) {
-    if (!in_backward)
+    if (!in_backward) {
       t.scopes.push_back({c->names.id(fn.name()), false});
-    else if (tl_opening_backward_layer)
+    } else if (tl_opening_backward_layer) {
       t.scopes.push_back({c->names.id(fn.name()), true});  // a generated backward kernel's forward layer
-    else
+    } else {
       t.scopes.push_back(t.scopes.back());  // a scope inside a backward node keeps its layer
+    }
     return nullptr;
   }
   if (fn.scope() == at::RecordScope::BACKWARD_FUNCTION) {
@@ -353,6 +354,10 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
   // Not a dispatcher op: an autograd engine or profiler range is seen through; a kernel that
   // torch.compile generated (its launch recorded by open_compiled_kernel_record) is a call of its own.
   if (!it->second && !is_compiled_kernel_name(fn.name())) {
+    // A Python autograd Function's apply (a compiled region's CompiledFunction) numbers its
+    // backward node: that node's layer is the one the Function ran in.
+    if (c->options->backward && !in_backward && fn.seqNr() >= 0)
+      c->seq_layer.try_emplace(fn.seqNr(), t.scopes.empty() ? c->top : t.scopes.back().layer);
     t.ops.push_back(kTransparent);
     return nullptr;
   }

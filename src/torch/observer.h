@@ -46,7 +46,8 @@ Inventory observe(const std::function<void()>& body, const ObserveOptions& optio
 // so it never shows in an inventory. Scopes nest; a close without an open does nothing.
 // Inside a backward node a scope keeps the node's layer (its forward op's), unless
 // `names_backward_layer`: then its calls are that layer's backward calls (a kernel of a
-// compiled backward graph, whose forward layer inductor's provenance knows).
+// compiled backward graph, whose forward layer inductor's provenance knows). Outside a backward
+// node the flag changes nothing.
 void open_layer_scope(const std::string& name, bool names_backward_layer = false);
 void close_layer_scope();
 

@@ -137,6 +137,33 @@ def test_a_compiled_backward_graphs_kernels_are_their_forward_layers_backward_ca
     assert set(fused.layers) <= {"block.act", "block.ln"}, fused.layers
 
 
+class TwoCompiledBlocks(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.blocks = torch.nn.ModuleList([torch.compile(Block()), torch.compile(Block())])
+        self.inner = torch.nn.Linear(32, 16)
+
+    def forward(self, x):
+        return self.blocks[1](self.inner(self.blocks[0](x)))
+
+
+def test_compiled_submodules_backward_kernels_are_their_own_layers_backward_calls():
+    # Each compiled block's backward graph is named relative to its block: the observer knows the
+    # layer each compiled region ran forward in from its autograd node.
+    from torch._dynamo.utils import counters
+    torch._dynamo.reset()
+    counters.clear()
+    torch.manual_seed(0)
+    inv = opcost.inventory(TwoCompiledBlocks(), torch.randn(4, 16), train=True)
+    # The layer hooks stay outside the compiled code: the blocks compile as they would alone.
+    assert sum(counters["graph_break"].values()) == 0, dict(counters["graph_break"])
+    generated = [o for o in _generated(inv) if o.phase == "backward"]
+    layers = {layer for o in generated for layer in o.layers}
+    assert generated and "(autograd)" not in layers, [(o.op, o.layers) for o in generated]
+    assert {layer.split(".")[1] for layer in layers} == {"0", "1"}, layers
+    assert all(layer.startswith(("blocks.0.", "blocks.1.")) for layer in layers), layers
+
+
 def test_a_generated_kernels_tensors_take_part_in_the_cache_classing():
     # Against a 1-byte cache the LayerNorm's weights are read from memory by the fused kernel,
     # while the matrix product's output it reads was just written (the classing's rule): both

@@ -241,3 +241,29 @@ def test_python_m_opcost_validate_predict_and_trace_train(tmp_path):
     assert run.returncode == 0, run.stderr
     rows = json.loads(run.stdout)["rows"]
     assert "aten::convolution_backward" in {r["name"] for r in rows}
+
+
+class _Square(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x * x
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return 2 * x * grad
+
+
+class _SquareLayer(torch.nn.Module):
+    def forward(self, x):
+        return _Square.apply(x)
+
+
+def test_a_python_autograd_functions_backward_is_the_layer_it_was_applied_in():
+    # Its backward node is numbered by the Function's apply, not by an ATen call: the layer the
+    # apply ran in is the node's, as for an ATen call's node.
+    model = torch.nn.Sequential(torch.nn.Linear(8, 8), _SquareLayer())
+    inv = opcost.inventory(model, torch.randn(4, 8), train=True)
+    backward_muls = [o for o in inv.ops if o.op == "aten::mul" and o.phase == "backward"]
+    assert backward_muls and all(o.layers == ("1",) for o in backward_muls), [(o.op, o.layers) for o in inv.ops]
