@@ -88,7 +88,10 @@ class _LayerNames:
         for name, module in self._model.named_modules():
             # A compiled submodule's wrapper opens its layer outside the compiled code; hooks on
             # the module it wraps would run inside, where dynamo breaks the graph at them (and
-            # the step would no longer run the graph the user's does).
+            # the step would no longer run the graph the user's does). Its descendants keep
+            # theirs (an eager part between graph breaks names its layers): the region compiles
+            # in the first step, before any hook, and torch 2.11 does not recompile for hooks
+            # added later (skip_nnmodule_hook_guards), as for a whole model compiled.
             if name.split(".")[-1] == "_orig_mod" and name != "_orig_mod":
                 continue
             # torch.compile's wrapper holds the model as `_orig_mod`: layers are named as the

@@ -251,7 +251,10 @@ class CompiledKernels:
         # before the current one; its backward's node has that number.
         node = getattr(torch._C, "_current_autograd_node", lambda: None)()
         if node is None:
-            self._outer_of_node[_sequence_nr() - 1] = outer
+            # The first region to launch under a number is the one its node numbers: a region that
+            # makes no node (under no_grad, frozen) must not take an earlier region's.
+            if not torch.is_inference_mode_enabled():
+                self._outer_of_node.setdefault(_sequence_nr() - 1, outer)
         else:
             outer = self._outer_of_node.get(node._sequence_nr())
             if outer is None:  # a region whose forward this watch did not see: the node's layer stays

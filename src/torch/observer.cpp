@@ -355,9 +355,10 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
   // torch.compile generated (its launch recorded by open_compiled_kernel_record) is a call of its own.
   if (!it->second && !is_compiled_kernel_name(fn.name())) {
     // A Python autograd Function's apply (a compiled region's CompiledFunction) numbers its
-    // backward node: that node's layer is the one the Function ran in.
+    // backward node: that node's layer is the one the Function ran in. Its number is certain, so
+    // it replaces an earlier claim (an ATen call run with grad on that made no node).
     if (c->options->backward && !in_backward && fn.seqNr() >= 0)
-      c->seq_layer.try_emplace(fn.seqNr(), t.scopes.empty() ? c->top : t.scopes.back().layer);
+      c->seq_layer.insert_or_assign(fn.seqNr(), t.scopes.empty() ? c->top : t.scopes.back().layer);
     t.ops.push_back(kTransparent);
     return nullptr;
   }

@@ -146,12 +146,15 @@ def test_int8_quantises_the_linears_on_the_cpu():
 
 
 def test_int8_compiled_on_the_cpu_runs_and_says_it_is_compiled_in_pieces():
+    from torch._dynamo.utils import counters
     torch._dynamo.reset()
+    counters.clear()
     model = torch.nn.Sequential(torch.nn.Linear(16, 16), torch.nn.ReLU(), torch.nn.Linear(16, 4)).eval()
     r = opcost.compare(model, torch.randn(4, 16), variants=("fp32", "int8+compile"), layers=False, **FAST)
     variant = r.json["variants"][1]
     assert "fbgemm" in variant["description"] and "the graph breaks at each int8 linear" in variant["description"]
     assert variant["time_us"]["mean"] > 0 and len(variant["rounds"]) == 2, variant
+    assert sum(counters["graph_break"].values()) > 0  # as the description says
 
 
 def test_a_comma_separated_string_names_the_variants():
