@@ -121,6 +121,12 @@ except ImportError:
 c = opcost.compare(net, x, variants=("fp32", "bf16"), rounds=2, round_max_time=0.02, layers=False, energy=False)
 assert [v["name"] for v in c.json["variants"]] == ["fp32", "bf16"] and c.json["options"]["warmup_rounds"] == 1, c.json
 assert all(len(v["rounds"]) == 2 for v in c.json["variants"]), c.json
+# A compiled model from the installed package: inductor's generated C++ kernel is an operator
+# of the inventory, in its layer (the package's wrappers and the extension's records together).
+gelu = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.GELU(), torch.nn.Linear(8, 4))
+ci = opcost.inventory(torch.compile(gelu), torch.randn(2, 4))
+generated = [o for o in ci.ops if o.op.startswith("compiled::")]
+assert generated and all(o.layers == ("1",) for o in generated), [(o.op, o.layers) for o in ci.ops]
 print(f"installed opcost {opcost.__version__} in {lib}, against torch {torch.__version__}")
 PY
 rc=$?

@@ -61,7 +61,6 @@ _SITE_LAYERS: Dict[Tuple[str, str], List[Optional[str]]] = {}
 # replays: every kernel a watch has seen in this process.
 _KERNELS: Dict[Tuple[str, str], Tuple[str, Any]] = {}
 _ARG = re.compile(r"(?:^|\s)arg(\d+)=(\S+)")
-_MAX_COLD_BYTES = 2 << 30  # a cold replay's input sets together, at most
 
 
 def _module_path(stack: Any) -> Optional[str]:
@@ -192,6 +191,7 @@ def _op_name(kernel: str) -> str:
     return f"{_NAMESPACE}{_SAFE_NAME.sub('_', kernel)[:_MAX_NAME_CHARS]}"
 
 
+@functools.lru_cache(maxsize=4096)  # each observed step wraps every kernel again
 def _source_hash(text: str, fallback: str) -> str:
     return "h" + hashlib.sha256((text or fallback).encode()).hexdigest()[:12]
 
@@ -295,11 +295,12 @@ class CompiledKernels:
             self._restore.pop()()
 
     @contextlib.contextmanager
-    def _launch(self, kernel: str, source_hash: str, module_file: str, args: Tuple[Any, ...]) -> Iterator[None]:
-        """One launch inside its records: its layer (where named and known) and the kernel's own."""
+    def _launch(self, kernel: str, record: str, module_file: str, args: Tuple[Any, ...]) -> Iterator[None]:
+        """One launch inside its records: its layer (where named and known) and the kernel's own
+        (``record``: ``compiled::<kernel>.<source hash>``, made once per kernel)."""
         texts, touches = _launch_inputs(args)
         with self._layer(module_file, kernel):
-            _core.open_compiled_kernel_record(f"{_op_name(kernel)}.{source_hash}", texts, touches)
+            _core.open_compiled_kernel_record(record, texts, touches)
             try:
                 yield
             finally:
@@ -322,9 +323,10 @@ class CompiledKernels:
                     continue
                 source_hash = _source_hash(_cpp_source(module_file, name), module_file + name)
                 _KERNELS[(_op_name(name), source_hash)] = ("cpp", kernel)
+                record = f"{_op_name(name)}.{source_hash}"
 
-                def wrapped(*args: Any, _kernel=kernel, _name=name, _hash=source_hash, _file=module_file) -> Any:
-                    with self._launch(_name, _hash, _file, args):
+                def wrapped(*args: Any, _kernel=kernel, _name=name, _record=record, _file=module_file) -> Any:
+                    with self._launch(_name, _record, _file, args):
                         return _kernel(*args)
 
                 setattr(module, name, wrapped)
@@ -355,22 +357,27 @@ class CompiledKernels:
             from torch._inductor.runtime.triton_heuristics import CachingAutotuner
         except Exception:
             return
-        # id(autotuner) -> (kernel name, source hash, wrapper module's file)
+        # id(autotuner) -> (kernel name, record name, wrapper module's file)
         kernel_of: Dict[int, Tuple[str, str, str]] = {}
+
+        def name_kernel(autotuner: Any, name: str, module_file: str, fallback: str) -> Tuple[str, str, str]:
+            source_hash = _source_hash(_triton_source(autotuner), fallback)
+            _KERNELS[(_op_name(name), source_hash)] = ("triton", autotuner)
+            kernel_of[id(autotuner)] = (name, f"{_op_name(name)}.{source_hash}", module_file)
+            return kernel_of[id(autotuner)]
+
         for module in _wrapper_modules():
             module_file = getattr(module, "__file__", "") or ""
             for name, kernel in list(vars(module).items()):
                 if isinstance(kernel, CachingAutotuner):
-                    kernel_of[id(kernel)] = (name, _source_hash(_triton_source(kernel), module_file + name), module_file)
-                    _KERNELS[(_op_name(name), kernel_of[id(kernel)][1])] = ("triton", kernel)
+                    name_kernel(kernel, name, module_file, module_file + name)
         original_run = CachingAutotuner.run
 
         def run(autotuner: Any, *args: Any, **kwargs: Any) -> Any:
             named = kernel_of.get(id(autotuner))
-            if named is None:  # compiled after the watch began: named by inductor's own metadata
+            if named is None:  # compiled after the watch began: named by inductor's own metadata, once
                 name = (getattr(autotuner, "inductor_meta", None) or {}).get("kernel_name", "triton_kernel")
-                named = (name, _source_hash(_triton_source(autotuner), name), "")
-                _KERNELS[(_op_name(name), named[1])] = ("triton", autotuner)
+                named = name_kernel(autotuner, name, "", name)
             with self._launch(*named, args):
                 return original_run(autotuner, *args, **kwargs)
 
@@ -391,9 +398,7 @@ class _LayeredCalls:
     def __getattr__(self, name: str) -> Any:
         value = getattr(self._target, name)
         path = f"{self._path}.{name}"
-        if path in self._sites and callable(value):
-            return _LayeredCalls(value, path, self._sites, self._under, self._file, self._kernels)
-        if path in self._under:
+        if path in self._under or (path in self._sites and callable(value)):
             return _LayeredCalls(value, path, self._sites, self._under, self._file, self._kernels)
         return value
 
@@ -436,11 +441,12 @@ def _value(text: str, device: torch.device, generator: torch.Generator) -> Any:
         return float(text)
 
 
-def make_replay(op: str, overload: str, args: str, device: str, cache_mode: str) -> Dict[str, Any]:
+def make_replay(op: str, overload: str, args: str, device: str, cache_mode: str,
+                cold_footprint_bytes: int) -> Dict[str, Any]:
     """A replay of one generated kernel for the measurement loop (``_core.set_generated_kernel_replayer``):
     the kernel this process compiled, on seeded random inputs of the signature's geometry; in a
-    cold cache mode, input sets that together span several times the GPU's L2, one per call in
-    turn."""
+    cold cache mode, as an operator's replay (torch/replay.cpp): copies of the cold inputs that
+    together span ``cold_footprint_bytes`` (2 to 256 sets), one set per call in turn."""
     found = _KERNELS.get((op, overload))
     if found is None:
         raise LookupError("not among the kernels torch.compile generated in this process (run its model here first)")
@@ -455,14 +461,20 @@ def make_replay(op: str, overload: str, args: str, device: str, cache_mode: str)
     tensors = [v for v in first if isinstance(v, torch.Tensor)]
     input_bytes = sum(t.untyped_storage().nbytes() for t in tensors)
     sets = [first]
-    if cache_mode.startswith("cold") and dev.type == "cuda" and input_bytes > 0:
+    if cache_mode.startswith("cold"):
         # "cold": every argument rotates; "cold:arg1,arg3": those the model reads from memory.
         named = cache_mode.partition(":")[2]
-        cold = {int(a[3:]) for a in named.split(",") if a[3:].isdigit()} if named else set(range(len(texts)))
+        cold = set(range(len(texts)))
+        if named:
+            cold = set()
+            for name in named.split(","):
+                if not (name.startswith("arg") and name[3:].isdigit() and int(name[3:]) < len(texts)):
+                    raise ValueError(f"cache mode '{cache_mode}': {name!r} is no argument of this kernel; name "
+                                     f"them arg0 to arg{len(texts) - 1}, as its signature does")
+                cold.add(int(name[3:]))
         cold_bytes = sum(v.untyped_storage().nbytes() for i, v in enumerate(first)
-                         if i in cold and isinstance(v, torch.Tensor)) or input_bytes
-        l2 = torch.cuda.get_device_properties(dev).L2_cache_size
-        wanted = min(64, max(2, -(-4 * l2 // cold_bytes)), max(1, _MAX_COLD_BYTES // cold_bytes))
+                         if i in cold and isinstance(v, torch.Tensor))
+        wanted = min(256, max(2, -(-cold_footprint_bytes // cold_bytes))) if cold_bytes else 1
         sets += [[_value(t, dev, generator) if i in cold else first[i] for i, t in enumerate(texts)]
                  for _ in range(wanted - 1)]
     if kind == "triton":

@@ -427,12 +427,12 @@ class Fit:
             def at_2x(d: Optional[Dict[str, Any]]) -> str:
                 return f"±{100 * math.expm1(d['log_halfwidth_per_distance'] * at_2x_distance):.0f}%" if d else "–"
 
+            calls = lambda d: f"{d['n_test']:>4} calls" if d else "         "  # noqa: E731
             for f in scaled:
-                n = (f.scaled_time or f.scaled_energy)["n_test"]
                 t, e = f.scaled_time, f.scaled_energy
-                lines.append(f"{f.family:<14} {n:>5} calls  time {pct(t, 'median_abs_error'):>6}"
-                             f" p90 {pct(t, 'p90_abs_error'):>6} at 2× {at_2x(t):>5}  energy"
-                             f" {pct(e, 'median_abs_error'):>6} p90 {pct(e, 'p90_abs_error'):>6} at 2× {at_2x(e):>5}")
+                lines.append(f"{f.family:<14} time {pct(t, 'median_abs_error'):>6} p90 {pct(t, 'p90_abs_error'):>6}"
+                             f" at 2× {at_2x(t):>5} ({calls(t)})  energy {pct(e, 'median_abs_error'):>6}"
+                             f" p90 {pct(e, 'p90_abs_error'):>6} at 2× {at_2x(e):>5} ({calls(e)})")
         for family, why in sorted(self.skipped.items()):
             lines.append(f"{family:<14} no model: {why}")
         if self.rows_left_out:

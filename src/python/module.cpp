@@ -271,7 +271,7 @@ class GeneratedKernelCall final : public PreparedCall {
 };
 
 // Registers Python's maker of generated kernels' replays (None: unregisters). The maker is
-// called as maker(op, overload, args, device, cache_mode) and returns {"call", "dtype",
+// called as maker(op, overload, args, device, cache_mode, cold_footprint_bytes) and returns {"call", "dtype",
 // "device_kind", "device_index", "input_bytes", "input_sets"}; its error refuses the replay.
 void set_python_kernel_replayer(const py::object& maker) {
   if (maker.is_none()) {
@@ -288,8 +288,8 @@ void set_python_kernel_replayer(const py::object& maker) {
   set_generated_kernel_replayer([held](const OpCall& call, const ReplayOptions& opt) -> std::unique_ptr<PreparedCall> {
     py::gil_scoped_acquire gil;
     try {
-      const py::dict made =
-          call_python(*held, call.op, call.overload, format_args(call.args), opt.device, opt.cache_mode);
+      const py::dict made = call_python(*held, call.op, call.overload, format_args(call.args), opt.device,
+                                        opt.cache_mode, opt.cold_footprint_bytes);
       CallInfo info =
           generated_kernel_info(call, opt, made["dtype"].cast<std::string>(), made["device_kind"].cast<std::string>(),
                                 made["device_index"].cast<int>(), made["input_bytes"].cast<std::size_t>(),

@@ -183,12 +183,6 @@ bool holds_tensor_spec(const ArgValue& v) {
   return false;
 }
 
-bool is_out_overload(const c10::FunctionSchema& schema) {
-  for (const auto& a : schema.arguments())
-    if (a.is_out()) return true;
-  return false;
-}
-
 BoundCall bind_to(const c10::OperatorHandle& handle, const OpCall& call, c10::Device device, uint64_t seed, bool dry) {
   const c10::FunctionSchema& schema = handle.schema();
   Binder b{call, schema, device, seeded_generator(device, seed, dry), {}, {}, dry};
@@ -345,6 +339,11 @@ std::vector<std::string> similar_op_names(const std::string& name, std::size_t m
   std::vector<std::string> names;
   for (const auto& n : c10::Dispatcher::singleton().getAllOpNames()) names.push_back(n.name);
   return closest(name, names, max);
+}
+
+bool is_out_overload(const c10::FunctionSchema& schema) {
+  const auto& args = schema.arguments();
+  return std::any_of(args.begin(), args.end(), [](const c10::Argument& a) { return a.is_out(); });
 }
 
 }  // namespace opcost

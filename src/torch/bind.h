@@ -35,4 +35,8 @@ BoundCall bind_call(const OpCall& call, c10::Device device, uint64_t seed);
 // file's entries can all be checked before anything is measured.
 BoundCall check_call(const OpCall& call, c10::Device device);
 
+// Whether the schema writes into an out= argument (aten::addmm.out): such overloads are not
+// replayed, and the inventory lists them as their functional twin.
+bool is_out_overload(const c10::FunctionSchema& schema);
+
 }  // namespace opcost

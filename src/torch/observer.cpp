@@ -19,6 +19,7 @@
 #include "core/inventory/cache_reuse.h"
 #include "core/inventory/compiled_kernel_name.h"
 #include "core/spec/op_call.h"
+#include "torch/bind.h"
 #include "torch/canonical_form.h"
 #include "torch/dtype_codes.h"
 #include "torch/input_values.h"
@@ -592,11 +593,6 @@ std::optional<c10::OperatorHandle> functional_twin(const c10::FunctionSchema& ou
   return std::nullopt;
 }
 
-bool is_out_overload(const c10::FunctionSchema& schema) {
-  const auto& args = schema.arguments();
-  return std::any_of(args.begin(), args.end(), [](const c10::Argument& a) { return a.is_out(); });
-}
-
 // The call's canonical arguments (torch/canonical_form), from what the observer kept of them,
 // as `schema`'s (the call's own, or its functional twin's: the first arguments of both).
 std::string signature_args(const Call& call, const c10::FunctionSchema& schema) {
@@ -660,7 +656,13 @@ Inventory inventory_of(const Capture& capture, const std::vector<std::vector<int
       }
     key.assign(op).append(1, '.').append(overload).append(1, '\0');
     bool keyed = true;
-    for (const auto& s : call.slots) keyed = keyed && append_key(key, s);
+    for (const auto& s : call.slots) {
+      // A generated kernel's touches (its tensors' addresses, last) differ launch by launch; its
+      // signature is its argument texts alone.
+      const auto* v = std::get_if<c10::IValue>(&s);
+      if (!call.handle && v && v->isIntList()) continue;
+      keyed = keyed && append_key(key, s);
+    }
     const auto known = keyed ? formatted.find(key) : formatted.end();
     const std::string text = known != formatted.end() ? known->second
                              : schema                 ? signature_args(call, *schema)

@@ -200,8 +200,8 @@ nlohmann::json call_estimate_document(const OpCall& call, const std::string& gpu
                                             {"high", e.anchor->row_time_high_us}}},
                                           {"time_ratio", e.anchor->time_ratio},
                                           {"interval",
-                                           {{"time", anchor_interval_words(e.anchor->time_interval_fitted)},
-                                            {"energy", anchor_interval_words(e.anchor->energy_interval_fitted)}}}}
+                                           {{"time", e.anchor->time_interval_fitted ? "fitted" : "relative"},
+                                            {"energy", e.anchor->energy_interval_fitted ? "fitted" : "relative"}}}}
                          : nlohmann::json(nullptr);
   return j;
 }

@@ -55,7 +55,7 @@ struct EstimateAnchor {
   bool time_interval_fitted = false, energy_interval_fitted = false;
 };
 
-// How an anchor's figures got their interval, for JSON and text: {"time": ..., "energy": ...}.
+// How an anchor's figure got its interval, in words for the text line.
 const char* anchor_interval_words(bool fitted);
 
 // `est`, the model's estimate of `call`, scaled from the nearest of `rows` (the call's rows at
@@ -81,7 +81,8 @@ CallEstimate estimate_call(const CostModel& model, const OpCall& call, const std
                            const std::string& gpu, const std::string& db_location);
 // estimate_document with "anchor": {row_args, row_extent, call_extent, row_time_us (the row's
 // median, with its interval as {estimate, low, high}), time_ratio, interval ({time, energy}:
-// which interval each figure carries, anchor_interval_words)} or null.
+// "fitted" for the fit's interval of scaled estimates, "relative" for the model's relative
+// width)} or null.
 nlohmann::json call_estimate_document(const OpCall& call, const std::string& gpu, const CallEstimate& e);
 
 // The cost model --estimate uses: --cost-model's file, else the newest stored in `db` (none

@@ -167,11 +167,14 @@ std::string entry_failure(const Inventory& inv, const InventoryEntry& en, const 
       why.erase(0, prefix.size());
       break;
     }
-  // A generated kernel that could not be replayed is still in the measured step and its trace.
-  const std::string fix = is_compiled_kernel_name(en.op)
-                              ? "read its time and energy in the measured step, or per layer with "
-                                "opcost.trace_model(model, x, energy=True)"
-                              : fix_for(out.error_kind, en.signature(), out.from_arguments);
+  // A generated kernel that could not be replayed is still in the measured step and its trace;
+  // one that ran out of memory gets that fix first.
+  std::string fix = fix_for(out.error_kind, en.signature(), out.from_arguments);
+  if (is_compiled_kernel_name(en.op))
+    fix = out.error_kind == ReplayError::Kind::kOutOfMemory
+              ? fmt::format("{}; or read its time and energy in the measured step", fix)
+              : "read its time and energy in the measured step, or per layer with "
+                "opcost.trace_model(model, x, energy=True)";
   notes.failed(failure_line(inv, en, why, fix));
   return fmt::format("{}; fix: {}", why, fix);
 }

@@ -187,6 +187,20 @@ def test_a_generated_kernels_tensors_take_part_in_the_cache_classing():
     assert "arg0" not in fused.cold_args and {"arg1", "arg2"} <= set(fused.cold_args), fused.cold_args
 
 
+def test_a_cold_replay_rotates_its_cold_inputs_as_an_operators_does(compiled_inventory):
+    fused = next(o for o in _generated(compiled_inventory) if "native_layer_norm" in o.op)
+    footprint = 1 << 20
+    warm = _compiled.make_replay(fused.op, fused.overload, fused.args, "cpu", "warm", footprint)
+    assert warm["input_sets"] == 1
+    # Copies of the cold inputs spanning the footprint, on the CPU too (as torch/replay.cpp does).
+    cold = _compiled.make_replay(fused.op, fused.overload, fused.args, "cpu", "cold:arg1", footprint)
+    arg1 = _compiled._value(dict(_compiled._ARG.findall(fused.args))["1"], torch.device("cpu"), torch.Generator())
+    assert cold["input_sets"] == min(256, max(2, -(-footprint // arg1.untyped_storage().nbytes())))
+    cold["call"]()
+    with pytest.raises(ValueError, match=r"'arg99' is no argument of this kernel; name them arg0 to arg"):
+        _compiled.make_replay(fused.op, fused.overload, fused.args, "cpu", "cold:arg99", footprint)
+
+
 def test_a_replay_of_a_generated_kernel_reads_zeros_for_indices():
     # Index tensors are zeros: a generated kernel checks its indices on the device.
     t = _compiled._value("i64[6]", torch.device("cpu"), torch.Generator().manual_seed(0))
