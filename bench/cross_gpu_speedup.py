@@ -49,8 +49,15 @@ def main() -> int:
     except OSError as e:
         print(f"cross_gpu_speedup: {e.filename}: {e.strerror}", file=sys.stderr)
         return 2
+    devices = []
+    for path, rows in ((args.a_rows, a_rows), (args.b_rows, b_rows)):
+        found = sorted({r.device for r in rows})
+        if len(found) != 1:
+            print(f"cross_gpu_speedup: {path}: give the rows of one GPU; it has "
+                  f"{', '.join(found) if found else 'no usable row'}", file=sys.stderr)
+            return 2
+        devices += found
     profiles = {**_fit.gpu_profiles(a_rows), **_fit.gpu_profiles(b_rows)}
-    devices = [a_rows[0].device, b_rows[0].device]
     byte_rate_ratio = profiles[devices[1]]["achieved_GBps"] / profiles[devices[0]]["achieved_GBps"]
     by_family = collections.defaultdict(list)
     for key in a.keys() & b.keys():
