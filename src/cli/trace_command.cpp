@@ -67,7 +67,8 @@ int run_trace_command(TraceCliOptions o) {
   }
   const bool table = o.table || (o.output.empty() && o.html.empty());
   if (table || !o.html.empty()) {
-    const TraceTable t = o.group_by == "layer" ? layer_table(run) : op_table(run, o.group_by == "shape");
+    TraceTable t = o.group_by == "layer" ? layer_table(run) : op_table(run, o.group_by == "shape");
+    t.timeline = compact_timeline(run);
     if (table)
       write_file("",
                  make_reporter(o.json ? ReportFormat::kJson : ReportFormat::kText)->trace_table(t, o.sort_by, o.limit));

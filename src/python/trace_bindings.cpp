@@ -17,9 +17,11 @@ namespace opcost {
 namespace {
 
 TraceTable table_of(const TraceRun& run, const std::string& group_by) {
-  if (group_by == "layer") return layer_table(run);
-  if (group_by == "op" || group_by == "shape") return op_table(run, group_by == "shape");
-  throw std::invalid_argument("group_by='" + group_by + "': use 'op', 'shape' or 'layer'");
+  if (group_by != "layer" && group_by != "op" && group_by != "shape")
+    throw std::invalid_argument("group_by='" + group_by + "': use 'op', 'shape' or 'layer'");
+  TraceTable t = group_by == "layer" ? layer_table(run) : op_table(run, group_by == "shape");
+  t.timeline = compact_timeline(run);
+  return t;
 }
 
 }  // namespace

@@ -240,6 +240,22 @@ def check_page(kind, fixture, page, out, browser, fails, expect_input_unchanged=
     return scan
 
 
+def check_timeline(fixture, scan, fails):
+    """The trace fixture is a GPU trace with its timeline: the page draws its samples and lanes."""
+    with open(fixture, encoding="utf-8") as f:
+        timeline = json.load(f).get("timeline")
+    if not isinstance(timeline, dict) or not timeline.get("counters") or not timeline.get("lanes"):
+        fails.add(fixture, "no timeline with counters and lanes: record the fixture with `opcost trace --energy --json` on a GPU")
+        return
+    keys = [a["data-key"] for a in scan.numbers if a.get("data-key", "").startswith("/data/timeline/")]
+    samples = sum(len(c["samples"]) for c in timeline["counters"][:6])
+    # Each sample twice (its marker and its table row's value) plus its time in the table.
+    if sum("/samples/" in k for k in keys) < 3 * samples:
+        fails.add(fixture, f"the timeline's {samples} samples are not all drawn and tabled")
+    if sum(k.endswith("/busy_us") for k in keys) < min(len(timeline["lanes"]), 32):
+        fails.add(fixture, "a lane of the timeline has no busy time in its table")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--opcost", required=True)
@@ -264,7 +280,9 @@ def main() -> int:
         if run.returncode != 0:
             fails.add(fixture, f"opcost report exited {run.returncode}: {run.stderr.strip()}")
             continue
-        check_page(kind, fixture, page, args.out, args.chromium, fails)
+        scan = check_page(kind, fixture, page, args.out, args.chromium, fails)
+        if kind == "trace" and scan is not None:
+            check_timeline(fixture, scan, fails)
 
     # The large sweep: 10,000 rows copied from the real sweep fixture (make_big_sweep.py says how).
     if "sweep" in present:

@@ -424,6 +424,7 @@ nlohmann::json to_json(const TraceTable& t) {
   } else if (!t.energy_why.empty()) {
     j["energy_unavailable"] = t.energy_why;
   }
+  if (t.timeline && !t.timeline->empty()) j["timeline"] = to_json(*t.timeline);
   return j;
 }
 

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/trace/activities.h"
+#include "core/trace/compact_timeline.h"
 
 namespace opcost {
 
@@ -50,6 +51,9 @@ struct TraceTable {
   std::optional<StepMeasurement> measured_step;
   std::optional<EnergyTotals> energy;  // the run's
   std::string energy_why;              // why there is none, when energy was asked for
+  // For the HTML report: counters and busy spans over time (set by the commands that write a
+  // table for a reader, not by op_table / layer_table).
+  std::optional<CompactTimeline> timeline;
 };
 
 TraceTable op_table(const TraceRun& run, bool by_shape);

@@ -1,0 +1,196 @@
+#include "core/trace/compact_timeline.h"
+
+#include <algorithm>
+#include <cstddef>
+#include <limits>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+
+namespace opcost {
+
+namespace {
+
+constexpr int kDeepestLaneDepth = 4;
+
+int64_t origin_of(const TraceRun& run) {
+  if (!run.steps.empty()) {
+    int64_t o = std::numeric_limits<int64_t>::max();
+    for (const auto& s : run.steps) o = std::min(o, s.start_ns);
+    return o;
+  }
+  int64_t o = std::numeric_limits<int64_t>::max();
+  for (const auto& a : run.device_activities) o = std::min(o, a.start_ns);
+  for (const auto& c : run.ops) o = std::min(o, c.start_ns);
+  for (const auto& t : run.counters)
+    for (const auto& s : t.samples) o = std::min(o, s.first);
+  return o == std::numeric_limits<int64_t>::max() ? 0 : o;
+}
+
+// Keeps at most `limit` samples: per bucket of consecutive samples its first, lowest and
+// highest, in time order, so that a peak between kept samples is never thinned away.
+std::vector<std::pair<int64_t, double>> thin(const std::vector<std::pair<int64_t, double>>& s, std::size_t limit) {
+  if (s.size() <= limit) return s;
+  if (limit < 3) return {s.begin(), s.begin() + std::ptrdiff_t(limit)};
+  const std::size_t buckets = limit / 3;
+  std::vector<std::pair<int64_t, double>> kept;
+  for (std::size_t b = 0; b < buckets; ++b) {
+    const std::size_t from = s.size() * b / buckets, to = s.size() * (b + 1) / buckets;
+    if (from >= to) continue;
+    std::size_t lo = from, hi = from;
+    for (std::size_t i = from; i < to; ++i) {
+      if (s[i].second < s[lo].second) lo = i;
+      if (s[i].second > s[hi].second) hi = i;
+    }
+    std::set<std::size_t> pick{from, lo, hi};
+    for (std::size_t i : pick) kept.push_back(s[i]);
+  }
+  return kept;
+}
+
+// The layer a lane at `depth` stands for: the enclosing layer at that depth, or the layer
+// itself where it is shallower.
+int ancestor_at(const TraceRun& run, int layer, int depth) {
+  while (layer >= 0 && run.layers[std::size_t(layer)].depth > depth) layer = run.layers[std::size_t(layer)].parent;
+  return layer;
+}
+
+std::string lane_name(const TraceRun& run, const DeviceActivity& a, int depth) {
+  if (a.op < 0) return "(not tied to a call)";
+  const int layer = ancestor_at(run, run.ops[std::size_t(a.op)].layer, depth);
+  return layer < 0 ? "(no layer)" : run.layers[std::size_t(layer)].name;
+}
+
+// The deepest level of the module tree whose lanes fit the limit (the outermost when none
+// does); a deeper level that names the same lanes as the one above adds nothing.
+int lane_depth_of(const TraceRun& run, std::size_t lanes) {
+  int chosen = 0;
+  std::set<std::string> chosen_names;
+  for (int d = 0; d <= kDeepestLaneDepth; ++d) {
+    std::set<std::string> names;
+    for (const auto& a : run.device_activities) names.insert(lane_name(run, a, d));
+    if (names.size() > lanes) break;
+    if (d == 0 || names != chosen_names) {
+      chosen = d;
+      chosen_names = std::move(names);
+    }
+  }
+  return chosen;
+}
+
+std::size_t merge_spans(std::vector<TimelineLane>& lanes,
+                        const std::vector<std::vector<std::pair<double, double>>>& raw, double gap_us) {
+  std::size_t n = 0;
+  for (std::size_t i = 0; i < lanes.size(); ++i) {
+    auto& out = lanes[i].spans_us;
+    out.clear();
+    for (const auto& s : raw[i]) {
+      if (!out.empty() && s.first - out.back().second <= gap_us)
+        out.back().second = std::max(out.back().second, s.second);
+      else
+        out.push_back(s);
+    }
+    n += out.size();
+  }
+  return n;
+}
+
+}  // namespace
+
+CompactTimeline compact_timeline(const TraceRun& run, const CompactTimelineLimits& limits) {
+  CompactTimeline t;
+  t.origin_ns = origin_of(run);
+  t.origin_is_step = !run.steps.empty();
+  const auto us = [&](int64_t ns) { return double(ns - t.origin_ns) / 1000.0; };
+  for (const auto& s : run.steps) t.steps_us.emplace_back(us(s.start_ns), us(s.end_ns));
+  t.counters_unavailable = run.counters_unavailable;
+  for (const auto& track : run.counters) {
+    if (track.samples.empty()) continue;
+    auto sorted = track.samples;
+    std::stable_sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    TimelineCounter c{track.name, {}, sorted.size()};
+    for (const auto& [ns, v] : thin(sorted, limits.samples_per_track)) c.samples.emplace_back(us(ns), v);
+    t.counters.push_back(std::move(c));
+  }
+
+  t.activities = run.device_activities.size();
+  t.lane_depth = lane_depth_of(run, std::max<std::size_t>(limits.lanes, 1));
+  std::map<std::string, std::size_t> index;
+  std::vector<std::vector<std::pair<double, double>>> raw;
+  for (const auto& a : run.device_activities) {
+    const std::string name = lane_name(run, a, t.lane_depth);
+    auto [it, fresh] = index.try_emplace(name, t.lanes.size());
+    if (fresh) {
+      t.lanes.push_back(TimelineLane{name, 0, 0, {}});
+      raw.emplace_back();
+    }
+    TimelineLane& lane = t.lanes[it->second];
+    lane.busy_us += double(a.duration_ns()) / 1000.0;
+    ++lane.activities;
+    raw[it->second].emplace_back(us(a.start_ns), us(a.end_ns));
+  }
+  // The most busy first; past the limit, the rest share one lane.
+  std::vector<std::size_t> order(t.lanes.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::size_t a, std::size_t b) { return t.lanes[a].busy_us > t.lanes[b].busy_us; });
+  const std::size_t max_lanes = std::max<std::size_t>(limits.lanes, 1);
+  const std::size_t kept = order.size() <= max_lanes ? order.size() : max_lanes - 1;
+  std::vector<TimelineLane> lanes;
+  std::vector<std::vector<std::pair<double, double>>> lane_raw;
+  for (std::size_t k = 0; k < order.size(); ++k) {
+    const std::size_t i = order[k];
+    if (k < kept) {
+      lanes.push_back(std::move(t.lanes[i]));
+      lane_raw.push_back(std::move(raw[i]));
+      continue;
+    }
+    if (k == kept) {
+      lanes.push_back(TimelineLane{"(other layers)", 0, 0, {}});
+      lane_raw.emplace_back();
+    }
+    lanes.back().busy_us += t.lanes[i].busy_us;
+    lanes.back().activities += t.lanes[i].activities;
+    lane_raw.back().insert(lane_raw.back().end(), raw[i].begin(), raw[i].end());
+  }
+  t.lanes = std::move(lanes);
+  double first = std::numeric_limits<double>::max(), last = std::numeric_limits<double>::lowest();
+  for (auto& r : lane_raw) {
+    std::sort(r.begin(), r.end());
+    if (!r.empty()) first = std::min(first, r.front().first);
+    for (const auto& s : r) last = std::max(last, s.second);
+  }
+  // Touching and overlapping activities always merge; past the span limit, so do ever wider gaps.
+  double gap = 0;
+  const double range = last > first ? last - first : 1.0;
+  while (merge_spans(t.lanes, lane_raw, gap) > std::max<std::size_t>(limits.spans, t.lanes.size()))
+    gap = gap == 0 ? range / double(std::max<std::size_t>(limits.spans, 1)) / 4 : gap * 2;
+  t.merge_gap_us = gap;
+  return t;
+}
+
+nlohmann::json to_json(const CompactTimeline& t) {
+  const auto pairs = [](const std::vector<std::pair<double, double>>& v) {
+    nlohmann::json a = nlohmann::json::array();
+    for (const auto& [x, y] : v) a.push_back({x, y});
+    return a;
+  };
+  nlohmann::json counters = nlohmann::json::array();
+  for (const auto& c : t.counters)
+    counters.push_back({{"name", c.name}, {"samples_in_trace", c.samples_in_trace}, {"samples", pairs(c.samples)}});
+  nlohmann::json lanes = nlohmann::json::array();
+  for (const auto& l : t.lanes)
+    lanes.push_back(
+        {{"name", l.name}, {"busy_us", l.busy_us}, {"activities", l.activities}, {"spans_us", pairs(l.spans_us)}});
+  nlohmann::json j = {{"origin", t.origin_is_step ? "the first kept step's start" : "the trace's first event"},
+                      {"steps_us", pairs(t.steps_us)},
+                      {"counters", counters},
+                      {"lane_depth", t.lane_depth},
+                      {"merge_gap_us", t.merge_gap_us},
+                      {"device_activities", t.activities},
+                      {"lanes", lanes}};
+  if (!t.counters_unavailable.empty()) j["counters_unavailable"] = t.counters_unavailable;
+  return j;
+}
+
+}  // namespace opcost
