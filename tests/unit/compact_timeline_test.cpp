@@ -30,6 +30,9 @@ TraceRun small_run() {
   return run;
 }
 
+// "layer1.0" ... "layer1.7", then "layer2.0" ... "layer2.7".
+std::string fmt_block(int b) { return "layer" + std::to_string(1 + b / 8) + "." + std::to_string(b % 8); }
+
 const TimelineLane& lane_named(const CompactTimeline& t, const std::string& name) {
   for (const auto& l : t.lanes)
     if (l.name == name) return l;
@@ -40,7 +43,7 @@ const TimelineLane& lane_named(const CompactTimeline& t, const std::string& name
 
 TEST(CompactTimeline, LanesAreTheDeepestDistinctLayersAndTimesCountFromTheFirstStep) {
   const CompactTimeline t = compact_timeline(small_run());
-  EXPECT_EQ(t.lane_depth, 1);  // block.fc; deeper levels name the same lanes
+  EXPECT_EQ(t.lane_path_parts, 2);  // block.fc; longer prefixes name the same lanes
   ASSERT_EQ(t.lanes.size(), 3u);
   const TimelineLane& fc = lane_named(t, "block.fc");
   EXPECT_EQ(fc.activities, 2u);
@@ -81,6 +84,28 @@ TEST(CompactTimeline, TheTableCarriesItOnlyWhereSet) {
   t.timeline = compact_timeline(run);
   EXPECT_TRUE(t.timeline->empty());
   EXPECT_FALSE(to_json(t).contains("timeline"));  // nothing to draw: no key
+}
+
+// A model that opens "layer1.0" with no "layer1" range around it (opcost's built-in ResNets):
+// lanes still go by the path, "layer1" and "layer2", not one lane for the root.
+TEST(CompactTimeline, LanesGoByModulePathWhereNoRangeEnclosesABlock) {
+  TraceRun run;
+  run.steps = {{"ProfilerStep#0", 1, 0, 10'000}};
+  run.layers = {{"net", 1, 0, 9000}};
+  uint64_t corr = 1;
+  for (int b = 0; b < 16; ++b) {
+    const std::string block = fmt_block(b);
+    const int64_t t0 = 100 + b * 500;
+    run.layers.push_back({block, 1, t0, t0 + 400});
+    run.ops.push_back({"aten::conv2d", "", 1, t0 + 10, t0 + 20, {corr}});
+    run.device_activities.push_back({"k", "kernel", 0, 7, t0 + 100, t0 + 300, corr++});
+  }
+  tie_activities(run);
+  const CompactTimeline t = compact_timeline(run);
+  EXPECT_EQ(t.lane_path_parts, 1);  // 16 blocks would be over 12 lanes
+  ASSERT_EQ(t.lanes.size(), 2u);
+  EXPECT_EQ(lane_named(t, "layer1").activities, 8u);
+  EXPECT_EQ(lane_named(t, "layer2").activities, 8u);
 }
 
 // 20 top-level layers, 50 kernels each, 1 µs apart, and a power track of 999 samples with one

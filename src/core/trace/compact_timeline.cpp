@@ -11,7 +11,7 @@ namespace opcost {
 
 namespace {
 
-constexpr int kDeepestLaneDepth = 4;
+constexpr int kLongestLanePath = 4;  // module-path components
 
 int64_t origin_of(const TraceRun& run) {
   if (!run.steps.empty()) {
@@ -48,30 +48,36 @@ std::vector<std::pair<int64_t, double>> thin(const std::vector<std::pair<int64_t
   return kept;
 }
 
-// The layer a lane at `depth` stands for: the enclosing layer at that depth, or the layer
-// itself where it is shallower.
-int ancestor_at(const TraceRun& run, int layer, int depth) {
-  while (layer >= 0 && run.layers[std::size_t(layer)].depth > depth) layer = run.layers[std::size_t(layer)].parent;
-  return layer;
+// The first `parts` components of a module path ("layer1.0.conv1", 1: "layer1"). Lanes go by
+// path, not by the nesting of the traced ranges: a model may open "layer1.0" with no "layer1"
+// range around it (opcost's built-in ResNets do), and its lanes are still layer1 ... layer4.
+std::string path_prefix(const std::string& path, int parts) {
+  std::size_t end = std::string::npos, from = 0;
+  for (int k = 0; k < parts; ++k) {
+    end = path.find('.', from);
+    if (end == std::string::npos) return path;
+    from = end + 1;
+  }
+  return path.substr(0, end);
 }
 
-std::string lane_name(const TraceRun& run, const DeviceActivity& a, int depth) {
+std::string lane_name(const TraceRun& run, const DeviceActivity& a, int parts) {
   if (a.op < 0) return "(not tied to a call)";
-  const int layer = ancestor_at(run, run.ops[std::size_t(a.op)].layer, depth);
-  return layer < 0 ? "(no layer)" : run.layers[std::size_t(layer)].name;
+  const int layer = run.ops[std::size_t(a.op)].layer;
+  return layer < 0 ? "(no layer)" : path_prefix(run.layers[std::size_t(layer)].name, parts);
 }
 
-// The deepest level of the module tree whose lanes fit the limit (the outermost when none
-// does); a deeper level that names the same lanes as the one above adds nothing.
-int lane_depth_of(const TraceRun& run, std::size_t lanes) {
-  int chosen = 0;
+// The longest path prefix whose lanes fit the limit (one component when none does); a longer
+// one that names the same lanes as the shorter adds nothing.
+int lane_path_parts_of(const TraceRun& run, std::size_t lanes) {
+  int chosen = 1;
   std::set<std::string> chosen_names;
-  for (int d = 0; d <= kDeepestLaneDepth; ++d) {
+  for (int parts = 1; parts <= kLongestLanePath; ++parts) {
     std::set<std::string> names;
-    for (const auto& a : run.device_activities) names.insert(lane_name(run, a, d));
+    for (const auto& a : run.device_activities) names.insert(lane_name(run, a, parts));
     if (names.size() > lanes) break;
-    if (d == 0 || names != chosen_names) {
-      chosen = d;
+    if (parts == 1 || names != chosen_names) {
+      chosen = parts;
       chosen_names = std::move(names);
     }
   }
@@ -114,11 +120,11 @@ CompactTimeline compact_timeline(const TraceRun& run, const CompactTimelineLimit
   }
 
   t.activities = run.device_activities.size();
-  t.lane_depth = lane_depth_of(run, std::max<std::size_t>(limits.lanes, 1));
+  t.lane_path_parts = lane_path_parts_of(run, std::max<std::size_t>(limits.lanes, 1));
   std::map<std::string, std::size_t> index;
   std::vector<std::vector<std::pair<double, double>>> raw;
   for (const auto& a : run.device_activities) {
-    const std::string name = lane_name(run, a, t.lane_depth);
+    const std::string name = lane_name(run, a, t.lane_path_parts);
     auto [it, fresh] = index.try_emplace(name, t.lanes.size());
     if (fresh) {
       t.lanes.push_back(TimelineLane{name, 0, 0, {}});
@@ -185,7 +191,7 @@ nlohmann::json to_json(const CompactTimeline& t) {
   nlohmann::json j = {{"origin", t.origin_is_step ? "the first kept step's start" : "the trace's first event"},
                       {"steps_us", pairs(t.steps_us)},
                       {"counters", counters},
-                      {"lane_depth", t.lane_depth},
+                      {"lane_path_parts", t.lane_path_parts},
                       {"merge_gap_us", t.merge_gap_us},
                       {"device_activities", t.activities},
                       {"lanes", lanes}};

@@ -39,7 +39,7 @@ struct CompactTimeline {
   std::vector<std::pair<double, double>> steps_us;
   std::vector<TimelineCounter> counters;
   std::vector<TimelineLane> lanes;  // by busy time, the most first
-  int lane_depth = 0;               // layers' depth the lanes are drawn at (0: outermost)
+  int lane_path_parts = 1;          // module-path components a lane's name keeps ("layer1": 1)
   // Device activities closer than this in one lane are drawn as one span (0: none merged).
   double merge_gap_us = 0;
   std::size_t activities = 0;
