@@ -120,6 +120,35 @@ TEST(AdaptiveStop, MinimumTimeHoldsOffALuckyStart) {
   EXPECT_EQ(n, 20);
 }
 
+TEST(AdaptiveStop, APartOfAWholeStopsAtItsShareSizedTarget) {
+  // A 5 µs host call with 20% noise, once in a 10 ms step whose interval is 1%: its share is
+  // 0.05%, so ±44% would do. Alone (no whole) the 1% target is far off after 10 samples.
+  std::normal_distribution<double> d(5.0, 1.0);
+  StoppingCriterion part{0.01, 10, 0.0, 10.0, 100000};
+  part.share_of = {10'000, 1, 0.01};
+  std::mt19937_64 rng(17);
+  AdaptiveStop stop(part);
+  int n = 0;
+  while (!stop.done()) stop.add(d(rng), 0.001 * ++n);
+  EXPECT_EQ(stop.reason(), StopReason::kConverged);
+  EXPECT_EQ(n, 10);
+  EXPECT_NEAR(stop.target_rel_ci95(), part_rel_ci95(0.01, stop.stats().mean() / 10'000), 1e-12);
+  EXPECT_GT(stop.target_rel_ci95(), 0.3);
+
+  rng.seed(17);
+  AdaptiveStop alone({0.01, 10, 0.0, 10.0, 100000});
+  for (int i = 1; i <= 10; ++i) alone.add(d(rng), 0.001 * i);
+  EXPECT_FALSE(alone.done());
+  EXPECT_DOUBLE_EQ(alone.target_rel_ci95(), 0.01);
+
+  // A part that is most of the whole is held to the whole's interval, not loosened.
+  StoppingCriterion big{0.05, 10, 0.0, 10.0, 100000};
+  big.share_of = {5.0, 1, 0.01};
+  AdaptiveStop held(big);
+  held.add(5.0, 0.001);
+  EXPECT_DOUBLE_EQ(held.target_rel_ci95(), 0.05);  // the call's own target, looser than the share's
+}
+
 TEST(PartRelCi95, PartsAtTheirTargetsKeepTheWholeWithinItsOwn) {
   // Shares as a model's operators hold them: a few large, many small, summing to 1.
   const std::vector<double> shares = {0.3, 0.2, 0.1, 0.1, 0.08, 0.07, 0.05, 0.04, 0.03, 0.02, 0.01};

@@ -22,13 +22,19 @@ std::string to_string(StopReason r) {
 void AdaptiveStop::add(double sample, double elapsed_s) {
   stats_.add(sample);
   if (done()) return;
-  if (stats_.count() >= c_.min_samples && elapsed_s >= c_.min_seconds && stats_.rel_ci95() <= c_.target_rel_ci95) {
+  if (stats_.count() >= c_.min_samples && elapsed_s >= c_.min_seconds && stats_.rel_ci95() <= target_rel_ci95()) {
     reason_ = StopReason::kConverged;
   } else if (elapsed_s >= c_.max_seconds) {
     reason_ = StopReason::kTimeBudget;
   } else if (stats_.count() >= c_.max_samples) {
     reason_ = StopReason::kSampleBudget;
   }
+}
+
+double AdaptiveStop::target_rel_ci95() const {
+  const auto& part = c_.share_of;
+  if (!(part.whole_us > 0) || stats_.count() == 0) return c_.target_rel_ci95;
+  return std::max(c_.target_rel_ci95, part_rel_ci95(part.whole_rel_ci95, part.calls * stats_.mean() / part.whole_us));
 }
 
 double part_rel_ci95(double whole_rel_ci95, double share) {

@@ -15,6 +15,16 @@ struct StoppingCriterion {
   double min_seconds = 0.05;  // do not stop on a lucky first few samples
   double max_seconds = 1.0;   // budget: stop and report the CI achieved
   std::size_t max_samples = 100000;
+  // A part of a whole (an operator's host time in a model's step): its interval need only keep
+  // the whole's, so the target loosens with the part's share, calls × running mean / the
+  // whole's time (part_rel_ci95). A view of 3 µs in a step of 10 ms meets it in its first
+  // samples. Unset (whole_us 0): target_rel_ci95 alone.
+  struct Share {
+    double whole_us = 0;
+    double calls = 1;
+    double whole_rel_ci95 = 0;
+  };
+  Share share_of;
 };
 
 enum class StopReason { kRunning, kConverged, kTimeBudget, kSampleBudget };
@@ -28,6 +38,8 @@ class AdaptiveStop {
   bool done() const { return reason_ != StopReason::kRunning; }
   StopReason reason() const { return reason_; }
   const RunningStats& stats() const { return stats_; }
+  // The relative interval it stops at, now: target_rel_ci95, or the share's where looser.
+  double target_rel_ci95() const;
 
  private:
   StoppingCriterion c_;
