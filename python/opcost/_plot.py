@@ -5,6 +5,7 @@ that a result saved yesterday plots as the one in hand does::
     pred.plot(by="layer", metric="energy")          # Prediction: sorted bars, the whole step beside
     trace.plot(by="layer")                          # Trace: energy and power per layer, the closure
     sweep.plot(x="cin", y="time_us", hue="dtype")   # SweepResult: points with their intervals
+    cmp.plot(by="step", metric="energy")            # Comparison: differences to the baseline, each step
     opcost.plot("validate.json")                    # any of them from a saved JSON file
 
 A figure is returned, never shown: it is a ``matplotlib.figure.Figure`` made without pyplot, so
@@ -34,6 +35,10 @@ LABEL_MAX_CHARS = 48  # an operator's signature runs to hundreds of characters: 
 _SERIES_LIGHTNESS = (0.0, 0.45, 0.75, 0.2, 0.6, 0.9, 0.1, 0.35, 0.55, 0.8)
 _MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*", "<", ">")
 _BAR_COLOUR, _OTHER_COLOUR, _MEASURED_COLOUR = "#3b528b", "#c8c8c8", "#1f1f1f"
+# A series' hatch beside its lightness (grouped bars): the first plain, as the single-series bars are.
+_SERIES_HATCHES = ("", "xx", "//", "..", "\\\\", "++", "oo", "--", "||", "**")
+# A difference whose 95% interval includes 0: hatched and light, and "~" before its name, as the table marks it.
+_NOT_SIGNIFICANT_HATCH = "//"
 
 # What a metric is called in each result, with its unit and (where the JSON has one) its interval.
 _PREDICTION_METRICS = {"time": ("time_us", "µs"), "energy": ("energy_mJ", "mJ")}
@@ -41,6 +46,8 @@ _PREDICTION_METRICS = {"time": ("time_us", "µs"), "energy": ("energy_mJ", "mJ")
 _TRACE_METRICS = {"energy": ("energy_self_mJ", "energy_self_ci95_mJ", "mJ", "own energy"),
                   "gpu": ("gpu_self_us", None, "µs", "own GPU time"),
                   "cpu": ("cpu_self_us", None, "µs", "own CPU time")}
+# A comparison's figures: (key of the variant or layer, unit, what it is per step).
+_COMPARE_METRICS = {"time": ("time_us", "µs", "time"), "energy": ("energy_mJ", "mJ", "energy")}
 # A sweep row's figures: (path to the value, paths to the interval's ends, unit).
 _SWEEP_METRICS = {
     "time_us": (("time_us", "mean"), (("time_us", "ci95_low"), ("time_us", "ci95_high")), "µs"),
@@ -101,8 +108,9 @@ def _top_and_rest(rows: List[Tuple[str, float, Optional[float]]], top: int, noun
     return shown, (f"other {len(rest)} {noun}", sum(r[1] for r in rest), ci)
 
 
-def _bars(ax, shown, other, unit: str, what: str) -> None:
-    """Horizontal bars, the largest at the top, the summed rest hatched and last."""
+def _bars(ax, shown, other, unit: str, what: str):
+    """Horizontal bars, the largest at the top, the summed rest hatched and last; returns them
+    (a caller marks some, as compare_figure does the differences within the noise)."""
     labels = [_short(r[0]) for r in shown] + ([other[0]] if other else [])
     values = [r[1] for r in shown] + ([other[1]] if other else [])
     cis = [r[2] for r in shown] + ([other[2]] if other else [])
@@ -118,6 +126,7 @@ def _bars(ax, shown, other, unit: str, what: str) -> None:
     ax.invert_yaxis()
     ax.set_xlabel(f"{what} ({unit})")
     ax.grid(axis="x", alpha=0.3)
+    return bars
 
 
 def _whole(ax, entries: List[Tuple[str, Optional[float], Optional[float]]], unit: str, what: str) -> None:
@@ -231,6 +240,157 @@ def trace_figure(table: Dict[str, Any], metric: Optional[str] = None, top: int =
     return fig
 
 
+def _summary(summary: Any) -> Tuple[Optional[float], Optional[float]]:
+    """A JSON summary's (``{"mean", "ci95", "samples"}``) mean and 95% half-width; None where
+    absent (a ``ci95`` is null under 2 samples)."""
+    if not isinstance(summary, dict):
+        return None, None
+    return _number(summary.get("mean")), _number(summary.get("ci95"))
+
+
+def _relative_text(d: Dict[str, Any]) -> str:
+    """A difference to the baseline as the text table prints it: "-12.3% ±1.1%", and "~+0.4% ±0.9%"
+    where its interval includes 0, so that the figure and the table read alike."""
+    relative, ci = _number(d.get("relative")), _number(d.get("relative_ci95"))
+    if relative is None:
+        return "no figure"
+    if ci is None:
+        return f"{100 * relative:+.1f}% (no interval)"
+    return f"{'' if d.get('significant') else '~'}{100 * relative:+.1f}% ±{100 * ci:.1f}%"
+
+
+def _compare_title(doc: Dict[str, Any], variants: List[Dict[str, Any]], baseline: str) -> str:
+    base = next((v for v in variants if v.get("name") == baseline), {})
+    step = "training step" if doc.get("train") else "inference"
+    inputs = f", {base['input']}" if base.get("input") else ""
+    device = doc.get("device") or doc.get("device_kind") or "?"
+    return f"{doc.get('model') or 'model'} ({step}{inputs}) on {device}: variants against {baseline}"
+
+
+def compare_figure(doc: Dict[str, Any], by: str = "step", metric: str = "time", top: int = TOP_ROWS):
+    """A comparison's (``opcost compare --json``, ``Comparison.json``) figures. ``by="step"``: each
+    variant's difference to the baseline, relative and paired by round (the figure whose interval
+    decides significance, as in the table), with its 95% interval; one whose interval includes 0
+    is hatched, light and marked "~", so that noise does not read as a gain; beside it, each
+    variant's whole step with its interval. ``by="layer"``: the per-layer table's ``top`` layers
+    costliest in the baseline (then those only other variants have), a bar per variant with its
+    interval; a layer a variant lacks (fused away, not called) is marked absent, never drawn as 0."""
+    Figure = _figure_class()
+    _choice("by", by, ("step", "layer"))
+    key, unit, what = _COMPARE_METRICS[_choice("metric", metric, tuple(_COMPARE_METRICS))]
+    top = _check_top(top)
+    variants = [v for v in doc.get("variants") or [] if isinstance(v, dict)]
+    baseline = doc.get("baseline") or (variants[0].get("name") if variants else "?")
+    if metric == "energy" and (doc.get("energy_why") or any(_summary(v.get(key))[0] is None for v in variants)):
+        why = doc.get("energy_why") or "the result has no energy figures"
+        raise ValueError(f"metric='energy': no energy in this comparison ({why}); use metric='time'")
+    if by == "step":
+        return _compare_step_figure(Figure, doc, variants, baseline, metric, key, unit, what)
+    return _compare_layer_figure(Figure, doc, variants, baseline, metric, key, unit, top)
+
+
+def _compare_step_figure(Figure, doc: Dict[str, Any], variants: List[Dict[str, Any]], baseline: str, metric: str,
+                         key: str, unit: str, what: str):
+    differences = []  # (the variant's difference, drawn in % of the baseline)
+    for v in variants:
+        d = v.get(f"{metric}_vs_baseline")
+        if v.get("name") != baseline and isinstance(d, dict) and _number(d.get("relative")) is not None:
+            differences.append((v.get("name") or "?", d))
+    fig = Figure(figsize=(11, max(3.0, 0.6 * (len(variants) + 3))), layout="constrained")
+    diff_ax, whole_ax = fig.subplots(1, 2, width_ratios=(3, 2))
+    rows = [(("" if d.get("significant") else "~") + name, 100 * _number(d["relative"]),
+             None if (ci := _number(d.get("relative_ci95"))) is None else 100 * ci) for name, d in differences]
+    bars = _bars(diff_ax, rows, None, "%", f"{what} per step against {baseline}, paired by round")
+    for position, (bar, (_, d)) in enumerate(zip(bars, differences)):
+        if not d.get("significant"):
+            bar.set_hatch(_NOT_SIGNIFICANT_HATCH)
+            bar.set_facecolor(_OTHER_COLOUR)
+        # The figure past the interval's far end, where neither the bar nor its interval is.
+        _, value, ci = rows[position]
+        below = value < 0
+        diff_ax.annotate(_relative_text(d), (value + (-1 if below else 1) * (ci or 0.0), position),
+                         xytext=(-4 if below else 4, 0), textcoords="offset points", ha="right" if below else "left",
+                         va="center", fontsize=8)
+    diff_ax.axvline(0, color="black", linewidth=0.8)
+    # Room past the intervals' ends for those figures.
+    ends = [0.0] + [v + sign * (c or 0.0) for _, v, c in rows for sign in (-1, 1)]
+    span = (max(ends) - min(ends)) or 1.0
+    diff_ax.set_xlim(min(ends) - (0.3 if any(v < 0 for _, v, _ in rows) else 0.05) * span,
+                     max(ends) + (0.3 if any(v >= 0 for _, v, _ in rows) else 0.05) * span)
+    diff_ax.set_title("difference to the baseline, 95% CI; hatched and ~: the interval includes 0 "
+                      "(no significant difference)", fontsize=8)
+    _whole(whole_ax, [(f"{v.get('name')}\n(baseline)" if v.get("name") == baseline else str(v.get("name")),
+                       *_summary(v.get(key))) for v in variants], unit, f"{what} per step")
+    rounds = (doc.get("options") or {}).get("rounds")
+    whole_ax.set_title(f"each variant's step, 95% CI over {rounds or 'its'} rounds", fontsize=9)
+    fig.suptitle(_compare_title(doc, variants, baseline))
+    return fig
+
+
+def _compare_layer_figure(Figure, doc: Dict[str, Any], variants: List[Dict[str, Any]], baseline: str, metric: str,
+                          key: str, unit: str, top: int):
+    layers = doc.get("layers")
+    rows_in = [r for r in (layers.get("rows") or []) if isinstance(r, dict)] if isinstance(layers, dict) else []
+    if not rows_in:
+        why = doc.get("layers_why") or "the JSON has no per-layer table"
+        raise ValueError(f"by='layer': no per-layer comparison in this result ({why}); use by='step'")
+    names = list(layers.get("variants") or [v.get("name") for v in variants])
+    names.sort(key=lambda n: n != baseline)  # the baseline first, the others in the result's order
+
+    def figures(row: Dict[str, Any], name: str) -> Optional[Dict[str, Any]]:
+        """The layer's figures in this variant; None where the variant lacks the layer."""
+        f = (row.get("variants") or {}).get(name)
+        return f if isinstance(f, dict) else None
+
+    if metric == "energy" and not any(_summary(f.get(key))[0] is not None for r in rows_in for n in names
+                                      if (f := figures(r, n))):
+        raise ValueError("metric='energy' with by='layer': the per-layer table compares time only (energy is "
+                         "compared for the whole step); use metric='time' or by='step'")
+
+    def in_baseline(row: Dict[str, Any]) -> Optional[float]:
+        return _summary((figures(row, baseline) or {}).get(key))[0]
+
+    # The baseline's costliest first; a layer only other variants have after them, in the result's order.
+    ranked = sorted(rows_in, key=lambda r: (in_baseline(r) is None, -(in_baseline(r) or 0.0)))
+    shown = ranked[:top]
+    fig = Figure(figsize=(10, max(3.0, 0.2 * len(shown) * len(names) + 1.5)), layout="constrained")
+    ax = fig.subplots()
+    height = 0.8 / len(names)
+    for j, (name, colour) in enumerate(zip(names, _colours(len(names)))):
+        ys = [i + (j - (len(names) - 1) / 2) * height for i in range(len(shown))]
+        found = [figures(r, name) for r in shown]
+        means_cis = [_summary(f.get(key)) if f else (None, None) for f in found]
+        # An absent layer's bar is NaN (nothing drawn, not a zero) and labelled "absent" below.
+        values = [m if m is not None else math.nan for m, _ in means_cis]
+        ax.barh(ys, values, height=height, xerr=[c or 0.0 for _, c in means_cis], color=colour, edgecolor="black",
+                linewidth=0.5, hatch=_SERIES_HATCHES[j % len(_SERIES_HATCHES)],
+                error_kw={"ecolor": "dimgray", "capsize": 2}, label=name + (" (baseline)" if name == baseline else ""))
+        for y, f, (mean, ci) in zip(ys, found, means_cis):
+            if f is None:
+                ax.annotate("absent", (0, y), xytext=(3, 0), textcoords="offset points", ha="left", va="center",
+                            fontsize=7, style="italic", color="firebrick")
+            elif mean is None:
+                ax.annotate("n/a", (0, y), xytext=(3, 0), textcoords="offset points", ha="left", va="center",
+                            fontsize=7, style="italic")
+            elif name != baseline:
+                d = f.get(f"{metric}_vs_baseline")
+                label = _relative_text(d) if isinstance(d, dict) else "(new)"
+                ax.annotate(label, (mean + (ci or 0.0), y), xytext=(3, 0), textcoords="offset points", ha="left",
+                            va="center", fontsize=7)
+    ax.set_yticks(range(len(shown)), [_short(r.get("layer") or "") for r in shown], fontsize=8)
+    ax.invert_yaxis()
+    clock = "GPU time" if layers.get("time_kind") == "gpu" else "host time"
+    steps = (doc.get("options") or {}).get("layer_steps")
+    ax.set_xlabel(f"{clock if metric == 'time' else 'energy'} per step, inclusive of sublayers ({unit})")
+    ax.grid(axis="x", alpha=0.3)
+    ax.legend(fontsize=8, loc="lower right")
+    ax.set_title(f"per layer: the {len(shown)} costliest of {len(rows_in)} in {baseline}, over "
+                 f"{steps or 'the'} traced steps a variant (95% CI); absent: the variant has no such layer "
+                 "(fused away by compile, or not called)", fontsize=8)
+    fig.suptitle(_compare_title(doc, variants, baseline))
+    return fig
+
+
 def _path_value(row: Dict[str, Any], path: Sequence[str]) -> Any:
     for part in path:
         if not isinstance(row, dict):
@@ -314,7 +474,7 @@ def _read_json(path: Path) -> Any:
         raise ValueError(f"{path}: cannot read it ({e.strerror}); give the JSON file opcost wrote") from None
     if size > MAX_JSON_BYTES:
         raise ValueError(f"{path}: {size} bytes, more than the {MAX_JSON_BYTES} a result of opcost has; "
-                         "give the JSON of one validate, predict, trace or `db export --json`")
+                         "give the JSON of one validate, predict, trace, compare or `db export --json`")
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as e:
@@ -323,10 +483,11 @@ def _read_json(path: Path) -> Any:
 
 
 def plot(source: Any, **options: Any):
-    """A figure of any result: a result object (``Prediction``, ``Trace``, ``SweepResult``: its
-    ``.plot(**options)``), or the JSON the command line wrote, as a path or parsed: validate's,
-    predict's or model's (``by``, ``metric``, ``top``), a trace table (``metric``, ``top``), a
-    sweep's ``db export --json`` rows (``x``, ``y``, ``hue``)."""
+    """A figure of any result: a result object (``Prediction``, ``Trace``, ``SweepResult``,
+    ``Comparison``: its ``.plot(**options)``), or the JSON the command line wrote, as a path or
+    parsed: validate's, predict's or model's (``by``, ``metric``, ``top``), a trace table
+    (``metric``, ``top``), a sweep's ``db export --json`` rows (``x``, ``y``, ``hue``), compare's
+    (``by="step"|"layer"``, ``metric="time"|"energy"``, ``top``)."""
     if hasattr(source, "plot") and not isinstance(source, (dict, list)):
         return source.plot(**options)
     name = "the result"
@@ -335,10 +496,14 @@ def plot(source: Any, **options: Any):
         source = _read_json(Path(source))
     if isinstance(source, list):
         return sweep_figure(source, **options)
+    # Before the prediction's test: a comparison has "layers" too.
+    if isinstance(source, dict) and source.get("kind") == "compare":
+        return compare_figure(source, **options)
     if isinstance(source, dict) and "predicted" in source and "layers" in source:
         return prediction_figure(source, **options)
     if isinstance(source, dict) and "rows" in source and "group_by" in source:
         return trace_figure(source, **options)
     if isinstance(source, dict) and "time_us" in source and "op" in source:
         raise ValueError(f"{name}: a single measurement has no plot yet; `opcost report` shows its energy windows")
-    raise ValueError(f"{name}: expected the JSON of opcost validate/predict/model/trace or `db export --json`")
+    raise ValueError(f"{name}: expected the JSON of opcost validate/predict/model/trace/compare or "
+                     "`db export --json`")

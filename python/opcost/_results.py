@@ -467,6 +467,14 @@ class Comparison(_Document):
                     f["calls_per_step"] if f else None, energy, energy_ci, dt, dt_ci, dt_sig, de, de_ci, de_sig))))
         return pandas.DataFrame(rows, columns=list(self._LAYER_COLUMNS))
 
+    def plot(self, by: str = "step", metric: str = "time", top: int = _plot.TOP_ROWS):
+        """A matplotlib Figure (never shown): ``by="step"``, each variant's difference to the
+        baseline with its 95% interval (hatched, "~": within the noise) beside each variant's step;
+        ``by="layer"``, the ``top`` costliest layers of the baseline, a bar per variant, absent
+        layers marked. ``metric="energy"`` where the steps have energy (else ``energy_why`` says
+        why). Needs matplotlib: ``pip install 'opcost[plot]'``."""
+        return _plot.compare_figure(self._doc, by=by, metric=metric, top=top)
+
     def __repr__(self) -> str:
         parts = []
         for v in self._doc["variants"]:

@@ -1,5 +1,5 @@
 """The results' .plot() with matplotlib (Agg, never shown): figures drawn from the committed GPU
-results of tests/data/report/ (validate, trace with energy, a sweep's export) and from runs on the
+results of tests/data/report/ (validate, trace with energy, a sweep's export, a compare) and from runs on the
 CPU here (validate, trace, sweep). What is checked is what a reader takes from the figure: the
 bars' and points' values equal the result's, the largest first with the rest summed, the
 intervals drawn are the JSON's, every axis names its unit; and the errors a user meets."""
@@ -40,9 +40,14 @@ def bars_of(ax):
 
 def error_bar_halfwidths(ax):
     """The drawn error bars' half-widths, in bar order."""
-    container = bars_of(ax)
+    return container_halfwidths(bars_of(ax))
+
+
+def container_halfwidths(container):
+    """A BarContainer's error bars' half-widths, in bar order; None where a bar has none drawn (NaN)."""
     segments = container.errorbar.lines[2][0].get_segments() if container.errorbar else []
-    return [abs(s[1][1] - s[0][1]) / 2 if s[0][0] == s[1][0] else abs(s[1][0] - s[0][0]) / 2 for s in segments]
+    return [None if len(s) == 0 else abs(s[1][1] - s[0][1]) / 2 if s[0][0] == s[1][0] else abs(s[1][0] - s[0][0]) / 2
+            for s in segments]
 
 
 def assert_units_on_every_axis(fig):
@@ -107,6 +112,139 @@ def test_a_trace_with_energy_plots_energy_power_and_the_closure():
     assert error_bar_halfwidths(closure) == pytest.approx([e["attributed_ci95_mJ"], e["measured_ci95_mJ"]], rel=1e-9)
     assert_units_on_every_axis(fig)
     assert_renders(fig)
+
+
+COMPARE_UNITS = {"time": ("time_us", "(µs)"), "energy": ("energy_mJ", "(mJ)")}
+
+
+@pytest.mark.parametrize("metric", ["time", "energy"])
+def test_a_comparison_plots_each_variants_paired_difference_and_step_with_their_intervals(metric):
+    doc = fixture("compare.json")
+    key, unit = COMPARE_UNITS[metric]
+    fig = opcost.Comparison(doc, "").plot(metric=metric)
+    difference, whole = fig.axes
+    others = [v for v in doc["variants"] if v["name"] != doc["baseline"]]
+    assert others and all(v[f"{metric}_vs_baseline"]["significant"] for v in others), "the fixture's are significant"
+    # Each variant's relative difference (in %) with its interval, as the JSON has them.
+    drawn = bars_of(difference)
+    assert [b.get_width() for b in drawn] == pytest.approx(
+        [100 * v[f"{metric}_vs_baseline"]["relative"] for v in others], rel=1e-12)
+    assert error_bar_halfwidths(difference) == pytest.approx(
+        [100 * v[f"{metric}_vs_baseline"]["relative_ci95"] for v in others], rel=1e-9)
+    assert [t.get_text() for t in difference.get_yticklabels()] == [v["name"] for v in others]
+    assert [b.get_hatch() for b in drawn] == [""] * len(others)  # significant: plain
+    assert difference.get_xlabel().endswith("(%)") and f"against {doc['baseline']}" in difference.get_xlabel()
+    # Each variant's whole step, the baseline first, with its interval.
+    assert [b.get_height() for b in bars_of(whole)] == pytest.approx([v[key]["mean"] for v in doc["variants"]])
+    assert error_bar_halfwidths(whole) == pytest.approx([v[key]["ci95"] for v in doc["variants"]], rel=1e-9)
+    assert whole.get_ylabel().endswith(unit)
+    title = fig._suptitle.get_text()
+    assert doc["model"] in title and doc["device"] in title
+    assert_renders(fig)
+
+
+def test_a_difference_within_the_noise_is_hatched_and_marked_and_plots_from_a_file(tmp_path):
+    doc = fixture("compare.json")
+    noisy = next(v for v in doc["variants"] if v["name"] != doc["baseline"])
+    noisy["time_vs_baseline"].update(relative=0.004, relative_ci95=0.009, significant=False)
+    path = tmp_path / "compare.json"
+    path.write_text(json.dumps(doc))
+    fig = opcost.plot(path)  # compare's JSON, recognised by its "kind"
+    difference, _ = fig.axes
+    (bar,) = bars_of(difference)
+    assert bar.get_width() == pytest.approx(0.4) and bar.get_hatch() == _plot._NOT_SIGNIFICANT_HATCH
+    assert [t.get_text() for t in difference.get_yticklabels()] == [f"~{noisy['name']}"]
+    assert "~+0.4% ±0.9%" in [t.get_text() for t in difference.texts]
+
+
+def ranked_layers(doc, top):
+    """The per-layer rows the figure should show: the baseline's costliest first."""
+    base = doc["baseline"]
+    rows = doc["layers"]["rows"]
+    present = sorted((r for r in rows if r["variants"].get(base)),
+                     key=lambda r: -r["variants"][base]["time_us"]["mean"])
+    return (present + [r for r in rows if not r["variants"].get(base)])[:top]
+
+
+def test_a_comparison_by_layer_draws_each_variants_bars_and_marks_absent_layers_not_as_zero():
+    doc = fixture("compare.json")
+    doc["layers"]["rows"].reverse()  # ranked by the figure, not by the JSON's order
+    top = 16
+    shown = ranked_layers(doc, top)
+    absent = [(i, name) for i, r in enumerate(shown) for name, f in r["variants"].items() if f is None]
+    assert absent, "the fixture's compiled variant lacks layers among the costliest (maxpool)"
+    fig = opcost.Comparison(doc, "").plot(by="layer", top=top)
+    (ax,) = fig.axes
+    from matplotlib.container import BarContainer
+
+    groups = [c for c in ax.containers if isinstance(c, BarContainer)]
+    names = doc["layers"]["variants"]
+    assert [c.get_label() for c in groups] == [f"{names[0]} (baseline)"] + names[1:]
+    assert [t.get_text() for t in ax.get_yticklabels()] == [r["layer"] for r in shown]
+    for name, group in zip(names, groups):
+        figures = [r["variants"][name] for r in shown]
+        widths, halfwidths = [b.get_width() for b in group], container_halfwidths(group)
+        for f, width, half in zip(figures, widths, halfwidths):
+            if f is None:
+                assert math.isnan(width) and half is None  # nothing drawn, not a zero
+            else:
+                assert (width, half) == pytest.approx((f["time_us"]["mean"], f["time_us"]["ci95"]), rel=1e-9)
+    # Each absent layer is labelled at its own bar's place.
+    places = {name: [b.get_y() + b.get_height() / 2 for b in g] for name, g in zip(names, groups)}
+    marked = sorted(t.xy[1] for t in ax.texts if t.get_text() == "absent")
+    assert marked == pytest.approx(sorted(places[name][i] for i, name in absent))
+    assert "GPU time" in ax.get_xlabel() and ax.get_xlabel().endswith("(µs)")
+    assert doc["model"] in fig._suptitle.get_text() and doc["device"] in fig._suptitle.get_text()
+    assert_renders(fig)
+
+
+def test_a_layer_only_a_variant_has_comes_after_the_baselines_with_the_baseline_marked_absent():
+    doc = fixture("compare.json")
+    base, other = doc["layers"]["variants"][0], doc["layers"]["variants"][1]
+    row = next(r for r in doc["layers"]["rows"] if r["variants"][other] and r["layer"] != "ResNet")
+    row["variants"][base], row["presence"] = None, f"only in {other}"
+    row["variants"][other]["time_vs_baseline"] = None  # as compare writes it: no baseline to differ from
+    fig = opcost.Comparison(doc, "").plot(by="layer", top=len(doc["layers"]["rows"]))
+    (ax,) = fig.axes
+    assert [t.get_text() for t in ax.get_yticklabels()][-1] == row["layer"]
+    assert "(new)" in [t.get_text() for t in ax.texts]
+    assert math.isnan(bars_of_label(ax, f"{base} (baseline)")[-1].get_width())
+
+
+def bars_of_label(ax, label):
+    from matplotlib.container import BarContainer
+
+    (bars,) = [c for c in ax.containers if isinstance(c, BarContainer) and c.get_label() == label]
+    return bars
+
+
+@pytest.mark.parametrize("options, message", [
+    ({"by": "op"}, "by='op': use 'step' or 'layer'"),
+    ({"metric": "power"}, "metric='power': use 'time' or 'energy'"),
+    ({"top": 0}, "top=0: use a whole number from 1"),
+    ({"by": "layer", "metric": "energy"}, "metric='energy' with by='layer': the per-layer table compares time only.*"
+                                          "use metric='time' or by='step'"),
+])
+def test_a_comparisons_bad_options_are_named(options, message):
+    with pytest.raises(ValueError, match=message):
+        opcost.Comparison(fixture("compare.json"), "").plot(**options)
+
+
+def test_a_comparison_without_energy_or_layers_says_why_and_what_to_use():
+    doc = fixture("compare.json")
+    doc["energy_why"] = "the device has no energy counter"
+    for v in doc["variants"]:
+        v["energy_mJ"] = v["energy_vs_baseline"] = None
+    doc["layers"], doc["layers_why"] = None, "not asked for (layers off)"
+    result = opcost.Comparison(doc, "")
+    with pytest.raises(ValueError, match=r"^metric='energy': no energy in this comparison "
+                                         r"\(the device has no energy counter\); use metric='time'$"):
+        result.plot(metric="energy")
+    with pytest.raises(ValueError, match=r"by='layer': no per-layer comparison .*\(not asked for \(layers off\)\); "
+                                         "use by='step'"):
+        result.plot(by="layer")
+    assert [b.get_width() for b in bars_of(result.plot().axes[0])] == pytest.approx(
+        [100 * doc["variants"][1]["time_vs_baseline"]["relative"]])  # time still plots
 
 
 def sweep_rows_with(rows, x, hue):
@@ -235,6 +373,8 @@ def test_without_matplotlib_the_error_names_the_install_command(monkeypatch):
         opcost.Prediction(fixture("validate.json"), "").plot()
     with pytest.raises(ImportError, match=r"pip install 'opcost\[plot\]'"):
         opcost.plot([])
+    with pytest.raises(ImportError, match=r"needs matplotlib"):
+        opcost.Comparison(fixture("compare.json"), "").plot()
 
 
 def test_plot_of_a_file_names_the_file_and_what_it_expects(tmp_path):
