@@ -6,6 +6,8 @@
 #include <ATen/record_function.h>
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include <atomic>
 #include <chrono>
 #include <memory>
@@ -624,6 +626,21 @@ std::string signature_args(const Call& call, const c10::FunctionSchema& schema) 
   return canonical_args(schema, std::move(values));
 }
 
+// Whether a schema returns views of its arguments and writes none: `Tensor(a) self ->
+// Tensor(a)` (narrow, select, detach, permute). A list of views (split) is not told apart here.
+bool schema_returns_views(const c10::FunctionSchema& schema) {
+  if (schema.returns().empty()) return false;
+  for (const c10::Argument& a : schema.arguments())
+    if (a.alias_info() && a.alias_info()->isWrite()) return false;
+  return std::all_of(schema.returns().begin(), schema.returns().end(), [&](const c10::Argument& r) {
+    const c10::AliasInfo* out = r.alias_info();
+    if (!out || out->isWrite() || out->beforeSets().empty()) return false;
+    return std::any_of(schema.arguments().begin(), schema.arguments().end(), [&](const c10::Argument& a) {
+      return a.alias_info() && a.alias_info()->beforeSets() == out->beforeSets();
+    });
+  });
+}
+
 // The recorded calls as inventory entries. Calls whose inputs key alike (most of a model's
 // repeated layers) share one formatted signature.
 Inventory inventory_of(const Capture& capture, const std::vector<std::vector<int>>& cold) {
@@ -645,8 +662,10 @@ Inventory inventory_of(const Capture& capture, const std::vector<std::vector<int
     std::vector<std::string> nested;
     for (uint32_t id : call.nested) nested.push_back(capture.names[id]);
     const char* phase = call.backward ? "backward" : "forward";
+    // A view reads no memory: none of its inputs is cold (a cold replay would make copies of them).
+    const bool views = schema && schema_returns_views(*schema);
     std::vector<std::string> cold_args;
-    if (!cold.empty())
+    if (!cold.empty() && !views)
       for (int i : cold[n]) {
         if (!call.handle) {
           cold_args.push_back(compiled_kernel_arg_name(std::size_t(i)));
@@ -667,7 +686,7 @@ Inventory inventory_of(const Capture& capture, const std::vector<std::vector<int
     const std::string text = known != formatted.end() ? known->second
                              : schema                 ? signature_args(call, *schema)
                                                       : compiled_kernel_args(call);
-    builder.add(op, overload, text, capture.names[call.layer], nested, phase, cold_args);
+    builder.add(op, overload, text, capture.names[call.layer], nested, phase, cold_args, views);
     builder.time_last((call.end_ns - call.start_ns) * 1e-3, call.gap_ns * 1e-3);
     if (keyed && known == formatted.end()) formatted.emplace(key, text);
   }

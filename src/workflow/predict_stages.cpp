@@ -22,6 +22,8 @@ constexpr double kPairedSeconds = 1.0;
 constexpr std::size_t kPairedMinRounds = 5, kPairedMaxRounds = 200;
 // The most operators one shared energy loop measures: its budget grows with them (Runner::measure_group).
 constexpr std::size_t kSharedWindowOps = 16;
+// With views (which need no energy loop) a group may hold this many times as many calls.
+constexpr std::size_t kViewsPerSharedOp = 4;
 // Operators are measured one by one, heaviest first, until the measured ones explain this share
 // of the step's time (or, in a host-bound step whose GPU time never does, this many were), and
 // the rest (each a small share) share counter windows. A heavy operator keeps a loop of its own:
@@ -399,12 +401,18 @@ MissingMeasured measure_missing(const PredictContext& ctx, const Inventory& inv,
     std::vector<std::size_t> group;
     const bool sharing = loops.groups(step) && (out.measured.size() >= kShareAfterAlone ||
                                                 explained_share(inv, out.costs, *step) >= kShareAfterExplained);
+    // A view takes no place in a shared loop (it has no energy loop): a group holds up to
+    // kSharedWindowOps others, so that DenseNet's hundreds of narrows do not split its
+    // convolutions over twice the shared loops.
     const std::size_t most = sharing ? kSharedWindowOps : 1;
-    for (auto it = remaining.begin(); it != remaining.end() && group.size() < most;) {
+    std::size_t with_device_work = 0;
+    for (auto it = remaining.begin();
+         it != remaining.end() && with_device_work < most && group.size() < most * kViewsPerSharedOp;) {
       if (cache_mode_for(inv.entries[*it], o.cache) != mode) {
         ++it;
         continue;
       }
+      with_device_work += sharing && inv.entries[*it].returns_views ? 0 : 1;
       group.push_back(*it);
       it = remaining.erase(it);
     }

@@ -156,6 +156,38 @@ TEST(Inventory, InputsAreClassedAsTheModelReadsThemAgainstACacheSize) {
   EXPECT_EQ(roomy.entries.size(), observe([&] { m->step(); }).entries.size());
 }
 
+TEST(Inventory, ViewsAreToldFromTheirSchemaAndReadNothingCold) {
+  // Each call's input was last touched with 256 KiB of other data between (the step repeats):
+  // all of them are read from memory by distance, against a cache of 1 KiB.
+  const at::Tensor a = at::ones({64, 1024}), big = at::ones({64, 1024});
+  ObserveOptions o;
+  o.cache_bytes = 1 << 10;
+  const Inventory inv = observe(
+      [&] {
+        at::Tensor r = a.mul(2);
+        r.add_(1);
+        at::Tensor n = big.narrow(1, 0, 64);
+        at::Tensor d = big.detach();
+      },
+      o);
+  std::map<std::string, const InventoryEntry*> by_op;
+  for (const auto& e : inv.entries) by_op[e.display_name()] = &e;
+  ASSERT_TRUE(by_op.count("aten::narrow") && by_op.count("aten::detach") && by_op.count("aten::mul.Scalar") &&
+              by_op.count("aten::add_.Scalar"))
+      << [&] {
+           std::string names;
+           for (const auto& e : inv.entries) names += e.display_name() + " ";
+           return names;
+         }();
+  EXPECT_TRUE(by_op["aten::narrow"]->returns_views);
+  EXPECT_TRUE(by_op["aten::detach"]->returns_views);
+  EXPECT_FALSE(by_op["aten::mul.Scalar"]->returns_views);
+  EXPECT_FALSE(by_op["aten::add_.Scalar"]->returns_views);  // returns its self, but writes it
+  // The view's input is as far back as mul's, yet a view reads none of it.
+  EXPECT_TRUE(by_op["aten::narrow"]->cold_args.empty());
+  EXPECT_EQ(by_op["aten::mul.Scalar"]->cold_args, std::vector<std::string>{"self"});
+}
+
 TEST(Inventory, HostTimingStepsSeeTheSignatureStepsCallsAndAccountForTheWholeStep) {
   // Timing steps switch RecordFunction off inside each outermost call: they must still see
   // every outermost call (and its end), in the same order, forward and backward.

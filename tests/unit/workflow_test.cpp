@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <map>
 #include <set>
@@ -494,6 +495,43 @@ TEST(MeasureStage, AHostBoundStepSharesWindowsAfterSixteenOperatorsAlone) {
   ASSERT_EQ(session.groups.size(), 1u);
   EXPECT_EQ(session.groups[0].size(), 4u);
   EXPECT_EQ(m.measured.size(), 20u);
+}
+
+TEST(MeasureStage, ViewsTakeNoPlaceInAGroupsSixteen) {
+  // DenseNet's pattern: a narrow beside every add. The first (heaviest) add alone explains the
+  // step; then 19 adds and 20 narrows share windows: two groups (16 adds, then 3), where
+  // counting the narrows would make three (16 calls, 16, 7) and so one shared loop more.
+  InventoryBuilder b;
+  for (int i = 0; i < 20; ++i) {
+    b.add("aten::add", "Tensor", fmt::format("self=f32[{}] other=f32[{}]", 1000000 + i, 1000000 + i), "l", {});
+    b.time_last(0, 0);
+    b.add("aten::narrow", "", fmt::format("self=f32[{}] dim=0 start=0 length=1", 100 + i), "l", {}, "forward", {},
+          /*returns_views=*/true);
+    b.time_last(0, 0);
+  }
+  Inventory inv = b.take();
+  Stages s;
+  s.options.short_loops_after = 0;
+  s.options.cache = "warm";
+  FakeEnergyProbe probe(200, 0.01);
+  FakeSession session(probe);
+  session.time_us_by_op = {{"aten::add.Tensor", 100.0}, {"aten::narrow", 3.0}};
+  LookedUp looked_up;
+  for (std::size_t i = 0; i < 40; ++i) looked_up.missing.push_back(i);
+  StepMeasurement step;
+  step.time_us = 150;
+  PredictionInputs pin;
+  pin.on_gpu = true;
+  const MissingMeasured m = measure_missing(s.gpu(), inv, looked_up, pin, step, session);
+  EXPECT_EQ(m.measured.size(), 40u);
+  EXPECT_EQ(session.measured.front(), "aten::add.Tensor");
+  ASSERT_EQ(session.groups.size(), 2u);
+  const auto adds_in = [](const std::vector<std::string>& g) {
+    return std::size_t(std::count(g.begin(), g.end(), "aten::add.Tensor"));
+  };
+  EXPECT_EQ(adds_in(session.groups[0]), 16u);
+  EXPECT_EQ(adds_in(session.groups[1]), 3u);
+  EXPECT_EQ(session.groups[0].size() + session.groups[1].size(), 39u);
 }
 
 TEST(MeasureStage, ModelChecksItsTargetBeforeEachGroupAndAGroupHasAtMost16) {

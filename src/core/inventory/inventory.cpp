@@ -29,11 +29,11 @@ std::string InventoryEntry::row_name() const {
 
 void InventoryBuilder::add(const std::string& op, const std::string& overload, const std::string& args,
                            const std::string& layer, const std::vector<std::string>& nested, const std::string& phase,
-                           const std::vector<std::string>& cold_args) {
+                           const std::vector<std::string>& cold_args, bool returns_views) {
   const std::string key =
       fmt::format("{} {} {} {}", phase, overload.empty() ? op : op + "." + overload, args, fmt::join(cold_args, ","));
   auto [it, fresh] = index_.try_emplace(key, inv_.entries.size());
-  if (fresh) inv_.entries.push_back({op, overload, args, phase, 0, {}, {}, cold_args});
+  if (fresh) inv_.entries.push_back({op, overload, args, phase, 0, {}, {}, cold_args, returns_views});
   InventoryEntry& e = inv_.entries[it->second];
   ++e.count;
   if (std::find(e.layers.begin(), e.layers.end(), layer) == e.layers.end()) e.layers.push_back(layer);

@@ -19,6 +19,10 @@ struct InventoryEntry {
   // Inputs the model reads from memory, not from the GPU's L2 (core/inventory/cache_reuse): a
   // weight read once a step. Empty where every input is warm, or where it was not analysed.
   std::vector<std::string> cold_args;
+  // Its schema returns views of its arguments and writes none (narrow, select, detach): it
+  // launches no kernel, and its measurement is host time alone. Known only where a model was
+  // observed; false otherwise, which costs time, never a figure.
+  bool returns_views = false;
   std::string display_name() const { return overload.empty() ? op : op + "." + overload; }
   std::string signature() const { return display_name() + " " + args; }
   // The replay's cache mode that matches the model: "warm", or "cold:<arg>,<arg>".
@@ -84,7 +88,7 @@ class InventoryBuilder {
  public:
   void add(const std::string& op, const std::string& overload, const std::string& args, const std::string& layer,
            const std::vector<std::string>& nested, const std::string& phase = "forward",
-           const std::vector<std::string>& cold_args = {});
+           const std::vector<std::string>& cold_args = {}, bool returns_views = false);
   // Sets the observed host times of the call added last.
   void time_last(double host_us, double host_gap_us);
   Inventory take() { return std::move(inv_); }
