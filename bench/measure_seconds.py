@@ -3,7 +3,7 @@
 
     python3 bench/measure_seconds.py DB.sqlite [--top N]
 
-Each row's `total_seconds` (its measurement's own wall time, from its first check to its last
+Each row's `seconds` (its measurement's own wall time, from its first check to its last
 loop) summed by kind: calls without device work, energy from shared counter windows, from a
 loop of its own (duty-cycled or not), and by operator. What a validate's wall time holds beyond
 their sum is the rest (input synthesis, kernel checks, shared loops, the step's measurements).
@@ -34,7 +34,7 @@ def main() -> int:
     present = {r[1] for r in con.execute("PRAGMA table_info(measurements)")}
     column = lambda name, empty: f"COALESCE({name}, {empty})" if name in present else empty  # noqa: E731
     rows = con.execute(f"SELECT op, {column('overload', repr(''))}, {column('device_work', repr(''))}, "
-                       f"{column('method', repr(''))}, {column('total_seconds', '0')} FROM measurements").fetchall()
+                       f"{column('method', repr(''))}, {column('seconds', '0')} FROM measurements").fetchall()
     if not rows:
         print(f"{args.db}: no measurements", file=sys.stderr)
         return 1
