@@ -18,7 +18,7 @@ import sys
 def kind_of(device_work: str, method: str) -> str:
     if device_work and device_work.startswith("none"):
         return "no device work (host time only)"
-    if "shared" in method:
+    if "windows shared by" in method:
         return "energy in shared counter windows"
     if "duty" in method:
         return "energy from its own loop, duty-cycled too"

@@ -133,10 +133,13 @@ def _whole(ax, entries: List[Tuple[str, Optional[float], Optional[float]]], unit
     """The whole step's figures side by side (predicted, measured, ...), each with its interval."""
     entries = [e for e in entries if e[1] is not None]
     positions = list(range(len(entries)))
-    colours = [_BAR_COLOUR, _MEASURED_COLOUR, _OTHER_COLOUR][:len(entries)]
+    # Predicted and measured keep their colours; more entries (a comparison's variants) each get
+    # one of a colour map's and a hatch of their own, so that no two read alike in greyscale.
+    colours = ([_BAR_COLOUR, _MEASURED_COLOUR, _OTHER_COLOUR][:len(entries)] if len(entries) <= 3
+               else _colours(len(entries)))
     bars = ax.bar(positions, [e[1] for e in entries], yerr=[e[2] or 0.0 for e in entries], color=colours,
                   edgecolor="black", linewidth=0.5, error_kw={"ecolor": "dimgray", "capsize": 4, "elinewidth": 1.5})
-    for bar, hatch in zip(bars, ["", "xx", "//"]):
+    for bar, hatch in zip(bars, _SERIES_HATCHES):
         bar.set_hatch(hatch)
     ax.set_xticks(positions, [e[0] for e in entries], fontsize=8)
     ax.set_ylabel(f"{what} ({unit})")
@@ -335,6 +338,8 @@ def _compare_layer_figure(Figure, doc: Dict[str, Any], variants: List[Dict[str, 
         why = doc.get("layers_why") or "the JSON has no per-layer table"
         raise ValueError(f"by='layer': no per-layer comparison in this result ({why}); use by='step'")
     names = list(layers.get("variants") or [v.get("name") for v in variants])
+    if not names:
+        raise ValueError("by='layer': the per-layer table names no variant; give the JSON `opcost compare --json` wrote")
     names.sort(key=lambda n: n != baseline)  # the baseline first, the others in the result's order
 
     def figures(row: Dict[str, Any], name: str) -> Optional[Dict[str, Any]]:

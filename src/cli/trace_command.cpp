@@ -68,7 +68,7 @@ int run_trace_command(TraceCliOptions o) {
   const bool table = o.table || (o.output.empty() && o.html.empty());
   if (table || !o.html.empty()) {
     TraceTable t = o.group_by == "layer" ? layer_table(run) : op_table(run, o.group_by == "shape");
-    t.timeline = compact_timeline(run);
+    if (o.json || !o.html.empty()) t.timeline = compact_timeline(run);  // the text table has no use for it
     if (table)
       write_file("",
                  make_reporter(o.json ? ReportFormat::kJson : ReportFormat::kText)->trace_table(t, o.sort_by, o.limit));

@@ -46,7 +46,7 @@ void Runner::time_host_only(PreparedCall& call, Measurement& m, DeviceWork work)
   m.method = fmt::format("host wall clock, batches of {}; no device work ({}): GPU time 0", m.time.calls_per_sample,
                          device_work_reason(work));
   if (part) {
-    const double share = share_of_whole(m.time.host_us.median);
+    const double share = share_of_whole(m.time.host_us.mean);  // as the stopping rule took it
     m.method += fmt::format("; host time to a ±{:.1f}% target ({:.3f}% of the whole's time)",
                             100 * std::max(rule.target_rel_ci95, part_rel_ci95(rule.share_of.whole_rel_ci95, share)),
                             100 * share);

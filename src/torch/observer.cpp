@@ -626,17 +626,31 @@ std::string signature_args(const Call& call, const c10::FunctionSchema& schema) 
   return canonical_args(schema, std::move(values));
 }
 
-// Whether a schema returns views of its arguments and writes none: `Tensor(a) self ->
-// Tensor(a)` (narrow, select, detach, permute). A list of views (split) is not told apart here.
-bool schema_returns_views(const c10::FunctionSchema& schema) {
-  if (schema.returns().empty()) return false;
+// Whether a call returned views of its arguments and wrote none. The schema's `Tensor(a) self ->
+// Tensor(a)` says only that the result MAY alias `self`: contiguous, reshape, flatten and to()
+// copy when they must (a transposed input, another dtype), and launch a kernel then. So the
+// call's outputs must also start inside an input's data, as the observer saw them (outputs are
+// kept where inputs are classed by cache, else no call is taken for a view: it only costs time).
+bool returned_views(const Call& call, const c10::FunctionSchema& schema) {
+  if (schema.returns().empty() || call.outputs.empty()) return false;
   for (const c10::Argument& a : schema.arguments())
     if (a.alias_info() && a.alias_info()->isWrite()) return false;
-  return std::all_of(schema.returns().begin(), schema.returns().end(), [&](const c10::Argument& r) {
+  const bool annotated = std::all_of(schema.returns().begin(), schema.returns().end(), [&](const c10::Argument& r) {
     const c10::AliasInfo* out = r.alias_info();
     if (!out || out->isWrite() || out->beforeSets().empty()) return false;
     return std::any_of(schema.arguments().begin(), schema.arguments().end(), [&](const c10::Argument& a) {
       return a.alias_info() && a.alias_info()->beforeSets() == out->beforeSets();
+    });
+  });
+  if (!annotated) return false;
+  const auto inside = [](const TensorTouch& out, const TensorSlot& in) {
+    return in.address != 0 && out.address >= in.address &&
+           out.address < in.address + std::max<std::uint64_t>(in.bytes, 1);
+  };
+  return std::all_of(call.outputs.begin(), call.outputs.end(), [&](const TensorTouch& out) {
+    return std::any_of(call.slots.begin(), call.slots.end(), [&](const Slot& s) {
+      const auto* t = std::get_if<TensorSlot>(&s);
+      return t && inside(out, *t);
     });
   });
 }
@@ -663,7 +677,7 @@ Inventory inventory_of(const Capture& capture, const std::vector<std::vector<int
     for (uint32_t id : call.nested) nested.push_back(capture.names[id]);
     const char* phase = call.backward ? "backward" : "forward";
     // A view reads no memory: none of its inputs is cold (a cold replay would make copies of them).
-    const bool views = schema && schema_returns_views(*schema);
+    const bool views = schema && returned_views(call, *schema);
     std::vector<std::string> cold_args;
     if (!cold.empty() && !views)
       for (int i : cold[n]) {

@@ -20,7 +20,8 @@ namespace {
 
 constexpr double kPairedSeconds = 1.0;
 constexpr std::size_t kPairedMinRounds = 5, kPairedMaxRounds = 200;
-// The most operators one shared energy loop measures: its budget grows with them (Runner::measure_group).
+// The most operators with kernels a group holds: one shared energy loop's worth, whose budget
+// grows with them (Runner::measure_group, which also splits any larger group into loops of 16).
 constexpr std::size_t kSharedWindowOps = 16;
 // With views (which need no energy loop) a group may hold this many times as many calls.
 constexpr std::size_t kViewsPerSharedOp = 4;

@@ -254,6 +254,9 @@ def check_timeline(fixture, scan, fails):
         fails.add(fixture, f"the timeline's {samples} samples are not all drawn and tabled")
     if sum(k.endswith("/busy_us") for k in keys) < min(len(timeline["lanes"]), 32):
         fails.add(fixture, "a lane of the timeline has no busy time in its table")
+    spans = sum(len(lane["spans_us"]) for lane in timeline["lanes"][:32])
+    if sum("/spans_us/" in k for k in keys) < spans:
+        fails.add(fixture, f"the timeline's {spans} busy spans are not all drawn")
 
 
 def main() -> int:

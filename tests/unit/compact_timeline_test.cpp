@@ -47,7 +47,7 @@ TEST(CompactTimeline, LanesAreTheDeepestDistinctLayersAndTimesCountFromTheFirstS
   ASSERT_EQ(t.lanes.size(), 3u);
   const TimelineLane& fc = lane_named(t, "block.fc");
   EXPECT_EQ(fc.activities, 2u);
-  EXPECT_DOUBLE_EQ(fc.busy_us, 0.045);
+  EXPECT_NEAR(fc.busy_us, 0.045, 1e-9);
   ASSERT_EQ(fc.spans_us.size(), 2u);  // 10 ns apart: nothing merges while the spans fit
   EXPECT_DOUBLE_EQ(fc.spans_us[0].first, 0.1);
   EXPECT_DOUBLE_EQ(fc.spans_us[0].second, 0.14);

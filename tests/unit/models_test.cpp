@@ -168,6 +168,11 @@ TEST(Inventory, ViewsAreToldFromTheirSchemaAndReadNothingCold) {
         r.add_(1);
         at::Tensor n = big.narrow(1, 0, 64);
         at::Tensor d = big.detach();
+        // Schemas that MAY alias: a view where the input allows it, else a copy.
+        at::Tensor viewed = big.reshape({1024, 64});
+        at::Tensor copied = big.t().reshape({-1});  // transposed, flattened: a copy
+        at::Tensor packed = big.t().contiguous();   // a copy
+        at::Tensor half = big.to(at::kHalf);        // another dtype: a copy
       },
       o);
   std::map<std::string, const InventoryEntry*> by_op;
@@ -183,6 +188,13 @@ TEST(Inventory, ViewsAreToldFromTheirSchemaAndReadNothingCold) {
   EXPECT_TRUE(by_op["aten::detach"]->returns_views);
   EXPECT_FALSE(by_op["aten::mul.Scalar"]->returns_views);
   EXPECT_FALSE(by_op["aten::add_.Scalar"]->returns_views);  // returns its self, but writes it
+  std::vector<bool> reshapes;                               // of the contiguous tensor, then of the transposed one
+  for (const auto& e : inv.entries)
+    if (e.op == "aten::reshape") reshapes.push_back(e.returns_views);
+  EXPECT_EQ(reshapes, (std::vector<bool>{true, false}));
+  ASSERT_TRUE(by_op.count("aten::contiguous") && by_op.count("aten::to.dtype"));
+  EXPECT_FALSE(by_op["aten::contiguous"]->returns_views);
+  EXPECT_FALSE(by_op["aten::to.dtype"]->returns_views);
   // The view's input is as far back as mul's, yet a view reads none of it.
   EXPECT_TRUE(by_op["aten::narrow"]->cold_args.empty());
   EXPECT_EQ(by_op["aten::mul.Scalar"]->cold_args, std::vector<std::string>{"self"});

@@ -534,7 +534,7 @@ TEST(MeasureStage, ViewsTakeNoPlaceInAGroupsSixteen) {
   EXPECT_EQ(session.groups[0].size() + session.groups[1].size(), 39u);
 }
 
-TEST(MeasureStage, ModelChecksItsTargetBeforeEachGroupAndAGroupHasAtMost16) {
+TEST(MeasureStage, ModelChecksItsTargetBeforeEachGroupAndAGroupHasAtMost16WithKernels) {
   // A product of 60% of the step, alone, then 20 signatures of similar weight: one group of 16,
   // then 4, unless the target is met between.
   InventoryBuilder b;

@@ -19,9 +19,10 @@ struct InventoryEntry {
   // Inputs the model reads from memory, not from the GPU's L2 (core/inventory/cache_reuse): a
   // weight read once a step. Empty where every input is warm, or where it was not analysed.
   std::vector<std::string> cold_args;
-  // Its schema returns views of its arguments and writes none (narrow, select, detach): it
-  // launches no kernel, and its measurement is host time alone. Known only where a model was
-  // observed; false otherwise, which costs time, never a figure.
+  // It returned views of its arguments and wrote none (narrow, select, detach; contiguous of a
+  // contiguous tensor): it launched no kernel, and its measurement is host time alone. Known
+  // where a model was observed with its inputs classed by cache; false otherwise, which costs
+  // time, never a figure.
   bool returns_views = false;
   std::string display_name() const { return overload.empty() ? op : op + "." + overload; }
   std::string signature() const { return display_name() + " " + args; }

@@ -136,6 +136,10 @@ struct TraceRun {
   std::string first_skipped;
 };
 
+// The run's earliest time on its clock: of its steps, layers, calls, device activities and
+// counter samples (0 for an empty run). The trace files count from it.
+int64_t earliest_ns(const TraceRun& run);
+
 // Dispatcher calls nested in another on the same thread fold into the outermost one, which
 // takes their correlation ids and autograd sequence numbers (a kernel launched by aten::addmm
 // inside aten::linear is aten::linear's). `calls` hold one correlation id each, as a profiler

@@ -151,6 +151,17 @@ std::vector<OpActivity> fold_nested_calls(std::vector<OpActivity> calls) {
   return out;
 }
 
+int64_t earliest_ns(const TraceRun& run) {
+  int64_t t = INT64_MAX;
+  for (const auto& s : run.steps) t = std::min(t, s.start_ns);
+  for (const auto& l : run.layers) t = std::min(t, l.start_ns);
+  for (const auto& o : run.ops) t = std::min(t, o.start_ns);
+  for (const auto& a : run.device_activities) t = std::min(t, a.start_ns);
+  for (const auto& c : run.counters)
+    for (const auto& [at, v] : c.samples) t = std::min(t, at);
+  return t == INT64_MAX ? 0 : t;
+}
+
 void tie_activities(TraceRun& run) {
   infer_from_synchronizations(run);
   auto by_start = [](const auto& a, const auto& b) { return a.start_ns < b.start_ns; };

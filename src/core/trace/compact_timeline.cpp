@@ -13,22 +13,17 @@ namespace {
 
 constexpr int kLongestLanePath = 4;  // module-path components
 
+// The first kept step's start, else (no step kept) the run's earliest event.
 int64_t origin_of(const TraceRun& run) {
-  if (!run.steps.empty()) {
-    int64_t o = std::numeric_limits<int64_t>::max();
-    for (const auto& s : run.steps) o = std::min(o, s.start_ns);
-    return o;
-  }
+  if (run.steps.empty()) return earliest_ns(run);
   int64_t o = std::numeric_limits<int64_t>::max();
-  for (const auto& a : run.device_activities) o = std::min(o, a.start_ns);
-  for (const auto& c : run.ops) o = std::min(o, c.start_ns);
-  for (const auto& t : run.counters)
-    for (const auto& s : t.samples) o = std::min(o, s.first);
-  return o == std::numeric_limits<int64_t>::max() ? 0 : o;
+  for (const auto& s : run.steps) o = std::min(o, s.start_ns);
+  return o;
 }
 
 // Keeps at most `limit` samples: per bucket of consecutive samples its first, lowest and
-// highest, in time order, so that a peak between kept samples is never thinned away.
+// highest, in time order, so that a peak between kept samples is never thinned away (a limit
+// under 3 keeps the first samples only).
 std::vector<std::pair<int64_t, double>> thin(const std::vector<std::pair<int64_t, double>>& s, std::size_t limit) {
   if (s.size() <= limit) return s;
   if (limit < 3) return {s.begin(), s.begin() + std::ptrdiff_t(limit)};
@@ -107,7 +102,8 @@ CompactTimeline compact_timeline(const TraceRun& run, const CompactTimelineLimit
   CompactTimeline t;
   t.origin_ns = origin_of(run);
   t.origin_is_step = !run.steps.empty();
-  const auto us = [&](int64_t ns) { return double(ns - t.origin_ns) / 1000.0; };
+  // In double: an imported trace's times may be anywhere in int64, and their difference overflow it.
+  const auto us = [&](int64_t ns) { return (double(ns) - double(t.origin_ns)) / 1000.0; };
   for (const auto& s : run.steps) t.steps_us.emplace_back(us(s.start_ns), us(s.end_ns));
   t.counters_unavailable = run.counters_unavailable;
   for (const auto& track : run.counters) {
@@ -131,9 +127,10 @@ CompactTimeline compact_timeline(const TraceRun& run, const CompactTimelineLimit
       raw.emplace_back();
     }
     TimelineLane& lane = t.lanes[it->second];
-    lane.busy_us += double(a.duration_ns()) / 1000.0;
+    const double start = us(a.start_ns), end = std::max(start, us(a.end_ns));  // an import's end may precede its start
+    lane.busy_us += end - start;
     ++lane.activities;
-    raw[it->second].emplace_back(us(a.start_ns), us(a.end_ns));
+    raw[it->second].emplace_back(start, end);
   }
   // The most busy first; past the limit, the rest share one lane.
   std::vector<std::size_t> order(t.lanes.size());

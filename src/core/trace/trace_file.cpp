@@ -25,17 +25,6 @@ std::regex layer_regex(const std::string& pattern) {
   }
 }
 
-int64_t origin_ns(const TraceRun& run) {
-  int64_t t = INT64_MAX;
-  for (const auto& s : run.steps) t = std::min(t, s.start_ns);
-  for (const auto& l : run.layers) t = std::min(t, l.start_ns);
-  for (const auto& o : run.ops) t = std::min(t, o.start_ns);
-  for (const auto& a : run.device_activities) t = std::min(t, a.start_ns);
-  for (const auto& c : run.counters)
-    for (const auto& [at, v] : c.samples) t = std::min(t, at);
-  return t == INT64_MAX ? 0 : t;
-}
-
 bool ends_with(const std::string& s, std::string_view tail) {
   return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
 }
@@ -46,7 +35,7 @@ void check_layer_pattern(const std::string& pattern) { layer_regex(pattern); }
 
 TraceSelection select_for_file(const TraceRun& run, const TraceFileOptions& options) {
   TraceSelection s;
-  s.origin_ns = origin_ns(run);
+  s.origin_ns = earliest_ns(run);
   // A --layers pattern keeps the layers it matches and everything under them.
   s.layers.assign(run.layers.size(), options.layers.empty());
   if (!options.layers.empty()) {
