@@ -472,6 +472,25 @@ TEST(MeasureStage, AFailedCallInAGroupIsNamedWithItsLayerAndTheOthersAreUsed) {
   EXPECT_NE(s.failed[0].find("tiny: layer d: aten::relu self=f32[4]"), std::string::npos) << s.failed[0];
 }
 
+namespace {
+
+// Every entry of `inv` missing, measured on a GPU whose step takes `step_us`, short loops from
+// the first operator, warm inputs.
+MissingMeasured measure_all_on_gpu(const Inventory& inv, double step_us, FakeSession& session) {
+  Stages s;
+  s.options.short_loops_after = 0;
+  s.options.cache = "warm";
+  LookedUp looked_up;
+  for (std::size_t i = 0; i < inv.entries.size(); ++i) looked_up.missing.push_back(i);
+  StepMeasurement step;
+  step.time_us = step_us;
+  PredictionInputs pin;
+  pin.on_gpu = true;
+  return measure_missing(s.gpu(), inv, looked_up, pin, step, session);
+}
+
+}  // namespace
+
 TEST(MeasureStage, AHostBoundStepSharesWindowsAfterSixteenOperatorsAlone) {
   // 20 adds of 1 µs in a 1000 µs step: their GPU time never explains half of it.
   InventoryBuilder b;
@@ -479,19 +498,9 @@ TEST(MeasureStage, AHostBoundStepSharesWindowsAfterSixteenOperatorsAlone) {
     b.add("aten::add", "Tensor", fmt::format("self=f32[{}] other=f32[{}]", 100 + i, 100 + i), "l", {});
     b.time_last(0, 0);
   }
-  Inventory inv = b.take();
-  Stages s;
-  s.options.short_loops_after = 0;
-  s.options.cache = "warm";
   FakeEnergyProbe probe(200, 0.01);
   FakeSession session(probe);
-  LookedUp looked_up;
-  for (std::size_t i = 0; i < 20; ++i) looked_up.missing.push_back(i);
-  StepMeasurement step;
-  step.time_us = 1000;
-  PredictionInputs pin;
-  pin.on_gpu = true;
-  const MissingMeasured m = measure_missing(s.gpu(), inv, looked_up, pin, step, session);
+  const MissingMeasured m = measure_all_on_gpu(b.take(), 1000, session);
   ASSERT_EQ(session.groups.size(), 1u);
   EXPECT_EQ(session.groups[0].size(), 4u);
   EXPECT_EQ(m.measured.size(), 20u);
@@ -509,20 +518,10 @@ TEST(MeasureStage, ViewsTakeNoPlaceInAGroupsSixteen) {
           /*returns_views=*/true);
     b.time_last(0, 0);
   }
-  Inventory inv = b.take();
-  Stages s;
-  s.options.short_loops_after = 0;
-  s.options.cache = "warm";
   FakeEnergyProbe probe(200, 0.01);
   FakeSession session(probe);
   session.time_us_by_op = {{"aten::add.Tensor", 100.0}, {"aten::narrow", 3.0}};
-  LookedUp looked_up;
-  for (std::size_t i = 0; i < 40; ++i) looked_up.missing.push_back(i);
-  StepMeasurement step;
-  step.time_us = 150;
-  PredictionInputs pin;
-  pin.on_gpu = true;
-  const MissingMeasured m = measure_missing(s.gpu(), inv, looked_up, pin, step, session);
+  const MissingMeasured m = measure_all_on_gpu(b.take(), 150, session);
   EXPECT_EQ(m.measured.size(), 40u);
   EXPECT_EQ(session.measured.front(), "aten::add.Tensor");
   ASSERT_EQ(session.groups.size(), 2u);
