@@ -245,6 +245,31 @@ def test_records_only_while_watched():
                 assert getattr(value, "__name__", "") != "wrapped", name
 
 
+def test_a_node_without_a_module_takes_its_users_layer():
+    # A weight (a graph input) copied to channels-last, then used by conv1's convolution, and a
+    # node the callable's own code made: the copy and the weight are conv1's; nothing else moves.
+    import torch.fx as fx
+
+    g = fx.Graph()
+    weight = g.placeholder("weight")
+    x = g.placeholder("x")
+    copied = g.call_function(torch.clone, (weight,), {"memory_format": torch.channels_last})
+    conv = g.call_function(torch.conv2d, (x, copied))
+    out = g.call_function(torch.relu, (conv,))
+    own = g.call_function(torch.neg, (out,))
+    unused = g.placeholder("unused")
+    g.output(own)
+    conv.meta["nn_module_stack"] = {"c": ("L['self'].conv1", object)}
+    out.meta["nn_module_stack"] = {"r": ("L['self'].relu", object)}
+    own.meta["source_fn_stack"] = [("neg", torch.neg)]
+    own_layers, from_users = _compiled._node_layers(g)
+    assert own_layers == {conv.name: "conv1", out.name: "relu", own.name: ""}
+    assert from_users[copied.name] == "conv1"  # one hop
+    assert from_users[weight.name] == "conv1"  # two hops, through the copy
+    assert from_users[x.name] == "conv1"
+    assert unused.name not in from_users  # no user: no layer, as before
+
+
 def test_module_paths_from_dynamo_sources():
     assert _compiled._module_path({"a": ("L['self'].layers[0].attn", object)}) == "layers.0.attn"
     assert _compiled._module_path({"a": ("L['self']._modules['block']._modules['ln']", object)}) == "block.ln"
