@@ -41,7 +41,7 @@ const TimelineLane& lane_named(const CompactTimeline& t, const std::string& name
 
 }  // namespace
 
-TEST(CompactTimeline, LanesAreTheDeepestDistinctLayersAndTimesCountFromTheFirstStep) {
+TEST(CompactTimeline, LanesAreTheLongestPathCutThatNamesNewLayersAndTimesCountFromTheFirstStep) {
   const CompactTimeline t = compact_timeline(small_run());
   EXPECT_EQ(t.lane_path_parts, 2);  // block.fc; longer prefixes name the same lanes
   ASSERT_EQ(t.lanes.size(), 3u);
@@ -146,6 +146,7 @@ TEST(CompactTimeline, LongRunsStayWithinTheirLimitsAndKeepWhatMatters) {
   EXPECT_NEAR(busy, traced, 1e-6);
   EXPECT_LE(spans, 40u);
   EXPECT_GT(t.merge_gap_us, 0);
+
   // Every activity lies inside a span of its lane.
   const TimelineLane& l19 = t.lanes.front();
   for (const auto& a : run.device_activities) {
@@ -159,4 +160,24 @@ TEST(CompactTimeline, LongRunsStayWithinTheirLimitsAndKeepWhatMatters) {
   EXPECT_EQ(t.counters[0].samples_in_trace, 999u);
   EXPECT_TRUE(std::is_sorted(kept.begin(), kept.end()));
   EXPECT_TRUE(std::any_of(kept.begin(), kept.end(), [](const auto& s) { return s.second == 699.0; }));
+}
+
+// One lane of 100 kernels whose gaps grow 1, 2, ..., 99 ns: the narrowest gap that keeps at most
+// 50 spans merges the 50 narrowest gaps, not every gap under the next power of two.
+TEST(CompactTimeline, SpansAreMergedNoMoreThanTheLimitNeeds) {
+  TraceRun run;
+  run.steps = {{"ProfilerStep#0", 1, 0, 1'000'000}};
+  run.layers = {{"net", 1, 0, 1'000'000}};
+  int64_t t0 = 0;
+  for (uint64_t k = 0; k < 100; ++k) {
+    run.ops.push_back({"aten::op", "", 1, int64_t(k) * 10 + 1, int64_t(k) * 10 + 2, {k + 1}});
+    run.device_activities.push_back({"k", "kernel", 0, 7, t0, t0 + 1000, k + 1});
+    t0 += 1000 + int64_t(k) + 1;
+  }
+  tie_activities(run);
+  const CompactTimeline t = compact_timeline(run, CompactTimelineLimits{1000, 12, 50});
+  ASSERT_EQ(t.lanes.size(), 1u);
+  EXPECT_LE(t.lanes[0].spans_us.size(), 50u);
+  EXPECT_GE(t.lanes[0].spans_us.size(), 48u);
+  EXPECT_NEAR(t.merge_gap_us * 1000, 50, 2);  // ns: the 50th narrowest gap
 }

@@ -163,11 +163,26 @@ CompactTimeline compact_timeline(const TraceRun& run, const CompactTimelineLimit
     if (!r.empty()) first = std::min(first, r.front().first);
     for (const auto& s : r) last = std::max(last, s.second);
   }
-  // Touching and overlapping activities always merge; past the span limit, so do ever wider gaps.
+  // Touching and overlapping activities always merge; past the span limit, so do those closer
+  // than the narrowest gap that fits it: doubled until it fits, then bisected, so that the
+  // timeline keeps about as many spans as it may.
+  const std::size_t most = std::max<std::size_t>(limits.spans, t.lanes.size());
+  const auto fits = [&](double gap) { return merge_spans(t.lanes, lane_raw, gap) <= most; };
   double gap = 0;
-  const double range = last > first ? last - first : 1.0;
-  while (merge_spans(t.lanes, lane_raw, gap) > std::max<std::size_t>(limits.spans, t.lanes.size()))
-    gap = gap == 0 ? range / double(std::max<std::size_t>(limits.spans, 1)) / 4 : gap * 2;
+  if (!fits(0)) {
+    const double range = last > first ? last - first : 1.0;
+    double lo = 0, hi = range / double(std::max<std::size_t>(limits.spans, 1)) / 4;
+    while (!fits(hi)) {
+      lo = hi;
+      hi *= 2;
+    }
+    for (int i = 0; i < 12; ++i) {
+      const double mid = (lo + hi) / 2;
+      (fits(mid) ? hi : lo) = mid;
+    }
+    gap = hi;
+    fits(gap);  // the spans of the gap chosen
+  }
   t.merge_gap_us = gap;
   return t;
 }
