@@ -35,6 +35,10 @@ CASES: Dict[str, Dict[str, Any]] = {
     "gpt2-8x512-bf16": dict(kind="gpt2", batch=8, seq=512, dtype="bf16"),
     # A training step (forward, loss, backward, SGD): the backward graph's kernels too.
     "resnet18-b32-train": dict(kind="tv", arch="resnet18", batch=32, train=True),
+    # torch.compile(mode="reduce-overhead"): inductor's code replays the step's kernels from CUDA
+    # graphs (cudagraph trees) after its warm-up runs.
+    "mlp-block-b64-reduce-overhead": dict(kind="mlp", batch=64, mode="reduce-overhead"),
+    "resnet18-b32-reduce-overhead": dict(kind="tv", arch="resnet18", batch=32, mode="reduce-overhead"),
 }
 
 
@@ -64,7 +68,7 @@ def run_case(name: str, out: Path) -> Dict[str, Any]:
     import torch
     import opcost
     model, inputs = build(CASES[name])
-    compiled = torch.compile(model)
+    compiled = torch.compile(model, mode=CASES[name].get("mode"))
     # A training step: forward, the output's sum as the loss, backward and SGD (opcost's own).
     steps = (dict(train=True, optimizer=torch.optim.SGD(model.parameters(), lr=1e-3))
              if CASES[name].get("train") else {})
