@@ -31,7 +31,7 @@ bool is_launch_call(uint8_t type) {
 
 }  // namespace
 
-std::vector<CallKernels> trace_kernels(const std::function<void()>& body) {
+std::vector<CallKernels> trace_kernels(const std::function<void()>& body, uint64_t* unattributed_ns) {
   using namespace torch::autograd::profiler;
   namespace impl = torch::profiler::impl;
   if (!at::detail::getCUDAHooks().hasCUDA())
@@ -72,7 +72,7 @@ std::vector<CallKernels> trace_kernels(const std::function<void()>& body) {
   for (std::size_t k = 0; k < kernels.size(); ++k)
     if (auto it = launch_start_ns.find(kernel_correlation[k]); it != launch_start_ns.end())
       kernels[k].launch_ns = it->second;
-  return kernels_per_call(std::move(ops), kernels);
+  return kernels_per_call(std::move(ops), kernels, nullptr, unattributed_ns);
 }
 
 std::vector<std::optional<std::vector<std::string>>> isolation_kernels(const std::vector<OpCall>& calls,

@@ -13,9 +13,10 @@
 namespace opcost {
 
 // Runs `body` once under the profiler (host ops and CUDA activity) and returns each outermost
-// dispatcher call with the device activities it launched, in call order. Throws
+// dispatcher call with the device activities it launched, in call order; the time of device
+// activities no such call launched in *unattributed_ns (a CUDA graph's replay). Throws
 // std::runtime_error when device activity cannot be traced (no CUDA, no CUPTI).
-std::vector<CallKernels> trace_kernels(const std::function<void()>& body);
+std::vector<CallKernels> trace_kernels(const std::function<void()>& body, uint64_t* unattributed_ns = nullptr);
 
 // The kernels each call launches when replayed alone, one replay per call (each prepared as
 // `opcost measure` prepares it, then called once more under the trace). A call that cannot be

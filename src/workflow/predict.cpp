@@ -77,9 +77,13 @@ class TorchModelSteps final : public ModelSteps {
     return runner.measure(call);
   }
   HostRound time_host_round() override { return opcost::time_host_round(model_); }
-  std::vector<CallKernels> trace_step() override {
+  TracedStep trace_step() override {
     const CompiledKernelWatch watch(model_);  // generated kernels' launches are calls, as in the inventory
-    return trace_kernels([&] { model_.step(); });
+    uint64_t untied_ns = 0;
+    TracedStep t;
+    t.calls = trace_kernels([&] { model_.step(); }, &untied_ns);
+    t.untied_device_us = double(untied_ns) * 1e-3;
+    return t;
   }
   // Each signature replayed alone, as `measure` replays it. One that does not read back has no
   // kernels to compare (its measurement failed already, named with its layer).
@@ -330,12 +334,12 @@ std::string to_text(const PredictReport& r) {
         r.paired_energy->step_us, r.paired_energy->host_scale, r.paired_energy->measured_mJ,
         r.paired_energy->measured_ci_mJ);
   if (r.target > 0 && r.step)
-    out += fmt::format("target: {:.0f}% of the step's {}: {}\n", 100 * r.target,
-                       r.step->energy_mJ ? "time and energy" : "time",
-                       r.target_met              ? "met"
-                       : r.prediction.complete() ? "not met, with every operator measured (the rest of the step is "
-                                                   "time the operator loops do not see)"
-                                                 : "not met: measuring stopped before it was");
+    out += fmt::format(
+        "target: {:.0f}% of the step's {}: {}\n", 100 * r.target, r.step->energy_mJ ? "time and energy" : "time",
+        r.target_met                   ? "met"
+        : r.prediction.missing.empty() ? "not met, with every operator measured (the rest of the step is "
+                                         "time the operator loops do not see)"
+                                       : "not met: measuring stopped before it was");
   if (r.inputs.on_gpu && r.inputs.gap_power_W)
     out += fmt::format("GPU power between kernels: {:.0f} W; host sync {:.1f} µs\n", *r.inputs.gap_power_W,
                        r.inputs.sync_us);

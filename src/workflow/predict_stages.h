@@ -56,6 +56,13 @@ class StoredCosts {
   virtual std::optional<Estimate> estimated(const InventoryEntry&, const StoredCallKey&) { return std::nullopt; }
 };
 
+// One step traced: each outermost call with its kernels, and the device time of activities no
+// call launched (a CUDA graph's replay launches its kernels outside any call).
+struct TracedStep {
+  std::vector<CallKernels> calls;
+  double untied_device_us = 0;
+};
+
 // The model's side of a prediction: its whole step measured, timed with its calls' host
 // times, traced. The real one wraps a RunnableModel (predict.cpp); a unit test fakes it.
 class ModelSteps {
@@ -63,9 +70,9 @@ class ModelSteps {
   virtual ~ModelSteps() = default;
   virtual Measurement measure_step(const MeasureConfig& config) = 0;
   virtual HostRound time_host_round() = 0;
-  // One step under the profiler: each outermost call with its kernels. Throws when the
-  // device's activity cannot be traced.
-  virtual std::vector<CallKernels> trace_step() = 0;
+  // One step under the profiler: each outermost call with its kernels, and the device time no
+  // call launched. Throws when the device's activity cannot be traced.
+  virtual TracedStep trace_step() = 0;
   // Per inventory entry, the kernels of its call replayed alone (none where it cannot be).
   virtual std::vector<std::optional<std::vector<std::string>>> kernels_alone(const Inventory& inv) = 0;
   // The launch latency without the profiler (launch_latency_untraced_us); none on the CPU.
@@ -136,6 +143,8 @@ PairedRounds paired_rounds(ModelSteps& model, Inventory& inv, std::vector<HostRo
 struct Traced {
   std::optional<KernelReport> kernels;
   std::string kernels_why;
+  // The traced step's device time in all, and in activities no call launched (0: not traced).
+  double device_us = 0, untied_device_us = 0;
   std::optional<LaunchProfiles> launches;
   std::string launches_why;
 };

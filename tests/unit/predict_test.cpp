@@ -358,6 +358,30 @@ TEST(Prediction, AMissingOperatorIsReportedNeverFree) {
   EXPECT_NE(table.find("aten::relu self=f32[8,64] ×1"), std::string::npos);
 }
 
+TEST(Prediction, GpuTimeNoCallLaunchedMakesItIncompleteAndSaysSo) {
+  // Every signature measured, but the traced step ran 900 of its 1000 µs of GPU time in kernels
+  // no call launched (a CUDA graph's replay): complete no more, and the table says why.
+  Inventory inv = two_layer_inventory();
+  PredictionInputs in;
+  in.gap_power_W = 100;
+  std::map<std::size_t, OpCost> costs = {{0, cost(5, 40, 12, 40)}, {1, cost(10, 4, 1.6, 10)}, {2, cost(3, 0, 0.3, 3)}};
+  Prediction p = predict(inv, costs, in);
+  EXPECT_TRUE(p.complete());
+  p.traced_device_us = 1000;
+  p.untied_device_us = 9;  // under 1%: covered enough
+  EXPECT_TRUE(p.complete());
+  p.untied_device_us = 900;
+  EXPECT_TRUE(p.missing.empty());
+  EXPECT_FALSE(p.complete());
+  const auto j = to_json(p, inv, nullptr);
+  EXPECT_EQ(j["complete"], false);
+  EXPECT_DOUBLE_EQ(j["untied_device_us"].get<double>(), 900);
+  const std::string table = to_table(p, inv, nullptr);
+  EXPECT_NE(table.find("INCOMPLETE: 900.0 µs of the traced step's 1000.0 µs of GPU time (90.0%)"), std::string::npos)
+      << table;
+  EXPECT_EQ(table.find("signatures ("), std::string::npos) << table;  // no signature is missing
+}
+
 TEST(Prediction, NoGapPowerMeansNoEnergyFigure) {
   Inventory inv = two_layer_inventory();
   PredictionInputs in;

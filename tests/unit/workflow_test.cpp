@@ -162,13 +162,17 @@ class FakeModelSteps final : public ModelSteps {
     r.plain_wall_us = step_us;
     return r;
   }
-  std::vector<CallKernels> trace_step() override { throw std::logic_error("no trace on the CPU"); }
+  TracedStep trace_step() override {
+    if (!traced) throw std::logic_error("no trace on the CPU");
+    return *traced;
+  }
   std::vector<std::optional<std::vector<std::string>>> kernels_alone(const Inventory&) override {
     throw std::logic_error("no trace on the CPU");
   }
   std::optional<double> untraced_launch_latency_us(double) override { return std::nullopt; }
 
   double step_us = 40;
+  std::optional<TracedStep> traced;  // what trace_step gives (none: it throws, as on the CPU)
   std::size_t rounds = 0;
   std::vector<MeasureConfig> step_configs;
 
@@ -609,6 +613,21 @@ TEST(TraceStage, OnTheCpuSaysWhyAndTracesNothing) {
   EXPECT_FALSE(t.launches);
   EXPECT_EQ(t.kernels_why, "kernels are traced on a GPU only");
   EXPECT_EQ(t.launches_why, "launches are traced on a GPU only");
+}
+
+TEST(TraceStage, OnAGpuCountsTheStepsDeviceTimeAndWhatNoCallLaunched) {
+  Stages s;
+  s.options.trace_launches = false;
+  const Inventory inv = tiny_inventory();
+  FakeModelSteps model(inv);
+  CallKernels mm;
+  mm.op = "aten::mm";
+  mm.kernels = {"gemm"};
+  mm.device_ns = 100'000;
+  model.traced = TracedStep{{mm}, 900.0};
+  const Traced t = trace_launches_and_kernels(s.gpu(), inv, model, 0);
+  EXPECT_DOUBLE_EQ(t.device_us, 1000);
+  EXPECT_DOUBLE_EQ(t.untied_device_us, 900);
 }
 
 TEST(PredictStage, TotalsAreCountsTimesCostsOnATinyTimeline) {

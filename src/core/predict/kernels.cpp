@@ -14,7 +14,7 @@
 namespace opcost {
 
 std::vector<CallKernels> kernels_per_call(std::vector<TraceOp> ops, const std::vector<TraceKernel>& kernels,
-                                          std::size_t* unattributed) {
+                                          std::size_t* unattributed, uint64_t* unattributed_ns) {
   // Parents first within a thread: earlier start, then later end, then the record opened
   // first (an op and its only nested call can share both timestamps at the clock's resolution).
   std::sort(ops.begin(), ops.end(), [](const TraceOp& a, const TraceOp& b) {
@@ -51,10 +51,12 @@ std::vector<CallKernels> kernels_per_call(std::vector<TraceOp> ops, const std::v
   std::unordered_map<uint64_t, std::size_t> by_correlation;
   for (std::size_t i = 0; i < ops.size(); ++i) by_correlation.emplace(ops[i].correlation, i);
   std::size_t lost = 0;
+  uint64_t lost_ns = 0;
   for (const auto& k : kernels) {
     auto it = by_correlation.find(k.linked_correlation);
     if (it == by_correlation.end()) {
       ++lost;
+      lost_ns += k.duration_ns;
       continue;
     }
     auto& call = out[rank[outer_of[it->second]]];
@@ -63,6 +65,7 @@ std::vector<CallKernels> kernels_per_call(std::vector<TraceOp> ops, const std::v
     call.launches.push_back({k.launch_ns, k.start_ns, k.duration_ns});
   }
   if (unattributed) *unattributed = lost;
+  if (unattributed_ns) *unattributed_ns = lost_ns;
   return out;
 }
 

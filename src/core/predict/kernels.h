@@ -45,9 +45,10 @@ struct CallKernels {
 };
 
 // The outermost op calls (time nesting per thread; threads merged in start order), each with
-// its kernels. Kernels whose launching op is not among `ops` are counted in *unattributed.
+// its kernels. Kernels whose launching op is not among `ops` are counted in *unattributed, and
+// their summed durations in *unattributed_ns.
 std::vector<CallKernels> kernels_per_call(std::vector<TraceOp> ops, const std::vector<TraceKernel>& kernels,
-                                          std::size_t* unattributed = nullptr);
+                                          std::size_t* unattributed = nullptr, uint64_t* unattributed_ns = nullptr);
 
 // The check of one inventory entry.
 struct KernelCheck {
