@@ -30,8 +30,17 @@ def main() -> int:
     ap.add_argument("db")
     ap.add_argument("--top", type=int, default=12)
     args = ap.parse_args()
-    con = sqlite3.connect(f"file:{args.db}?mode=ro", uri=True)
-    present = {r[1] for r in con.execute("PRAGMA table_info(measurements)")}
+    try:
+        con = sqlite3.connect(f"file:{args.db}?mode=ro", uri=True)
+        present = {r[1] for r in con.execute("PRAGMA table_info(measurements)")}
+    except sqlite3.Error as e:
+        print(f"{args.db}: cannot read it as an opcost database ({e}); give the file validate wrote (--db)",
+              file=sys.stderr)
+        return 2
+    if "seconds" not in present:
+        print(f"{args.db}: its rows carry no measuring seconds (no `seconds` column: an older opcost wrote them); "
+              "measure them again to see where the time went", file=sys.stderr)
+        return 2
     column = lambda name, empty: f"COALESCE({name}, {empty})" if name in present else empty  # noqa: E731
     rows = con.execute(f"SELECT op, {column('overload', repr(''))}, {column('device_work', repr(''))}, "
                        f"{column('method', repr(''))}, {column('seconds', '0')} FROM measurements").fetchall()

@@ -121,6 +121,14 @@ except ImportError:
 c = opcost.compare(net, x, variants=("fp32", "bf16"), rounds=2, round_max_time=0.02, layers=False, energy=False)
 assert [v["name"] for v in c.json["variants"]] == ["fp32", "bf16"] and c.json["options"]["warmup_rounds"] == 1, c.json
 assert all(len(v["rounds"]) == 2 for v in c.json["variants"]), c.json
+try:
+    import matplotlib  # noqa: F401
+except ImportError:  # a comparison's plot needs the extra too, and says so
+    try:
+        c.plot()
+        raise AssertionError("Comparison.plot() without matplotlib")
+    except ImportError as e:
+        assert "pip install" in str(e), e
 # A compiled model from the installed package: inductor's generated C++ kernel is an operator
 # of the inventory, in its layer (the package's wrappers and the extension's records together).
 gelu = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.GELU(), torch.nn.Linear(8, 4))

@@ -80,10 +80,14 @@ def _module_path(stack: Any) -> Optional[str]:
     return path.strip(".")
 
 
+# Looked up once: every launch of an observed step asks them.
+_GET_SEQUENCE_NR = getattr(getattr(torch._C, "_autograd", None), "_get_sequence_nr", None)
+_CURRENT_AUTOGRAD_NODE = getattr(torch._C, "_current_autograd_node", None)
+
+
 def _sequence_nr() -> int:
     """The sequence number autograd gives the next node (-1 where torch does not say)."""
-    get = getattr(getattr(torch._C, "_autograd", None), "_get_sequence_nr", None)
-    return get() if get is not None else -1
+    return _GET_SEQUENCE_NR() if _GET_SEQUENCE_NR is not None else -1
 
 
 def _wrapper_modules() -> List[Any]:
@@ -292,7 +296,7 @@ class CompiledKernels:
         # path is relative to the layer their compiled region ran forward in. A region's forward
         # runs inside its autograd Function, whose backward node took the sequence number just
         # before the current one; its backward's node has that number.
-        node = getattr(torch._C, "_current_autograd_node", lambda: None)()
+        node = _CURRENT_AUTOGRAD_NODE() if _CURRENT_AUTOGRAD_NODE is not None else None
         if node is None:
             # The first region to launch under a number is the one its node numbers: a region that
             # makes no node (under no_grad, frozen) must not take an earlier region's.
@@ -439,10 +443,13 @@ class _LayeredCalls:
         self._file, self._kernels = module_file, kernels
 
     def __getattr__(self, name: str) -> Any:
+        # Resolved once per stand-in: the graph's code reaches the same names at every launch.
         value = getattr(self._target, name)
         path = f"{self._path}.{name}"
         if path in self._under or (path in self._sites and callable(value)):
-            return _LayeredCalls(value, path, self._sites, self._under, self._file, self._kernels)
+            value = _LayeredCalls(value, path, self._sites, self._under, self._file, self._kernels)
+        if callable(value):
+            self.__dict__[name] = value
         return value
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:

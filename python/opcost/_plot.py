@@ -129,16 +129,16 @@ def _bars(ax, shown, other, unit: str, what: str):
     return bars
 
 
-def _whole(ax, entries: List[Tuple[str, Optional[float], Optional[float]]], unit: str, what: str) -> None:
-    """The whole step's figures side by side (predicted, measured, ...), each with its interval."""
+def _whole(ax, entries: List[Tuple[str, Optional[float], Optional[float]]], unit: str, what: str,
+           colours: Optional[List[Any]] = None) -> None:
+    """The whole step's figures side by side (predicted, measured, ...), each with its interval;
+    ``colours`` one per entry (a comparison's variants, as its other figures colour them)."""
     entries = [e for e in entries if e[1] is not None]
     positions = list(range(len(entries)))
-    # Predicted and measured keep their colours; more entries (a comparison's variants) each get
-    # one of a colour map's and a hatch of their own, so that no two read alike in greyscale.
-    colours = ([_BAR_COLOUR, _MEASURED_COLOUR, _OTHER_COLOUR][:len(entries)] if len(entries) <= 3
-               else _colours(len(entries)))
-    bars = ax.bar(positions, [e[1] for e in entries], yerr=[e[2] or 0.0 for e in entries], color=colours,
-                  edgecolor="black", linewidth=0.5, error_kw={"ecolor": "dimgray", "capsize": 4, "elinewidth": 1.5})
+    colours = colours or [_BAR_COLOUR, _MEASURED_COLOUR, _OTHER_COLOUR]
+    bars = ax.bar(positions, [e[1] for e in entries], yerr=[e[2] or 0.0 for e in entries],
+                  color=colours[:len(entries)], edgecolor="black", linewidth=0.5,
+                  error_kw={"ecolor": "dimgray", "capsize": 4, "elinewidth": 1.5})
     for bar, hatch in zip(bars, _SERIES_HATCHES):
         bar.set_hatch(hatch)
     ax.set_xticks(positions, [e[0] for e in entries], fontsize=8)
@@ -323,7 +323,8 @@ def _compare_step_figure(Figure, doc: Dict[str, Any], variants: List[Dict[str, A
     diff_ax.set_title("difference to the baseline, 95% CI; hatched and ~: the interval includes 0 "
                       "(no significant difference)", fontsize=8)
     _whole(whole_ax, [(f"{v.get('name')}\n(baseline)" if v.get("name") == baseline else str(v.get("name")),
-                       *_summary(v.get(key))) for v in variants], unit, f"{what} per step")
+                       *_summary(v.get(key))) for v in variants], unit, f"{what} per step",
+           colours=_colours(len(variants)))
     rounds = (doc.get("options") or {}).get("rounds")
     whole_ax.set_title(f"each variant's step, 95% CI over {rounds or 'its'} rounds", fontsize=9)
     fig.suptitle(_compare_title(doc, variants, baseline))

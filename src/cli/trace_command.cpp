@@ -67,8 +67,7 @@ int run_trace_command(TraceCliOptions o) {
   }
   const bool table = o.table || (o.output.empty() && o.html.empty());
   if (table || !o.html.empty()) {
-    TraceTable t = o.group_by == "layer" ? layer_table(run) : op_table(run, o.group_by == "shape");
-    if (o.json || !o.html.empty()) t.timeline = compact_timeline(run);  // the text table has no use for it
+    const TraceTable t = trace_table(run, o.group_by, o.json || !o.html.empty());  // text: no timeline
     if (table)
       write_file("",
                  make_reporter(o.json ? ReportFormat::kJson : ReportFormat::kText)->trace_table(t, o.sort_by, o.limit));

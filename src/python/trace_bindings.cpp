@@ -14,18 +14,6 @@ namespace py = pybind11;
 
 namespace opcost {
 
-namespace {
-
-TraceTable table_of(const TraceRun& run, const std::string& group_by) {
-  if (group_by != "layer" && group_by != "op" && group_by != "shape")
-    throw std::invalid_argument("group_by='" + group_by + "': use 'op', 'shape' or 'layer'");
-  TraceTable t = group_by == "layer" ? layer_table(run) : op_table(run, group_by == "shape");
-  t.timeline = compact_timeline(run);
-  return t;
-}
-
-}  // namespace
-
 void bind_trace(py::module_& m) {
   py::class_<TraceRun>(m, "TraceRun")
       .def_readonly("device", &TraceRun::device)
@@ -39,12 +27,12 @@ void bind_trace(py::module_& m) {
       .def(
           "table",
           [](const TraceRun& r, const std::string& group_by, const std::string& sort_by, std::size_t limit) {
-            return make_reporter(ReportFormat::kText)->trace_table(table_of(r, group_by), sort_by, limit);
+            return make_reporter(ReportFormat::kText)->trace_table(trace_table(r, group_by, false), sort_by, limit);
           },
           py::arg("group_by"), py::arg("sort_by"), py::arg("limit"))
       .def(
           "table_json",
-          [](const TraceRun& r, const std::string& group_by) { return to_json(table_of(r, group_by)).dump(); },
+          [](const TraceRun& r, const std::string& group_by) { return to_json(trace_table(r, group_by, true)).dump(); },
           py::arg("group_by"))
       .def(
           "only_steps",

@@ -31,7 +31,7 @@ void Runner::time_host_only(PreparedCall& call, Measurement& m, DeviceWork work)
   double warmup_s = std::min(cfg_.warmup_s, kHostOnlyWarmupS);
   const bool part = cfg_.part_of && cfg_.part_of->time_us > 0;
   if (part) {
-    rule.share_of = {cfg_.part_of->time_us, cfg_.part_of->calls, cfg_.time.target_rel_ci95};
+    rule.share_of = {cfg_.part_of->time_us, cfg_.part_of->calls};
     rule.min_seconds = std::min(rule.min_seconds, kHostOnlyPartMinS);
     warmup_s = std::min(warmup_s, kHostOnlyPartWarmupS);
   }
@@ -46,10 +46,9 @@ void Runner::time_host_only(PreparedCall& call, Measurement& m, DeviceWork work)
   m.method = fmt::format("host wall clock, batches of {}; no device work ({}): GPU time 0", m.time.calls_per_sample,
                          device_work_reason(work));
   if (part) {
-    const double share = share_of_whole(m.time.host_us.mean);  // as the stopping rule took it
+    const double mean_us = m.time.host_us.mean;  // as the stopping rule took it
     m.method += fmt::format("; host time to a ±{:.1f}% target ({:.3f}% of the whole's time)",
-                            100 * std::max(rule.target_rel_ci95, part_rel_ci95(rule.share_of.whole_rel_ci95, share)),
-                            100 * share);
+                            100 * share_sized_rel_ci95(rule, mean_us), 100 * share_of_whole(mean_us));
   }
   EnergyResult& e = m.energy;
   if (!probe_) {

@@ -125,7 +125,7 @@ TEST(AdaptiveStop, APartOfAWholeStopsAtItsShareSizedTarget) {
   // 0.05%, so ±44% would do. Alone (no whole) the 1% target is far off after 10 samples.
   std::normal_distribution<double> d(5.0, 1.0);
   StoppingCriterion part{0.01, 10, 0.0, 10.0, 100000};
-  part.share_of = {10'000, 1, 0.01};
+  part.share_of = {10'000, 1};
   std::mt19937_64 rng(17);
   AdaptiveStop stop(part);
   int n = 0;
@@ -141,12 +141,12 @@ TEST(AdaptiveStop, APartOfAWholeStopsAtItsShareSizedTarget) {
   EXPECT_FALSE(alone.done());
   EXPECT_DOUBLE_EQ(alone.target_rel_ci95(), 0.01);
 
-  // A part that is most of the whole is held to the whole's interval, not loosened.
+  // A part as large as the whole is held to its own target, not loosened.
   StoppingCriterion big{0.05, 10, 0.0, 10.0, 100000};
-  big.share_of = {5.0, 1, 0.01};
+  big.share_of = {5.0, 1};
   AdaptiveStop held(big);
   held.add(5.0, 0.001);
-  EXPECT_DOUBLE_EQ(held.target_rel_ci95(), 0.05);  // the call's own target, looser than the share's
+  EXPECT_DOUBLE_EQ(held.target_rel_ci95(), 0.05);
 }
 
 TEST(PartRelCi95, PartsAtTheirTargetsKeepTheWholeWithinItsOwn) {

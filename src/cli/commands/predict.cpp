@@ -44,7 +44,9 @@ class PredictCommand : public Command {
       fmt::print(stderr, "opcost: report written to {}\n", html_);
     }
     if (report.failures) return kExitMeasurementFailed;
-    return report.prediction.complete() || report.target_met ? kExitSuccess : kExitIncomplete;
+    // A target met leaves operators unmeasured by choice; GPU time no call launched is never a choice.
+    return (report.prediction.complete() || report.target_met) && !report.prediction.uncovered() ? kExitSuccess
+                                                                                                 : kExitIncomplete;
   }
 
  private:

@@ -31,10 +31,14 @@ void AdaptiveStop::add(double sample, double elapsed_s) {
   }
 }
 
+double share_sized_rel_ci95(const StoppingCriterion& c, double mean) {
+  const auto& part = c.share_of;
+  if (!(part.whole_us > 0)) return c.target_rel_ci95;
+  return std::max(c.target_rel_ci95, part_rel_ci95(c.target_rel_ci95, part.calls * mean / part.whole_us));
+}
+
 double AdaptiveStop::target_rel_ci95() const {
-  const auto& part = c_.share_of;
-  if (!(part.whole_us > 0) || stats_.count() == 0) return c_.target_rel_ci95;
-  return std::max(c_.target_rel_ci95, part_rel_ci95(part.whole_rel_ci95, part.calls * stats_.mean() / part.whole_us));
+  return stats_.count() == 0 ? c_.target_rel_ci95 : share_sized_rel_ci95(c_, stats_.mean());
 }
 
 double part_rel_ci95(double whole_rel_ci95, double share) {

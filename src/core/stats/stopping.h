@@ -16,16 +16,18 @@ struct StoppingCriterion {
   double max_seconds = 1.0;   // budget: stop and report the CI achieved
   std::size_t max_samples = 100000;
   // A part of a whole (an operator's host time in a model's step): its interval need only keep
-  // the whole's, so the target loosens with the part's share, calls × running mean / the
-  // whole's time (part_rel_ci95). A view of 3 µs in a step of 10 ms meets it in its first
-  // samples. Unset (whole_us 0): target_rel_ci95 alone.
+  // the whole's (target_rel_ci95 taken as the whole's), so the target loosens with the part's
+  // share, calls × running mean / the whole's time (part_rel_ci95). A view of 3 µs in a step of
+  // 10 ms meets it in its first samples. Unset (whole_us 0): target_rel_ci95 alone.
   struct Share {
     double whole_us = 0;
     double calls = 1;
-    double whole_rel_ci95 = 0;
   };
   Share share_of;
 };
+
+// The relative interval `c` stops at for a mean of `mean`: its target, or its share's where looser.
+double share_sized_rel_ci95(const StoppingCriterion& c, double mean);
 
 enum class StopReason { kRunning, kConverged, kTimeBudget, kSampleBudget };
 std::string to_string(StopReason r);

@@ -364,6 +364,14 @@ std::string render_table(const TraceTable& t, const std::string& sort_by, std::s
   return out + text.steps_note() + text.measured_step_note() + text.energy_note();
 }
 
+TraceTable trace_table(const TraceRun& run, const std::string& group_by, bool with_timeline) {
+  if (group_by != "layer" && group_by != "op" && group_by != "shape")
+    throw std::invalid_argument("group_by='" + group_by + "': use 'op', 'shape' or 'layer'");
+  TraceTable t = group_by == "layer" ? layer_table(run) : op_table(run, group_by == "shape");
+  if (with_timeline) t.timeline = compact_timeline(run);
+  return t;
+}
+
 nlohmann::json to_json(const TraceTable& t) {
   const bool energy = t.energy.has_value();
   auto row = [&](const TraceRow& r) {

@@ -58,6 +58,9 @@ struct TraceTable {
 
 TraceTable op_table(const TraceRun& run, bool by_shape);
 TraceTable layer_table(const TraceRun& run);
+// The table a command asks for by name ("op", "shape" or "layer"; anything else is refused,
+// naming them), with the compact timeline only where a reader draws it (JSON, HTML).
+TraceTable trace_table(const TraceRun& run, const std::string& group_by, bool with_timeline);
 
 // Text, sorted by a column ("gpu" / "gpu_total", "gpu_self", "cpu" / "cpu_total", "cpu_self",
 // "energy" / "energy_total", "energy_self", "calls", "name"), the first `limit` rows (0: all) and the total. Throws
