@@ -27,7 +27,7 @@ namespace opcost {
 namespace {
 
 // The shared loop's time after its settle: a base for the first windows and about 1.5 counter
-// periods per operator (the split needs more windows than operators, and the intervals narrow
+// periods per operator (the split needs more windows than unknowns, and the intervals narrow
 // with the windows beyond that), capped at a group of 16 (measure_missing's largest).
 constexpr double kSharedBaseS = 0.2, kSharedPerOpS = 0.15;
 constexpr std::size_t kSharedMaxOps = 16;
@@ -77,18 +77,6 @@ class GroupLoop {
 
   const std::vector<GroupCompletion>& timeline() const { return timeline_; }
   std::size_t issued(std::size_t op) const { return issued_[op]; }
-
-  // Operator `op`'s loop time per call after `from_s`: the spans of its batches over their calls
-  // (its kernels, and any wait for the host between them, as a loop of its own has).
-  double wall_s_per_call(std::size_t op, double from_s) const {
-    double seconds = 0, calls = 0;
-    for (std::size_t k = 1; k < timeline_.size(); ++k) {
-      if (timeline_[k].op != op || timeline_[k - 1].t_s < from_s) continue;
-      seconds += timeline_[k].t_s - timeline_[k - 1].t_s;
-      calls += timeline_[k].calls;
-    }
-    return calls > 0 ? seconds / calls : 0;
-  }
 
  private:
   void completed(std::size_t slot) {
@@ -264,6 +252,8 @@ std::vector<std::size_t> Runner::measure_energy_shared(const std::vector<Prepare
   const std::size_t ops = calls.size();
   const double period_s = *counter_period_s_;
   const double idle_W = *idle_power();
+  // The H100's counter lags its host reading by up to ~40 ms of its 100 ms period.
+  const double max_lag_s = std::min(0.04, kMaxLagPeriodShare * period_s);
   std::vector<double> per_call_s(ops), target(ops);
   std::vector<std::size_t> batch(ops);
   for (std::size_t i = 0; i < ops; ++i) {
@@ -313,7 +303,7 @@ std::vector<std::size_t> Runner::measure_energy_shared(const std::vector<Prepare
       // Split again only when the counter has moved: the loop stays lean.
       if (monitor.edge_count() == edges_seen && !over_budget) continue;
       edges_seen = monitor.edge_count();
-      const LaggedSplit fit = split_with_counter_lag(monitor.edges(), loop.timeline(), ops, settle_end);
+      const LaggedSplit fit = split_with_counter_lag(monitor.edges(), loop.timeline(), ops, settle_end, max_lag_s);
       windows_seen = fit.windows.size();
       const bool enough =
           fit.windows.size() > ops && fit.windows.size() >= cfg_.energy_min_windows && identified_to_target(fit.split);
@@ -324,7 +314,7 @@ std::vector<std::size_t> Runner::measure_energy_shared(const std::vector<Prepare
   monitor.stop();
   watch_ = nullptr;
   const double looped_s = now_s() - start;
-  const LaggedSplit lagged = split_with_counter_lag(monitor.edges(), loop.timeline(), ops, settle_end);
+  const LaggedSplit lagged = split_with_counter_lag(monitor.edges(), loop.timeline(), ops, settle_end, max_lag_s);
   const auto& windows = lagged.windows;
   const SharedSplit& split = lagged.split;
   double window_s = 0;
@@ -353,7 +343,8 @@ std::vector<std::size_t> Runner::measure_energy_shared(const std::vector<Prepare
       continue;
     }
     EnergyResult& e = m.energy;
-    const double wall_s = loop.wall_s_per_call(i, settle_end);
+    // The split's own time per call: its windows' spans of this operator's batches.
+    const double wall_s = split.busy_s[i] / split.calls[i];
     e.available = true;
     e.unavailable_reason.clear();
     e.source = source + ", shared windows";
@@ -361,7 +352,7 @@ std::vector<std::size_t> Runner::measure_energy_shared(const std::vector<Prepare
     e.idle_power_W = idle_W;
     e.wall_us_per_call = wall_s * 1e6;
     e.above_idle_mJ = fit.mean - idle_W * wall_s * 1000.0;
-    e.power_W = wall_s > 0 ? fit.mean / 1000.0 / wall_s : 0;
+    e.power_W = split.power_W[i];
     e.counter_period_s = period_s;
     e.windows = split.windows;
     e.effective_windows = double(split.windows);
@@ -369,8 +360,12 @@ std::vector<std::size_t> Runner::measure_energy_shared(const std::vector<Prepare
     e.loop_start_s = start;
     m.method += fmt::format(
         "; energy from {} windows shared by {} operators in one loop, split by least squares at a counter lag of "
-        "{:.0f} ms (residual {:.1f}% of a window's energy){}",
-        split.windows, ops, 1e3 * lagged.lag_s, 100 * split.residual_rel, target_text(cfg_, parts[i], m));
+        "{:.0f} ms (residual {:.1f}% of a window's energy){}{}",
+        split.windows, ops, 1e3 * lagged.lag_s, 100 * split.residual_rel,
+        lagged.blurred_windows
+            ? fmt::format("; {} window(s) left out: the counter's update was seen late", lagged.blurred_windows)
+            : "",
+        target_text(cfg_, parts[i], m));
     flag_after_energy(m, cfg_.step_power ? cfg_.step_power->gap_W : std::nullopt);
   }
   return unidentified;

@@ -47,39 +47,52 @@ struct TwoCalls {
 
 TEST(SharedEnergyLoop, SplitsASlowCountersWindowsIntoEachCallsEnergyAtThePowerItDrew) {
   TwoCalls calls;
-  // 25 ms: a slow counter for the split (RAPL's is ~1 ms), fast enough for the idle probe. A
-  // longer budget than the other tests': on a loaded 2-core machine 0.4 s of windows once left
-  // the split unable to tell the calls apart (each then got its own loop, rightly, but untested).
+  // 25 ms: a slow counter for the split (RAPL's is ~1 ms), fast enough for the idle probe.
   MeasureConfig config = quick_config();
   config.energy_max_s = config.energy_max_capped_s = 1.0;
-  Runner runner("cpu", 0, config, std::make_unique<FakeEnergyProbe>(kWatts, 0.025));
   // The second call is a part of a whole: its target follows its share.
   const std::vector<std::optional<MeasureConfig::Whole>> parts = {std::nullopt, MeasureConfig::Whole{1000, 2, 0.02}};
-  const auto results = runner.measure_group(calls.both(), parts);
-  ASSERT_EQ(results.size(), 2u);
-  for (const auto& r : results) {
-    ASSERT_FALSE(r.error);
-    ASSERT_TRUE(r.measurement);
-    const Measurement& m = *r.measurement;
-    ASSERT_TRUE(m.energy.available) << m.energy.unavailable_reason << " / " << m.method;
-    EXPECT_EQ(m.energy.source, "fake-energy-counter, shared windows");
-    EXPECT_NE(m.method.find("shared by 2 operators"), std::string::npos) << m.method;
-    EXPECT_GT(m.energy.windows, 2u);  // more windows than operators, or no split
-    EXPECT_EQ(m.energy.per_call_mJ.n, m.energy.windows);
-    EXPECT_GT(m.time.per_call_us.n, 0u);  // timed first, as measure() times it
-    // Constant power: energy per call = power × the call's time in the shared loop.
-    const double expected_mJ = kWatts * m.energy.wall_us_per_call * 1e-3;
-    const double slack = std::max(m.energy.per_call_mJ.ci95_half_width(), 0.05 * expected_mJ);
-    EXPECT_NEAR(m.energy.per_call_mJ.mean, expected_mJ, slack) << m.op;
-    EXPECT_NEAR(m.energy.power_W, kWatts, 0.05 * kWatts + kWatts * slack / expected_mJ) << m.op;
-    EXPECT_LE(m.energy.per_call_mJ.ci95_low, m.energy.per_call_mJ.mean);
-    EXPECT_GE(m.energy.per_call_mJ.ci95_high, m.energy.per_call_mJ.mean);
+  // Every figure must be right, split or not. Whether the split is made depends on the machine:
+  // on an oversubscribed one (CI's 2 cores under ctest -j2) the monitor thread sees counter
+  // updates late, those windows are left out, and too few may remain; each call then rightly
+  // gets its own loop. So the split must be made in one of three tries, and right in each.
+  int shared_tries = 0;
+  for (int attempt = 0; attempt < 3 && shared_tries == 0; ++attempt) {
+    Runner runner("cpu", 0, config, std::make_unique<FakeEnergyProbe>(kWatts, 0.025));
+    const auto results = runner.measure_group(calls.both(), parts);
+    ASSERT_EQ(results.size(), 2u);
+    bool all_shared = true;
+    for (const auto& r : results) {
+      ASSERT_FALSE(r.error);
+      ASSERT_TRUE(r.measurement);
+      const Measurement& m = *r.measurement;
+      ASSERT_TRUE(m.energy.available) << m.energy.unavailable_reason << " / " << m.method;
+      const bool shared = m.energy.source == "fake-energy-counter, shared windows";
+      all_shared = all_shared && shared;
+      if (shared) {
+        EXPECT_NE(m.method.find("shared by 2 operators"), std::string::npos) << m.method;
+        EXPECT_GT(m.energy.windows, 3u);  // more windows than operators and the searched lag
+      } else {
+        EXPECT_NE(m.method.find("could not tell it apart"), std::string::npos) << m.method;
+      }
+      EXPECT_EQ(m.energy.per_call_mJ.n, m.energy.windows);
+      EXPECT_GT(m.time.per_call_us.n, 0u);  // timed first, as measure() times it
+      // Constant power: energy per call = power × the call's time in the loop.
+      const double expected_mJ = kWatts * m.energy.wall_us_per_call * 1e-3;
+      const double slack = std::max(m.energy.per_call_mJ.ci95_half_width(), 0.05 * expected_mJ);
+      EXPECT_NEAR(m.energy.per_call_mJ.mean, expected_mJ, slack) << m.op << " / " << m.method;
+      EXPECT_NEAR(m.energy.power_W, kWatts, 0.05 * kWatts + kWatts * slack / expected_mJ) << m.op << " / " << m.method;
+      EXPECT_LE(m.energy.per_call_mJ.ci95_low, m.energy.per_call_mJ.mean);
+      EXPECT_GE(m.energy.per_call_mJ.ci95_high, m.energy.per_call_mJ.mean);
+    }
+    EXPECT_EQ(results[0].measurement->method.find("target"), std::string::npos);
+    EXPECT_NE(results[1].measurement->method.find("% of the whole's time"), std::string::npos)
+        << results[1].measurement->method;
+    // The bigger product costs more per call than the small elementwise one.
+    EXPECT_GT(results[1].measurement->energy.per_call_mJ.mean, results[0].measurement->energy.per_call_mJ.mean);
+    if (all_shared) ++shared_tries;
   }
-  EXPECT_EQ(results[0].measurement->method.find("target"), std::string::npos);
-  EXPECT_NE(results[1].measurement->method.find("% of the whole's time"), std::string::npos)
-      << results[1].measurement->method;
-  // The bigger product costs more per call than the small elementwise one.
-  EXPECT_GT(results[1].measurement->energy.per_call_mJ.mean, results[0].measurement->energy.per_call_mJ.mean);
+  EXPECT_EQ(shared_tries, 1) << "three shared loops in a row could not split their windows";
 }
 
 TEST(SharedEnergyLoop, AFastCounterGivesEachCallItsOwnLoop) {

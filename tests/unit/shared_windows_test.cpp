@@ -35,15 +35,19 @@ struct SimulatedLoop {
 // and, when `period_noise_rel` > 0, each period's energy is off by a seeded Gaussian factor
 // (power that drifts from one counter period to the next).
 // `lag_s`: the counter publishes at each edge the energy up to that long before it.
+// `stretch`: each segment's calls take this factor longer, the k-th segment's factor
+// stretch[k % size] (a preempted host, moving clocks), at the operator's same power.
 SimulatedLoop simulate(const std::vector<PlantedOp>& ops, const std::vector<Segment>& segments, double period_s,
-                       double phase_s, double period_noise_rel = 0, unsigned seed = 1, double lag_s = 0) {
+                       double phase_s, double period_noise_rel = 0, unsigned seed = 1, double lag_s = 0,
+                       const std::vector<double>& stretch = {1.0}) {
   SimulatedLoop sim;
   // Segment boundaries: power is constant inside each.
   std::vector<double> ends, powers;
   double t = 0;
   sim.timeline.push_back({0.0, 0, 0.0});  // the loop's start opens the timeline
-  for (const auto& s : segments) {
-    t += double(s.calls) * ops[s.op].per_call_s;
+  for (std::size_t k = 0; k < segments.size(); ++k) {
+    const Segment& s = segments[k];
+    t += double(s.calls) * ops[s.op].per_call_s * stretch[k % stretch.size()];
     ends.push_back(t);
     powers.push_back(ops[s.op].power_W);
     sim.timeline.push_back({t, s.op, double(s.calls)});
@@ -91,6 +95,9 @@ TEST(SharedWindows, SpreadsEachBatchEvenlyOverItsSpan) {
   EXPECT_NEAR(windows[1].calls[0], 0, 1e-9);
   EXPECT_NEAR(windows[1].calls[1], 25, 1e-9);
   EXPECT_DOUBLE_EQ(windows[1].seconds(), 0.1);
+  EXPECT_NEAR(windows[0].busy_s[0], 0.05, 1e-12);  // each operator's time inside the window
+  EXPECT_NEAR(windows[0].busy_s[1], 0.05, 1e-12);
+  EXPECT_NEAR(windows[1].busy_s[1], 0.1, 1e-12);
 }
 
 TEST(SharedWindows, DropsWindowsWithoutEnergyOrCalls) {
@@ -157,10 +164,54 @@ TEST(SharedWindows, RecoversPlantedEnergiesExactlyWithoutNoise) {
     const auto& e = split.per_call_mJ[i];
     EXPECT_EQ(e.n, windows.size()) << i;
     EXPECT_NEAR(e.mean, ops[i].energy_mJ(), 0.01 * ops[i].energy_mJ()) << i;
-    EXPECT_LE(e.ci95_low, ops[i].energy_mJ()) << i;
-    EXPECT_GE(e.ci95_high, ops[i].energy_mJ()) << i;
+    // Without noise the interval is as wide as rounding: it holds the truth up to that.
+    EXPECT_LE(e.ci95_low, ops[i].energy_mJ() * (1 + 1e-9)) << i;
+    EXPECT_GE(e.ci95_high, ops[i].energy_mJ() * (1 - 1e-9)) << i;
     EXPECT_GT(split.calls[i], 0) << i;
   }
+}
+
+TEST(SharedWindows, CallsThatTakeLongerCostMoreAndTheSplitFollowsTheirTime) {
+  // Every third segment runs 2.5× slower at the same power: its calls cost 2.5× the energy. The
+  // split on time recovers each operator's power exactly, and its energy per call as the power
+  // over the mean time per call; a split on calls alone reads the slow calls as fewer, cheap ones.
+  const auto ops = planted_group();
+  const auto plan = plan_segments(per_call_s(ops), 0.1, 8);
+  const std::vector<double> stretch{1.0, 1.0, 2.5};
+  const auto sim = simulate(ops, plan, 0.1, 0.0137, 0, 1, 0, stretch);
+  const auto windows = make_shared_windows(sim.edges, sim.timeline, ops.size(), 0);
+  const auto split = split_shared_energy(windows, ops.size());
+  EXPECT_EQ(split.why, "");
+  EXPECT_LT(split.residual_rel, 1e-9);
+  auto by_calls = windows;
+  for (auto& w : by_calls) w.busy_s = w.calls;  // one second a call: the fit on calls
+  const auto naive = split_shared_energy(by_calls, ops.size());
+  double naive_worst = 0;
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    EXPECT_NEAR(split.power_W[i], ops[i].power_W, 1e-6 * ops[i].power_W) << i;
+    const double mean_call_s = split.busy_s[i] / split.calls[i];
+    EXPECT_GT(mean_call_s, ops[i].per_call_s * 1.01) << i;  // the slow segments are in the mean
+    const double truth_mJ = ops[i].power_W * mean_call_s * 1000.0;
+    EXPECT_NEAR(split.per_call_mJ[i].mean, truth_mJ, 1e-6 * truth_mJ) << i;
+    naive_worst = std::max(naive_worst, std::abs(naive.per_call_mJ[i].mean / truth_mJ - 1));
+  }
+  EXPECT_GT(naive.residual_rel, 0.01);
+  EXPECT_GT(naive_worst, 0.05);
+}
+
+TEST(SharedWindows, WindowsWhoseEdgesWereSeenLateAreLeftOut) {
+  const std::vector<GroupCompletion> timeline{{0.0, 0, 0}, {0.2, 0, 100}, {0.4, 1, 50}};
+  // The edge at 0.25 was seen between polls 12 ms apart: both windows it bounds are blurred by
+  // more than 5% of their 100 ms; the one from 0.05 to 0.15, seen within 1 ms, is kept.
+  const std::vector<CounterEdge> edges{
+      {0.05, 1000, 0.0005}, {0.15, 2000, 0.0005}, {0.25, 3000, 0.006}, {0.35, 4000, 0.0005}};
+  std::size_t blurred = 0;
+  const auto windows = make_shared_windows(edges, timeline, 2, 0, &blurred);
+  ASSERT_EQ(windows.size(), 1u);
+  EXPECT_DOUBLE_EQ(windows[0].t0_s, 0.05);
+  EXPECT_EQ(blurred, 2u);
+  EXPECT_NEAR(windows[0].busy_s[0], 0.1, 1e-12);
+  EXPECT_NEAR(windows[0].busy_s[1], 0.0, 1e-12);
 }
 
 TEST(SharedWindows, ACounterThatLagsIsFittedAtItsLag) {
@@ -217,16 +268,18 @@ TEST(SharedWindows, TooFewWindowsIdentifyNothing) {
   ASSERT_LE(windows.size(), ops.size());
   const auto split = split_shared_energy(windows, ops.size());
   for (const auto& e : split.per_call_mJ) EXPECT_EQ(e.n, 0u);
-  EXPECT_NE(split.why.find("more windows than operators"), std::string::npos) << split.why;
+  EXPECT_NE(split.why.find("more windows than unknowns"), std::string::npos) << split.why;
   EXPECT_NE(split_shared_energy({}, 2).why, "");
 }
 
+// The hand-made windows below give each call one second (busy_s = calls): the fitted power in
+// mJ per second is then the energy per call, and the figures read as energies per call.
 TEST(SharedWindows, CollinearOperatorsAreNamedNotGuessed) {
   // Operators 1 and 2 always run 3:1 in every window: only their sum is known.
   std::vector<SharedWindow> windows;
   for (int k = 0; k < 8; ++k) {
     const double a = 10 + k, b = 30 + 7 * (k % 3);
-    windows.push_back({0.1 * k, 0.1 * (k + 1), a * 2.0 + 3 * b * 0.5 + b * 0.7, {a, 3 * b, b}});
+    windows.push_back({0.1 * k, 0.1 * (k + 1), a * 2.0 + 3 * b * 0.5 + b * 0.7, {a, 3 * b, b}, {a, 3 * b, b}});
   }
   const auto split = split_shared_energy(windows, 3);
   for (const auto& e : split.per_call_mJ) EXPECT_EQ(e.n, 0u);
@@ -238,7 +291,7 @@ TEST(SharedWindows, AnOperatorWithoutCallsIsLeftOutAndTheRestFitted) {
   std::vector<SharedWindow> windows;
   for (int k = 0; k < 6; ++k) {
     const double a = 10 + 3 * k, b = 40 - 5 * k;
-    windows.push_back({0.1 * k, 0.1 * (k + 1), a * 2.0 + b * 0.5, {a, 0, b}});
+    windows.push_back({0.1 * k, 0.1 * (k + 1), a * 2.0 + b * 0.5, {a, 0, b}, {a, 0, b}});
   }
   const auto split = split_shared_energy(windows, 3);
   EXPECT_EQ(split.per_call_mJ[1].n, 0u);
@@ -256,7 +309,7 @@ TEST(SharedWindows, NegativeFitsArePinnedAtZeroAndTheRestRefitted) {
   for (int k = 0; k < 9; ++k) {
     const double a = 10 + 3 * k, b = 20 + 5 * (k % 4), c = 15 + 2 * ((k * 7) % 5);
     const double e = 2.0 * a - 0.3 * b + 0.8 * c + ((k % 2) ? 0.4 : -0.4);
-    windows.push_back({0.1 * k, 0.1 * (k + 1), e, {a, b, c}});
+    windows.push_back({0.1 * k, 0.1 * (k + 1), e, {a, b, c}, {a, b, c}});
     x0.push_back(a), x2.push_back(c), y.push_back(e);
   }
   const auto split = split_shared_energy(windows, 3);
@@ -275,8 +328,12 @@ TEST(SharedWindows, NegativeFitsArePinnedAtZeroAndTheRestRefitted) {
 }
 
 TEST(SharedWindows, RejectsWindowsOfTheWrongShape) {
-  std::vector<SharedWindow> windows{{0, 0.1, 10, {1, 2}}};
+  std::vector<SharedWindow> windows{{0, 0.1, 10, {1, 2}, {1, 2}}};
   EXPECT_THROW(split_shared_energy(windows, 3), std::invalid_argument);
   windows[0].calls = {1, -2, 3};
+  windows[0].busy_s = {1, 2, 3};
+  EXPECT_THROW(split_shared_energy(windows, 3), std::invalid_argument);
+  windows[0].calls = {1, 2, 3};
+  windows[0].busy_s = {1, NAN, 3};
   EXPECT_THROW(split_shared_energy(windows, 3), std::invalid_argument);
 }

@@ -37,7 +37,7 @@ void EnergyMonitor::run() {
       if (last && *e != *last) {
         // The update happened between the previous poll and this one: take the midpoint.
         std::lock_guard lock(mu_);
-        edges_.push_back({(t + last_poll) / 2, *e});
+        edges_.push_back({(t + last_poll) / 2, *e, (t - last_poll) / 2});
       }
       last = e;
     }
@@ -114,7 +114,7 @@ std::optional<double> measure_idle_power_W(EnergyProbe& probe, std::size_t count
       *why = fmt::format("the {} energy counter stopped answering", probe.name());
       return std::nullopt;
     }
-    if (last && *e != *last) edges.push_back({(t + last_poll) / 2, *e});
+    if (last && *e != *last) edges.push_back({(t + last_poll) / 2, *e, (t - last_poll) / 2});
     last = e;
     last_poll = t;
     sleep_s(0.0005);

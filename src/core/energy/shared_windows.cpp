@@ -17,19 +17,24 @@ void require(bool ok, const char* what) {
   if (!ok) throw std::invalid_argument(std::string("shared counter windows: ") + what);
 }
 
+// The part of a batch's span [span_t0, span_t1] inside [t0, t1].
+double overlap_s(double span_t0, double span_t1, double t0, double t1) {
+  return std::max(0.0, std::min(span_t1, t1) - std::max(span_t0, t0));
+}
+
 // Calls of `batch` that fall inside [t0, t1]: the batch's calls spread evenly over its span.
 double calls_inside(double span_t0, double span_t1, double calls, double t0, double t1) {
   const double span = span_t1 - span_t0;
   if (span <= 0) return span_t1 > t0 && span_t1 <= t1 ? calls : 0.0;  // an instant: counted once
-  const double overlap = std::min(span_t1, t1) - std::max(span_t0, t0);
-  return overlap > 0 ? calls * overlap / span : 0.0;
+  return calls * overlap_s(span_t0, span_t1, t0, t1) / span;
 }
 
 }  // namespace
 
 std::vector<SharedWindow> make_shared_windows(const std::vector<CounterEdge>& edges,
                                               const std::vector<GroupCompletion>& timeline, std::size_t ops,
-                                              double start_after_s) {
+                                              double start_after_s, std::size_t* blurred) {
+  if (blurred) *blurred = 0;
   for (std::size_t k = 0; k < timeline.size(); ++k) {
     require(timeline[k].op < ops, "a completion names an operator outside the group");
     require(std::isfinite(timeline[k].t_s) && std::isfinite(timeline[k].calls) && timeline[k].calls >= 0,
@@ -49,12 +54,18 @@ std::vector<SharedWindow> make_shared_windows(const std::vector<CounterEdge>& ed
     const auto& a = usable[i];
     const auto& b = usable[i + 1];
     if (b.t_s <= a.t_s || b.energy_mJ <= a.energy_mJ) continue;  // a 0 J window is invalid, not zero
-    SharedWindow w{a.t_s, b.t_s, b.energy_mJ - a.energy_mJ, std::vector<double>(ops, 0.0)};
+    if (a.half_gap_s + b.half_gap_s > kMaxEdgeBlurShare * (b.t_s - a.t_s)) {
+      if (blurred) ++*blurred;
+      continue;
+    }
+    SharedWindow w{a.t_s, b.t_s, b.energy_mJ - a.energy_mJ, std::vector<double>(ops, 0.0),
+                   std::vector<double>(ops, 0.0)};
     while (first_batch < timeline.size() && timeline[first_batch].t_s < a.t_s) ++first_batch;
     double total = 0;
     for (std::size_t k = first_batch; k < timeline.size() && timeline[k - 1].t_s < b.t_s; ++k) {
       const double c = calls_inside(timeline[k - 1].t_s, timeline[k].t_s, timeline[k].calls, a.t_s, b.t_s);
       w.calls[timeline[k].op] += c;
+      w.busy_s[timeline[k].op] += overlap_s(timeline[k - 1].t_s, timeline[k].t_s, a.t_s, b.t_s);
       total += c;
     }
     if (total > 0) out.push_back(std::move(w));
@@ -167,23 +178,29 @@ std::vector<std::size_t> collinear_operators(const MatrixXd& scaled, const std::
 
 }  // namespace
 
-SharedSplit split_shared_energy(const std::vector<SharedWindow>& windows, std::size_t ops) {
+SharedSplit split_shared_energy(const std::vector<SharedWindow>& windows, std::size_t ops,
+                                std::size_t searched_parameters) {
   SharedSplit split;
   split.per_call_mJ.assign(ops, Summary{});
+  split.power_W.assign(ops, 0.0);
   split.calls.assign(ops, 0.0);
+  split.busy_s.assign(ops, 0.0);
   split.windows = windows.size();
   for (const auto& w : windows) {
-    require(w.calls.size() == ops, "a window's calls do not list every operator of the group");
+    require(w.calls.size() == ops && w.busy_s.size() == ops,
+            "a window's calls or times do not list every operator of the group");
     require(std::isfinite(w.energy_mJ), "a window's energy is not a finite number");
     for (std::size_t i = 0; i < ops; ++i) {
-      require(std::isfinite(w.calls[i]) && w.calls[i] >= 0, "a window's calls are not finite and non-negative");
+      require(std::isfinite(w.calls[i]) && w.calls[i] >= 0 && std::isfinite(w.busy_s[i]) && w.busy_s[i] >= 0,
+              "a window's calls or times are not finite and non-negative");
       split.calls[i] += w.calls[i];
+      split.busy_s[i] += w.busy_s[i];
     }
   }
   // An operator that never ran inside a window contributes nothing and cannot be estimated;
   // the others are fitted without it.
   std::vector<std::size_t> fitted, absent;
-  for (std::size_t i = 0; i < ops; ++i) (split.calls[i] > 0 ? fitted : absent).push_back(i);
+  for (std::size_t i = 0; i < ops; ++i) (split.calls[i] > 0 && split.busy_s[i] > 0 ? fitted : absent).push_back(i);
   std::vector<std::string> why;
   if (!absent.empty())
     why.push_back(fmt::format("operator(s) {} had no calls inside the counter windows", join_operators(absent)));
@@ -196,20 +213,19 @@ SharedSplit split_shared_energy(const std::vector<SharedWindow>& windows, std::s
     if (ops > 0 && absent.empty()) why.push_back("no operators");
     return done();
   }
-  if (w_count <= g) {
-    why.push_back(
-        fmt::format("{} counter window(s) for {} operator(s): the split needs more windows than "
-                    "operators (a longer shared loop)",
-                    w_count, g));
+  if (w_count <= g + searched_parameters) {
+    why.push_back(fmt::format(
+        "{} counter window(s) for {} operator(s){}: the split needs more windows than unknowns (a longer shared loop)",
+        w_count, g, searched_parameters ? fmt::format(" and {} searched parameter(s)", searched_parameters) : ""));
     return done();
   }
-  // Columns scaled to unit norm: calls of a 5 µs operator outnumber a 2 ms one's a thousandfold,
-  // and scaling keeps the solves and the rank test about the mix, not the units.
+  // Columns scaled to unit norm: one operator may run a hundredth of another's time, and
+  // scaling keeps the solves and the rank test about the mix, not the units.
   MatrixXd x(static_cast<Eigen::Index>(w_count), static_cast<Eigen::Index>(g));
   VectorXd y(static_cast<Eigen::Index>(w_count));
   for (std::size_t r = 0; r < w_count; ++r) {
     y(Eigen::Index(r)) = windows[r].energy_mJ;
-    for (std::size_t c = 0; c < g; ++c) x(Eigen::Index(r), Eigen::Index(c)) = windows[r].calls[fitted[c]];
+    for (std::size_t c = 0; c < g; ++c) x(Eigen::Index(r), Eigen::Index(c)) = windows[r].busy_s[fitted[c]];
   }
   const VectorXd scale = x.colwise().norm().transpose();
   const MatrixXd a = x * scale.cwiseInverse().asDiagonal();
@@ -233,7 +249,7 @@ SharedSplit split_shared_energy(const std::vector<SharedWindow>& windows, std::s
   // Intervals from σ²(AᵀA)⁻¹ (the full model's, so an operator pinned at zero does not narrow the
   // others'). Consecutive windows share segments and drifting power: widen the variance by
   // (1+r1)/(1−r1) and count dof from the effective windows, as estimate_energy does.
-  const double sigma2 = rss / double(w_count - g);
+  const double sigma2 = rss / double(w_count - g - searched_parameters);
   // (AᵀA)⁻¹ = A⁺A⁺ᵀ with A⁺ from the QR: positive semi-definite even when A is ill conditioned,
   // where inverting AᵀA itself would square the condition number.
   const MatrixXd pseudo_inverse = qr.solve(MatrixXd::Identity(a.rows(), a.rows()));
@@ -241,19 +257,25 @@ SharedSplit split_shared_energy(const std::vector<SharedWindow>& windows, std::s
   const double r1 = std::clamp(
       lag1_autocorrelation(std::vector<double>(residuals.data(), residuals.data() + residuals.size())), 0.0, 0.95);
   const double effective_windows = double(w_count) * (1 - r1) / (1 + r1);
-  const std::size_t dof = std::size_t(std::max(1.0, std::floor(effective_windows) - double(g)));
+  const std::size_t dof =
+      std::size_t(std::max(1.0, std::floor(effective_windows) - double(g) - double(searched_parameters)));
   const double t = student_t975(dof);
   std::vector<std::size_t> at_zero;
   for (std::size_t c = 0; c < g; ++c) {
     const auto j = Eigen::Index(c);
     const std::size_t op = fitted[c];
     if (b(j) <= 0) {
-      // NNLS pinned it: its energy is below what the windows resolve; a 0 mJ call is no figure.
+      // NNLS pinned it: its power is below what the windows resolve; a 0 mJ call is no figure.
       at_zero.push_back(op);
       continue;
     }
-    const double mean = b(j) / scale(j);
-    const double standard_error = std::sqrt(sigma2 * inverse_gram(j, j) * (1 + r1) / (1 - r1)) / scale(j);
+    // The fit is a power (mJ per second of the operator's batches); a call's energy is that
+    // power over its time per call in the windows.
+    const double busy_s_per_call = split.busy_s[op] / split.calls[op];
+    split.power_W[op] = b(j) / scale(j) / 1000.0;
+    const double mean = b(j) / scale(j) * busy_s_per_call;
+    const double standard_error =
+        std::sqrt(sigma2 * inverse_gram(j, j) * (1 + r1) / (1 - r1)) / scale(j) * busy_s_per_call;
     Summary& s = split.per_call_mJ[op];
     s.n = w_count;
     s.mean = s.median = s.clipped_mean = s.min = s.max = mean;
@@ -276,15 +298,18 @@ LaggedSplit split_with_counter_lag(const std::vector<CounterEdge>& edges, const 
   bool have = false;
   std::vector<CounterEdge> moved(edges.size());
   const auto steps = std::size_t(std::floor(max_lag_s / step_s + 1e-9));
+  const std::size_t searched = steps > 0 ? 1 : 0;  // the lag, when there is a choice of lags
   for (std::size_t k = 0; k <= steps; ++k) {
     const double lag = double(k) * step_s;
-    for (std::size_t i = 0; i < edges.size(); ++i) moved[i] = {edges[i].t_s - lag, edges[i].energy_mJ};
-    auto windows = make_shared_windows(moved, timeline, ops, start_after_s);
-    SharedSplit split = split_shared_energy(windows, ops);
+    for (std::size_t i = 0; i < edges.size(); ++i)
+      moved[i] = {edges[i].t_s - lag, edges[i].energy_mJ, edges[i].half_gap_s};
+    std::size_t blurred = 0;
+    auto windows = make_shared_windows(moved, timeline, ops, start_after_s, &blurred);
+    SharedSplit split = split_shared_energy(windows, ops, searched);
     // A fit that identifies nothing has no residual to compare; the first lag is kept for its why.
-    const bool fitted = split.windows > ops && std::isfinite(split.residual_rel);
-    if (!have || (fitted && (best.split.windows <= ops || split.residual_rel < best.split.residual_rel))) {
-      best = {std::move(split), std::move(windows), lag};
+    const bool fitted = split.windows > ops + searched && std::isfinite(split.residual_rel);
+    if (!have || (fitted && (best.split.windows <= ops + searched || split.residual_rel < best.split.residual_rel))) {
+      best = {std::move(split), std::move(windows), lag, blurred};
       have = true;
     }
   }

@@ -2,10 +2,14 @@
 // Energy per call of several operators measured in one loop (issue 25): the operators run one
 // after another in segments of a few tens of milliseconds, back to back, while the counter
 // updates every ~100 ms. Each counter window then holds a known number of calls of each
-// operator (from the completion timeline), and its energy is their sum:
-//     E_w = Σ_i calls_{w,i} · e_i
+// operator (from the completion timeline) and the time they took, and its energy is their sum:
+//     E_w = Σ_i busy_{w,i} · P_i,   e_i = P_i · (Σ_w busy_{w,i} / Σ_w calls_{w,i})
 // A non-negative least-squares fit over the windows splits the energy into each operator's
-// e_i, with an interval from the residuals. One loop, one settle, and about one counter
+// power P_i, and so its energy per call e_i, with an interval from the residuals. Fitted on
+// time, not on calls: where a call's time varies (a host that is preempted, clocks that move)
+// its energy varies with it, and a fit on calls would read slow, costly calls as few, cheap
+// ones (on a loaded CPU, half the truth). Where each call takes the same time the two fits
+// are the same fit. One loop, one settle, and about one counter
 // period per operator instead of a settle and several periods each. Torch-free.
 #include <cstddef>
 #include <string>
@@ -24,18 +28,25 @@ struct GroupCompletion {
   double calls = 0;    // calls in this batch
 };
 
-// A counter window (edge to edge) of the shared loop, with each operator's calls inside it.
+// A counter window (edge to edge) of the shared loop, with each operator's calls inside it and
+// the time its batches took inside it.
 struct SharedWindow {
   double t0_s = 0, t1_s = 0, energy_mJ = 0;
-  std::vector<double> calls;  // per operator of the group
+  std::vector<double> calls;   // per operator of the group
+  std::vector<double> busy_s;  // per operator: its batches' spans inside the window
   double seconds() const { return t1_s - t0_s; }
 };
 
 // Windows of one counter period each from edges after `start_after_s` and inside the
 // timeline; a window in which nothing completed, or whose energy did not increase, is dropped.
+// So is a window whose edges' blur (CounterEdge::half_gap_s, both ends) exceeds
+// kMaxEdgeBlurShare of its length: its calls are miscounted while its energy is exact, and
+// errors in the counts bias a least-squares split towards zero, not just widen it (on a
+// loaded 2-core machine, split energies read half the truth). `blurred`, when given, counts them.
+inline constexpr double kMaxEdgeBlurShare = 0.05;
 std::vector<SharedWindow> make_shared_windows(const std::vector<CounterEdge>& edges,
                                               const std::vector<GroupCompletion>& timeline, std::size_t ops,
-                                              double start_after_s);
+                                              double start_after_s, std::size_t* blurred = nullptr);
 
 // The order and length of the loop's segments: operator `op` for `calls` calls. Segment
 // lengths vary (about 0.25 to 0.75 of the counter period, not commensurate with it) so that
@@ -52,27 +63,37 @@ struct SharedSplit {
   // Per operator: energy per call, mean = the fit, ci95 from the residuals (n = the windows).
   // An operator the windows cannot separate (too few windows, collinear) has n = 0.
   std::vector<Summary> per_call_mJ;
-  std::vector<double> calls;  // per operator, over the windows used
+  std::vector<double> power_W;  // per operator: the fitted power while its batches ran (0: none)
+  std::vector<double> calls;    // per operator, over the windows used
+  std::vector<double> busy_s;   // per operator, over the windows used
   std::size_t windows = 0;
   double residual_rel = 0;  // RMS residual / mean window energy: how well the sum explains them
   std::string why;          // "" when every operator is identified; else what is lacking
 };
 
 // The non-negative least-squares split (Eigen), the 95% intervals from σ²(XᵀX)⁻¹ with σ² the
-// residual variance (dof = windows − operators) widened by the residuals' lag-1
-// autocorrelation as estimate_energy does.
-SharedSplit split_shared_energy(const std::vector<SharedWindow>& windows, std::size_t ops);
+// residual variance (dof = windows − operators − searched_parameters) widened by the
+// residuals' lag-1 autocorrelation as estimate_energy does. `searched_parameters`: those chosen
+// before this fit for its small residual (the counter lag): each costs a window, or a fit of
+// 3 windows for 2 operators at the best of 21 lags reads a residual of 0 and a ±0% interval.
+SharedSplit split_shared_energy(const std::vector<SharedWindow>& windows, std::size_t ops,
+                                std::size_t searched_parameters = 0);
 
 // The counter may publish the energy up to a moment a little before the host sees its value
 // change. In one operator's loop that lag cancels (the power is the same on both sides of an
 // edge); in a shared loop it moves energy across segment boundaries, from each operator to the
 // next (on the H100, small operators after heavy ones read up to 4× their own loops' energy).
 // The split is therefore fitted with the edges moved back by each candidate lag, 0 to
-// `max_lag_s` in steps of `step_s`, and the lag whose fit leaves the smallest residual is kept.
+// `max_lag_s` in steps of `step_s`, and the lag whose fit leaves the smallest residual is kept
+// (a lag searched is a parameter fitted: split_shared_energy's `searched_parameters`). Keep
+// `max_lag_s` well under the counter's period (kMaxLagPeriodShare): a lag of a whole period
+// only relabels the windows, and on noisy windows one such alias can fit best by chance.
+inline constexpr double kMaxLagPeriodShare = 0.4;
 struct LaggedSplit {
   SharedSplit split;
   std::vector<SharedWindow> windows;
   double lag_s = 0;
+  std::size_t blurred_windows = 0;  // left out at that lag (make_shared_windows)
 };
 LaggedSplit split_with_counter_lag(const std::vector<CounterEdge>& edges, const std::vector<GroupCompletion>& timeline,
                                    std::size_t ops, double start_after_s, double max_lag_s = 0.04,

@@ -17,8 +17,11 @@
 namespace opcost {
 
 struct CounterEdge {
-  double t_s;        // host time at which the new value was first seen
+  double t_s;        // host time of the update: midway between the polls that bracket it
   double energy_mJ;  // the counter's value from then on
+  // Half the gap between those polls: the update happened within t_s ± half_gap_s. A monitor
+  // thread the OS put off sees an edge late and blurred; such edges mis-cut a shared window.
+  double half_gap_s = 0;
 };
 
 struct CompletionPoint {
