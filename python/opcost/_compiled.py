@@ -176,14 +176,21 @@ def _node_layers(graph: Any) -> Tuple[Dict[str, str], Dict[str, str]]:
             if node.name in from_users:
                 continue
             users = [own.get(u.name, from_users.get(u.name)) for u in node.users]
-            users = [layer for layer in users if layer is not None]
-            in_modules = [layer for layer in users if layer]
-            if users:
-                found[node.name] = collections.Counter(in_modules or users).most_common(1)[0][0]
+            layer = _majority_layer([layer for layer in users if layer is not None])
+            if layer is not None:
+                found[node.name] = layer
         if not found:
             break
         from_users.update(found)
     return own, from_users
+
+
+def _majority_layer(layers: List[str]) -> Optional[str]:
+    """The layer most of ``layers`` are in (None for none). The callable's own code ("") counts
+    only where none is in a submodule: a fused kernel of a block's norm and the top level's add
+    is the block's, and so is a weight copy its block's convolution and the top level both use."""
+    in_modules = [layer for layer in layers if layer]
+    return collections.Counter(in_modules or layers).most_common(1)[0][0] if layers else None
 
 
 def _take_kernel_layers(kernel_nodes: Dict[str, List[str]], node_layers: Dict[str, str],
@@ -204,11 +211,7 @@ def _take_kernel_layers(kernel_nodes: Dict[str, List[str]], node_layers: Dict[st
             continue
         layers = ([node_layers[n] for n in names if n in node_layers]
                   or [from_users[n] for n in names if from_users and n in from_users])
-        # The callable's own code ("") counts only where no node came from a submodule: a
-        # fused kernel of a block's norm and the top level's add is the block's.
-        in_modules = [layer for layer in layers if layer]
-        layer = collections.Counter(in_modules or layers).most_common(1)[0][0] if layers else None
-        sites.setdefault(kernel, []).append((int(handle), layer))
+        sites.setdefault(kernel, []).append((int(handle), _majority_layer(layers)))
     for kernel, handled in sites.items():  # handles number the launch sites in code order
         _SITE_LAYERS[(source, kernel)] = [layer for _, layer in sorted(handled, key=lambda h: h[0])]
 
@@ -524,7 +527,7 @@ def make_replay(op: str, overload: str, args: str, device: str, cache_mode: str,
                 cold.add(int(name[3:]))
         cold_bytes = sum(v.untyped_storage().nbytes() for i, v in enumerate(first)
                          if i in cold and isinstance(v, torch.Tensor))
-        wanted = min(256, max(2, -(-cold_footprint_bytes // cold_bytes))) if cold_bytes else 1
+        wanted = _core.cold_input_sets(cold_bytes, cold_footprint_bytes)
         sets += [[_value(t, dev, generator) if i in cold else first[i] for i, t in enumerate(texts)]
                  for _ in range(wanted - 1)]
     if kind == "triton":

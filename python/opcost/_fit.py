@@ -405,6 +405,7 @@ class Fit:
     rows_left_out: Dict[str, int]
     data_hash: str
     stored_id: Optional[int] = None
+    coverage: float = COVERAGE  # of every interval the fit stores
 
     def table(self) -> str:
         head = (f"{'family':<14} {'rows':>5} {'configs':>7}  {'time med':>8} {'p90':>6}  {'energy med':>10} {'p90':>6}"
@@ -420,7 +421,8 @@ class Fit:
         scaled = [f for f in self.families if f.scaled_time or f.scaled_energy]
         if scaled:
             lines.append("scaled from the nearest other size of the same call (predict --estimate with rows there), "
-                         "and the interval of a scaled estimate from a row at half or twice its size:")
+                         f"and the {100 * self.coverage:.0f}% interval of a scaled estimate from a row at half or "
+                         "twice its size:")
             # The interval widens with the distance: at a ratio of 2 its half-width is q·2 ln 2 (log space).
             at_2x_distance = _scaled_distance(math.log(2))
 
@@ -524,7 +526,7 @@ def fit_rows(raw_rows: Sequence[Dict[str, str]], *, train_gpus: Optional[Sequenc
                                     "power": "log(power_W / base_power_W)", "host": "log(host_us)"}},
              "gpus": profiles, "families": families_json}
     return Fit(model_json=json.dumps(model, separators=(",", ":")), families=fits, skipped=skipped,
-               rows_left_out=left_out, data_hash=data_hash)
+               rows_left_out=left_out, data_hash=data_hash, coverage=coverage)
 
 
 def _interval(log_residuals: List[float], coverage: float) -> Dict[str, Any]:

@@ -251,7 +251,7 @@ def _summary(summary: Any) -> Tuple[Optional[float], Optional[float]]:
     return _number(summary.get("mean")), _number(summary.get("ci95"))
 
 
-def _relative_text(d: Dict[str, Any]) -> str:
+def relative_text(d: Dict[str, Any]) -> str:
     """A difference to the baseline as the text table prints it: "-12.3% ±1.1%", and "~+0.4% ±0.9%"
     where its interval includes 0, so that the figure and the table read alike."""
     relative, ci = _number(d.get("relative")), _number(d.get("relative_ci95"))
@@ -311,7 +311,7 @@ def _compare_step_figure(Figure, doc: Dict[str, Any], variants: List[Dict[str, A
         # The figure past the interval's far end, where neither the bar nor its interval is.
         _, value, ci = rows[position]
         below = value < 0
-        diff_ax.annotate(_relative_text(d), (value + (-1 if below else 1) * (ci or 0.0), position),
+        diff_ax.annotate(relative_text(d), (value + (-1 if below else 1) * (ci or 0.0), position),
                          xytext=(-4 if below else 4, 0), textcoords="offset points", ha="right" if below else "left",
                          va="center", fontsize=8)
     diff_ax.axvline(0, color="black", linewidth=0.8)
@@ -380,7 +380,7 @@ def _compare_layer_figure(Figure, doc: Dict[str, Any], variants: List[Dict[str, 
                             fontsize=7, style="italic")
             elif name != baseline:
                 d = f.get(f"{metric}_vs_baseline")
-                label = _relative_text(d) if isinstance(d, dict) else "(new)"
+                label = relative_text(d) if isinstance(d, dict) else "(new)"
                 ax.annotate(label, (mean + (ci or 0.0), y), xytext=(3, 0), textcoords="offset points", ha="left",
                             va="center", fontsize=7)
     ax.set_yticks(range(len(shown)), [_short(r.get("layer") or "") for r in shown], fontsize=8)

@@ -481,9 +481,6 @@ class Comparison(_Document):
             d = v["time_vs_baseline"]
             if d is None:
                 parts.append(f"{v['name']} {v['time_us']['mean']:.4g} µs (baseline)")
-            elif d["relative_ci95"] is None:
-                parts.append(f"{v['name']} {100 * d['relative']:+.1f}% (no interval)")
-            else:
-                parts.append(f"{v['name']} {'' if d['significant'] else '~'}{100 * d['relative']:+.1f}% "
-                             f"±{100 * d['relative_ci95']:.1f}%")
+            else:  # as the text table and the plot print it
+                parts.append(f"{v['name']} {_plot.relative_text(d)}")
         return f"<opcost.Comparison {self._doc['model']}: {', '.join(parts)} (step time, 95%)>"

@@ -18,6 +18,7 @@
 #include "core/report/progress.h"
 #include "core/report/report.h"
 #include "core/spec/arg_value.h"
+#include "core/spec/cache_mode.h"
 #include "core/spec/op_call.h"
 #include "core/store/database.h"
 #include "core/store/sweep_state.h"
@@ -744,6 +745,8 @@ void bind_faces(py::module_& m) {
       "An inventory signature's round trip: {ok, canonical, error}; ok when it parses, dry-binds on the CPU and "
       "reads back unchanged");
   m.def("tensor_spec", &tensor_spec, py::arg("text"), "Parse a tensor spec of the argument language");
+  m.def("cold_input_sets", &cold_input_sets, py::arg("cold_bytes"), py::arg("footprint_bytes"),
+        "Input sets a cold-cache replay rotates through (core/spec/cache_mode.h)");
   m.def("dtype_torch_names", &dtype_torch_names, "Every dtype spelling opcost accepts -> torch's name");
 }
 

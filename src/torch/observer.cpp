@@ -131,6 +131,20 @@ int64_t now_ns() { return std::chrono::steady_clock::now().time_since_epoch().co
 
 thread_local ThreadState tl;
 
+// A forward call run with grad numbers the backward node it makes (its sequence number): that
+// node's kernels are then costs of the call's layer. An ATen call only claims a number no one
+// holds (an outer call's claim stands for its nested ones); a Python autograd Function's apply
+// (a compiled region's CompiledFunction) numbers its node for certain and replaces any claim.
+// Called with the capture's mutex held.
+enum class Claim { kIfFree, kCertain };
+void claim_backward_layer(Capture& c, const at::RecordFunction& fn, bool in_backward, uint32_t layer, Claim claim) {
+  if (!c.options->backward || in_backward || fn.seqNr() < 0) return;
+  if (claim == Claim::kCertain)
+    c.seq_layer.insert_or_assign(fn.seqNr(), layer);
+  else
+    c.seq_layer.try_emplace(fn.seqNr(), layer);
+}
+
 ThreadState& state_for(const Capture& c) {
   if (tl.generation != c.generation) tl = ThreadState{c.generation};
   return tl;
@@ -345,7 +359,7 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
     if (t.outer >= 0) {
       Call& outer = c->calls[t.outer];
       outer.nested.push_back(c->names.id(fn.name()));
-      if (c->options->backward && !outer.backward && fn.seqNr() >= 0) c->seq_layer.try_emplace(fn.seqNr(), outer.layer);
+      claim_backward_layer(*c, fn, outer.backward, outer.layer, Claim::kIfFree);
     }
     t.ops.push_back(kNested);
     ++t.open_ops;
@@ -357,11 +371,8 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
   // Not a dispatcher op: an autograd engine or profiler range is seen through; a kernel that
   // torch.compile generated (its launch recorded by open_compiled_kernel_record) is a call of its own.
   if (!it->second && !is_compiled_kernel_name(fn.name())) {
-    // A Python autograd Function's apply (a compiled region's CompiledFunction) numbers its
-    // backward node: that node's layer is the one the Function ran in. Its number is certain, so
-    // it replaces an earlier claim (an ATen call run with grad on that made no node).
-    if (c->options->backward && !in_backward && fn.seqNr() >= 0)
-      c->seq_layer.insert_or_assign(fn.seqNr(), t.scopes.empty() ? c->top : t.scopes.back().layer);
+    // A Python autograd Function's apply: its backward node's layer is the one it ran in.
+    claim_backward_layer(*c, fn, in_backward, t.scopes.empty() ? c->top : t.scopes.back().layer, Claim::kCertain);
     t.ops.push_back(kTransparent);
     return nullptr;
   }
@@ -382,7 +393,7 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
   } else if (!host_times_only) {
     call.layer = c->options->layer_source ? c->names.id(c->options->layer_source()) : c->top;
   }
-  if (c->options->backward && !call.backward && fn.seqNr() >= 0) c->seq_layer.try_emplace(fn.seqNr(), call.layer);
+  claim_backward_layer(*c, fn, call.backward, call.layer, Claim::kIfFree);
   t.outer = int(c->calls.size());
   t.ops.push_back(t.outer);
   ++t.open_ops;

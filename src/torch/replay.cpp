@@ -123,8 +123,7 @@ class PreparedCallImpl : public PreparedCall {
         // Rotate over enough copies of the cold inputs that each call finds them out of cache.
         std::size_t bytes = 0;
         for (std::size_t a : cold) bytes += ivalue_tensor_bytes(sets_.front()[a]);
-        const std::size_t n =
-            std::clamp<std::size_t>(bytes ? (opt.cold_footprint_bytes + bytes - 1) / bytes : 1, 2, 256);
+        const std::size_t n = cold_input_sets(bytes, opt.cold_footprint_bytes);
         for (std::size_t i = 1; i < n; ++i) {
           std::vector<c10::IValue> copy = sets_.front();
           for (std::size_t a : cold) copy[a] = cloned(copy[a]);

@@ -114,11 +114,10 @@ struct PredictReport {
   PredictionInputs inputs;
   std::map<std::size_t, OpCost> costs;  // by inventory entry
   Prediction prediction;
-  std::optional<StepMeasurement> step;  // validate / model
-  std::optional<KernelReport> kernels;  // on a GPU
-  std::string kernels_why;              // why they were not checked
-  // The kernel check's traced step: its device time, and the part no inventory call launched.
-  double traced_device_us = 0, untied_device_us = 0;
+  std::optional<StepMeasurement> step;     // validate / model
+  std::optional<KernelReport> kernels;     // on a GPU
+  std::string kernels_why;                 // why they were not checked
+  TracedCoverage coverage;                 // the kernel check's traced step: how much of it the calls launched
   std::optional<LaunchProfiles> launches;  // on a GPU: the prediction's launch points
   std::string launches_why;                // why there are none
   std::optional<PairedRounds> paired;      // validate

@@ -477,9 +477,9 @@ Traced trace_launches_and_kernels(const PredictContext& ctx, const Inventory& in
   try {
     ctx.notes.say("tracing the kernels of one step of the model");
     TracedStep step = model.trace_step();
-    out.untied_device_us = step.untied_device_us;
-    out.device_us = step.untied_device_us;
-    for (const auto& c : step.calls) out.device_us += double(c.device_ns) * 1e-3;
+    out.coverage.untied_device_us = step.untied_device_us;
+    out.coverage.traced_device_us = step.untied_device_us;
+    for (const auto& c : step.calls) out.coverage.traced_device_us += double(c.device_ns) * 1e-3;
     traced = std::move(step.calls);
   } catch (const std::exception& e) {
     out.kernels_why = out.launches_why = e.what();
@@ -572,8 +572,7 @@ void take_step(PredictReport& r, const StepMeasured& s) {
 void predict_from_stages(PredictReport& r, const std::vector<HostRound>& compared, const MissingMeasured& measured) {
   if (r.paired) predict_rounds(*r.paired, r.inventory, compared, r.costs, r.inputs);
   r.prediction = predict(r.inventory, r.costs, r.inputs);
-  r.prediction.traced_device_us = r.traced_device_us;
-  r.prediction.untied_device_us = r.untied_device_us;
+  r.prediction.coverage = r.coverage;
   r.prediction.failed = measured.failed;
   r.prediction.unmeasured_by_choice = measured.stopped_at_target;
   // Judged on the final prediction too: the last operator measured may be the one that meets it.
@@ -623,8 +622,7 @@ void run_predict_stages(const PredictContext& ctx, PredictReport& r, StoredCosts
   Traced traced = trace_launches_and_kernels(ctx, r.inventory, model, r.inputs.sync_us);
   r.kernels = std::move(traced.kernels);
   r.kernels_why = traced.kernels_why;
-  r.traced_device_us = traced.device_us;
-  r.untied_device_us = traced.untied_device_us;
+  r.coverage = traced.coverage;
   if (r.kernels)  // the runner found no device work in the call alone; the model's call had some
     for (std::size_t e : kernel_less_entries_with_kernels(*r.kernels, r.costs))
       ctx.notes.say(

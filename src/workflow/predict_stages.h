@@ -143,8 +143,7 @@ PairedRounds paired_rounds(ModelSteps& model, Inventory& inv, std::vector<HostRo
 struct Traced {
   std::optional<KernelReport> kernels;
   std::string kernels_why;
-  // The traced step's device time in all, and in activities no call launched (0: not traced).
-  double device_us = 0, untied_device_us = 0;
+  TracedCoverage coverage;  // 0s: not traced
   std::optional<LaunchProfiles> launches;
   std::string launches_why;
 };

@@ -199,6 +199,10 @@ def test_a_refit_of_calibrated_rows_reproduces_its_errors_with_energy_for_every_
     assert 2000 < gpu["achieved_GBps"] < 3400
     assert gpu["compute_power_W"] > gpu["memory_power_W"] > gpu["idle_power_W"] > 0
     assert model["time_floor_us"] == _core.TIME_FLOOR_US == 3.0
+    # The table says which interval its scaled widths are: the model's own coverage.
+    table = calibrated_fit.table()
+    assert f"the {100 * model['coverage']:.0f}% interval of a scaled estimate" in table, table
+    assert " at 2× " in table
 
 
 def _raw(op, args, time_us, *, power_W=None, idle_W=None, dtype="f32", device="Made-up GPU"):

@@ -367,10 +367,10 @@ TEST(Prediction, GpuTimeNoCallLaunchedMakesItIncompleteAndSaysSo) {
   std::map<std::size_t, OpCost> costs = {{0, cost(5, 40, 12, 40)}, {1, cost(10, 4, 1.6, 10)}, {2, cost(3, 0, 0.3, 3)}};
   Prediction p = predict(inv, costs, in);
   EXPECT_TRUE(p.complete());
-  p.traced_device_us = 1000;
-  p.untied_device_us = 9;  // under 1%: covered enough
+  p.coverage.traced_device_us = 1000;
+  p.coverage.untied_device_us = 9;  // under 1%: covered enough
   EXPECT_TRUE(p.complete());
-  p.untied_device_us = 900;
+  p.coverage.untied_device_us = 900;
   EXPECT_TRUE(p.missing.empty());
   EXPECT_FALSE(p.complete());
   const auto j = to_json(p, inv, nullptr);

@@ -82,6 +82,15 @@ TEST(Signature, RefusesTextThatIsNoSignature) {
   EXPECT_NE(refusal([] { parse_signature(""); }), "");
 }
 
+TEST(CacheMode, ColdInputSetsSpanTheFootprintWithinTheirBounds) {
+  EXPECT_EQ(cold_input_sets(512 * 1024, 1 << 20), 2u);         // exactly twice
+  EXPECT_EQ(cold_input_sets(300 * 1024, 1 << 20), 4u);         // rounded up: 3.4 sets
+  EXPECT_EQ(cold_input_sets(1 << 20, 1 << 20), 2u);            // at least 2: one to read, one to evict
+  EXPECT_EQ(cold_input_sets(64, std::size_t(1) << 30), 256u);  // at most 256
+  EXPECT_EQ(cold_input_sets(0, 1 << 20), 1u);                  // nothing to rotate
+  EXPECT_EQ(cold_input_sets(4096, 0), 2u);
+}
+
 TEST(CacheMode, ParsesAndPrintsEachForm) {
   EXPECT_EQ(parse_cache_mode("warm"), CacheMode::warm());
   EXPECT_TRUE(parse_cache_mode("warm").is_warm());

@@ -626,8 +626,9 @@ TEST(TraceStage, OnAGpuCountsTheStepsDeviceTimeAndWhatNoCallLaunched) {
   mm.device_ns = 100'000;
   model.traced = TracedStep{{mm}, 900.0};
   const Traced t = trace_launches_and_kernels(s.gpu(), inv, model, 0);
-  EXPECT_DOUBLE_EQ(t.device_us, 1000);
-  EXPECT_DOUBLE_EQ(t.untied_device_us, 900);
+  EXPECT_DOUBLE_EQ(t.coverage.traced_device_us, 1000);
+  EXPECT_DOUBLE_EQ(t.coverage.untied_device_us, 900);
+  EXPECT_TRUE(t.coverage.uncovered());
 }
 
 TEST(PredictStage, TotalsAreCountsTimesCostsOnATinyTimeline) {

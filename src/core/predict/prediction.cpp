@@ -397,8 +397,8 @@ nlohmann::json to_json(const Prediction& p, const Inventory& inv, const StepMeas
                           {"tail_us", p.timeline.tail_us}}},
                         {"gap_energy_mJ", p.gap_energy_mJ}}},
                       {"complete", p.complete()},
-                      {"traced_device_us", p.traced_device_us},
-                      {"untied_device_us", p.untied_device_us},
+                      {"traced_device_us", p.coverage.traced_device_us},
+                      {"untied_device_us", p.coverage.untied_device_us},
                       {"unmeasured_by_choice", p.unmeasured_by_choice},
                       {"calls", p.calls},
                       {"measured_calls", p.measured_calls},
@@ -549,7 +549,8 @@ class PredictionText {
         "INCOMPLETE: {:.1f} µs of the traced step's {:.1f} µs of GPU time ({:.1f}%) ran in kernels no operator call "
         "launched, and count as zero above: a CUDA graph's replay (torch.compile's mode=\"reduce-overhead\", or "
         "the model's own graphs) launches its kernels outside any call. Compile without it to predict the step\n",
-        p_.untied_device_us, p_.traced_device_us, 100 * p_.untied_device_us / p_.traced_device_us);
+        p_.coverage.untied_device_us, p_.coverage.traced_device_us,
+        100 * p_.coverage.untied_device_us / p_.coverage.traced_device_us);
   }
 
   void missing() {

@@ -41,6 +41,16 @@ OpCost op_cost_from(const Measurement& m, bool on_gpu);
 // before a prediction is incomplete (issue 27 asks that 99% be covered).
 inline constexpr double kUncoveredShare = 0.01;
 
+// How much of a traced step's device time the inventory's calls launched (validate's kernel
+// check; all 0 where none ran). A CUDA graph's replay (torch.compile's mode="reduce-overhead",
+// a model's own graphs) launches its kernels outside any call, and the prediction has no
+// operator for them: past kUncoveredShare of the step, the prediction is incomplete.
+struct TracedCoverage {
+  double traced_device_us = 0;  // the traced step's device time in all
+  double untied_device_us = 0;  // of it, in activities no inventory call launched
+  bool uncovered() const { return untied_device_us > 0 && untied_device_us > kUncoveredShare * traced_device_us; }
+};
+
 struct PredictionInputs {
   bool on_gpu = true;
   // Energy was switched off for this run (--no-energy): said as such, with no operator blamed.
@@ -109,12 +119,8 @@ struct Prediction {
   // With launch points or a launch latency in the inputs: the time had every call launched its
   // GPU work as it returned, with no latency (what the timeline assumes without a trace).
   std::optional<double> time_us_launched_at_return;
-  // The traced step's device time (validate's kernel check; 0 where none ran) and the part of it
-  // in activities no inventory call launched: a CUDA graph's replay (torch.compile's
-  // mode="reduce-overhead", a model's own graphs) launches its kernels outside any call, and
-  // the prediction has no operator for them. Past kUncoveredShare of it, it is incomplete.
-  double traced_device_us = 0, untied_device_us = 0;
-  bool uncovered() const { return untied_device_us > 0 && untied_device_us > kUncoveredShare * traced_device_us; }
+  TracedCoverage coverage;
+  bool uncovered() const { return coverage.uncovered(); }
   bool complete() const { return missing.empty() && !uncovered(); }
   // The CPU's issue time, not the GPU, sets the step's time: the interval, which carries the
   // GPU times' uncertainty only, is then narrower than the prediction's real uncertainty.

@@ -66,4 +66,9 @@ std::string to_string(const CacheMode& mode) {
   return fmt::format("cold:{}", fmt::join(mode.arguments, ","));
 }
 
+std::size_t cold_input_sets(std::size_t cold_bytes, std::size_t footprint_bytes) {
+  if (cold_bytes == 0) return 1;
+  return std::clamp<std::size_t>(footprint_bytes / cold_bytes + (footprint_bytes % cold_bytes ? 1 : 0), 2, 256);
+}
+
 }  // namespace opcost

@@ -39,4 +39,10 @@ CacheMode parse_cache_mode(std::string_view text, std::string_view where = {});
 // "warm", "cold" or "cold:<arg>,<arg>" (the names in the order given).
 std::string to_string(const CacheMode& mode);
 
+// How many input sets a replay in a cold mode rotates through: enough copies of its cold
+// inputs (`cold_bytes` in one set) that together they span `footprint_bytes`, 2 to 256 sets;
+// 1 when the cold inputs hold no byte (nothing to rotate). One rule for an operator's replay
+// (torch/replay.cpp) and a compiled kernel's (python/opcost/_compiled.py, through _core).
+std::size_t cold_input_sets(std::size_t cold_bytes, std::size_t footprint_bytes);
+
 }  // namespace opcost

@@ -56,20 +56,30 @@ std::string path_prefix(const std::string& path, int parts) {
   return path.substr(0, end);
 }
 
-std::string lane_name(const TraceRun& run, const DeviceActivity& a, int parts) {
-  if (a.op < 0) return "(not tied to a call)";
+// An activity's layer as lanes see it: its call's layer index, or one of the two lanes of
+// activities without one. Lanes are named once per layer, not once per activity (a trace has
+// tens of thousands of activities and a few hundred layers).
+constexpr int kNotTied = -2, kNoLayer = -1;
+int layer_key(const TraceRun& run, const DeviceActivity& a) {
+  if (a.op < 0) return kNotTied;
   const int layer = run.ops[std::size_t(a.op)].layer;
-  return layer < 0 ? "(no layer)" : path_prefix(run.layers[std::size_t(layer)].name, parts);
+  return layer < 0 ? kNoLayer : layer;
+}
+
+std::string lane_name(const TraceRun& run, int key, int parts) {
+  if (key == kNotTied) return "(not tied to a call)";
+  if (key == kNoLayer) return "(no layer)";
+  return path_prefix(run.layers[std::size_t(key)].name, parts);
 }
 
 // The longest path prefix whose lanes fit the limit (one component when none does); a longer
 // one that names the same lanes as the shorter adds nothing.
-int lane_path_parts_of(const TraceRun& run, std::size_t lanes) {
+int lane_path_parts_of(const TraceRun& run, const std::set<int>& keys, std::size_t lanes) {
   int chosen = 1;
   std::set<std::string> chosen_names;
   for (int parts = 1; parts <= kLongestLanePath; ++parts) {
     std::set<std::string> names;
-    for (const auto& a : run.device_activities) names.insert(lane_name(run, a, parts));
+    for (int key : keys) names.insert(lane_name(run, key, parts));
     if (names.size() > lanes) break;
     if (parts == 1 || names != chosen_names) {
       chosen = parts;
@@ -116,21 +126,29 @@ CompactTimeline compact_timeline(const TraceRun& run, const CompactTimelineLimit
   }
 
   t.activities = run.device_activities.size();
-  t.lane_path_parts = lane_path_parts_of(run, std::max<std::size_t>(limits.lanes, 1));
-  std::map<std::string, std::size_t> index;
+  std::set<int> keys;
+  for (const auto& a : run.device_activities) keys.insert(layer_key(run, a));
+  t.lane_path_parts = lane_path_parts_of(run, keys, std::max<std::size_t>(limits.lanes, 1));
+  std::map<std::string, std::size_t> index;  // lane name -> lane, in order of first activity
+  std::map<int, std::size_t> lane_of_key;    // layer key -> lane
   std::vector<std::vector<std::pair<double, double>>> raw;
   for (const auto& a : run.device_activities) {
-    const std::string name = lane_name(run, a, t.lane_path_parts);
-    auto [it, fresh] = index.try_emplace(name, t.lanes.size());
-    if (fresh) {
-      t.lanes.push_back(TimelineLane{name, 0, 0, {}});
-      raw.emplace_back();
+    const int key = layer_key(run, a);
+    auto known = lane_of_key.find(key);
+    if (known == lane_of_key.end()) {
+      auto [it, fresh] = index.try_emplace(lane_name(run, key, t.lane_path_parts), t.lanes.size());
+      if (fresh) {
+        t.lanes.push_back(TimelineLane{it->first, 0, 0, {}});
+        raw.emplace_back();
+      }
+      known = lane_of_key.emplace(key, it->second).first;
     }
-    TimelineLane& lane = t.lanes[it->second];
+    const std::size_t lane_index = known->second;
+    TimelineLane& lane = t.lanes[lane_index];
     const double start = us(a.start_ns), end = std::max(start, us(a.end_ns));  // an import's end may precede its start
     lane.busy_us += end - start;
     ++lane.activities;
-    raw[it->second].emplace_back(start, end);
+    raw[lane_index].emplace_back(start, end);
   }
   // The most busy first; past the limit, the rest share one lane.
   std::vector<std::size_t> order(t.lanes.size());
