@@ -499,7 +499,8 @@ def make_replay(op: str, overload: str, args: str, device: str, cache_mode: str,
     """A replay of one generated kernel for the measurement loop (``_core.set_generated_kernel_replayer``):
     the kernel this process compiled, on seeded random inputs of the signature's geometry; in a
     cold cache mode, as an operator's replay (torch/replay.cpp): copies of the cold inputs that
-    together span ``cold_footprint_bytes`` (2 to 256 sets), one set per call in turn."""
+    together span ``cold_footprint_bytes`` (``_core.cold_input_sets``: 2 to 256 sets, 1 where the cold
+    inputs hold no byte), one set per call in turn."""
     found = _KERNELS.get((op, overload))
     if found is None:
         raise LookupError("not among the kernels torch.compile generated in this process (run its model here first)")

@@ -304,10 +304,11 @@ def with_features(rows: List[_Row], profiles: Dict[str, Dict[str, Any]], left_ou
 
 
 def _scaled_distance(ln_ratio: float) -> float:
-    """How far a scaled estimate reaches, from |ln(extent ratio)|: ln 2 + it (cost_model.h's
-    scaled_estimate_distance). The ln 2 is a floor for the nearest sizes, whose errors (noise, a
-    kernel chosen for one size) do not shrink with the distance."""
-    return math.log(2) + ln_ratio
+    """How far a scaled estimate reaches, from |ln(extent ratio)|: ln 2 + it, as the estimate
+    widens its interval (cost_model.h's scaled_distance, one formula for both). The ln 2 is a
+    floor for the nearest sizes, whose errors (noise, a kernel chosen for one size) do not
+    shrink with the distance."""
+    return _core.scaled_distance(ln_ratio)
 
 
 def call_group(row: _Row) -> tuple:

@@ -54,6 +54,8 @@ void bind_estimate(py::module_& m) {
       },
       py::arg("op"), py::arg("args"), py::arg("cache_mode"), py::arg("gpu_json"),
       "The features of a call (cost_feature_names order) on a GPU's rates; None where its work has no figure");
+  m.def("scaled_distance", &scaled_distance, py::arg("abs_ln_ratio"),
+        "How far a scaled estimate reaches, of |ln(extent ratio)| (cost_model.h): its interval grows with it");
   m.def(
       "extent_pair",
       [](const std::string& op, const std::string& call_args, const std::string& row_args) -> py::object {

@@ -55,7 +55,7 @@ struct CallInfo {
   std::string device_kind;  // "cuda" or "cpu"
   std::string autocast;     // "" or the autocast dtype
   int device_index = 0;
-  std::size_t input_sets = 1;       // > 1 in cold mode
+  std::size_t input_sets = 1;       // in a cold mode: cold_input_sets (1 where no cold input holds a byte)
   std::string cache_mode = "warm";  // as applied: ReplayOptions::cache_mode
   std::size_t input_bytes = 0;      // of one input set
   std::string resolution_note;      // how the overload was chosen, when the call named none

@@ -96,6 +96,14 @@ class GroupLoop {
   std::size_t k_ = 0;
 };
 
+// What the split left out, for a row's method ("" for nothing).
+std::string left_out_text(const LeftOutWindows& left) {
+  std::string s;
+  if (left.blurred) s += fmt::format("; {} window(s) left out: the counter's update was seen late", left.blurred);
+  if (left.stalled) s += fmt::format("; {} window(s) left out around a batch that stalled", left.stalled);
+  return s;
+}
+
 // The energy interval call `m` aims at: its share of the whole's, or the configured target.
 double target_rel_ci95(const MeasureConfig& cfg, const std::optional<MeasureConfig::Whole>& part,
                        const Measurement& m) {
@@ -252,8 +260,6 @@ std::vector<std::size_t> Runner::measure_energy_shared(const std::vector<Prepare
   const std::size_t ops = calls.size();
   const double period_s = *counter_period_s_;
   const double idle_W = *idle_power();
-  // The H100's counter lags its host reading by up to ~40 ms of its 100 ms period.
-  const double max_lag_s = std::min(0.04, kMaxLagPeriodShare * period_s);
   std::vector<double> per_call_s(ops), target(ops);
   std::vector<std::size_t> batch(ops);
   for (std::size_t i = 0; i < ops; ++i) {
@@ -303,10 +309,10 @@ std::vector<std::size_t> Runner::measure_energy_shared(const std::vector<Prepare
       // Split again only when the counter has moved: the loop stays lean.
       if (monitor.edge_count() == edges_seen && !over_budget) continue;
       edges_seen = monitor.edge_count();
-      const LaggedSplit fit = split_with_counter_lag(monitor.edges(), loop.timeline(), ops, settle_end, max_lag_s);
+      const LaggedSplit fit = split_with_counter_lag(monitor.edges(), loop.timeline(), ops, settle_end, period_s);
       windows_seen = fit.windows.size();
-      const bool enough =
-          fit.windows.size() > ops && fit.windows.size() >= cfg_.energy_min_windows && identified_to_target(fit.split);
+      // Identified means more windows than unknowns (split_shared_energy's rule).
+      const bool enough = fit.windows.size() >= cfg_.energy_min_windows && identified_to_target(fit.split);
       stop = enough || over_budget;
     }
   }
@@ -314,7 +320,7 @@ std::vector<std::size_t> Runner::measure_energy_shared(const std::vector<Prepare
   monitor.stop();
   watch_ = nullptr;
   const double looped_s = now_s() - start;
-  const LaggedSplit lagged = split_with_counter_lag(monitor.edges(), loop.timeline(), ops, settle_end, max_lag_s);
+  const LaggedSplit lagged = split_with_counter_lag(monitor.edges(), loop.timeline(), ops, settle_end, period_s);
   const auto& windows = lagged.windows;
   const SharedSplit& split = lagged.split;
   double window_s = 0;
@@ -361,10 +367,7 @@ std::vector<std::size_t> Runner::measure_energy_shared(const std::vector<Prepare
     m.method += fmt::format(
         "; energy from {} windows shared by {} operators in one loop, split by least squares at a counter lag of "
         "{:.0f} ms (residual {:.1f}% of a window's energy){}{}",
-        split.windows, ops, 1e3 * lagged.lag_s, 100 * split.residual_rel,
-        lagged.blurred_windows
-            ? fmt::format("; {} window(s) left out: the counter's update was seen late", lagged.blurred_windows)
-            : "",
+        split.windows, ops, 1e3 * lagged.lag_s, 100 * split.residual_rel, left_out_text(lagged.left_out),
         target_text(cfg_, parts[i], m));
     flag_after_energy(m, cfg_.step_power ? cfg_.step_power->gap_W : std::nullopt);
   }

@@ -104,6 +104,14 @@ TEST(Monitor, RecordsCounterEdgesPowerAndState) {
   const auto edges = mon.edges();
   ASSERT_GE(edges.size(), 15u);
   EXPECT_NEAR(*update_period_s(edges), 0.01, 0.003);
+  // The fake counter updates exactly every 10 ms: two edges' times differ by whole periods,
+  // each edge within its half-gap of its update.
+  for (std::size_t i = 1; i < edges.size(); ++i) {
+    EXPECT_GT(edges[i].half_gap_s, 0) << i;
+    const double dt = edges[i].t_s - edges[i - 1].t_s;
+    const double periods = std::max(1.0, std::round(dt / 0.01));
+    EXPECT_LE(std::abs(dt - periods * 0.01), edges[i].half_gap_s + edges[i - 1].half_gap_s + 1e-9) << i;
+  }
   EXPECT_NEAR(*average_power_W(edges), 250, 25);
   EXPECT_GE(mon.power_trace().size(), 20u);
   const auto st = mon.state_summary();

@@ -71,7 +71,8 @@ TEST(SharedEnergyLoop, SplitsASlowCountersWindowsIntoEachCallsEnergyAtThePowerIt
       all_shared = all_shared && shared;
       if (shared) {
         EXPECT_NE(m.method.find("shared by 2 operators"), std::string::npos) << m.method;
-        EXPECT_GT(m.energy.windows, 3u);  // more windows than operators and the searched lag
+        // more windows than the operators it fitted (one, where the other had no time in them) and the lag
+        EXPECT_GE(m.energy.windows, 3u);
       } else {
         EXPECT_NE(m.method.find("could not tell it apart"), std::string::npos) << m.method;
       }
@@ -88,7 +89,10 @@ TEST(SharedEnergyLoop, SplitsASlowCountersWindowsIntoEachCallsEnergyAtThePowerIt
     EXPECT_EQ(results[0].measurement->method.find("target"), std::string::npos);
     EXPECT_NE(results[1].measurement->method.find("% of the whole's time"), std::string::npos)
         << results[1].measurement->method;
-    // The bigger product costs more per call than the small elementwise one.
+    // The bigger product takes longer and costs more per call than the small elementwise one: a
+    // split that credited one's time to the other would read them the other way round. (Its time
+    // against the timing loop's is no check here: on a loaded machine they differ a hundredfold.)
+    EXPECT_GT(results[1].measurement->energy.wall_us_per_call, results[0].measurement->energy.wall_us_per_call);
     EXPECT_GT(results[1].measurement->energy.per_call_mJ.mean, results[0].measurement->energy.per_call_mJ.mean);
     if (all_shared) ++shared_tries;
   }

@@ -172,12 +172,12 @@ TEST(SharedWindows, RecoversPlantedEnergiesExactlyWithoutNoise) {
 }
 
 TEST(SharedWindows, CallsThatTakeLongerCostMoreAndTheSplitFollowsTheirTime) {
-  // Every third segment runs 2.5× slower at the same power: its calls cost 2.5× the energy. The
+  // Every third segment runs 1.8× slower at the same power: its calls cost 1.8× the energy. The
   // split on time recovers each operator's power exactly, and its energy per call as the power
   // over the mean time per call; a split on calls alone reads the slow calls as fewer, cheap ones.
   const auto ops = planted_group();
   const auto plan = plan_segments(per_call_s(ops), 0.1, 8);
-  const std::vector<double> stretch{1.0, 1.0, 2.5};
+  const std::vector<double> stretch{1.0, 1.0, 1.8};  // within kIrregularBatchFactor: a slower call, not a stall
   const auto sim = simulate(ops, plan, 0.1, 0.0137, 0, 1, 0, stretch);
   const auto windows = make_shared_windows(sim.edges, sim.timeline, ops.size(), 0);
   const auto split = split_shared_energy(windows, ops.size());
@@ -199,17 +199,47 @@ TEST(SharedWindows, CallsThatTakeLongerCostMoreAndTheSplitFollowsTheirTime) {
   EXPECT_GT(naive_worst, 0.05);
 }
 
+TEST(SharedWindows, WindowsAroundABatchThatStalledAreLeftOut) {
+  // Operator 0 runs 10 calls a batch at 1 ms a call; one batch took 5 ms a call (the host was
+  // put off), and the batch after it was seen complete at once (an instant). Operator 1's
+  // batches take 2 ms a call throughout.
+  std::vector<GroupCompletion> timeline{{0.0, 0, 0}};
+  double t = 0;
+  for (int k = 0; k < 30; ++k) {
+    const bool stall = k == 12, instant = k == 13;
+    t += instant ? 0.0 : stall ? 0.05 : 0.01;
+    timeline.push_back({t, 0, 10});
+    t += 0.02;
+    timeline.push_back({t, 1, 10});
+  }
+  const auto irregular = irregular_batches(timeline, 2);
+  ASSERT_EQ(irregular.size(), timeline.size());
+  for (std::size_t k = 1; k < timeline.size(); ++k)
+    EXPECT_EQ(irregular[k], k == 25 || k == 27) << k;  // the 13th and 14th batches of operator 0
+  std::vector<CounterEdge> edges;
+  for (int e = 0; e <= 15; ++e) edges.push_back({0.05 * e + 0.001, 1000.0 * e, 0.0001});
+  LeftOutWindows left_out;
+  const auto windows = make_shared_windows(edges, timeline, 2, 0, &left_out);
+  EXPECT_EQ(left_out.blurred, 0u);
+  for (const auto& w : windows) {  // none holds the stalled batch [0.36, 0.41] or the instant at 0.43
+    EXPECT_TRUE(w.t1_s <= 0.36 || w.t0_s >= 0.43) << w.t0_s << "–" << w.t1_s;
+  }
+  EXPECT_EQ(left_out.stalled, 2u);                    // [0.351, 0.401] and [0.401, 0.451]
+  EXPECT_EQ(windows.size() + left_out.stalled, 15u);  // every window either kept or counted
+}
+
 TEST(SharedWindows, WindowsWhoseEdgesWereSeenLateAreLeftOut) {
   const std::vector<GroupCompletion> timeline{{0.0, 0, 0}, {0.2, 0, 100}, {0.4, 1, 50}};
   // The edge at 0.25 was seen between polls 12 ms apart: both windows it bounds are blurred by
   // more than 5% of their 100 ms; the one from 0.05 to 0.15, seen within 1 ms, is kept.
   const std::vector<CounterEdge> edges{
       {0.05, 1000, 0.0005}, {0.15, 2000, 0.0005}, {0.25, 3000, 0.006}, {0.35, 4000, 0.0005}};
-  std::size_t blurred = 0;
-  const auto windows = make_shared_windows(edges, timeline, 2, 0, &blurred);
+  LeftOutWindows left_out;
+  const auto windows = make_shared_windows(edges, timeline, 2, 0, &left_out);
   ASSERT_EQ(windows.size(), 1u);
   EXPECT_DOUBLE_EQ(windows[0].t0_s, 0.05);
-  EXPECT_EQ(blurred, 2u);
+  EXPECT_EQ(left_out.blurred, 2u);
+  EXPECT_EQ(left_out.stalled, 0u);
   EXPECT_NEAR(windows[0].busy_s[0], 0.1, 1e-12);
   EXPECT_NEAR(windows[0].busy_s[1], 0.0, 1e-12);
 }
@@ -221,7 +251,8 @@ TEST(SharedWindows, ACounterThatLagsIsFittedAtItsLag) {
   const auto plan = plan_segments(per_call_s(ops), 0.1, 6);
   const auto sim = simulate(ops, plan, 0.1, 0.0137, 0, 1, /*lag_s=*/0.014);
   const auto naive = split_shared_energy(make_shared_windows(sim.edges, sim.timeline, ops.size(), 0.05), ops.size());
-  const auto lagged = split_with_counter_lag(sim.edges, sim.timeline, ops.size(), 0.05);
+  const auto lagged = split_with_counter_lag(sim.edges, sim.timeline, ops.size(), 0.05, 0.1);
+  EXPECT_EQ(lagged.left_out.blurred + lagged.left_out.stalled, 0u);
   EXPECT_NEAR(lagged.lag_s, 0.014, 1e-9);
   EXPECT_LT(lagged.split.residual_rel, 1e-6);
   EXPECT_GT(naive.residual_rel, 100 * lagged.split.residual_rel);
@@ -233,8 +264,9 @@ TEST(SharedWindows, ACounterThatLagsIsFittedAtItsLag) {
   EXPECT_GT(naive_worst, 0.02);  // what the lag does when ignored (4.3% here)
   // Without a lag the search keeps 0; a bad range is refused in one line.
   const auto plain = simulate(ops, plan, 0.1, 0.0137);
-  EXPECT_DOUBLE_EQ(split_with_counter_lag(plain.edges, plain.timeline, ops.size(), 0.05).lag_s, 0.0);
-  EXPECT_THROW(split_with_counter_lag(plain.edges, plain.timeline, ops.size(), 0, 0.04, 0), std::invalid_argument);
+  EXPECT_DOUBLE_EQ(split_with_counter_lag(plain.edges, plain.timeline, ops.size(), 0.05, 0.1).lag_s, 0.0);
+  EXPECT_THROW(split_with_counter_lag(plain.edges, plain.timeline, ops.size(), 0, 0.1, 0), std::invalid_argument);
+  EXPECT_THROW(split_with_counter_lag(plain.edges, plain.timeline, ops.size(), 0, 0.0), std::invalid_argument);
 }
 
 TEST(SharedWindows, IntervalsCoverThePlantedEnergiesAbout95PercentOfTheTime) {
@@ -336,4 +368,37 @@ TEST(SharedWindows, RejectsWindowsOfTheWrongShape) {
   windows[0].calls = {1, 2, 3};
   windows[0].busy_s = {1, NAN, 3};
   EXPECT_THROW(split_shared_energy(windows, 3), std::invalid_argument);
+}
+
+TEST(SharedWindows, ASearchedLagCostsAWindowAndWidensTheIntervals) {
+  const auto ops = planted_group();
+  const auto plan = plan_segments(per_call_s(ops), 0.1, 6);
+  const auto sim = simulate(ops, plan, 0.1, 0.0137, /*period_noise_rel=*/0.01, 3);
+  const auto windows = make_shared_windows(sim.edges, sim.timeline, ops.size(), 0);
+  ASSERT_GT(windows.size(), ops.size() + 2);
+  const auto plain = split_shared_energy(windows, ops.size());
+  const auto searched = split_shared_energy(windows, ops.size(), 1);
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    ASSERT_GT(plain.per_call_mJ[i].n, 0u) << i;
+    EXPECT_DOUBLE_EQ(searched.per_call_mJ[i].mean, plain.per_call_mJ[i].mean) << i;  // the same fit
+    EXPECT_GT(searched.per_call_mJ[i].ci95_half_width(), plain.per_call_mJ[i].ci95_half_width()) << i;
+  }
+  // Windows for the operators and one more: enough without a search, not with one.
+  const std::vector<SharedWindow> few(windows.begin(), windows.begin() + long(ops.size() + 1));
+  EXPECT_EQ(split_shared_energy(few, ops.size()).why, "");
+  const auto refused = split_shared_energy(few, ops.size(), 1);
+  EXPECT_EQ(refused.per_call_mJ[0].n, 0u);
+  EXPECT_NE(refused.why.find("and 1 searched parameter(s)"), std::string::npos) << refused.why;
+}
+
+TEST(SharedWindows, TheLagSearchStaysWellUnderTheCountersPeriod) {
+  // A counter of a 25 ms period: lags up to 10 ms are searched, whatever the data (a 24 ms lag
+  // would be a relabelling of the windows by almost a whole period).
+  const auto ops = planted_group();
+  const auto plan = plan_segments(per_call_s(ops), 0.025, 24);
+  const auto sim = simulate(ops, plan, 0.025, 0.0037, 0, 1, /*lag_s=*/0.006);
+  const auto lagged = split_with_counter_lag(sim.edges, sim.timeline, ops.size(), 0.01, 0.025);
+  EXPECT_NEAR(lagged.lag_s, 0.006, 1e-9);  // found inside the range
+  const auto beyond = simulate(ops, plan, 0.025, 0.0037, 0, 1, /*lag_s=*/0.02);
+  EXPECT_LE(split_with_counter_lag(beyond.edges, beyond.timeline, ops.size(), 0.03, 0.025).lag_s, 0.01 + 1e-9);
 }

@@ -35,13 +35,13 @@ void EnergyMonitor::run() {
     const double t = now_s();
     if (auto e = probe_.energy_mJ()) {
       if (last && *e != *last) {
-        // The update happened between the previous poll and this one: take the midpoint.
+        // The update happened between the previous read and this one: take the midpoint.
         std::lock_guard lock(mu_);
         edges_.push_back({(t + last_poll) / 2, *e, (t - last_poll) / 2});
       }
       last = e;
+      last_poll = t;  // a failed read narrows nothing: the update may lie anywhere since the last good one
     }
-    last_poll = t;
     if (t >= next_power) {
       next_power = t + cfg_.power_every_s;
       if (auto w = probe_.power_W()) {

@@ -31,10 +31,28 @@ double calls_inside(double span_t0, double span_t1, double calls, double t0, dou
 
 }  // namespace
 
+std::vector<bool> irregular_batches(const std::vector<GroupCompletion>& timeline, std::size_t ops) {
+  std::vector<bool> irregular(timeline.size(), false);
+  std::vector<std::vector<double>> per_call(ops);
+  for (std::size_t k = 1; k < timeline.size(); ++k)
+    if (timeline[k].calls > 0)
+      per_call[timeline[k].op].push_back((timeline[k].t_s - timeline[k - 1].t_s) / timeline[k].calls);
+  std::vector<double> median(ops, 0.0);
+  for (std::size_t i = 0; i < ops; ++i)
+    if (!per_call[i].empty()) median[i] = median_of(per_call[i]);
+  for (std::size_t k = 1; k < timeline.size(); ++k) {
+    const auto& c = timeline[k];
+    if (!(c.calls > 0)) continue;
+    const double s = (c.t_s - timeline[k - 1].t_s) / c.calls;
+    irregular[k] = s > kIrregularBatchFactor * median[c.op] || s * kIrregularBatchFactor < median[c.op];
+  }
+  return irregular;
+}
+
 std::vector<SharedWindow> make_shared_windows(const std::vector<CounterEdge>& edges,
                                               const std::vector<GroupCompletion>& timeline, std::size_t ops,
-                                              double start_after_s, std::size_t* blurred) {
-  if (blurred) *blurred = 0;
+                                              double start_after_s, LeftOutWindows* left_out) {
+  if (left_out) *left_out = {};
   for (std::size_t k = 0; k < timeline.size(); ++k) {
     require(timeline[k].op < ops, "a completion names an operator outside the group");
     require(std::isfinite(timeline[k].t_s) && std::isfinite(timeline[k].calls) && timeline[k].calls >= 0,
@@ -44,6 +62,7 @@ std::vector<SharedWindow> make_shared_windows(const std::vector<CounterEdge>& ed
   std::vector<SharedWindow> out;
   // The first completion only opens the timeline: when its calls began is unknown.
   if (timeline.size() < 2) return out;
+  const std::vector<bool> irregular = irregular_batches(timeline, ops);
   const double covered_from = timeline.front().t_s, covered_to = timeline.back().t_s;
   std::vector<CounterEdge> usable;
   for (const auto& e : edges)
@@ -55,18 +74,24 @@ std::vector<SharedWindow> make_shared_windows(const std::vector<CounterEdge>& ed
     const auto& b = usable[i + 1];
     if (b.t_s <= a.t_s || b.energy_mJ <= a.energy_mJ) continue;  // a 0 J window is invalid, not zero
     if (a.half_gap_s + b.half_gap_s > kMaxEdgeBlurShare * (b.t_s - a.t_s)) {
-      if (blurred) ++*blurred;
+      if (left_out) ++left_out->blurred;
       continue;
     }
     SharedWindow w{a.t_s, b.t_s, b.energy_mJ - a.energy_mJ, std::vector<double>(ops, 0.0),
                    std::vector<double>(ops, 0.0)};
     while (first_batch < timeline.size() && timeline[first_batch].t_s < a.t_s) ++first_batch;
     double total = 0;
+    bool stalled = false;
     for (std::size_t k = first_batch; k < timeline.size() && timeline[k - 1].t_s < b.t_s; ++k) {
       const double c = calls_inside(timeline[k - 1].t_s, timeline[k].t_s, timeline[k].calls, a.t_s, b.t_s);
       w.calls[timeline[k].op] += c;
       w.busy_s[timeline[k].op] += overlap_s(timeline[k - 1].t_s, timeline[k].t_s, a.t_s, b.t_s);
       total += c;
+      stalled = stalled || (irregular[k] && c > 0);
+    }
+    if (stalled) {
+      if (left_out) ++left_out->stalled;
+      continue;
     }
     if (total > 0) out.push_back(std::move(w));
   }
@@ -203,7 +228,8 @@ SharedSplit split_shared_energy(const std::vector<SharedWindow>& windows, std::s
   for (std::size_t i = 0; i < ops; ++i) (split.calls[i] > 0 && split.busy_s[i] > 0 ? fitted : absent).push_back(i);
   std::vector<std::string> why;
   if (!absent.empty())
-    why.push_back(fmt::format("operator(s) {} had no calls inside the counter windows", join_operators(absent)));
+    why.push_back(
+        fmt::format("operator(s) {} had no calls or time inside the counter windows", join_operators(absent)));
   const std::size_t w_count = windows.size(), g = fitted.size();
   auto done = [&]() {
     for (std::size_t i = 0; i < why.size(); ++i) split.why += (i ? "; " : "") + why[i];
@@ -291,9 +317,10 @@ SharedSplit split_shared_energy(const std::vector<SharedWindow>& windows, std::s
 }
 
 LaggedSplit split_with_counter_lag(const std::vector<CounterEdge>& edges, const std::vector<GroupCompletion>& timeline,
-                                   std::size_t ops, double start_after_s, double max_lag_s, double step_s) {
-  require(std::isfinite(max_lag_s) && max_lag_s >= 0 && std::isfinite(step_s) && step_s > 0,
-          "the counter lag's range must be finite, its step above 0");
+                                   std::size_t ops, double start_after_s, double counter_period_s, double step_s) {
+  require(std::isfinite(counter_period_s) && counter_period_s > 0 && std::isfinite(step_s) && step_s > 0,
+          "the counter's period and the lag's step must be finite and above 0");
+  const double max_lag_s = std::min(kMaxCounterLagS, kMaxLagPeriodShare * counter_period_s);
   LaggedSplit best;
   bool have = false;
   std::vector<CounterEdge> moved(edges.size());
@@ -303,13 +330,13 @@ LaggedSplit split_with_counter_lag(const std::vector<CounterEdge>& edges, const 
     const double lag = double(k) * step_s;
     for (std::size_t i = 0; i < edges.size(); ++i)
       moved[i] = {edges[i].t_s - lag, edges[i].energy_mJ, edges[i].half_gap_s};
-    std::size_t blurred = 0;
-    auto windows = make_shared_windows(moved, timeline, ops, start_after_s, &blurred);
+    LeftOutWindows left_out;
+    auto windows = make_shared_windows(moved, timeline, ops, start_after_s, &left_out);
     SharedSplit split = split_shared_energy(windows, ops, searched);
     // A fit that identifies nothing has no residual to compare; the first lag is kept for its why.
     const bool fitted = split.windows > ops + searched && std::isfinite(split.residual_rel);
     if (!have || (fitted && (best.split.windows <= ops + searched || split.residual_rel < best.split.residual_rel))) {
-      best = {std::move(split), std::move(windows), lag, blurred};
+      best = {std::move(split), std::move(windows), lag, left_out};
       have = true;
     }
   }

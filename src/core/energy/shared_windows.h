@@ -39,14 +39,31 @@ struct SharedWindow {
 
 // Windows of one counter period each from edges after `start_after_s` and inside the
 // timeline; a window in which nothing completed, or whose energy did not increase, is dropped.
-// So is a window whose edges' blur (CounterEdge::half_gap_s, both ends) exceeds
-// kMaxEdgeBlurShare of its length: its calls are miscounted while its energy is exact, and
-// errors in the counts bias a least-squares split towards zero, not just widen it (on a
-// loaded 2-core machine, split energies read half the truth). `blurred`, when given, counts them.
+// Two kinds more are left out, and counted in `left_out` when given:
+// - `blurred`: a window whose edges' blur (CounterEdge::half_gap_s, both ends) exceeds
+//   kMaxEdgeBlurShare of its length. Its times are wrong while its energy is exact, and errors
+//   in the regressors bias a least-squares split towards zero, not just widen it (on a loaded
+//   2-core machine, split energies read half the truth).
+// - `stalled`: a window with calls of an irregular batch (irregular_batches): one that waited
+//   (a host put off, a GPU idle between batches at no operator's power) or was seen complete at
+//   once with the batch before it (a span with none of its own time). One operator's loop
+//   leaves out its stalled windows too (drop_stalled_windows).
 inline constexpr double kMaxEdgeBlurShare = 0.05;
+struct LeftOutWindows {
+  std::size_t blurred = 0, stalled = 0;
+};
 std::vector<SharedWindow> make_shared_windows(const std::vector<CounterEdge>& edges,
                                               const std::vector<GroupCompletion>& timeline, std::size_t ops,
-                                              double start_after_s, std::size_t* blurred = nullptr);
+                                              double start_after_s, LeftOutWindows* left_out = nullptr);
+
+// Per completion of the timeline: whether its batch's time per call lies outside
+// [1/kIrregularBatchFactor, kIrregularBatchFactor] times its operator's median over the loop.
+// Within it, a call that takes longer is a call that costs more (the split follows its time);
+// a clock that moves at the power cap stays inside (1980 to 1400 MHz is 1.41×). Wide on
+// purpose: a host under load stretches many batches 2–3× (an oversubscribed 2-core CPU), and
+// a factor of 2 left too few windows there to split, and those it kept chosen by the load.
+inline constexpr double kIrregularBatchFactor = 4.0;
+std::vector<bool> irregular_batches(const std::vector<GroupCompletion>& timeline, std::size_t ops);
 
 // The order and length of the loop's segments: operator `op` for `calls` calls. Segment
 // lengths vary (about 0.25 to 0.75 of the counter period, not commensurate with it) so that
@@ -84,19 +101,20 @@ SharedSplit split_shared_energy(const std::vector<SharedWindow>& windows, std::s
 // edge); in a shared loop it moves energy across segment boundaries, from each operator to the
 // next (on the H100, small operators after heavy ones read up to 4× their own loops' energy).
 // The split is therefore fitted with the edges moved back by each candidate lag, 0 to
-// `max_lag_s` in steps of `step_s`, and the lag whose fit leaves the smallest residual is kept
-// (a lag searched is a parameter fitted: split_shared_energy's `searched_parameters`). Keep
-// `max_lag_s` well under the counter's period (kMaxLagPeriodShare): a lag of a whole period
+// the largest lag in steps of `step_s`, and the lag whose fit leaves the smallest residual is
+// kept (a lag searched is a parameter fitted: split_shared_energy's `searched_parameters`). The
+// largest lag is kMaxCounterLagS (the H100's counter lags its host reading by up to ~40 ms of its
+// 100 ms period), and at most kMaxLagPeriodShare of `counter_period_s`: a lag of a whole period
 // only relabels the windows, and on noisy windows one such alias can fit best by chance.
-inline constexpr double kMaxLagPeriodShare = 0.4;
+inline constexpr double kMaxCounterLagS = 0.04, kMaxLagPeriodShare = 0.4;
 struct LaggedSplit {
   SharedSplit split;
   std::vector<SharedWindow> windows;
   double lag_s = 0;
-  std::size_t blurred_windows = 0;  // left out at that lag (make_shared_windows)
+  LeftOutWindows left_out;  // at that lag (make_shared_windows)
 };
 LaggedSplit split_with_counter_lag(const std::vector<CounterEdge>& edges, const std::vector<GroupCompletion>& timeline,
-                                   std::size_t ops, double start_after_s, double max_lag_s = 0.04,
+                                   std::size_t ops, double start_after_s, double counter_period_s,
                                    double step_s = 0.002);
 
 }  // namespace opcost

@@ -294,8 +294,10 @@ double scaled_estimate_distance(int64_t call_extent, int64_t row_extent) {
   if (call_extent <= 0 || row_extent <= 0)
     throw std::invalid_argument(
         fmt::format("scaled_estimate_distance: extents {} and {} must be positive", call_extent, row_extent));
-  return std::log(2.0) + std::abs(std::log(double(call_extent) / double(row_extent)));
+  return scaled_distance(std::abs(std::log(double(call_extent) / double(row_extent))));
 }
+
+double scaled_distance(double abs_ln_ratio) { return std::log(2.0) + abs_ln_ratio; }
 
 json estimate_document(const OpCall& call, const std::string& gpu, const CostEstimate& e) {
   auto interval = [](double v, double lo, double hi) { return json{{"estimate", v}, {"low", lo}, {"high", hi}}; };

@@ -122,9 +122,12 @@ nlohmann::json estimate_document(const OpCall& call, const std::string& gpu, con
 // with the distance. On issue 26's rows the forms tried (this, |ln ratio| alone, its square
 // root, none) covered within 0.5 points of each other, less than the spread between random
 // splits (bench/scaled_interval_check.py); this one grows as the errors do and stays finite at
-// the nearest sizes. python/opcost/_fit.py computes the same.
+// the nearest sizes. python/opcost/_fit.py fits its interval by the same distance (through
+// _core.scaled_distance, of |ln ratio|).
 // Throws std::invalid_argument for an extent that is not positive.
 double scaled_estimate_distance(int64_t call_extent, int64_t row_extent);
+// The same of |ln(call's extent / row's extent)| (≥ 0).
+double scaled_distance(double abs_ln_ratio);
 
 // The cost model's JSON's format name and the largest text read (a hostile file is refused
 // before it is parsed).
