@@ -101,7 +101,11 @@ TEST(SharedEnergyLoop, SplitsASlowCountersWindowsIntoEachCallsEnergyAtThePowerIt
 
 TEST(SharedEnergyLoop, AFastCounterGivesEachCallItsOwnLoop) {
   TwoCalls calls;
-  Runner runner("cpu", 0, quick_config(), std::make_unique<FakeEnergyProbe>(kWatts, 0.001));
+  // Its windows span 0.1 s of a 1 ms counter (runner.cpp): 0.4 s held as few as one window on a
+  // loaded machine, so a second's budget, as above.
+  MeasureConfig config = quick_config();
+  config.energy_max_s = config.energy_max_capped_s = 1.0;
+  Runner runner("cpu", 0, config, std::make_unique<FakeEnergyProbe>(kWatts, 0.001));
   const auto results = runner.measure_group(calls.both(), {std::nullopt, std::nullopt});
   ASSERT_EQ(results.size(), 2u);
   for (const auto& r : results) {
