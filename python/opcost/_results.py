@@ -195,7 +195,27 @@ class Prediction(_Document):
 
     @property
     def complete(self) -> bool:
+        """Every signature measured (or estimated) and the traced step's GPU time covered by its
+        calls (see ``uncovered``)."""
         return self._doc["complete"]
+
+    @property
+    def uncovered(self) -> bool:
+        """Over 1% of the traced step's GPU time ran in kernels no operator call launched (a CUDA
+        graph's replay: ``torch.compile(mode="reduce-overhead")``, or the model's own graphs), and
+        the prediction counts it as zero: ``untied_device_us`` of ``traced_device_us``. False where
+        no step was traced (on the CPU, or with ``check_kernels=False``)."""
+        return bool(self._doc.get("uncovered", False))
+
+    @property
+    def traced_device_us(self) -> float:
+        """The traced step's GPU time, µs (0 where none was traced)."""
+        return float(self._doc.get("traced_device_us", 0.0))
+
+    @property
+    def untied_device_us(self) -> float:
+        """Of ``traced_device_us``, the time in kernels no operator call launched, µs."""
+        return float(self._doc.get("untied_device_us", 0.0))
 
     @property
     def failures(self) -> int:

@@ -295,3 +295,25 @@ def test_a_damaged_database_is_a_database_error_with_its_kind(tmp_path):
                      str(bad))
     assert run.returncode == 1, run.stderr  # as `opcost validate`: a database that fails is exit 1, read-only 2
     assert run.stderr.count("\n") == 1 and run.stderr.startswith("opcost: error: ") and "bad.db" in run.stderr
+
+
+def test_a_prediction_says_when_gpu_time_ran_in_kernels_no_call_launched():
+    # The committed validate result (an H100's) traced every kernel to a call; the same result
+    # as validate writes it where a CUDA graph's replay launched half the step's GPU time.
+    doc = json.loads((Path(__file__).resolve().parents[1] / "data" / "report" / "validate.json").read_text())
+    covered = opcost.Prediction(doc, "")
+    assert not covered.uncovered and covered.untied_device_us == 0.0
+    doc = dict(doc, traced_device_us=5000.0, untied_device_us=2500.0, uncovered=True, complete=False)
+    uncovered = opcost.Prediction(doc, "")
+    assert uncovered.uncovered and not uncovered.complete
+    assert (uncovered.untied_device_us, uncovered.traced_device_us) == (2500.0, 5000.0)
+    assert "INCOMPLETE" in repr(uncovered)
+
+
+def test_a_cpu_validate_traces_no_step_and_is_not_uncovered(tmp_path):
+    model = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.ReLU())
+    p = opcost.validate(model, torch.randn(2, 8), db=tmp_path / "ops.db", max_time=0.02, step_max_time=0.2,
+                        energy=False)
+    assert p.complete
+    assert p.traced_device_us == 0.0 and p.untied_device_us == 0.0 and not p.uncovered
+    assert p.to_dict()["uncovered"] is False

@@ -240,6 +240,13 @@ def check_page(kind, fixture, page, out, browser, fails, expect_input_unchanged=
     return scan
 
 
+def drawn_text(dom_path):
+    """A dumped DOM without its scripts and embedded data: what the page drew, not the code that
+    could draw it (the template's script holds every message it may show)."""
+    with open(dom_path, encoding="utf-8") as f:
+        return re.sub(r"<script\b.*?</script>", "", f.read(), flags=re.S | re.I)
+
+
 def check_timeline(fixture, scan, fails):
     """The trace fixture is a GPU trace with its timeline: the page draws its samples and lanes."""
     with open(fixture, encoding="utf-8") as f:
@@ -311,6 +318,29 @@ def main() -> int:
                     dom = f.read()
                 if "Roofline: achieved TFLOP/s against FLOP/byte" not in dom or "/aggregated/roofline_points/" not in dom:
                     fails.add(page, "no roofline drawn from the summary's distinct calls")
+
+    # GPU time no call launched (a CUDA graph's replay): the validate fixture as validate writes
+    # it when its trace ties half the step's GPU time to no call. The page must say so, with the
+    # two figures (checked against the JSON with every other number).
+    if "validate" in present:
+        with open(os.path.join(args.fixtures, "validate.json"), encoding="utf-8") as f:
+            doc = json.load(f)
+        doc.update(traced_device_us=5000.0, untied_device_us=2500.0, uncovered=True, complete=False)
+        uncovered = os.path.join(args.out, "validate-uncovered.json")
+        with open(uncovered, "w", encoding="utf-8") as f:
+            json.dump(doc, f)
+        page = os.path.join(args.out, "validate-uncovered.html")
+        run = subprocess.run([args.opcost, "report", uncovered, "-o", page], capture_output=True, text=True, timeout=120)
+        if run.returncode != 0:
+            fails.add(uncovered, f"opcost report exited {run.returncode}: {run.stderr.strip()}")
+        elif check_page("validate-uncovered", uncovered, page, args.out, args.chromium, fails) is not None:
+            said = "ran in kernels no operator call launched"
+            dom = drawn_text(os.path.join(args.out, "validate-uncovered.dom.html"))
+            if (said not in dom or 'data-key="/data/untied_device_us"' not in dom
+                    or 'data-key="/data/traced_device_us"' not in dom):
+                fails.add(page, "GPU time no call launched is not said, with its figures, on the page")
+            if said in drawn_text(os.path.join(args.out, "validate.dom.html")):
+                fails.add(page, "the covered validate fixture's page says GPU time went untied")
 
     for f in fails.items:
         print("FAIL " + f)

@@ -370,12 +370,14 @@ TEST(Prediction, GpuTimeNoCallLaunchedMakesItIncompleteAndSaysSo) {
   p.coverage.traced_device_us = 1000;
   p.coverage.untied_device_us = 9;  // under 1%: covered enough
   EXPECT_TRUE(p.complete());
+  EXPECT_EQ(to_json(p, inv, nullptr)["uncovered"], false);
   p.coverage.untied_device_us = 900;
   EXPECT_TRUE(p.missing.empty());
   EXPECT_FALSE(p.complete());
   const auto j = to_json(p, inv, nullptr);
   EXPECT_EQ(j["complete"], false);
   EXPECT_DOUBLE_EQ(j["untied_device_us"].get<double>(), 900);
+  EXPECT_EQ(j["uncovered"], true);  // the page's and a program's reason, without the threshold
   const std::string table = to_table(p, inv, nullptr);
   EXPECT_NE(table.find("INCOMPLETE: 900.0 µs of the traced step's 1000.0 µs of GPU time (90.0%)"), std::string::npos)
       << table;

@@ -399,6 +399,7 @@ nlohmann::json to_json(const Prediction& p, const Inventory& inv, const StepMeas
                       {"complete", p.complete()},
                       {"traced_device_us", p.coverage.traced_device_us},
                       {"untied_device_us", p.coverage.untied_device_us},
+                      {"uncovered", p.uncovered()},  // past kUncoveredShare: what makes it incomplete
                       {"unmeasured_by_choice", p.unmeasured_by_choice},
                       {"calls", p.calls},
                       {"measured_calls", p.measured_calls},
