@@ -205,7 +205,11 @@ class Prediction(_Document):
         graph's replay: ``torch.compile(mode="reduce-overhead")``, or the model's own graphs), and
         the prediction counts it as zero: ``untied_device_us`` of ``traced_device_us``. False where
         no step was traced (on the CPU, or with ``check_kernels=False``)."""
-        return bool(self._doc.get("uncovered", False))
+        if "uncovered" in self._doc:
+            return bool(self._doc["uncovered"])
+        # Written before the key was (it had the figures): incomplete with nothing missing can
+        # only be the untied time.
+        return not self._doc["complete"] and not self._doc.get("missing") and self.untied_device_us > 0
 
     @property
     def traced_device_us(self) -> float:

@@ -298,8 +298,9 @@ def test_a_damaged_database_is_a_database_error_with_its_kind(tmp_path):
 
 
 def test_a_prediction_says_when_gpu_time_ran_in_kernels_no_call_launched():
-    # The committed validate result (an H100's) traced every kernel to a call; the same result
-    # as validate writes it where a CUDA graph's replay launched half the step's GPU time.
+    # The committed validate result (an H100's, written before these keys were): not uncovered;
+    # the same result as validate writes it where a CUDA graph's replay launched half the step's
+    # GPU time; and that result as written between the figures and the `uncovered` key.
     doc = json.loads((Path(__file__).resolve().parents[1] / "data" / "report" / "validate.json").read_text())
     covered = opcost.Prediction(doc, "")
     assert not covered.uncovered and covered.untied_device_us == 0.0
@@ -308,6 +309,9 @@ def test_a_prediction_says_when_gpu_time_ran_in_kernels_no_call_launched():
     assert uncovered.uncovered and not uncovered.complete
     assert (uncovered.untied_device_us, uncovered.traced_device_us) == (2500.0, 5000.0)
     assert "INCOMPLETE" in repr(uncovered)
+    older = dict(doc)
+    del older["uncovered"]
+    assert opcost.Prediction(older, "").uncovered
 
 
 def test_a_cpu_validate_traces_no_step_and_is_not_uncovered(tmp_path):

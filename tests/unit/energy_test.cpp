@@ -95,6 +95,46 @@ TEST(Windows, UpdatePeriodAndAveragePower) {
   EXPECT_FALSE(average_power_W({edges[0]}));
 }
 
+namespace {
+
+// The fake counter updates exactly every `period_s`: two edges' times differ by whole periods,
+// each edge within its blur (half_gap_s) of its update.
+void expect_edges_bracket_their_updates(const std::vector<CounterEdge>& edges, double period_s) {
+  for (std::size_t i = 1; i < edges.size(); ++i) {
+    EXPECT_GT(edges[i].half_gap_s, 0) << i;
+    const double dt = edges[i].t_s - edges[i - 1].t_s;
+    const double periods = std::max(1.0, std::round(dt / period_s));
+    EXPECT_LE(std::abs(dt - periods * period_s), edges[i].half_gap_s + edges[i - 1].half_gap_s + 1e-9) << i;
+  }
+}
+
+// A counter whose every other read fails (an NVML call that errs now and then): a failed read
+// must not narrow an edge's blur, or the update may lie outside it.
+class CounterThatFailsEveryOtherRead : public FakeEnergyProbe {
+ public:
+  using FakeEnergyProbe::FakeEnergyProbe;
+  std::optional<double> energy_mJ() override {
+    if (++reads_ % 2 == 0) return std::nullopt;
+    return FakeEnergyProbe::energy_mJ();
+  }
+
+ private:
+  unsigned reads_ = 0;
+};
+
+}  // namespace
+
+TEST(Monitor, AFailedReadDoesNotNarrowAnEdge) {
+  CounterThatFailsEveryOtherRead probe(250, 0.01);
+  EnergyMonitor mon(probe, {0.0005, 0.005, 0.02});
+  mon.start();
+  std::this_thread::sleep_for(std::chrono::milliseconds(250));
+  mon.stop();
+  const auto edges = mon.edges();
+  ASSERT_GE(edges.size(), 10u);
+  expect_edges_bracket_their_updates(edges, 0.01);
+}
+
 TEST(Monitor, RecordsCounterEdgesPowerAndState) {
   FakeEnergyProbe probe(250, 0.01);
   EnergyMonitor mon(probe, {0.0005, 0.005, 0.02});
@@ -104,14 +144,7 @@ TEST(Monitor, RecordsCounterEdgesPowerAndState) {
   const auto edges = mon.edges();
   ASSERT_GE(edges.size(), 15u);
   EXPECT_NEAR(*update_period_s(edges), 0.01, 0.003);
-  // The fake counter updates exactly every 10 ms: two edges' times differ by whole periods,
-  // each edge within its half-gap of its update.
-  for (std::size_t i = 1; i < edges.size(); ++i) {
-    EXPECT_GT(edges[i].half_gap_s, 0) << i;
-    const double dt = edges[i].t_s - edges[i - 1].t_s;
-    const double periods = std::max(1.0, std::round(dt / 0.01));
-    EXPECT_LE(std::abs(dt - periods * 0.01), edges[i].half_gap_s + edges[i - 1].half_gap_s + 1e-9) << i;
-  }
+  expect_edges_bracket_their_updates(edges, 0.01);
   EXPECT_NEAR(*average_power_W(edges), 250, 25);
   EXPECT_GE(mon.power_trace().size(), 20u);
   const auto st = mon.state_summary();

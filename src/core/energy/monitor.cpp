@@ -30,17 +30,21 @@ void EnergyMonitor::stop() {
 
 void EnergyMonitor::run() {
   std::optional<double> last;
-  double last_poll = now_s(), next_power = 0, next_state = 0;
+  // When the last good read began: the counter's value then is no later than that moment.
+  double last_read_began = now_s(), next_power = 0, next_state = 0;
   while (!stop_) {
     const double t = now_s();
     if (auto e = probe_.energy_mJ()) {
+      // The update happened after the previous good read began and before this one ended: the
+      // edge is the middle of that span, its blur half of it, however long either read took.
+      // A failed read narrows nothing.
+      const double read_ended = now_s();
       if (last && *e != *last) {
-        // The update happened between the previous read and this one: take the midpoint.
         std::lock_guard lock(mu_);
-        edges_.push_back({(t + last_poll) / 2, *e, (t - last_poll) / 2});
+        edges_.push_back({(last_read_began + read_ended) / 2, *e, (read_ended - last_read_began) / 2});
       }
       last = e;
-      last_poll = t;  // a failed read narrows nothing: the update may lie anywhere since the last good one
+      last_read_began = t;
     }
     if (t >= next_power) {
       next_power = t + cfg_.power_every_s;
@@ -106,7 +110,7 @@ std::optional<double> measure_idle_power_W(EnergyProbe& probe, std::size_t count
   std::vector<CounterEdge> edges;
   const double deadline = now_s() + timeout_s;
   std::optional<double> last;
-  double last_poll = now_s();
+  double last_read_began = now_s();  // as in EnergyMonitor::run
   while (edges.size() < count + 1 && now_s() < deadline) {
     const double t = now_s();
     auto e = probe.energy_mJ();
@@ -114,9 +118,11 @@ std::optional<double> measure_idle_power_W(EnergyProbe& probe, std::size_t count
       *why = fmt::format("the {} energy counter stopped answering", probe.name());
       return std::nullopt;
     }
-    if (last && *e != *last) edges.push_back({(t + last_poll) / 2, *e, (t - last_poll) / 2});
+    const double read_ended = now_s();
+    if (last && *e != *last)
+      edges.push_back({(last_read_began + read_ended) / 2, *e, (read_ended - last_read_began) / 2});
     last = e;
-    last_poll = t;
+    last_read_began = t;
     sleep_s(0.0005);
   }
   if (edges_out) *edges_out = edges;

@@ -33,6 +33,7 @@ double calls_inside(double span_t0, double span_t1, double calls, double t0, dou
 
 std::vector<bool> irregular_batches(const std::vector<GroupCompletion>& timeline, std::size_t ops) {
   std::vector<bool> irregular(timeline.size(), false);
+  for (const auto& c : timeline) require(c.op < ops, "a completion names an operator outside the group");
   std::vector<std::vector<double>> per_call(ops);
   for (std::size_t k = 1; k < timeline.size(); ++k)
     if (timeline[k].calls > 0)
@@ -42,9 +43,15 @@ std::vector<bool> irregular_batches(const std::vector<GroupCompletion>& timeline
     if (!per_call[i].empty()) median[i] = median_of(per_call[i]);
   for (std::size_t k = 1; k < timeline.size(); ++k) {
     const auto& c = timeline[k];
-    if (!(c.calls > 0)) continue;
+    if (!(c.calls > 0) || !(median[c.op] > 0)) continue;  // an operator seen only at instants: no pace to judge by
     const double s = (c.t_s - timeline[k - 1].t_s) / c.calls;
-    irregular[k] = s > kIrregularBatchFactor * median[c.op] || s * kIrregularBatchFactor < median[c.op];
+    if (s > kIrregularBatchFactor * median[c.op]) irregular[k] = true;
+    if (s * kIrregularBatchFactor < median[c.op]) {
+      // Seen complete at once with the batch before: its time is inside that batch's span, which
+      // may be stretched by less than the factor. Both are irregular.
+      irregular[k] = true;
+      if (k > 1) irregular[k - 1] = true;
+    }
   }
   return irregular;
 }

@@ -57,7 +57,10 @@ std::vector<SharedWindow> make_shared_windows(const std::vector<CounterEdge>& ed
                                               double start_after_s, LeftOutWindows* left_out = nullptr);
 
 // Per completion of the timeline: whether its batch's time per call lies outside
-// [1/kIrregularBatchFactor, kIrregularBatchFactor] times its operator's median over the loop.
+// [1/kIrregularBatchFactor, kIrregularBatchFactor] times its operator's median over the loop;
+// a batch under it (seen complete at once with the one before) marks that one too, whose span
+// holds its time. With one or two batches of an operator the median is theirs: nothing is
+// judged irregular.
 // Within it, a call that takes longer is a call that costs more (the split follows its time);
 // a clock that moves at the power cap stays inside (1980 to 1400 MHz is 1.41×). Wide on
 // purpose: a host under load stretches many batches 2–3× (an oversubscribed 2-core CPU), and
