@@ -56,20 +56,27 @@ std::vector<bool> irregular_batches(const std::vector<GroupCompletion>& timeline
   return irregular;
 }
 
-std::vector<SharedWindow> make_shared_windows(const std::vector<CounterEdge>& edges,
-                                              const std::vector<GroupCompletion>& timeline, std::size_t ops,
-                                              double start_after_s, LeftOutWindows* left_out) {
-  if (left_out) *left_out = {};
+namespace {
+
+void check_timeline(const std::vector<GroupCompletion>& timeline, std::size_t ops) {
   for (std::size_t k = 0; k < timeline.size(); ++k) {
     require(timeline[k].op < ops, "a completion names an operator outside the group");
     require(std::isfinite(timeline[k].t_s) && std::isfinite(timeline[k].calls) && timeline[k].calls >= 0,
             "a completion's time or calls is not a finite, non-negative number");
     require(k == 0 || timeline[k].t_s >= timeline[k - 1].t_s, "the completion timeline goes back in time");
   }
+}
+
+// make_shared_windows on a checked timeline, its irregular batches given: the lag search cuts
+// windows at 21 lags from one timeline, between two batches of the loop.
+std::vector<SharedWindow> windows_of(const std::vector<CounterEdge>& edges,
+                                     const std::vector<GroupCompletion>& timeline, std::size_t ops,
+                                     double start_after_s, const std::vector<bool>& irregular,
+                                     LeftOutWindows* left_out) {
+  if (left_out) *left_out = {};
   std::vector<SharedWindow> out;
   // The first completion only opens the timeline: when its calls began is unknown.
   if (timeline.size() < 2) return out;
-  const std::vector<bool> irregular = irregular_batches(timeline, ops);
   const double covered_from = timeline.front().t_s, covered_to = timeline.back().t_s;
   std::vector<CounterEdge> usable;
   for (const auto& e : edges)
@@ -103,6 +110,15 @@ std::vector<SharedWindow> make_shared_windows(const std::vector<CounterEdge>& ed
     if (total > 0) out.push_back(std::move(w));
   }
   return out;
+}
+
+}  // namespace
+
+std::vector<SharedWindow> make_shared_windows(const std::vector<CounterEdge>& edges,
+                                              const std::vector<GroupCompletion>& timeline, std::size_t ops,
+                                              double start_after_s, LeftOutWindows* left_out) {
+  check_timeline(timeline, ops);
+  return windows_of(edges, timeline, ops, start_after_s, irregular_batches(timeline, ops), left_out);
 }
 
 std::vector<Segment> plan_segments(const std::vector<double>& per_call_s, double counter_period_s, std::size_t cycles) {
@@ -328,6 +344,8 @@ LaggedSplit split_with_counter_lag(const std::vector<CounterEdge>& edges, const 
   require(std::isfinite(counter_period_s) && counter_period_s > 0 && std::isfinite(step_s) && step_s > 0,
           "the counter's period and the lag's step must be finite and above 0");
   const double max_lag_s = std::min(kMaxCounterLagS, kMaxLagPeriodShare * counter_period_s);
+  check_timeline(timeline, ops);
+  const std::vector<bool> irregular = irregular_batches(timeline, ops);  // the same at every lag
   LaggedSplit best;
   bool have = false;
   std::vector<CounterEdge> moved(edges.size());
@@ -338,7 +356,7 @@ LaggedSplit split_with_counter_lag(const std::vector<CounterEdge>& edges, const 
     for (std::size_t i = 0; i < edges.size(); ++i)
       moved[i] = {edges[i].t_s - lag, edges[i].energy_mJ, edges[i].half_gap_s};
     LeftOutWindows left_out;
-    auto windows = make_shared_windows(moved, timeline, ops, start_after_s, &left_out);
+    auto windows = windows_of(moved, timeline, ops, start_after_s, irregular, &left_out);
     SharedSplit split = split_shared_energy(windows, ops, searched);
     // A fit that identifies nothing has no residual to compare; the first lag is kept for its why.
     const bool fitted = split.windows > ops + searched && std::isfinite(split.residual_rel);
