@@ -78,11 +78,16 @@ TEST(SharedEnergyLoop, SplitsASlowCountersWindowsIntoEachCallsEnergyAtThePowerIt
       }
       EXPECT_EQ(m.energy.per_call_mJ.n, m.energy.windows);
       EXPECT_GT(m.time.per_call_us.n, 0u);  // timed first, as measure() times it
-      // Constant power: energy per call = power × the call's time in the loop.
+      // Constant power: energy per call = power × the call's time in the loop. Within twice the
+      // 95% interval, or 10%: a 95% interval misses one figure in twenty by design, and a test
+      // that asserts it for every figure of three tries fails by chance (CI did, at 2.5% of a 10%
+      // miss). Whether the intervals cover 95% is shared_windows_test's, over 200 seeded traces;
+      // here a split far outside its own interval (half the energy at a narrow interval, as the
+      // fit on calls gave under load; a swapped operator) must not pass.
       const double expected_mJ = kWatts * m.energy.wall_us_per_call * 1e-3;
-      const double slack = std::max(m.energy.per_call_mJ.ci95_half_width(), 0.05 * expected_mJ);
+      const double slack = std::max(2 * m.energy.per_call_mJ.ci95_half_width(), 0.10 * expected_mJ);
       EXPECT_NEAR(m.energy.per_call_mJ.mean, expected_mJ, slack) << m.op << " / " << m.method;
-      EXPECT_NEAR(m.energy.power_W, kWatts, 0.05 * kWatts + kWatts * slack / expected_mJ) << m.op << " / " << m.method;
+      EXPECT_NEAR(m.energy.power_W, kWatts, kWatts * slack / expected_mJ) << m.op << " / " << m.method;
       EXPECT_LE(m.energy.per_call_mJ.ci95_low, m.energy.per_call_mJ.mean);
       EXPECT_GE(m.energy.per_call_mJ.ci95_high, m.energy.per_call_mJ.mean);
     }
