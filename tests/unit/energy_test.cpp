@@ -122,14 +122,22 @@ class CounterThatFailsEveryOtherRead : public FakeEnergyProbe {
   unsigned reads_ = 0;
 };
 
+// Energy every 0.5 ms, power every 5 ms, the device's state every 20 ms.
+const MonitorConfig kQuickPolls{0.0005, 0.005, 0.02};
+
+// The monitor polling for a quarter of a second, as beside a measuring loop.
+void run_beside_a_loop(EnergyMonitor& mon) {
+  mon.start();
+  std::this_thread::sleep_for(std::chrono::milliseconds(250));
+  mon.stop();
+}
+
 }  // namespace
 
 TEST(Monitor, AFailedReadDoesNotNarrowAnEdge) {
   CounterThatFailsEveryOtherRead probe(250, 0.01);
-  EnergyMonitor mon(probe, {0.0005, 0.005, 0.02});
-  mon.start();
-  std::this_thread::sleep_for(std::chrono::milliseconds(250));
-  mon.stop();
+  EnergyMonitor mon(probe, kQuickPolls);
+  run_beside_a_loop(mon);
   const auto edges = mon.edges();
   ASSERT_GE(edges.size(), 10u);
   expect_edges_bracket_their_updates(edges, 0.01);
@@ -137,10 +145,8 @@ TEST(Monitor, AFailedReadDoesNotNarrowAnEdge) {
 
 TEST(Monitor, RecordsCounterEdgesPowerAndState) {
   FakeEnergyProbe probe(250, 0.01);
-  EnergyMonitor mon(probe, {0.0005, 0.005, 0.02});
-  mon.start();
-  std::this_thread::sleep_for(std::chrono::milliseconds(250));
-  mon.stop();
+  EnergyMonitor mon(probe, kQuickPolls);
+  run_beside_a_loop(mon);
   const auto edges = mon.edges();
   ASSERT_GE(edges.size(), 15u);
   EXPECT_NEAR(*update_period_s(edges), 0.01, 0.003);

@@ -14,6 +14,32 @@ double now_s() {
 
 static void sleep_s(double s) { std::this_thread::sleep_for(std::chrono::duration<double>(s)); }
 
+namespace {
+
+// Update edges from successive good reads of a cumulative counter. An update seen by a read
+// happened after the previous good read began (the value then is no later than that) and before
+// this read ended: the edge is the middle of that span, its blur half of it, however long
+// either read took. A failed read is never given here, so it narrows nothing.
+class EdgeDetector {
+ public:
+  explicit EdgeDetector(double start_s) : last_began_s_(start_s) {}
+  std::optional<CounterEdge> read(double began_s, double value_mJ, double ended_s) {
+    std::optional<CounterEdge> edge;
+    if (have_last_ && value_mJ != last_mJ_)
+      edge = CounterEdge{(last_began_s_ + ended_s) / 2, value_mJ, (ended_s - last_began_s_) / 2};
+    have_last_ = true;
+    last_mJ_ = value_mJ;
+    last_began_s_ = began_s;
+    return edge;
+  }
+
+ private:
+  bool have_last_ = false;  // (a plain flag: GCC 12 misreads an optional<double> member here)
+  double last_mJ_ = 0, last_began_s_;
+};
+
+}  // namespace
+
 EnergyMonitor::EnergyMonitor(EnergyProbe& probe, MonitorConfig cfg) : probe_(probe), cfg_(cfg) {}
 
 EnergyMonitor::~EnergyMonitor() { stop(); }
@@ -29,23 +55,15 @@ void EnergyMonitor::stop() {
 }
 
 void EnergyMonitor::run() {
-  std::optional<double> last;
-  // When the last good read began: the counter's value then is no later than that moment.
-  double last_read_began = now_s(), next_power = 0, next_state = 0;
+  EdgeDetector detector(now_s());
+  double next_power = 0, next_state = 0;
   while (!stop_) {
     const double t = now_s();
-    if (auto e = probe_.energy_mJ()) {
-      // The update happened after the previous good read began and before this one ended: the
-      // edge is the middle of that span, its blur half of it, however long either read took.
-      // A failed read narrows nothing.
-      const double read_ended = now_s();
-      if (last && *e != *last) {
+    if (auto e = probe_.energy_mJ())
+      if (auto edge = detector.read(t, *e, now_s())) {
         std::lock_guard lock(mu_);
-        edges_.push_back({(last_read_began + read_ended) / 2, *e, (read_ended - last_read_began) / 2});
+        edges_.push_back(*edge);
       }
-      last = e;
-      last_read_began = t;
-    }
     if (t >= next_power) {
       next_power = t + cfg_.power_every_s;
       if (auto w = probe_.power_W()) {
@@ -109,8 +127,7 @@ std::optional<double> measure_idle_power_W(EnergyProbe& probe, std::size_t count
                                            std::vector<CounterEdge>* edges_out) {
   std::vector<CounterEdge> edges;
   const double deadline = now_s() + timeout_s;
-  std::optional<double> last;
-  double last_read_began = now_s();  // as in EnergyMonitor::run
+  EdgeDetector detector(now_s());
   while (edges.size() < count + 1 && now_s() < deadline) {
     const double t = now_s();
     auto e = probe.energy_mJ();
@@ -118,11 +135,7 @@ std::optional<double> measure_idle_power_W(EnergyProbe& probe, std::size_t count
       *why = fmt::format("the {} energy counter stopped answering", probe.name());
       return std::nullopt;
     }
-    const double read_ended = now_s();
-    if (last && *e != *last)
-      edges.push_back({(last_read_began + read_ended) / 2, *e, (read_ended - last_read_began) / 2});
-    last = e;
-    last_read_began = t;
+    if (auto edge = detector.read(t, *e, now_s())) edges.push_back(*edge);
     sleep_s(0.0005);
   }
   if (edges_out) *edges_out = edges;
