@@ -343,8 +343,8 @@ std::vector<std::size_t> Runner::measure_energy_shared(const std::vector<Prepare
     m.after = after;
     const Summary& fit = split.per_call_mJ[i];
     if (fit.n == 0) {
-      m.method += fmt::format("; the {} operators' shared counter windows could not tell it apart ({}): its own loop",
-                              ops, split.why);
+      m.method += fmt::format("; the {} operators' shared counter windows could not tell it apart ({}{}): its own loop",
+                              ops, split.why, left_out_text(lagged.left_out));
       unidentified.push_back(i);
       continue;
     }

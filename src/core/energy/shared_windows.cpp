@@ -47,8 +47,26 @@ std::vector<bool> irregular_batches(const std::vector<GroupCompletion>& timeline
     const double s = (c.t_s - timeline[k - 1].t_s) / c.calls;
     if (s > kIrregularBatchFactor * median[c.op]) irregular[k] = true;
     if (s * kIrregularBatchFactor < median[c.op]) {
-      // Seen complete at once with the batch before: its time is inside that batch's span, which
-      // may be stretched by less than the factor. Both are irregular.
+      // Seen complete at once with the batch before: its time is inside that batch's span. A
+      // host-paced operator's batches are seen done one batch late, each span holding the next
+      // one's issue, so its last batches before a faster-issued operator's are such instants (on
+      // the H100, every window of a resnet50 group held one); with the batches of its own
+      // operator just before it, up to kMostBatchesJudgedTogether, it is judged as one run.
+      // Otherwise, or where that run is irregular too (a wait that stretched the batch before
+      // it), both are irregular.
+      double calls = c.calls;
+      bool regular_run = false;
+      for (std::size_t j = k; j > 1 && k - j + 1 < kMostBatchesJudgedTogether && timeline[j - 1].op == c.op &&
+                              timeline[j - 1].calls > 0;) {
+        --j;
+        calls += timeline[j].calls;
+        const double run = (c.t_s - timeline[j - 1].t_s) / calls;
+        if (run * kIrregularBatchFactor >= median[c.op]) {
+          regular_run = run <= kIrregularBatchFactor * median[c.op];
+          break;
+        }
+      }
+      if (regular_run) continue;
       irregular[k] = true;
       if (k > 1) irregular[k - 1] = true;
     }
