@@ -13,7 +13,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <future>
 #include <stdexcept>
 
 #include "core/energy/monitor.h"
@@ -290,6 +292,7 @@ std::vector<std::size_t> Runner::measure_energy_shared(const std::vector<Prepare
   const double settle_end = start + cfg_.energy_settle_s;
   std::size_t edges_seen = 0, windows_seen = 0;
   bool stop = false;
+  std::future<LaggedSplit> pending;  // the split of the loop so far, computed beside it
   auto identified_to_target = [&](const SharedSplit& split) {
     for (std::size_t i = 0; i < ops; ++i)
       if (split.per_call_mJ[i].n == 0 || split.per_call_mJ[i].rel_ci95() > target[i]) return false;
@@ -305,17 +308,25 @@ std::vector<std::size_t> Runner::measure_energy_shared(const std::vector<Prepare
       const double t = now_s();
       if (t < settle_end + period_s) continue;
       const bool capped = monitor.state_summary().throttle_reasons_seen & throttle::kSwPowerCap;
-      const bool over_budget = t - settle_end > budget_s * (capped ? capped_factor : 1.0);
-      // Split again only when the counter has moved: the loop stays lean.
-      if (monitor.edge_count() == edges_seen && !over_budget) continue;
-      edges_seen = monitor.edge_count();
-      const LaggedSplit fit = split_with_counter_lag(monitor.edges(), loop.timeline(), ops, settle_end, period_s);
-      windows_seen = fit.windows.size();
-      // Identified means more windows than unknowns (split_shared_energy's rule).
-      const bool enough = fit.windows.size() >= cfg_.energy_min_windows && identified_to_target(fit.split);
-      stop = enough || over_budget;
+      stop = t - settle_end > budget_s * (capped ? capped_factor : 1.0);
+      if (pending.valid() && pending.wait_for(std::chrono::seconds(0)) == std::future_status::ready) {
+        const LaggedSplit fit = pending.get();
+        windows_seen = fit.windows.size();
+        // Identified means more windows than unknowns (split_shared_energy's rule).
+        stop = stop || (fit.windows.size() >= cfg_.energy_min_windows && identified_to_target(fit.split));
+      }
+      // Split again when the counter has moved, beside the loop: between two of its batches the
+      // split (21 lags) would hold the host while the GPU ran out of work, a stall at every edge.
+      if (!stop && !pending.valid() && monitor.edge_count() != edges_seen) {
+        edges_seen = monitor.edge_count();
+        pending = std::async(std::launch::async,
+                             [edges = monitor.edges(), timeline = loop.timeline(), ops, settle_end, period_s] {
+                               return split_with_counter_lag(edges, timeline, ops, settle_end, period_s);
+                             });
+      }
     }
   }
+  if (pending.valid()) pending.wait();  // its copies are its own; only its thread is waited for
   loop.finish();
   monitor.stop();
   watch_ = nullptr;
