@@ -33,6 +33,11 @@ namespace {
 // with the windows beyond that), capped at a group of 16 (measure_missing's largest).
 constexpr double kSharedBaseS = 0.2, kSharedPerOpS = 0.15;
 constexpr std::size_t kSharedMaxOps = 16;
+// Windows left out of the split are made up for by a longer loop, up to this many times its
+// budget: at ~0.15 s per operator even three budgets cost less than a loop of its own for each
+// (a settle and several counter periods: ~0.7 s an operator on the H100). On the H100 a third
+// to half of a group's windows were left out (an NVML read of ~3 ms blurs edges; batches stall).
+constexpr double kSharedMostBudgets = 3.0;
 // A counter that updates faster than this (RAPL: ~1 ms) gives every operator enough windows of
 // its own within its settle: sharing them would only add the split's error.
 constexpr double kSlowCounterS = 0.01;
@@ -274,12 +279,13 @@ std::vector<std::size_t> Runner::measure_energy_shared(const std::vector<Prepare
   const double capped_factor = cfg_.energy_max_s > 0 ? std::max(1.0, cfg_.energy_max_capped_s / cfg_.energy_max_s) : 1;
   // Enough segments for the longest loop (each is 0.25 to 0.75 of a period); the loop wraps
   // around them if the counter runs slow.
-  const auto cycles =
-      std::size_t(std::ceil((cfg_.energy_settle_s + budget_s * capped_factor) / (0.5 * period_s * double(ops)))) + 1;
+  const auto cycles = std::size_t(std::ceil((cfg_.energy_settle_s + kSharedMostBudgets * budget_s * capped_factor) /
+                                            (0.5 * period_s * double(ops)))) +
+                      1;
   const std::vector<Segment> segments = plan_segments(per_call_s, period_s, cycles);
 
   Watchdog::Options wo;
-  wo.budget_s = 2.0 + cfg_.energy_settle_s + budget_s * capped_factor;
+  wo.budget_s = 2.0 + cfg_.energy_settle_s + kSharedMostBudgets * budget_s * capped_factor;
   wo.abandon_factor = cfg_.abandon_factor;
   Watchdog watch(fmt::format("{} operators in shared counter windows", ops), wo, cfg_.progress);
   watch_ = &watch;
@@ -290,7 +296,7 @@ std::vector<std::size_t> Runner::measure_energy_shared(const std::vector<Prepare
   monitor.start();
   const double start = now_s();
   const double settle_end = start + cfg_.energy_settle_s;
-  std::size_t edges_seen = 0, windows_seen = 0;
+  std::size_t edges_seen = 0, windows_seen = 0, lost_windows = 0;
   bool stop = false;
   std::future<LaggedSplit> pending;  // the split of the loop so far, computed beside it
   auto identified_to_target = [&](const SharedSplit& split) {
@@ -308,10 +314,14 @@ std::vector<std::size_t> Runner::measure_energy_shared(const std::vector<Prepare
       const double t = now_s();
       if (t < settle_end + period_s) continue;
       const bool capped = monitor.state_summary().throttle_reasons_seen & throttle::kSwPowerCap;
-      stop = t - settle_end > budget_s * (capped ? capped_factor : 1.0);
+      // Each window left out (an edge seen late, a stall) is made up for, up to
+      // kSharedMostBudgets budgets: a loop of its own for every operator costs more.
+      const double loop_s = std::min(kSharedMostBudgets * budget_s, budget_s + double(lost_windows) * period_s);
+      stop = t - settle_end > loop_s * (capped ? capped_factor : 1.0);
       if (pending.valid() && pending.wait_for(std::chrono::seconds(0)) == std::future_status::ready) {
         const LaggedSplit fit = pending.get();
         windows_seen = fit.windows.size();
+        lost_windows = fit.left_out.blurred + fit.left_out.stalled;
         // Identified means more windows than unknowns (split_shared_energy's rule).
         stop = stop || (fit.windows.size() >= cfg_.energy_min_windows && identified_to_target(fit.split));
       }
