@@ -2,8 +2,10 @@
 // Each edge is known to within half the span from the previous good counter read's start to
 // the read that saw the change (CounterEdge::half_gap_s); the shared split leaves out a window
 // whose two edges' blur exceeds kMaxEdgeBlurShare of it. This reports what each NVML read
-// costs and the blur the monitor achieves, idle and under a bf16 GEMM load, with its power and
-// state reads interleaved (as measurements run it) and with the counter polled alone.
+// costs on an idle GPU, from one thread, and the blur the monitor achieves, idle and under a
+// bf16 GEMM load (a few large kernels, not the shared loop's stream of small launches), with
+// its power and state reads interleaved (as measurements run it) and with the counter polled
+// alone.
 //   opcost_monitor_edges [seconds=2] > result.json
 #include <ATen/ATen.h>
 #include <ATen/DeviceAccelerator.h>
@@ -11,14 +13,17 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <nlohmann/json.hpp>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "core/energy/monitor.h"
 #include "core/energy/probe.h"
 #include "core/energy/shared_windows.h"
-#include "core/stats/summary.h"
 
 using namespace opcost;
 using nlohmann::json;

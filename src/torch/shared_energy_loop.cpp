@@ -45,7 +45,9 @@ constexpr double kSlowCounterS = 0.01;
 // The shared loop's batches as they complete: the timeline the windows are cut from. On CUDA two
 // batches are in flight, as in the single-operator loop, so the GPU never waits for the host
 // between them unless an operator is launch-bound (its own calls then run with the gaps they
-// have in any loop).
+// have in any loop). A batch is seen complete when the host next waits, after issuing the one
+// after it: a launch-bound operator's batches are seen one batch late, and its last one before
+// a faster-issued operator's at once with the one before (irregular_batches judges them so).
 class GroupLoop {
  public:
   GroupLoop(bool cuda, c10::DeviceIndex index, std::size_t ops)
@@ -326,7 +328,8 @@ std::vector<std::size_t> Runner::measure_energy_shared(const std::vector<Prepare
         stop = stop || (fit.windows.size() >= cfg_.energy_min_windows && identified_to_target(fit.split));
       }
       // Split again when the counter has moved, beside the loop: between two of its batches the
-      // split (21 lags) would hold the host while the GPU ran out of work, a stall at every edge.
+      // split (21 lags) held the host while the GPU ran out of work (on the H100, 11-12 of a
+      // 12-operator group's ~20 windows were left out as stalled; 5 with the split beside it).
       if (!stop && !pending.valid() && monitor.edge_count() != edges_seen) {
         edges_seen = monitor.edge_count();
         pending = std::async(std::launch::async,

@@ -275,10 +275,10 @@ SimulatedLoop simulate_gpu_loop(const std::vector<GpuOp>& ops, const std::vector
     }
     in_flight = {gpu_free, GroupCompletion{0, op, double(calls)}};
   };
-  const std::vector<double> pace{std::max(ops[0].issue_s, ops[0].kernel_s), std::max(ops[1].issue_s, ops[1].kernel_s),
-                                 std::max(ops[2].issue_s, ops[2].kernel_s)};
+  std::vector<double> pace;  // a call's time in the loop: its kernel, or its issue when that is longer
+  for (const auto& o : ops) pace.push_back(std::max(o.issue_s, o.kernel_s));
   for (const Segment& s : segments) {
-    const auto batch = std::max<std::size_t>(1, std::size_t(0.002 / pace[s.op]));
+    const auto batch = std::clamp<std::size_t>(std::size_t(0.002 / pace[s.op]), 1, 2000);  // ~2 ms, as GroupLoop's
     for (std::size_t left = s.calls; left > 0;) {
       const std::size_t n = std::min(left, batch);
       issue(s.op, n);
@@ -298,6 +298,41 @@ SimulatedLoop simulate_gpu_loop(const std::vector<GpuOp>& ops, const std::vector
 }
 
 }  // namespace
+
+namespace {
+
+// Operator 0 in batches of 10 calls at 1 ms a call, then operator 1; `spans_s` are operator 0's
+// batches' spans.
+std::vector<GroupCompletion> run_then_other(const std::vector<double>& spans_s) {
+  std::vector<GroupCompletion> timeline{{0.0, 0, 0}};
+  double t = 0;
+  for (double span : spans_s) timeline.push_back({t += span, 0, 10});
+  for (int k = 0; k < 4; ++k) timeline.push_back({t += 0.02, 1, 10});
+  return timeline;
+}
+
+}  // namespace
+
+TEST(SharedWindows, AnInstantEndingItsOperatorsRunIsJudgedWithTheBatchesBeforeIt) {
+  // Seen at once with the one before it at the end of the run, as a host-paced operator's last
+  // batch is: the pair took 0.5 ms a call, inside the range. Regular.
+  auto irregular = irregular_batches(run_then_other({0.01, 0.01, 0.01, 0.01, 0.01, 0.0}), 2);
+  EXPECT_EQ(std::count(irregular.begin(), irregular.end(), true), 0);
+  // Two instants at the end (a short last batch after an instant): judged with the three.
+  irregular = irregular_batches(run_then_other({0.01, 0.01, 0.01, 0.01, 0.01, 0.0, 0.0}), 2);
+  EXPECT_EQ(std::count(irregular.begin(), irregular.end(), true), 0);
+  // The batch before it stretched ninefold (a wait): the pair takes 4.5 ms a call, irregular.
+  irregular = irregular_batches(run_then_other({0.01, 0.01, 0.01, 0.01, 0.09, 0.0}), 2);
+  EXPECT_TRUE(irregular[5] && irregular[6]);
+  EXPECT_EQ(std::count(irregular.begin(), irregular.end(), true), 2);
+}
+
+TEST(SharedWindows, AnInstantInTheMiddleOfItsOperatorsRunIsAStall) {
+  // The host waited: the 4th batch's span holds the GPU's idle time, 3x, inside the factor on
+  // its own; the 5th is seen at once. In the middle of the run both are irregular.
+  const auto irregular = irregular_batches(run_then_other({0.01, 0.01, 0.01, 0.03, 0.0, 0.01, 0.01}), 2);
+  for (std::size_t k = 0; k < irregular.size(); ++k) EXPECT_EQ(irregular[k], k == 4 || k == 5) << k;
+}
 
 TEST(SharedWindows, AHostPacedOperatorSeenOneBatchLateKeepsItsWindows) {
   // A GPU-bound convolution (1 call a batch), a host-paced small elementwise op (200 calls of
@@ -340,15 +375,16 @@ TEST(SharedWindows, WindowsWhoseEdgesWereSeenLateAreLeftOut) {
   EXPECT_NEAR(windows[0].busy_s[1], 0.0, 1e-12);
 }
 
-TEST(SharedWindows, BlurredEdgesWidenTheIntervalsAndBiasNothing) {
+TEST(SharedWindows, BlurredEdgesWidenTheIntervalsAndBiasLittle) {
   // Each edge seen somewhere within ±4 ms of its update (an NVML read of ~3 ms on the H100):
   // within kMaxEdgeBlurShare, so the windows are kept; the split's errors grow, its intervals
-  // with them, and neither side is favoured.
+  // with them (±2.5% to ±7.5%), and they still cover.
   const auto ops = planted_group();
   const auto plan = plan_segments(per_call_s(ops), 0.1, 8);
   const double blur_s = 0.004;
   std::size_t covered = 0, intervals = 0, blurred = 0;
   double signed_error = 0, sharp_width = 0, blurred_width = 0;
+  std::vector<double> op_signed_error(ops.size(), 0.0);  // each operator's mean over the seeds
   for (unsigned seed = 1; seed <= 100; ++seed) {
     const double phase = 0.001 + 0.097 * std::fmod(seed * 0.6180339887, 1.0);
     auto sim = simulate(ops, plan, 0.1, phase, /*period_noise_rel=*/0.01, seed);
@@ -366,6 +402,7 @@ TEST(SharedWindows, BlurredEdgesWidenTheIntervalsAndBiasNothing) {
       covered += e.ci95_low <= ops[i].energy_mJ() && ops[i].energy_mJ() <= e.ci95_high;
       ++intervals;
       signed_error += e.mean / ops[i].energy_mJ() - 1;
+      op_signed_error[i] += (e.mean / ops[i].energy_mJ() - 1) / 100;
       blurred_width += e.rel_ci95();
       sharp_width += sharp.per_call_mJ[i].rel_ci95();
     }
@@ -373,6 +410,9 @@ TEST(SharedWindows, BlurredEdgesWidenTheIntervalsAndBiasNothing) {
   EXPECT_EQ(blurred, 0u);
   EXPECT_GE(double(covered) / double(intervals), 0.9);
   EXPECT_LT(std::abs(signed_error / double(intervals)), 0.01);
+  // Errors in the windows' times bias a least-squares fit towards zero; at this blur, by under
+  // 1% for any operator over 100 seeds (within 0.8% here), against intervals of ±7.5%.
+  for (std::size_t i = 0; i < ops.size(); ++i) EXPECT_LT(std::abs(op_signed_error[i]), 0.02) << i;
   EXPECT_GT(blurred_width, 2 * sharp_width);  // the blur is in the intervals, not hidden
 }
 

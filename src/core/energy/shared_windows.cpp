@@ -49,15 +49,20 @@ std::vector<bool> irregular_batches(const std::vector<GroupCompletion>& timeline
     if (s * kIrregularBatchFactor < median[c.op]) {
       // Seen complete at once with the batch before: its time is inside that batch's span. A
       // host-paced operator's batches are seen done one batch late, each span holding the next
-      // one's issue, so its last batches before a faster-issued operator's are such instants (on
-      // the H100, every window of a resnet50 group held one); with the batches of its own
-      // operator just before it, up to kMostBatchesJudgedTogether, it is judged as one run.
-      // Otherwise, or where that run is irregular too (a wait that stretched the batch before
-      // it), both are irregular.
+      // one's issue, so its last batches before a faster-issued operator's are such instants
+      // (AHostPacedOperatorSeenOneBatchLateKeepsItsWindows). Such an instant, at the tail of its
+      // operator's run (only instants of its own after it), is judged with the batches of its
+      // own operator just before it, up to kMostBatchesJudgedTogether, as one. Otherwise (in
+      // the middle of a run: the host waited, and the batch before it holds the GPU's idle time),
+      // or where that run is irregular too, both are irregular.
+      bool at_tail = true;
+      for (std::size_t m = k + 1; m < timeline.size() && timeline[m].op == c.op && at_tail; ++m)
+        at_tail = timeline[m].calls > 0 &&
+                  (timeline[m].t_s - timeline[m - 1].t_s) / timeline[m].calls * kIrregularBatchFactor < median[c.op];
       double calls = c.calls;
       bool regular_run = false;
-      for (std::size_t j = k; j > 1 && k - j + 1 < kMostBatchesJudgedTogether && timeline[j - 1].op == c.op &&
-                              timeline[j - 1].calls > 0;) {
+      for (std::size_t j = k; at_tail && j > 1 && k - j + 1 < kMostBatchesJudgedTogether &&
+                              timeline[j - 1].op == c.op && timeline[j - 1].calls > 0;) {
         --j;
         calls += timeline[j].calls;
         const double run = (c.t_s - timeline[j - 1].t_s) / calls;

@@ -46,8 +46,12 @@ struct SharedWindow {
 //   is every edge's on the H100, where one NVML energy read takes ~3 ms (median 2.9 ms, p90
 //   5.7 ms, up to 17 ms: bench/results/2026-11-26-h100-shared-windows/), so each edge is known
 //   to ±3.5–4 ms, 7–8% of a window for its two edges (5%, the first limit, left out every
-//   window there). Such a blur, as likely either side, adds noise to the split, not bias, and
-//   its intervals widen with it and still cover (BlurredEdgesWidenTheIntervalsAndBiasNothing).
+//   window there). Errors in the windows' times bias a least-squares split towards zero with
+//   their variance against the spread of the operators' times; at ±4 ms that bias is under 1%
+//   for every operator, while the split's noise triples and its intervals widen with it and
+//   still cover (BlurredEdgesWidenTheIntervalsAndBiasLittle). Where inside a read NVML takes
+//   its value is unknown: the edge's bounds hold either way, its midpoint may sit off by up to
+//   half a read at every edge alike.
 // - `stalled`: a window with calls of an irregular batch (irregular_batches): one that waited
 //   (a host put off, a GPU idle between batches at no operator's power) or was seen complete at
 //   once with the batch before it (a span with none of its own time). One operator's loop
@@ -63,10 +67,11 @@ std::vector<SharedWindow> make_shared_windows(const std::vector<CounterEdge>& ed
 // Per completion of the timeline: whether its batch's time per call lies outside
 // [1/kIrregularBatchFactor, kIrregularBatchFactor] times its operator's median over the loop;
 // a batch under it (seen complete at once with the one before) marks that one too, whose span
-// holds its time, unless the batches of its own operator just before it (up to
-// kMostBatchesJudgedTogether with it) take a time per call inside the range together: a
-// host-paced operator's batches are seen done one batch late. With one or two batches of an
-// operator the median is theirs: nothing is judged irregular.
+// holds its time, unless it ends its operator's run of batches (only instants of its own after
+// it) and the batches of its own operator just before it (up to kMostBatchesJudgedTogether with
+// it) take a time per call inside the range together: a host-paced operator's batches are seen
+// done one batch late, and its last ones before a faster-issued operator's at once. With one or
+// two batches of an operator the median is theirs: nothing is judged irregular.
 // Within it, a call that takes longer is a call that costs more (the split follows its time);
 // a clock that moves at the power cap stays inside (1980 to 1400 MHz is 1.41×). Wide on
 // purpose: a host under load stretches many batches 2–3× (an oversubscribed 2-core CPU), and
