@@ -34,9 +34,10 @@ namespace {
 constexpr double kSharedBaseS = 0.2, kSharedPerOpS = 0.15;
 constexpr std::size_t kSharedMaxOps = 16;
 // Windows left out of the split are made up for by a longer loop, up to this many times its
-// budget: at ~0.15 s per operator even three budgets cost less than a loop of its own for each
-// (a settle and several counter periods: ~0.7 s an operator on the H100). On the H100 a third
-// to half of a group's windows were left out (an NVML read of ~3 ms blurs edges; batches stall).
+// budget (and never longer than the loops of their own it saves): at ~0.15 s per operator even
+// three budgets cost less than a loop of its own for each (a settle and several counter periods:
+// ~0.7 s an operator on the H100). On the H100 a third to half of a group's windows were left
+// out (an NVML read of ~3 ms blurs edges; batches stall).
 constexpr double kSharedMostBudgets = 3.0;
 // A counter that updates faster than this (RAPL: ~1 ms) gives every operator enough windows of
 // its own within its settle: sharing them would only add the split's error.
@@ -278,22 +279,39 @@ std::vector<std::size_t> Runner::measure_energy_shared(const std::vector<Prepare
     batch[i] = std::clamp<std::size_t>(std::size_t(0.002 / per_call_s[i]), 1, 2000);  // ~2 ms, as measure_energy's
   }
   const double budget_s = std::min(kSharedBaseS + kSharedPerOpS * double(ops), cfg_.energy_max_s * double(ops));
+  // The most the loop runs on for windows it left out: kSharedMostBudgets budgets, and no more
+  // than the operators' own loops would take after it (each a settle and its energy budget).
+  const double extended_budget_s =
+      std::min(kSharedMostBudgets * budget_s, budget_s + double(ops) * (cfg_.energy_settle_s + cfg_.energy_max_s));
   const double capped_factor = cfg_.energy_max_s > 0 ? std::max(1.0, cfg_.energy_max_capped_s / cfg_.energy_max_s) : 1;
   // Enough segments for the longest loop (each is 0.25 to 0.75 of a period); the loop wraps
   // around them if the counter runs slow.
-  const auto cycles = std::size_t(std::ceil((cfg_.energy_settle_s + kSharedMostBudgets * budget_s * capped_factor) /
+  const auto cycles = std::size_t(std::ceil((cfg_.energy_settle_s + extended_budget_s * capped_factor) /
                                             (0.5 * period_s * double(ops)))) +
                       1;
   const std::vector<Segment> segments = plan_segments(per_call_s, period_s, cycles);
 
   Watchdog::Options wo;
-  wo.budget_s = 2.0 + cfg_.energy_settle_s + kSharedMostBudgets * budget_s * capped_factor;
+  wo.budget_s = 2.0 + cfg_.energy_settle_s + extended_budget_s * capped_factor;
   wo.abandon_factor = cfg_.abandon_factor;
   Watchdog watch(fmt::format("{} operators in shared counter windows", ops), wo, cfg_.progress);
   watch_ = &watch;
 
   const DeviceState before = probe_->state(false);
   GroupLoop loop(device_.is_cuda(), c10::DeviceIndex(index_), ops);
+  // Abandoned by a throw (the watchdog, a call, the split), the loop's batches still in flight
+  // are waited for: the loops of their own that follow must not settle beside them.
+  struct DrainOnThrow {
+    GroupLoop& loop;
+    bool finished = false;
+    ~DrainOnThrow() {
+      if (finished) return;
+      try {
+        loop.finish();
+      } catch (...) {  // a device already failing: its own error is the one reported
+      }
+    }
+  } drain{loop};
   EnergyMonitor monitor(*probe_);
   monitor.start();
   const double start = now_s();
@@ -315,18 +333,19 @@ std::vector<std::size_t> Runner::measure_energy_shared(const std::vector<Prepare
       watch.check("measuring energy in shared windows", windows_seen, "windows");
       const double t = now_s();
       if (t < settle_end + period_s) continue;
-      const bool capped = monitor.state_summary().throttle_reasons_seen & throttle::kSwPowerCap;
-      // Each window left out (an edge seen late, a stall) is made up for, up to
-      // kSharedMostBudgets budgets: a loop of its own for every operator costs more.
-      const double loop_s = std::min(kSharedMostBudgets * budget_s, budget_s + double(lost_windows) * period_s);
-      stop = t - settle_end > loop_s * (capped ? capped_factor : 1.0);
+      bool enough = false;
       if (pending.valid() && pending.wait_for(std::chrono::seconds(0)) == std::future_status::ready) {
         const LaggedSplit fit = pending.get();
         windows_seen = fit.windows.size();
         lost_windows = fit.left_out.blurred + fit.left_out.stalled;
         // Identified means more windows than unknowns (split_shared_energy's rule).
-        stop = stop || (fit.windows.size() >= cfg_.energy_min_windows && identified_to_target(fit.split));
+        enough = fit.windows.size() >= cfg_.energy_min_windows && identified_to_target(fit.split);
       }
+      const bool capped = monitor.state_summary().throttle_reasons_seen & throttle::kSwPowerCap;
+      // Each window left out (an edge seen late, a stall) is made up for, within what the loops
+      // of their own it saves would take (extended_budget_s).
+      const double loop_s = std::min(extended_budget_s, budget_s + double(lost_windows) * period_s);
+      stop = enough || t - settle_end > loop_s * (capped ? capped_factor : 1.0);
       // Split again when the counter has moved, beside the loop: between two of its batches the
       // split (21 lags) held the host while the GPU ran out of work (on the H100, 11-12 of a
       // 12-operator group's ~20 windows were left out as stalled; 5 with the split beside it).
@@ -341,6 +360,7 @@ std::vector<std::size_t> Runner::measure_energy_shared(const std::vector<Prepare
   }
   if (pending.valid()) pending.wait();  // its copies are its own; only its thread is waited for
   loop.finish();
+  drain.finished = true;
   monitor.stop();
   watch_ = nullptr;
   const double looped_s = now_s() - start;

@@ -330,8 +330,11 @@ TEST(SharedWindows, AnInstantEndingItsOperatorsRunIsJudgedWithTheBatchesBeforeIt
 TEST(SharedWindows, AnInstantInTheMiddleOfItsOperatorsRunIsAStall) {
   // The host waited: the 4th batch's span holds the GPU's idle time, 3x, inside the factor on
   // its own; the 5th is seen at once. In the middle of the run both are irregular.
-  const auto irregular = irregular_batches(run_then_other({0.01, 0.01, 0.01, 0.03, 0.0, 0.01, 0.01}), 2);
+  auto irregular = irregular_batches(run_then_other({0.01, 0.01, 0.01, 0.03, 0.0, 0.01, 0.01}), 2);
   for (std::size_t k = 0; k < irregular.size(); ++k) EXPECT_EQ(irregular[k], k == 4 || k == 5) << k;
+  // Two instants after the wait, then a regular batch of its own: none of them ends the run.
+  irregular = irregular_batches(run_then_other({0.01, 0.01, 0.03, 0.0, 0.0, 0.01, 0.01}), 2);
+  for (std::size_t k = 0; k < irregular.size(); ++k) EXPECT_EQ(irregular[k], k >= 3 && k <= 5) << k;
 }
 
 TEST(SharedWindows, AHostPacedOperatorSeenOneBatchLateKeepsItsWindows) {
