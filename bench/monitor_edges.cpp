@@ -69,16 +69,16 @@ json edges_of(EnergyProbe& probe, double seconds, bool load, MonitorConfig cfg) 
   if (loader.joinable()) loader.join();
   const auto edges = monitor.edges();
   std::vector<double> half_gap, period, pair_share;
+  std::size_t blurred = 0;
   for (std::size_t i = 0; i < edges.size(); ++i) {
     half_gap.push_back(edges[i].half_gap_s);
     if (i > 0) {
       const double w = edges[i].t_s - edges[i - 1].t_s;
       period.push_back(w);
       pair_share.push_back((edges[i].half_gap_s + edges[i - 1].half_gap_s) / w);
+      blurred += edges_too_blurred(edges[i - 1], edges[i]);  // the split's own rule
     }
   }
-  std::size_t blurred = 0;
-  for (double s : pair_share) blurred += s > kMaxEdgeBlurShare;
   return {{"load", load},
           {"power_every_s", cfg.power_every_s},
           {"state_every_s", cfg.state_every_s},

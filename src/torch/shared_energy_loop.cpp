@@ -341,16 +341,18 @@ std::vector<std::size_t> Runner::measure_energy_shared(const std::vector<Prepare
         // Identified means more windows than unknowns (split_shared_energy's rule).
         enough = fit.windows.size() >= cfg_.energy_min_windows && identified_to_target(fit.split);
       }
-      const bool capped = monitor.state_summary().throttle_reasons_seen & throttle::kSwPowerCap;
       // Each window left out (an edge seen late, a stall) is made up for, within what the loops
-      // of their own it saves would take (extended_budget_s).
+      // of their own it saves would take (extended_budget_s). Past it, the monitor is asked
+      // whether the loop ran at the power cap (its budget then stretches).
       const double loop_s = std::min(extended_budget_s, budget_s + double(lost_windows) * period_s);
-      stop = enough || t - settle_end > loop_s * (capped ? capped_factor : 1.0);
+      stop = enough ||
+             (t - settle_end > loop_s && (t - settle_end > loop_s * capped_factor ||
+                                          !(monitor.state_summary().throttle_reasons_seen & throttle::kSwPowerCap)));
       // Split again when the counter has moved, beside the loop: between two of its batches the
       // split (21 lags) held the host while the GPU ran out of work (on the H100, 11-12 of a
       // 12-operator group's ~20 windows were left out as stalled; 5 with the split beside it).
-      if (!stop && !pending.valid() && monitor.edge_count() != edges_seen) {
-        edges_seen = monitor.edge_count();
+      if (const std::size_t edges = stop || pending.valid() ? edges_seen : monitor.edge_count(); edges != edges_seen) {
+        edges_seen = edges;
         pending = std::async(std::launch::async,
                              [edges = monitor.edges(), timeline = loop.timeline(), ops, settle_end, period_s] {
                                return split_with_counter_lag(edges, timeline, ops, settle_end, period_s);

@@ -22,7 +22,6 @@ namespace {
 // either read took. A failed read is never given here, so it narrows nothing.
 class EdgeDetector {
  public:
-  explicit EdgeDetector(double start_s) : last_began_s_(start_s) {}
   std::optional<CounterEdge> read(double began_s, double value_mJ, double ended_s) {
     std::optional<CounterEdge> edge;
     if (have_last_ && value_mJ != last_mJ_)
@@ -35,7 +34,7 @@ class EdgeDetector {
 
  private:
   bool have_last_ = false;  // (a plain flag: GCC 12 misreads an optional<double> member here)
-  double last_mJ_ = 0, last_began_s_;
+  double last_mJ_ = 0, last_began_s_ = 0;
 };
 
 }  // namespace
@@ -55,7 +54,7 @@ void EnergyMonitor::stop() {
 }
 
 void EnergyMonitor::run() {
-  EdgeDetector detector(now_s());
+  EdgeDetector detector;
   double next_power = 0, next_state = 0;
   while (!stop_) {
     const double t = now_s();
@@ -127,7 +126,7 @@ std::optional<double> measure_idle_power_W(EnergyProbe& probe, std::size_t count
                                            std::vector<CounterEdge>* edges_out) {
   std::vector<CounterEdge> edges;
   const double deadline = now_s() + timeout_s;
-  EdgeDetector detector(now_s());
+  EdgeDetector detector;
   while (edges.size() < count + 1 && now_s() < deadline) {
     const double t = now_s();
     auto e = probe.energy_mJ();

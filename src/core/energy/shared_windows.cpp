@@ -5,6 +5,7 @@
 #include <Eigen/Dense>
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <stdexcept>
 
 namespace opcost {
@@ -31,22 +32,31 @@ double calls_inside(double span_t0, double span_t1, double calls, double t0, dou
 
 }  // namespace
 
+bool edges_too_blurred(const CounterEdge& a, const CounterEdge& b) {
+  return a.half_gap_s + b.half_gap_s > kMaxEdgeBlurShare * (b.t_s - a.t_s);
+}
+
 std::vector<bool> irregular_batches(const std::vector<GroupCompletion>& timeline, std::size_t ops) {
   std::vector<bool> irregular(timeline.size(), false);
   for (const auto& c : timeline) require(c.op < ops, "a completion names an operator outside the group");
+  // Each batch's time per call over its span (none for the opening completion or a batch of no calls).
+  std::vector<std::optional<double>> pace(timeline.size());
   std::vector<std::vector<double>> per_call(ops);
   for (std::size_t k = 1; k < timeline.size(); ++k)
-    if (timeline[k].calls > 0)
-      per_call[timeline[k].op].push_back((timeline[k].t_s - timeline[k - 1].t_s) / timeline[k].calls);
+    if (timeline[k].calls > 0) {
+      pace[k] = (timeline[k].t_s - timeline[k - 1].t_s) / timeline[k].calls;
+      per_call[timeline[k].op].push_back(*pace[k]);
+    }
   std::vector<double> median(ops, 0.0);
   for (std::size_t i = 0; i < ops; ++i)
     if (!per_call[i].empty()) median[i] = median_of(per_call[i]);
+  auto instant = [&](std::size_t k) { return pace[k] && *pace[k] * kIrregularBatchFactor < median[timeline[k].op]; };
   for (std::size_t k = 1; k < timeline.size(); ++k) {
     const auto& c = timeline[k];
-    if (!(c.calls > 0) || !(median[c.op] > 0)) continue;  // an operator seen only at instants: no pace to judge by
-    const double s = (c.t_s - timeline[k - 1].t_s) / c.calls;
+    if (!pace[k] || !(median[c.op] > 0)) continue;  // an operator seen only at instants: no pace to judge by
+    const double s = *pace[k];
     if (s > kIrregularBatchFactor * median[c.op]) irregular[k] = true;
-    if (s * kIrregularBatchFactor < median[c.op]) {
+    if (instant(k)) {
       // Seen complete at once with the batch before: its time is inside that batch's span. A
       // host-paced operator's batches are seen done one batch late, each span holding the next
       // one's issue, so its last batches before a faster-issued operator's are such instants
@@ -55,10 +65,11 @@ std::vector<bool> irregular_batches(const std::vector<GroupCompletion>& timeline
       // own operator just before it, up to kMostBatchesJudgedTogether, as one. Otherwise (in
       // the middle of a run: the host waited, and the batch before it holds the GPU's idle time),
       // or where that run is irregular too, both are irregular.
+      // (Looked for within kMostBatchesJudgedTogether batches: a run of more instants than that
+      // is no late-seen tail, and the scan stays linear in the timeline.)
       bool at_tail = true;
-      for (std::size_t m = k + 1; m < timeline.size() && timeline[m].op == c.op && at_tail; ++m)
-        at_tail = timeline[m].calls > 0 &&
-                  (timeline[m].t_s - timeline[m - 1].t_s) / timeline[m].calls * kIrregularBatchFactor < median[c.op];
+      for (std::size_t m = k + 1; at_tail && m < timeline.size() && timeline[m].op == c.op; ++m)
+        at_tail = m - k < kMostBatchesJudgedTogether && instant(m);
       double calls = c.calls;
       bool regular_run = false;
       for (std::size_t j = k; at_tail && j > 1 && k - j + 1 < kMostBatchesJudgedTogether &&
@@ -110,7 +121,7 @@ std::vector<SharedWindow> windows_of(const std::vector<CounterEdge>& edges,
     const auto& a = usable[i];
     const auto& b = usable[i + 1];
     if (b.t_s <= a.t_s || b.energy_mJ <= a.energy_mJ) continue;  // a 0 J window is invalid, not zero
-    if (a.half_gap_s + b.half_gap_s > kMaxEdgeBlurShare * (b.t_s - a.t_s)) {
+    if (edges_too_blurred(a, b)) {
       if (left_out) ++left_out->blurred;
       continue;
     }
@@ -287,7 +298,8 @@ SharedSplit split_shared_energy(const std::vector<SharedWindow>& windows, std::s
   }
   if (w_count <= g + searched_parameters) {
     why.push_back(fmt::format(
-        "{} counter window(s) for {} operator(s){}: the split needs more windows than unknowns (a longer shared loop)",
+        "{} counter window(s) for {} operator(s){}: the split needs more windows than unknowns (a longer shared loop: "
+        "raise --energy-max-time, or --no-shared-windows for a loop of its own each)",
         w_count, g, searched_parameters ? fmt::format(" and {} searched parameter(s)", searched_parameters) : ""));
     return done();
   }
@@ -381,9 +393,9 @@ LaggedSplit split_with_counter_lag(const std::vector<CounterEdge>& edges, const 
     LeftOutWindows left_out;
     auto windows = windows_of(moved, timeline, ops, start_after_s, irregular, &left_out);
     SharedSplit split = split_shared_energy(windows, ops, searched);
-    // A fit that identifies nothing has no residual to compare; the first lag is kept for its why.
-    const bool fitted = split.windows > ops + searched && std::isfinite(split.residual_rel);
-    if (!have || (fitted && (best.split.windows <= ops + searched || split.residual_rel < best.split.residual_rel))) {
+    // A split that made no fit has no residual to compare (NaN); the first lag is kept for its why.
+    const bool fitted = std::isfinite(split.residual_rel);
+    if (!have || (fitted && !(best.split.residual_rel <= split.residual_rel))) {
       best = {std::move(split), std::move(windows), lag, left_out};
       have = true;
     }

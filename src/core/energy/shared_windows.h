@@ -12,6 +12,7 @@
 // are the same fit. One loop, one settle, and about one counter
 // period per operator instead of a settle and several periods each. Torch-free.
 #include <cstddef>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -57,6 +58,8 @@ struct SharedWindow {
 //   once with the batch before it (a span with none of its own time). One operator's loop
 //   leaves out its stalled windows too (drop_stalled_windows).
 inline constexpr double kMaxEdgeBlurShare = 0.15;
+// Whether the window between edges `a` and `b` is `blurred` (above).
+bool edges_too_blurred(const CounterEdge& a, const CounterEdge& b);
 struct LeftOutWindows {
   std::size_t blurred = 0, stalled = 0;
 };
@@ -99,8 +102,9 @@ struct SharedSplit {
   std::vector<double> calls;    // per operator, over the windows used
   std::vector<double> busy_s;   // per operator, over the windows used
   std::size_t windows = 0;
-  double residual_rel = 0;  // RMS residual / mean window energy: how well the sum explains them
-  std::string why;          // "" when every operator is identified; else what is lacking
+  // RMS residual / mean window energy: how well the sum explains them; NaN where no fit was made.
+  double residual_rel = std::numeric_limits<double>::quiet_NaN();
+  std::string why;  // "" when every operator is identified; else what is lacking
 };
 
 // The non-negative least-squares split (Eigen), the 95% intervals from σ²(XᵀX)⁻¹ with σ² the
