@@ -43,12 +43,15 @@ constexpr double kSharedMostBudgets = 3.0;
 // its own within its settle: sharing them would only add the split's error.
 constexpr double kSlowCounterS = 0.01;
 
-// The shared loop's batches as they complete: the timeline the windows are cut from. On CUDA two
-// batches are in flight, as in the single-operator loop, so the GPU never waits for the host
-// between them unless an operator is launch-bound (its own calls then run with the gaps they
-// have in any loop). A batch is seen complete when the host next waits, after issuing the one
-// after it: a launch-bound operator's batches are seen one batch late, and its last one before
-// a faster-issued operator's at once with the one before (irregular_batches judges them so).
+// The shared loop's batches as they complete: the timeline the windows are cut from. On CUDA
+// each batch's end is an event with timing, read on the GPU's own clock and mapped to the host's
+// through one anchor event recorded on an idle device: a batch's span is from the GPU's end of
+// the batch before to its own end. The host sees an event complete only when it next waits,
+// which is late by up to a batch and by whatever held the host (a preemption, an NVML read of
+// several milliseconds on the monitor's thread); timed by the host, such batches looked stalled
+// and their windows were left out (on the H100, 19 of a 15-operator group's 74 windows). Up to
+// kBatchesInFlight batches are queued, so that a host held up for ~a dozen milliseconds leaves
+// the GPU with work (one that stalls it still shows, as a span that holds the GPU's idle time).
 class GroupLoop {
  public:
   GroupLoop(bool cuda, c10::DeviceIndex index, std::size_t ops)
@@ -57,14 +60,23 @@ class GroupLoop {
         stream_(cuda ? at::accelerator::getCurrentStream(index)
                      : c10::Stream(c10::Stream::DEFAULT, c10::Device(c10::kCPU))),
         issued_(ops, 0) {
-    if (cuda_)
-      for (auto& ev : events_) ev.emplace(c10::DeviceType::CUDA, c10::EventFlag::PYTORCH_DEFAULT);
     // The first completion only opens the timeline (make_shared_windows).
-    timeline_.push_back({now_s(), 0, 0.0});
+    if (!cuda_) {
+      timeline_.push_back({now_s(), 0, 0.0});
+      return;
+    }
+    for (auto& ev : ends_) ev.emplace(c10::DeviceType::CUDA, c10::EventFlag::BACKEND_DEFAULT);
+    anchor_.emplace(c10::DeviceType::CUDA, c10::EventFlag::BACKEND_DEFAULT);
+    // On an idle device the anchor runs as soon as it is recorded: its host time is read a few
+    // microseconds after its GPU time, against windows of ~100 ms.
+    at::accelerator::synchronizeDevice(index_);
+    anchor_->record(stream_);
+    anchor_->synchronize();
+    anchor_host_s_ = now_s();
+    timeline_.push_back({anchor_host_s_, 0, 0.0});
   }
 
-  // Issues `calls` calls of operator `op` and records when the batch before it completed (on
-  // the CPU: this one, which ran as it was issued).
+  // Issues `calls` calls of operator `op`; on the CPU they ran as they were issued.
   void issue_batch(PreparedCall& call, std::size_t op, std::size_t calls) {
     for (std::size_t i = 0; i < calls; ++i) call.call();
     issued_[op] += calls;
@@ -72,35 +84,43 @@ class GroupLoop {
       timeline_.push_back({now_s(), op, double(calls)});
       return;
     }
-    const std::size_t slot = k_ % 2;
-    events_[slot]->record(stream_);
+    const std::size_t slot = k_ % kBatchesInFlight;
+    if (k_ >= kBatchesInFlight) completed(slot);  // the batch kBatchesInFlight before: its slot is reused
+    ends_[slot]->record(stream_);
     in_flight_[slot] = {0, op, double(calls)};
-    if (k_ > 0) completed((k_ - 1) % 2);
     ++k_;
   }
 
-  // Waits for the last batch: the timeline's end.
+  // Waits for the batches in flight, in order: the timeline's end.
   void finish() {
-    if (cuda_ && k_ > 0) completed((k_ - 1) % 2);
-    if (cuda_) at::accelerator::synchronizeDevice(index_);
+    if (!cuda_) return;
+    for (std::size_t k = k_ > kBatchesInFlight ? k_ - kBatchesInFlight : 0; k < k_; ++k)
+      completed(k % kBatchesInFlight);
+    k_ = 0;
+    at::accelerator::synchronizeDevice(index_);
   }
 
   const std::vector<GroupCompletion>& timeline() const { return timeline_; }
   std::size_t issued(std::size_t op) const { return issued_[op]; }
 
  private:
+  // Two batches in flight left the GPU idle whenever the host was held ~4 ms; eight, ~16 ms.
+  static constexpr std::size_t kBatchesInFlight = 8;
+
   void completed(std::size_t slot) {
-    events_[slot]->synchronize();
+    ends_[slot]->synchronize();
     GroupCompletion c = in_flight_[slot];
-    c.t_s = now_s();
+    c.t_s = anchor_host_s_ + anchor_->elapsedTime(*ends_[slot]) * 1e-3;  // elapsedTime: milliseconds
     timeline_.push_back(c);
   }
 
   bool cuda_;
   c10::DeviceIndex index_;
   c10::Stream stream_;
-  std::optional<c10::Event> events_[2];
-  GroupCompletion in_flight_[2];
+  std::optional<c10::Event> anchor_;
+  double anchor_host_s_ = 0;
+  std::optional<c10::Event> ends_[kBatchesInFlight];
+  GroupCompletion in_flight_[kBatchesInFlight];
   std::vector<GroupCompletion> timeline_;
   std::vector<std::size_t> issued_;
   std::size_t k_ = 0;

@@ -21,7 +21,8 @@
 
 namespace opcost {
 
-// One batch of one operator's calls in the shared loop, known complete at `t_s` (host time).
+// One batch of one operator's calls in the shared loop, complete at `t_s` (the host's clock; on
+// a GPU the batch's end on the GPU's clock, mapped to the host's).
 // Its calls are spread evenly over the span since the completion before it (of any operator).
 struct GroupCompletion {
   double t_s = 0;
