@@ -39,6 +39,11 @@ constexpr std::size_t kSharedMaxOps = 16;
 // ~0.7 s an operator on the H100). On the H100 a third to half of a group's windows were left
 // out (an NVML read of ~3 ms blurs edges; batches stall).
 constexpr double kSharedMostBudgets = 3.0;
+// The fewest residual degrees of freedom (windows beyond the operators and the lag) before the
+// loop stops: its intervals rest on σ² from those residuals, and a loop that stops the first
+// time every interval looks narrow enough picks a σ² read low by chance. On the H100, loops that
+// stopped at 1-2 (residual "0.0%") gave intervals that 4 of 12 operators' own loops fell out of.
+constexpr std::size_t kSharedMinResidualDof = 4;
 // A counter that updates faster than this (RAPL: ~1 ms) gives every operator enough windows of
 // its own within its settle: sharing them would only add the split's error.
 constexpr double kSlowCounterS = 0.01;
@@ -76,9 +81,15 @@ class GroupLoop {
     timeline_.push_back({anchor_host_s_, 0, 0.0});
   }
 
-  // Issues `calls` calls of operator `op`; on the CPU they ran as they were issued.
-  void issue_batch(PreparedCall& call, std::size_t op, std::size_t calls) {
-    for (std::size_t i = 0; i < calls; ++i) call.call();
+  // Issues `calls` calls of operator `op`, or one replay of `graph` (its calls()); on the CPU
+  // they ran as they were issued.
+  void issue_batch(PreparedCall& call, std::size_t op, std::size_t calls, GraphBatch* graph) {
+    if (graph) {
+      graph->replay();
+      calls = graph->calls();
+    } else {
+      for (std::size_t i = 0; i < calls; ++i) call.call();
+    }
     issued_[op] += calls;
     if (!cuda_) {
       timeline_.push_back({now_s(), op, double(calls)});
@@ -292,11 +303,23 @@ std::vector<std::size_t> Runner::measure_energy_shared(const std::vector<Prepare
   const double idle_W = *idle_power();
   std::vector<double> per_call_s(ops), target(ops);
   std::vector<std::size_t> batch(ops);
+  // A host-bound operator's calls replay from a CUDA graph, as in a loop of its own
+  // (Runner::energy_graph): issued one by one they leave the GPU idle between its kernels, and
+  // its share of the windows then holds that idle time's energy too (on the H100, a bf16 bmm of
+  // 3.8 µs issued every 11 µs read 3.4× its own loop's energy per call). Declared before the
+  // loop: its batches in flight are drained before the graphs are destroyed.
+  std::vector<std::unique_ptr<GraphBatch>> graphs(ops);
   for (std::size_t i = 0; i < ops; ++i) {
-    // Its pace in a loop: its GPU time, or its host issue time when that is longer.
-    per_call_s[i] = std::max({ms[i]->time.per_call_us.median, ms[i]->time.host_us_per_call, 0.1}) * 1e-6;
+    double gpu_us = 0;
+    graphs[i] = energy_graph(*calls[i], *ms[i], nullptr, gpu_us);
+    // Its pace in a loop: its GPU time, or (issued call by call) its host issue time when that
+    // is longer.
+    per_call_s[i] =
+        std::max({ms[i]->time.per_call_us.median, graphs[i] ? 0.0 : ms[i]->time.host_us_per_call, 0.1}) * 1e-6;
     target[i] = target_rel_ci95(cfg_, parts[i], *ms[i]);
-    batch[i] = std::clamp<std::size_t>(std::size_t(0.002 / per_call_s[i]), 1, 2000);  // ~2 ms, as measure_energy's
+    batch[i] =
+        graphs[i] ? graphs[i]->calls()
+                  : std::clamp<std::size_t>(std::size_t(0.002 / per_call_s[i]), 1, 2000);  // ~2 ms, as measure_energy's
   }
   const double budget_s = std::min(kSharedBaseS + kSharedPerOpS * double(ops), cfg_.energy_max_s * double(ops));
   // The most the loop runs on for windows it left out: kSharedMostBudgets budgets, and no more
@@ -349,7 +372,7 @@ std::vector<std::size_t> Runner::measure_energy_shared(const std::vector<Prepare
     for (std::size_t left = segment.calls; left > 0 && !stop;) {
       const std::size_t n = std::min(left, batch[segment.op]);
       left -= n;
-      loop.issue_batch(*calls[segment.op], segment.op, n);
+      loop.issue_batch(*calls[segment.op], segment.op, n, graphs[segment.op].get());
       watch.check("measuring energy in shared windows", windows_seen, "windows");
       const double t = now_s();
       if (t < settle_end + period_s) continue;
@@ -358,8 +381,9 @@ std::vector<std::size_t> Runner::measure_energy_shared(const std::vector<Prepare
         const LaggedSplit fit = pending.get();
         windows_seen = fit.windows.size();
         lost_windows = fit.left_out.blurred + fit.left_out.stalled;
-        // Identified means more windows than unknowns (split_shared_energy's rule).
-        enough = fit.windows.size() >= cfg_.energy_min_windows && identified_to_target(fit.split);
+        // Identified means more windows than unknowns (split_shared_energy's rule); enough, kSharedMinResidualDof more.
+        enough = fit.windows.size() >= std::max(cfg_.energy_min_windows, ops + 1 + kSharedMinResidualDof) &&
+                 identified_to_target(fit.split);
       }
       // Each window left out (an edge seen late, a stall) is made up for, within what the loops
       // of their own it saves would take (extended_budget_s). Past it, the monitor is asked
@@ -384,6 +408,11 @@ std::vector<std::size_t> Runner::measure_energy_shared(const std::vector<Prepare
   loop.finish();
   drain.finished = true;
   monitor.stop();
+  for (std::size_t i = 0; i < ops; ++i)
+    if (graphs[i]) {
+      graphs[i]->release();  // its memory pool back to the allocator (one eager call)
+      ms[i]->total_calls += 1;
+    }
   watch_ = nullptr;
   const double looped_s = now_s() - start;
   const LaggedSplit lagged = split_with_counter_lag(monitor.edges(), loop.timeline(), ops, settle_end, period_s);
@@ -432,9 +461,9 @@ std::vector<std::size_t> Runner::measure_energy_shared(const std::vector<Prepare
     e.loop_start_s = start;
     m.method += fmt::format(
         "; energy from {} windows shared by {} operators in one loop, split by least squares at a counter lag of "
-        "{:.0f} ms (residual {:.1f}% of a window's energy){}{}",
+        "{:.0f} ms (residual {:.1f}% of a window's energy){}{}{}",
         split.windows, ops, 1e3 * lagged.lag_s, 100 * split.residual_rel, left_out_text(lagged.left_out),
-        target_text(cfg_, parts[i], m));
+        target_text(cfg_, parts[i], m), m.energy.loop_note.empty() ? "" : " (" + m.energy.loop_note + ")");
     flag_after_energy(m, cfg_.step_power ? cfg_.step_power->gap_W : std::nullopt);
   }
   return unidentified;
