@@ -32,13 +32,36 @@ struct Binder {
   BoundCall out;
   std::map<std::string, const ArgValue*> given;  // by schema argument name
   bool dry = false;                              // check types and sizes only: no tensor is made
+  // The tensor arguments bound so far (undefined when dry), for a later ':same[name]'.
+  std::map<std::string, std::pair<const TensorSpec*, at::Tensor>> made;
 
   [[noreturn]] void fail(const c10::Argument& a, const std::string& what) const {
     throw ReplayError(fmt::format("{}: argument '{}' ({}): {}\n  schema: {}", call.display_name(), a.name(),
                                   a.type()->str(), what, c10::toString(schema)));
   }
 
+  // An argument's tensor: the very tensor of an earlier argument for ':same[name]', else a new one.
+  at::Tensor argument_tensor(const c10::Argument& a, const TensorSpec& t) {
+    if (!t.same_as) {
+      at::Tensor made_now = make_tensor(a, t, 0);
+      made[a.name()] = {&t, made_now};
+      return made_now;
+    }
+    const auto it = made.find(*t.same_as);
+    if (it == made.end())
+      fail(a, fmt::format("':same[{}]' names no tensor argument before '{}'; name an earlier tensor argument of the "
+                          "call, or drop ':same'",
+                          *t.same_as, a.name()));
+    TensorSpec plain = t;
+    plain.same_as.reset();
+    if (!(plain == *it->second.first))
+      fail(a, fmt::format("':same[{}]' is {}, but '{}' is {}: the same tensor has one dtype and shape", *t.same_as,
+                          format_tensor(plain), *t.same_as, format_tensor(*it->second.first)));
+    return it->second.second;
+  }
+
   at::Tensor make_tensor(const c10::Argument& a, const TensorSpec& t, std::size_t list_pos) {
+    if (t.same_as) fail(a, fmt::format("':same[{}]' is for a tensor argument, not an item of a list", *t.same_as));
     const at::ScalarType st = scalar_type_of(t.dtype);
     const c10::Device dev = t.device ? resolve_argument_device(*t.device) : device;
     const TensorFootprint f = footprint_of(t, st);
@@ -100,7 +123,7 @@ struct Binder {
         if (v.is_none()) return at::Tensor();
         auto* t = std::get_if<TensorSpec>(&v.v);
         if (!t) fail(a, fmt::format("expected a tensor like f32[2,3], got '{}'", format_value(v)));
-        return make_tensor(a, *t, 0);
+        return argument_tensor(a, *t);
       }
       case K::IntType:
       case K::SymIntType:
@@ -225,6 +248,9 @@ BoundCall bind_to(const c10::OperatorHandle& handle, const OpCall& call, c10::De
     c10::IValue iv;
     if (it != b.given.end()) {
       iv = b.convert(a, a.type(), *it->second);
+      if (const auto* t = std::get_if<TensorSpec>(&it->second->v); t && t->same_as)
+        for (std::size_t j = 0; j < b.out.inputs.size(); ++j)
+          if (args[j].name() == *t->same_as) b.out.same_inputs.push_back({b.out.inputs.size(), j});
     } else if (a.default_value()) {
       iv = *a.default_value();
     } else if (a.type()->kind() == c10::TypeKind::OptionalType) {

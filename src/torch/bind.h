@@ -24,6 +24,8 @@ struct BoundCall {
   std::size_t tensor_bytes = 0;     // bytes of tensor storage the inputs own
   std::size_t host_bytes_peak = 0;  // host memory needed while making them (CPU tensors)
   std::size_t implicit_nones = 0;   // optional arguments without default left as None
+  // (input, the earlier input whose tensor it is): the ':same[name]' arguments.
+  std::vector<std::pair<std::size_t, std::size_t>> same_inputs;
 };
 
 // Throws ReplayError with the op, the argument and what the schema expects. An op named

@@ -52,6 +52,7 @@ ArgValue canonical_tensor(const at::Tensor& t, const ArgValue* given_v) {
       s.range = g->range;
       s.zeros_fraction = g->zeros_fraction;
       s.distinct = g->distinct;
+      s.same_as = g->same_as;
       if (g->device) s.device = g->device;
     }
   return ArgValue{s};

@@ -69,6 +69,10 @@ struct TensorSlot {
   // Of its values, what the op's cost or output size depends on (a mask's density): only for the
   // ops torch/input_values names, read in the inventory step.
   ValueSummary values;
+  // The earlier argument that passed this very tensor (-1: none): self-attention gives
+  // aten::_native_multi_head_attention one tensor as query, key and value, and only then does
+  // it take its fused path (on the H100, ViT-B/16's replayed apart ran 3.5x the model's time).
+  int same_as_arg = -1;
 };
 
 // What the observer keeps of an input: tensors as dtype and geometry (no data, no reference
@@ -215,6 +219,24 @@ Slot slot_of(const c10::IValue& v, bool locate) {
   return v;
 }
 
+// Marks each tensor argument that is the very tensor of an earlier one (TensorSlot::same_as_arg).
+// Arguments, not items of a list: a list's tensors are made one by one on replay.
+void mark_same_tensors(Call& call, const at::RecordFunction& fn) {
+  const auto inputs = fn.inputs();
+  constexpr std::size_t kMostArguments = 64;  // a key's byte holds the index; ATen's take fewer
+  for (std::size_t i = 1; i < call.slots.size() && i < inputs.size() && i < kMostArguments; ++i) {
+    auto* t = std::get_if<TensorSlot>(&call.slots[i]);
+    if (!t) continue;
+    const c10::TensorImpl* impl = inputs[i].toTensor().unsafeGetTensorImpl();
+    for (std::size_t j = 0; j < i; ++j)
+      if (std::holds_alternative<TensorSlot>(call.slots[j]) && inputs[j].isTensor() &&
+          inputs[j].toTensor().unsafeGetTensorImpl() == impl) {
+        t->same_as_arg = int(j);
+        break;
+      }
+  }
+}
+
 // Reads the values the op's cost depends on into the slot (a mask's density). The reads are
 // ATen calls: made without records, so the observer does not see its own work; a tensor that
 // cannot be read (a fake or meta tensor) keeps its shape only.
@@ -276,6 +298,10 @@ bool append_key(std::string& key, const Slot& s) {
     if (t.values.distinct) {
       key += 'd';
       put(&*t.values.distinct, sizeof(int64_t));
+    }
+    if (t.same_as_arg >= 0) {
+      key += 's';
+      key += char(t.same_as_arg);
     }
   };
   if (auto* t = std::get_if<TensorSlot>(&s)) {
@@ -384,6 +410,7 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
     call.slots.reserve(fn.num_inputs());
     const bool locate = c->options->cache_bytes > 0;
     for (const auto& v : fn.inputs()) call.slots.push_back(slot_of(v, locate));
+    mark_same_tensors(call, fn);
     if (const std::string& op = c->names[uint32_t(key >> 32)]; summarises_values(op)) summarise_values(call, fn, op);
   }
   const bool host_times_only = c->options->host_times_only;
@@ -615,6 +642,7 @@ std::string signature_args(const Call& call, const c10::FunctionSchema& schema) 
   auto spec = [&](const TensorSlot& t) {
     TensorSpec out = spec_of(t);
     if (on_device && t.cpu) out.device = "cpu";
+    if (t.same_as_arg >= 0 && std::size_t(t.same_as_arg) < args.size()) out.same_as = args[t.same_as_arg].name();
     return out;
   };
   std::vector<ArgValue> values;

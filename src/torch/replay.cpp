@@ -116,6 +116,7 @@ class PreparedCallImpl : public PreparedCall {
                         format_bytes(double(sizes.host_bytes_peak)), format_bytes(double(*free))),
             ReplayError::Kind::kOutOfMemory);
       BoundCall b = bind_call(call, device, opt.seed);
+      const auto same_inputs = b.same_inputs;
       handle_ = b.handle;
       info_ = info_of(call, b, device);
       sets_.push_back(std::move(b.inputs));
@@ -127,6 +128,7 @@ class PreparedCallImpl : public PreparedCall {
         for (std::size_t i = 1; i < n; ++i) {
           std::vector<c10::IValue> copy = sets_.front();
           for (std::size_t a : cold) copy[a] = cloned(copy[a]);
+          for (const auto& [a, earlier] : same_inputs) copy[a] = copy[earlier];  // one tensor, as given
           sets_.push_back(std::move(copy));
         }
       }

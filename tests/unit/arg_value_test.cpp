@@ -352,6 +352,25 @@ TEST(ArgValue, DistinctGroupsModifier) {
   EXPECT_THROW(parse_value("f32[4,4]:distinct[2]:distinct[2]"), ParseError);
 }
 
+TEST(ArgValue, SameTensorModifier) {
+  const auto t = std::get<TensorSpec>(parse_value("bf16[8,197,768]:cuda:1:same[query]").v);
+  EXPECT_EQ(t.same_as, "query");
+  EXPECT_EQ(t.device, "cuda:1");
+  EXPECT_EQ(format_tensor(t), "bf16[8,197,768]:cuda:1:same[query]");
+  EXPECT_EQ(std::get<TensorSpec>(parse_value("f32[2]:same[mat_2]").v).same_as, "mat_2");
+  for (const char* bad :
+       {"f32[2]:same[]", "f32[2]:same[2x]", "f32[2]:same[a b]", "f32[2]:same[a]:same[a]", "f32[2]:same[a"}) {
+    try {
+      parse_value(bad);
+      ADD_FAILURE() << bad << " parsed";
+    } catch (const ParseError& e) {
+      EXPECT_NE(std::string(e.what()).find("same"), std::string::npos) << bad << ": " << e.what();
+    }
+  }
+  // A name no longer than the language reads.
+  EXPECT_THROW(parse_value("f32[2]:same[" + std::string(kMaxArgumentNameBytes + 1, 'a') + "]"), ParseError);
+}
+
 TEST(ArgValue, ComplexNumbersInPythonsSpelling) {
   EXPECT_EQ(std::get<ArgValue::Complex>(parse_value("1.5-2.0j").v), (ArgValue::Complex{1.5, -2.0}));
   EXPECT_EQ(std::get<ArgValue::Complex>(parse_value("2j").v), (ArgValue::Complex{0, 2}));
@@ -391,6 +410,7 @@ ArgValue random_value(std::mt19937_64& rng, int depth) {
       t.shape = {pick(4) + 1, pick(4)};
       if (pick(3) == 0) t.device = "cpu";
       if (pick(4) == 0) t.distinct = pick(100);
+      if (pick(5) == 0) t.same_as = pick(2) ? "self" : "query_2";
       return ArgValue{t};
     }
     case 7:

@@ -223,6 +223,47 @@ TEST(InputValues, SummariesRecordWhatTheCostDependsOn) {
   EXPECT_EQ(value_summary("aten::add", "self", x > 0.5), ValueSummary{});
 }
 
+// x + x: the inventory says that both arguments are one tensor, and the replay binds them so
+// (self-attention's fused path in aten::_native_multi_head_attention is taken only then).
+TEST(InputValues, OneTensorGivenTwiceIsReplayedAsOneTensor) {
+  const at::Tensor x = at::rand({6, 4}, at::detail::createCPUGenerator(7));
+  const at::Tensor y = at::rand({6, 4}, at::detail::createCPUGenerator(8));
+  Inventory inv = observe([&] {
+    c10::InferenceMode guard;
+    (void)at::add(x, x);
+    (void)at::mul(x, y);
+  });
+  std::map<std::string, std::string> sig;
+  for (const auto& e : inv.entries) sig[e.op] = e.args;
+  EXPECT_EQ(sig["aten::add"], "self=f32[6,4] other=f32[6,4]:same[self]");
+  EXPECT_EQ(sig["aten::mul"], "self=f32[6,4] other=f32[6,4]");  // two tensors of one shape: two tensors
+  const BoundCall same = bound("aten::add " + sig["aten::add"]);
+  EXPECT_TRUE(same.inputs[1].toTensor().is_same(same.inputs[0].toTensor()));
+  EXPECT_EQ(same.tensor_bytes, std::size_t(6 * 4 * 4));  // one tensor's storage
+  EXPECT_FALSE(bound("aten::mul " + sig["aten::mul"])
+                   .inputs[1]
+                   .toTensor()
+                   .is_same(bound("aten::mul " + sig["aten::mul"]).inputs[0].toTensor()));
+  // A cold replay (inputs copied per set, the one tensor as one) prepares and runs.
+  ReplayOptions o;
+  o.device = test_device().str();
+  o.cache_mode = "cold";
+  EXPECT_NO_THROW(PreparedCall::prepare(call_of("aten::add " + sig["aten::add"]), o));
+  // What cannot be one tensor says so, naming the argument.
+  for (const auto& [line, expected] : std::vector<std::pair<std::string, std::string>>{
+           {"aten::add self=f32[6,4] other=f32[6,4]:same[nope]", "names no tensor argument before 'other'"},
+           {"aten::add self=f32[6,4]:same[other] other=f32[6,4]", "names no tensor argument before 'self'"},
+           {"aten::add self=f32[6,4] other=f32[6,5]:same[self]", "the same tensor has one dtype and shape"},
+           {"aten::cat tensors=[f32[2],f32[2]:same[self]]", "not an item of a list"}}) {
+    try {
+      bound(line);
+      ADD_FAILURE() << line << " bound";
+    } catch (const ReplayError& e) {
+      EXPECT_NE(std::string(e.what()).find(expected), std::string::npos) << line << ": " << e.what();
+    }
+  }
+}
+
 // The model's x[x > 0.9]: the inventory's signature carries the mask's density, and its replay
 // draws a mask of that density.
 TEST(InputValues, TheInventoryRecordsAMasksDensityAndTheReplayHasIt) {

@@ -20,7 +20,7 @@ std::vector<int64_t> strides_of(const TensorSpec& t) {
 bool same_but_one_extent(const TensorSpec& a, const TensorSpec& b, std::optional<ExtentPair>& pair, bool& differs) {
   differs = false;
   if (a.dtype != b.dtype || a.shape.size() != b.shape.size() || a.device != b.device || a.range != b.range ||
-      a.zeros_fraction != b.zeros_fraction || a.distinct != b.distinct)
+      a.zeros_fraction != b.zeros_fraction || a.distinct != b.distinct || a.same_as != b.same_as)
     return false;
   std::size_t dim = a.shape.size();  // the differing dimension; none yet
   for (std::size_t d = 0; d < a.shape.size(); ++d) {

@@ -212,7 +212,7 @@ class Parser {
     for (long d : t.shape)
       if (d < 0) fail("a tensor dimension cannot be negative");
     // Modifiers: ':stride[...]', ':range[lo,hi]', ':zeros[fraction]', ':distinct[N]', ':cpu', ':cuda',
-    // ':cuda:N'.
+    // ':cuda:N', ':same[name]'.
     while (pos_ < s_.size() && s_[pos_] == ':') {
       ++pos_;
       const std::size_t start = pos_;
@@ -257,6 +257,17 @@ class Parser {
         expect(']', "to close ':distinct'");
         if (n < 0) fail("':distinct[N]' needs N >= 0");
         t.distinct = n;
+      } else if (name == "same") {
+        once(t.same_as.has_value());
+        expect('[', "after ':same'");
+        const std::size_t n0 = pos_;
+        while (pos_ < s_.size() && pos_ - n0 < kMaxArgumentNameBytes &&
+               (std::isalnum(static_cast<unsigned char>(s_[pos_])) || s_[pos_] == '_'))
+          ++pos_;
+        if (pos_ == n0 || std::isdigit(static_cast<unsigned char>(s_[n0])))
+          fail("':same[name]' needs the name of an earlier tensor argument, such as ':same[query]'");
+        t.same_as = std::string(s_.substr(n0, pos_ - n0));
+        expect(']', "to close ':same'");
       } else if (name == "cpu" || name == "cuda") {
         once(t.device.has_value());
         std::string dev(name);
@@ -272,7 +283,7 @@ class Parser {
         pos_ = start;
         fail(
             fmt::format("unknown tensor modifier ':{}' (known: :stride[...], :range[lo,hi], "
-                        ":zeros[fraction], :distinct[N], :cpu, :cuda)",
+                        ":zeros[fraction], :distinct[N], :cpu, :cuda, :same[name])",
                         echo(name)));
       }
     }
@@ -441,6 +452,7 @@ std::string format_tensor(const TensorSpec& t) {
   if (t.zeros_fraction) s += fmt::format(":zeros[{}]", format_double(*t.zeros_fraction));
   if (t.distinct) s += fmt::format(":distinct[{}]", *t.distinct);
   if (t.device) s += ":" + *t.device;
+  if (t.same_as) s += fmt::format(":same[{}]", *t.same_as);
   return s;
 }
 

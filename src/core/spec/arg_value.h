@@ -7,6 +7,9 @@
 //   x=f32[64,64]:zeros[0.5]         ... half of the elements (at random places) zero
 //   dets=f32[1000,4]:distinct[683]  ... values in 683 distinct groups (nms keeps 683 boxes)
 //   x=f32[4]:cpu                    ... on an explicit device (default: the measured one)
+//   key=bf16[8,197,768]:same[query] ... the very tensor given as the earlier argument `query`
+//                                   (self-attention passes one tensor as query, key and value,
+//                                   and its fused path is taken only then)
 //   bias=None  padding=[1,1]  eps=1e-05  training=false  approximate=tanh
 //   tensors=[f32[2,3],f32[2,3]]     a tensor list (aten::cat)
 //   equation="bd,de->be"            a string: double-quoted where a bare word would not read back
@@ -53,6 +56,9 @@ struct TensorSpec {
   // The values form this many distinct groups, where the op's output size depends on it (the
   // boxes torchvision's nms keeps: one per cluster of overlapping boxes).
   std::optional<int64_t> distinct;
+  // The name of an earlier argument of the call whose tensor this one is (not a copy): an
+  // operator may take another path when two of its arguments are one tensor.
+  std::optional<std::string> same_as;
   bool operator==(const TensorSpec&) const = default;
 };
 
@@ -94,6 +100,8 @@ class ParseError : public std::runtime_error {
 // the parser (and every walk of the tree it builds) recurses once per level, so hostile input
 // such as 100000 '[' must fail with a message, not overflow the stack.
 inline constexpr std::size_t kMaxListDepth = 32;
+// The longest argument name ':same[name]' reads (ATen's are under 40 bytes).
+inline constexpr std::size_t kMaxArgumentNameBytes = 128;
 
 ArgValue parse_value(std::string_view text);
 // Text that parse_value reads back as `v` (NaN aside, which compares unequal to itself).
