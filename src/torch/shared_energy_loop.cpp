@@ -18,6 +18,7 @@
 #include <future>
 #include <stdexcept>
 
+#include "core/energy/duty_cycle.h"
 #include "core/energy/monitor.h"
 #include "core/energy/nvml.h"
 #include "core/energy/shared_windows.h"
@@ -423,6 +424,12 @@ std::vector<std::size_t> Runner::measure_energy_shared(const std::vector<Prepare
   const DeviceState after = probe_->state(true);
   const std::string source = probe_->name() + "-energy-counter";
 
+  // A loop that reached the power cap while the model's step runs below it measured its
+  // operators at the capped clocks: each gets a loop of its own instead, where one that reaches
+  // the cap alone is measured again at the step's duty cycle (measure_energy_duty_cycled).
+  const bool capped_unlike_step = (monitor.state_summary().throttle_reasons_seen & throttle::kSwPowerCap) &&
+                                  cfg_.step_power && before.power_limit_W &&
+                                  cfg_.step_power->step_W < kStepBelowCapShare * *before.power_limit_W;
   std::vector<std::size_t> unidentified;
   for (std::size_t i = 0; i < ops; ++i) {
     Measurement& m = *ms[i];
@@ -437,6 +444,12 @@ std::vector<std::size_t> Runner::measure_energy_shared(const std::vector<Prepare
     if (!m.before.sm_clock_MHz) m.before = before;
     m.after = after;
     const Summary& fit = split.per_call_mJ[i];
+    if (capped_unlike_step) {
+      m.method += fmt::format(
+          "; the {} operators' shared loop ran at the power cap, the model's step below it: its own loop", ops);
+      unidentified.push_back(i);
+      continue;
+    }
     if (fit.n == 0) {
       m.method += fmt::format("; the {} operators' shared counter windows could not tell it apart ({}{}): its own loop",
                               ops, split.why, left_out_text(lagged.left_out));

@@ -171,6 +171,43 @@ TEST(SharedEnergyLoop, WindowsLeftOutAreMadeUpForByALongerLoop) {
   EXPECT_EQ(shared_tries, 1) << "three shared loops in a row could not make up for their windows left out";
 }
 
+namespace {
+
+// The fake counter on a board with a 700 W limit (the fake reports the power-cap reason in
+// every state).
+class CappedBoardProbe : public FakeEnergyProbe {
+ public:
+  using FakeEnergyProbe::FakeEnergyProbe;
+  DeviceState state(bool full) override {
+    DeviceState s = FakeEnergyProbe::state(full);
+    s.power_limit_W = 700;
+    return s;
+  }
+};
+
+}  // namespace
+
+// A shared loop at the power cap measures its operators at the capped clocks; where the model's
+// step runs well below the cap, each gets a loop of its own (where, on a GPU, one that reaches
+// the cap alone is measured again at the step's duty cycle). A step near the cap keeps the split.
+TEST(SharedEnergyLoop, ALoopAtThePowerCapUnlikeItsStepGivesEachItsOwnLoop) {
+  TwoCalls calls;
+  MeasureConfig config = quick_config();
+  for (const double step_W : {200.0, 690.0}) {
+    config.step_power = MeasureConfig::StepPower{step_W, 100.0, 1.0};
+    Runner runner("cpu", 0, config, std::make_unique<CappedBoardProbe>(kWatts, 0.025));
+    const auto results = runner.measure_group(calls.both(), {std::nullopt, std::nullopt});
+    ASSERT_EQ(results.size(), 2u);
+    for (const auto& r : results) {
+      ASSERT_TRUE(r.measurement);
+      const Measurement& m = *r.measurement;
+      const bool own_loop_for_the_cap = m.method.find("shared loop ran at the power cap") != std::string::npos;
+      EXPECT_EQ(own_loop_for_the_cap, step_W < 0.9 * 700) << step_W << ": " << m.method;
+      if (own_loop_for_the_cap) EXPECT_NE(m.energy.source, "fake-energy-counter, shared windows") << m.method;
+    }
+  }
+}
+
 TEST(SharedEnergyLoop, AFastCounterGivesEachCallItsOwnLoop) {
   TwoCalls calls;
   // Its windows span 0.1 s of a 1 ms counter (runner.cpp): 0.4 s held as few as one window on a
