@@ -27,14 +27,15 @@ constexpr std::size_t kSharedWindowOps = 16;
 constexpr std::size_t kViewsPerSharedOp = 4;
 // Operators are measured one by one, heaviest first, until the measured ones explain this share
 // of the step's time (or, in a host-bound step whose GPU time never does, this many were), and
-// the rest share counter windows. The heaviest keep loops of their own: alone one may reach the
-// power cap, which its own loop sees and measures again at the step's duty cycle
-// (MeasureConfig::step_power). A shared loop that reaches the cap while the step does not gives
-// its operators loops of their own too (Runner::measure_group), so the rest may share early:
-// a loop of its own costs ~0.63 s an operator on the H100, a shared one ~0.3 s (2026-11-27:
-// 16 heaviest alone, resnet50's `model` spent 10 of its 26 s in their loops).
-constexpr double kShareAfterExplained = 0.25;
-constexpr std::size_t kShareAfterAlone = 6;
+// the rest (each a small share) share counter windows. A heavy operator keeps a loop of its own:
+// alone it may reach the power cap, which its own loop sees and measures again at the step's
+// duty cycle (MeasureConfig::step_power). A shared loop that reaches the cap while the step does
+// not gives its operators loops of their own (Runner::measure_group); sharing after the 6
+// heaviest (a quarter of the step explained) on the H100 sent resnet50's heavier groups there,
+// and `model resnet50` took 34.9 s against 26.1 s
+// (bench/results/2026-11-27-h100-gpu-timed-shared-windows/, call 7).
+constexpr double kShareAfterExplained = 0.5;
+constexpr std::size_t kShareAfterAlone = 16;
 
 // The share of the step's time that the measured operators' GPU time explains.
 double explained_share(const Inventory& inv, const std::map<std::size_t, OpCost>& costs, const StepMeasurement& step) {
