@@ -52,11 +52,17 @@ struct Binder {
       fail(a, fmt::format("':same[{}]' names no tensor argument before '{}'; name an earlier tensor argument of the "
                           "call, or drop ':same'",
                           *t.same_as, a.name()));
-    TensorSpec plain = t;
-    plain.same_as.reset();
-    if (!(plain == *it->second.first))
-      fail(a, fmt::format("':same[{}]' is {}, but '{}' is {}: the same tensor has one dtype and shape", *t.same_as,
-                          format_tensor(plain), *t.same_as, format_tensor(*it->second.first)));
+    // The earlier argument's tensor, whatever its values' modifiers (a range, zeros): only what
+    // makes a tensor itself must agree.
+    const TensorSpec& earlier = *it->second.first;
+    if (t.dtype != earlier.dtype || t.shape != earlier.shape || t.strides != earlier.strides ||
+        t.device != earlier.device) {
+      TensorSpec plain = t;
+      plain.same_as.reset();
+      fail(a, fmt::format("':same[{}]' is {}, but '{}' is {}: one tensor has one dtype, shape, layout and device; "
+                          "write it as '{}' is, or drop ':same'",
+                          *t.same_as, format_tensor(plain), *t.same_as, format_tensor(earlier), *t.same_as));
+    }
     return it->second.second;
   }
 

@@ -300,7 +300,7 @@ bool append_key(std::string& key, const Slot& s) {
       put(&*t.values.distinct, sizeof(int64_t));
     }
     if (t.same_as_arg >= 0) {
-      key += 's';
+      key += '@';  // no slot's tag: an alias never reads as the next slot
       key += char(t.same_as_arg);
     }
   };

@@ -108,7 +108,10 @@ class PreparedCallImpl : public PreparedCall {
       const BoundCall sizes = check_call(call, device);
       needed = sizes.tensor_bytes;
       const CacheMode cache_mode = parse_replay_cache_mode(opt.cache_mode);
-      const std::vector<std::size_t> cold = cold_arguments(cache_mode, sizes.handle->schema());
+      std::vector<std::size_t> cold = cold_arguments(cache_mode, sizes.handle->schema());
+      // An argument that is an earlier one's tensor is not a tensor of its own: neither counted
+      // nor copied (each set takes its earlier argument's copy).
+      for (const auto& [a, earlier] : sizes.same_inputs) std::erase(cold, a);
       const auto free = available_host_memory_bytes();
       if (free && sizes.host_bytes_peak > *free)
         throw ReplayError(
@@ -116,7 +119,6 @@ class PreparedCallImpl : public PreparedCall {
                         format_bytes(double(sizes.host_bytes_peak)), format_bytes(double(*free))),
             ReplayError::Kind::kOutOfMemory);
       BoundCall b = bind_call(call, device, opt.seed);
-      const auto same_inputs = b.same_inputs;
       handle_ = b.handle;
       info_ = info_of(call, b, device);
       sets_.push_back(std::move(b.inputs));
@@ -128,7 +130,7 @@ class PreparedCallImpl : public PreparedCall {
         for (std::size_t i = 1; i < n; ++i) {
           std::vector<c10::IValue> copy = sets_.front();
           for (std::size_t a : cold) copy[a] = cloned(copy[a]);
-          for (const auto& [a, earlier] : same_inputs) copy[a] = copy[earlier];  // one tensor, as given
+          for (const auto& [a, earlier] : sizes.same_inputs) copy[a] = copy[earlier];  // one tensor, as given
           sets_.push_back(std::move(copy));
         }
       }

@@ -30,10 +30,11 @@ constexpr std::size_t kViewsPerSharedOp = 4;
 // the rest (each a small share) share counter windows. A heavy operator keeps a loop of its own:
 // alone it may reach the power cap, which its own loop sees and measures again at the step's
 // duty cycle (MeasureConfig::step_power). A shared loop that reaches the cap while the step does
-// not gives its operators loops of their own (Runner::measure_group); sharing after the 6
-// heaviest (a quarter of the step explained) on the H100 sent resnet50's heavier groups there,
-// and `model resnet50` took 34.9 s against 26.1 s
-// (bench/results/2026-11-27-h100-gpu-timed-shared-windows/, call 7).
+// not gives its operators loops of their own (Runner::measure_group). Sharing after the 6
+// heaviest (a quarter of the step explained) was tried on the H100 with that fallback
+// (bench/results/2026-11-27-h100-gpu-timed-shared-windows/, calls 7 and 8): `model resnet50`
+// 34.9 s against 40.0 s after the 16, but more groups reached the cap (8 operators duty-cycled)
+// and BERT's training step no longer answered within 80 s (50.6 s before): not kept.
 constexpr double kShareAfterExplained = 0.5;
 constexpr std::size_t kShareAfterAlone = 16;
 

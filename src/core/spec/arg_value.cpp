@@ -266,6 +266,8 @@ class Parser {
           ++pos_;
         if (pos_ == n0 || std::isdigit(static_cast<unsigned char>(s_[n0])))
           fail("':same[name]' needs the name of an earlier tensor argument, such as ':same[query]'");
+        if (pos_ - n0 == kMaxArgumentNameBytes && pos_ < s_.size() && s_[pos_] != ']')
+          fail(fmt::format("':same[name]' reads argument names of at most {} bytes", kMaxArgumentNameBytes));
         t.same_as = std::string(s_.substr(n0, pos_ - n0));
         expect(']', "to close ':same'");
       } else if (name == "cpu" || name == "cuda") {
