@@ -249,11 +249,14 @@ TEST(InputValues, OneTensorGivenTwiceIsReplayedAsOneTensor) {
   // The earlier argument's values' modifiers are its tensor's: the alias takes it as it is.
   const BoundCall ranged = bound("aten::add self=f32[6,4]:range[2,3] other=f32[6,4]:same[self]");
   EXPECT_TRUE(ranged.inputs[1].toTensor().is_same(ranged.inputs[0].toTensor()));
-  // A cold replay (inputs copied per set, the one tensor as one) prepares and runs.
+  // A cold replay copies the one tensor as one: as many input sets as for one tensor of its
+  // bytes (ten of 96 bytes over a 960-byte footprint; counted twice, five).
   ReplayOptions o;
   o.device = test_device().str();
   o.cache_mode = "cold";
-  EXPECT_NO_THROW(PreparedCall::prepare(call_of("aten::add " + sig["aten::add"][1]), o));
+  o.cold_footprint_bytes = 10 * 6 * 4 * 4;
+  EXPECT_EQ(PreparedCall::prepare(call_of("aten::add " + sig["aten::add"][1]), o)->input_sets(), 10u);
+  EXPECT_EQ(PreparedCall::prepare(call_of("aten::add " + sig["aten::add"][0]), o)->input_sets(), 5u);
   // What cannot be one tensor says so, naming the argument.
   for (const auto& [line, expected] : std::vector<std::pair<std::string, std::string>>{
            {"aten::add self=f32[6,4] other=f32[6,4]:same[nope]", "names no tensor argument before 'other'"},
