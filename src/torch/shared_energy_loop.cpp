@@ -23,6 +23,7 @@
 #include "core/energy/nvml.h"
 #include "core/energy/shared_windows.h"
 #include "core/stats/stopping.h"
+#include "torch/group_loop.h"
 #include "torch/runner.h"
 
 namespace opcost {
@@ -48,95 +49,6 @@ constexpr std::size_t kSharedMinResidualDof = 4;
 // A counter that updates faster than this (RAPL: ~1 ms) gives every operator enough windows of
 // its own within its settle: sharing them would only add the split's error.
 constexpr double kSlowCounterS = 0.01;
-
-// The shared loop's batches as they complete: the timeline the windows are cut from. On CUDA
-// each batch's end is an event with timing, read on the GPU's own clock and mapped to the host's
-// through one anchor event recorded on an idle device: a batch's span is from the GPU's end of
-// the batch before to its own end. The host sees an event complete only when it next waits,
-// which is late by up to a batch and by whatever held the host (a preemption, an NVML read of
-// several milliseconds on the monitor's thread); timed by the host, such batches looked stalled
-// and their windows were left out (on the H100, 19 of a 15-operator group's 74 windows). Up to
-// kBatchesInFlight batches are queued, so that a host held up for ~a dozen milliseconds leaves
-// the GPU with work (one that stalls it still shows, as a span that holds the GPU's idle time).
-class GroupLoop {
- public:
-  GroupLoop(bool cuda, c10::DeviceIndex index, std::size_t ops)
-      : cuda_(cuda),
-        index_(index),
-        stream_(cuda ? at::accelerator::getCurrentStream(index)
-                     : c10::Stream(c10::Stream::DEFAULT, c10::Device(c10::kCPU))),
-        issued_(ops, 0) {
-    // The first completion only opens the timeline (make_shared_windows).
-    if (!cuda_) {
-      timeline_.push_back({now_s(), 0, 0.0});
-      return;
-    }
-    for (auto& ev : ends_) ev.emplace(c10::DeviceType::CUDA, c10::EventFlag::BACKEND_DEFAULT);
-    anchor_.emplace(c10::DeviceType::CUDA, c10::EventFlag::BACKEND_DEFAULT);
-    // On an idle device the anchor runs as soon as it is recorded: its host time is read a few
-    // microseconds after its GPU time, against windows of ~100 ms.
-    at::accelerator::synchronizeDevice(index_);
-    anchor_->record(stream_);
-    anchor_->synchronize();
-    anchor_host_s_ = now_s();
-    timeline_.push_back({anchor_host_s_, 0, 0.0});
-  }
-
-  // Issues `calls` calls of operator `op`, or one replay of `graph` (its calls()); on the CPU
-  // they ran as they were issued.
-  void issue_batch(PreparedCall& call, std::size_t op, std::size_t calls, GraphBatch* graph) {
-    if (graph) {
-      graph->replay();
-      calls = graph->calls();
-    } else {
-      for (std::size_t i = 0; i < calls; ++i) call.call();
-    }
-    issued_[op] += calls;
-    if (!cuda_) {
-      timeline_.push_back({now_s(), op, double(calls)});
-      return;
-    }
-    const std::size_t slot = k_ % kBatchesInFlight;
-    if (k_ >= kBatchesInFlight) completed(slot);  // the batch kBatchesInFlight before: its slot is reused
-    ends_[slot]->record(stream_);
-    in_flight_[slot] = {0, op, double(calls)};
-    ++k_;
-  }
-
-  // Waits for the batches in flight, in order: the timeline's end.
-  void finish() {
-    if (!cuda_) return;
-    for (std::size_t k = k_ > kBatchesInFlight ? k_ - kBatchesInFlight : 0; k < k_; ++k)
-      completed(k % kBatchesInFlight);
-    k_ = 0;
-    at::accelerator::synchronizeDevice(index_);
-  }
-
-  const std::vector<GroupCompletion>& timeline() const { return timeline_; }
-  std::size_t issued(std::size_t op) const { return issued_[op]; }
-
- private:
-  // Two batches in flight left the GPU idle whenever the host was held ~4 ms; eight, ~16 ms.
-  static constexpr std::size_t kBatchesInFlight = 8;
-
-  void completed(std::size_t slot) {
-    ends_[slot]->synchronize();
-    GroupCompletion c = in_flight_[slot];
-    c.t_s = anchor_host_s_ + anchor_->elapsedTime(*ends_[slot]) * 1e-3;  // elapsedTime: milliseconds
-    timeline_.push_back(c);
-  }
-
-  bool cuda_;
-  c10::DeviceIndex index_;
-  c10::Stream stream_;
-  std::optional<c10::Event> anchor_;
-  double anchor_host_s_ = 0;
-  std::optional<c10::Event> ends_[kBatchesInFlight];
-  GroupCompletion in_flight_[kBatchesInFlight];
-  std::vector<GroupCompletion> timeline_;
-  std::vector<std::size_t> issued_;
-  std::size_t k_ = 0;
-};
 
 // What the split left out, for a row's method ("" for nothing).
 std::string left_out_text(const LeftOutWindows& left) {

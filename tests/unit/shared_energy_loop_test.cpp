@@ -5,7 +5,10 @@
 // that, whatever the mix of its windows.
 #include <gtest/gtest.h>
 
+#include <c10/core/InferenceMode.h>
+
 #include <chrono>
+#include <cstdlib>
 #include <memory>
 #include <regex>
 #include <stdexcept>
@@ -13,6 +16,7 @@
 
 #include "core/spec/op_call.h"
 #include "fake_energy_probe.h"
+#include "torch/group_loop.h"
 #include "torch/runner.h"
 
 using namespace opcost;
@@ -47,6 +51,53 @@ struct TwoCalls {
 };
 
 }  // namespace
+
+// The loop's timeline: one completion per batch after the opening one, in the order issued, with
+// its operator and calls, never going back in time; on a GPU (OPCOST_TEST_DEVICE=cuda, tests/gpu/
+// run) each batch's end on the GPU's clock, past the ring of batches in flight, and a graph's
+// batch counted as its calls.
+TEST(GroupLoop, TheTimelineHoldsEveryBatchInOrder) {
+  const char* device_env = std::getenv("OPCOST_TEST_DEVICE");
+  const bool cuda = device_env && std::string(device_env) == "cuda";
+  c10::InferenceMode guard;
+  ReplayOptions o;
+  o.device = cuda ? "cuda" : "cpu";
+  auto mul = PreparedCall::prepare(parse_call("aten::mul.Tensor", {"self=f32[64,64]", "other=f32[64,64]"}), o);
+  auto mm = PreparedCall::prepare(parse_call("aten::mm", {"self=f32[96,96]", "mat2=f32[96,96]"}), o);
+  std::unique_ptr<GraphBatch> graph;
+  if (cuda) {
+    std::string why;
+    graph = GraphBatch::capture(*mm, 7, why);
+    ASSERT_NE(graph, nullptr) << why;
+  }
+  const double before_s = now_s();
+  GroupLoop loop(cuda, 0, 2);
+  const std::size_t batches = 3 * GroupLoop::kBatchesInFlight + 1;
+  std::vector<GroupCompletion> expected;
+  for (std::size_t k = 0; k < batches; ++k) {
+    const std::size_t op = k % 3 == 2 ? 1 : 0, calls = 1 + k % 4;
+    loop.issue_batch(op == 0 ? *mul : *mm, op, calls, op == 1 ? graph.get() : nullptr);
+    expected.push_back({0, op, double(op == 1 && graph ? graph->calls() : calls)});
+  }
+  loop.finish();
+  const double after_s = now_s();
+  const auto& timeline = loop.timeline();
+  ASSERT_EQ(timeline.size(), batches + 1);
+  EXPECT_EQ(timeline[0].calls, 0);
+  double calls[2] = {0, 0};
+  for (std::size_t k = 1; k < timeline.size(); ++k) {
+    EXPECT_EQ(timeline[k].op, expected[k - 1].op) << k;
+    EXPECT_EQ(timeline[k].calls, expected[k - 1].calls) << k;
+    EXPECT_GE(timeline[k].t_s, timeline[k - 1].t_s) << k;
+    calls[timeline[k].op] += timeline[k].calls;
+  }
+  // Its clock is the host's: every completion lies within the loop's life.
+  EXPECT_GE(timeline.front().t_s, before_s);
+  EXPECT_LE(timeline.back().t_s, after_s);
+  EXPECT_EQ(double(loop.issued(0)), calls[0]);
+  EXPECT_EQ(double(loop.issued(1)), calls[1]);
+  if (graph) graph->release();
+}
 
 TEST(SharedEnergyLoop, SplitsASlowCountersWindowsIntoEachCallsEnergyAtThePowerItDrew) {
   TwoCalls calls;
