@@ -158,11 +158,20 @@ TEST(CostFeatures, AConvolutionIsItsImplicitGemmWithOrWithoutBias) {
     EXPECT_EQ(feature(*f, "gemm_alignment_log2"), 6);  // 576 = 2^6 · 9
     EXPECT_EQ(feature(*f, "dtype_kind"), 3);           // f32
     EXPECT_EQ(feature(*f, "dtype_bytes"), 4);
-    // f32 at 50 TFLOP/s: 2·25088·128·576 FLOPs (+ 25088·128 with the bias).
+    // 2·25088·128·576 FLOPs (+ 25088·128 with the bias), f32 on TF32 tensor cores (cuDNN's
+    // default): at half the bf16 rate, 200 TFLOP/s, not the f32 GEMM's 50.
     const double flops = 2.0 * 25088 * 128 * 576 + (contains(args, "bias") ? 25088.0 * 128 : 0);
     EXPECT_DOUBLE_EQ(f->work.flops, flops);
-    EXPECT_DOUBLE_EQ(f->roofline_us, flops / 50e12 * 1e6);
+    EXPECT_DOUBLE_EQ(f->roofline_us, flops / 200e12 * 1e6);
+    // Without a bf16 rate to read TF32's from, the f32 rate stands.
+    GpuProfile no_bf16 = made_up_gpu();
+    no_bf16.achieved_tflops.erase("bf16");
+    EXPECT_DOUBLE_EQ(cost_features(call_of("aten::conv2d", args), "warm", no_bf16)->roofline_us, flops / 50e12 * 1e6);
   }
+  // An f32 matrix product stays at the f32 rate: PyTorch keeps matmuls in full f32 by default.
+  const auto mm = cost_features(call_of("aten::mm", "self=f32[1000,4096] mat2=f32[4096,768]"), "warm", made_up_gpu());
+  ASSERT_TRUE(mm);
+  EXPECT_DOUBLE_EQ(mm->roofline_us, kMmFlops / 50e12 * 1e6);
   // A call that is no GEMM has m = n = k = 0 and the best alignment.
   const auto relu = cost_features(call_of("aten::relu", "self=bf16[1000]"), "warm", made_up_gpu());
   ASSERT_TRUE(relu);

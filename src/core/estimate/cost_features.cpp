@@ -187,6 +187,11 @@ std::optional<CostFeatures> cost_features(const OpCall& call, std::string_view c
   double compute_s = 0, memory_s = 0;
   if (work->flops > 0) {
     std::optional<double> tflops = gpu.tflops_for(dtype);
+    // cuDNN runs an f32 convolution on TF32 tensor cores (PyTorch's default,
+    // torch.backends.cudnn.allow_tf32), at half the bf16 rate on Ampere and Hopper: not at the
+    // f32 GEMM's rate (which PyTorch keeps in full f32), a third to an eighth of it on the H100.
+    if (f.family == OpFamily::kConvolution && dtype == "f32")
+      if (const auto bf16 = gpu.tflops_for("bf16")) tflops = std::max(tflops.value_or(0), *bf16 / 2);
     if (!tflops && !gpu.achieved_tflops.empty()) {
       tflops =
           std::max_element(gpu.achieved_tflops.begin(), gpu.achieved_tflops.end(), [](const auto& a, const auto& b) {
