@@ -224,7 +224,9 @@ std::vector<std::size_t> Runner::measure_energy_shared(const std::vector<Prepare
   std::vector<std::unique_ptr<GraphBatch>> graphs(ops);
   for (std::size_t i = 0; i < ops; ++i) {
     double gpu_us = 0;
+    const double capture_start_s = now_s();
     graphs[i] = energy_graph(*calls[i], *ms[i], nullptr, gpu_us);
+    ms[i]->total_seconds += now_s() - capture_start_s;  // its row's seconds hold its capture too
     // Its pace in a loop: its GPU time, or (issued call by call) its host issue time when that
     // is longer.
     per_call_s[i] =
