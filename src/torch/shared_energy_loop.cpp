@@ -275,10 +275,10 @@ std::vector<std::size_t> Runner::measure_energy_shared(const std::vector<Prepare
   // reaches the cap alone is measured again at the step's duty cycle (measure_energy_duty_cycled).
   // On the H100, resnet50's heavier convolutions split in such a loop read 710-790 W, over the
   // 700 W limit. The loop stops as soon as it sees the cap: its windows would go unused.
-  const bool step_below_cap =
-      cfg_.step_power && before.power_limit_W && cfg_.step_power->step_W < kStepBelowCapShare * *before.power_limit_W;
+  const bool below_cap = cfg_.step_power && step_below_cap(cfg_.step_power->step_W, before.power_limit_W);
   bool capped_unlike_step = false;
   EnergyMonitor monitor(*probe_);
+  auto saw_cap = [&] { return (monitor.state_summary().throttle_reasons_seen & throttle::kSwPowerCap) != 0; };
   monitor.start();
   const double start = now_s();
   const double settle_end = start + cfg_.energy_settle_s;
@@ -308,15 +308,14 @@ std::vector<std::size_t> Runner::measure_energy_shared(const std::vector<Prepare
         enough = fit.windows.size() >= std::max(cfg_.energy_min_windows, ops + 1 + kSharedMinResidualDof) &&
                  identified_to_target(fit.split);
         // Asked once a counter period, as the split comes in: the loop itself stays lean.
-        capped_unlike_step = step_below_cap && (monitor.state_summary().throttle_reasons_seen & throttle::kSwPowerCap);
+        capped_unlike_step = below_cap && saw_cap();
       }
       // Each window left out (an edge seen late, a stall) is made up for, within what the loops
       // of their own it saves would take (extended_budget_s). Past it, the monitor is asked
       // whether the loop ran at the power cap (its budget then stretches).
       const double loop_s = std::min(extended_budget_s, budget_s + double(lost_windows) * period_s);
       stop = enough || capped_unlike_step ||
-             (t - settle_end > loop_s && (t - settle_end > loop_s * capped_factor ||
-                                          !(monitor.state_summary().throttle_reasons_seen & throttle::kSwPowerCap)));
+             (t - settle_end > loop_s && (t - settle_end > loop_s * capped_factor || !saw_cap()));
       // Split again when the counter has moved, beside the loop: between two of its batches the
       // split (21 lags) held the host while the GPU ran out of work (on the H100, 11-12 of a
       // 12-operator group's ~20 windows were left out as stalled; 5 with the split beside it).
@@ -340,7 +339,12 @@ std::vector<std::size_t> Runner::measure_energy_shared(const std::vector<Prepare
     }
   watch_ = nullptr;
   const double looped_s = now_s() - start;
-  const LaggedSplit lagged = split_with_counter_lag(monitor.edges(), loop.timeline(), ops, settle_end, period_s);
+  const StateSummary during = monitor.state_summary();
+  capped_unlike_step = below_cap && (during.throttle_reasons_seen & throttle::kSwPowerCap);
+  // At the cap, no split is used: none is made.
+  const LaggedSplit lagged = capped_unlike_step
+                                 ? LaggedSplit{}
+                                 : split_with_counter_lag(monitor.edges(), loop.timeline(), ops, settle_end, period_s);
   const auto& windows = lagged.windows;
   const SharedSplit& split = lagged.split;
   double window_s = 0;
@@ -348,13 +352,12 @@ std::vector<std::size_t> Runner::measure_energy_shared(const std::vector<Prepare
   const DeviceState after = probe_->state(true);
   const std::string source = probe_->name() + "-energy-counter";
 
-  capped_unlike_step = step_below_cap && (monitor.state_summary().throttle_reasons_seen & throttle::kSwPowerCap);
   std::vector<std::size_t> unidentified;
   for (std::size_t i = 0; i < ops; ++i) {
     Measurement& m = *ms[i];
     m.total_calls += loop.issued(i);
     m.total_seconds += looped_s / double(ops);  // the loop's time, shared as the loop is
-    m.during = monitor.state_summary();
+    m.during = during;
     if (cfg_.keep_power_trace) {
       m.power_trace = monitor.power_trace();
       m.sm_clock_trace = monitor.sm_clock_trace();
@@ -362,13 +365,13 @@ std::vector<std::size_t> Runner::measure_energy_shared(const std::vector<Prepare
     // The group's device state: its loop ran after every call's timing.
     if (!m.before.sm_clock_MHz) m.before = before;
     m.after = after;
-    const Summary& fit = split.per_call_mJ[i];
     if (capped_unlike_step) {
       m.method += fmt::format(
           "; the {} operators' shared loop ran at the power cap, the model's step below it: its own loop", ops);
       unidentified.push_back(i);
       continue;
     }
+    const Summary& fit = split.per_call_mJ[i];
     if (fit.n == 0) {
       m.method += fmt::format("; the {} operators' shared counter windows could not tell it apart ({}{}): its own loop",
                               ops, split.why, left_out_text(lagged.left_out));

@@ -16,7 +16,7 @@ DutyCyclePlan plan_duty_cycle(const DutyCycleInputs& in) {
     p.why_not = "no model step to take a duty cycle from (the operator was measured on its own)";
   } else if (!in.power_limit_W) {
     p.why_not = "the board's power limit is unknown";
-  } else if (*in.step_power_W >= kStepBelowCapShare * *in.power_limit_W) {
+  } else if (!step_below_cap(in.step_power_W, in.power_limit_W)) {
     // The step itself runs near the limit: the capped loop is the regime it sees.
     p.why_not =
         fmt::format("the step runs at {:.0f} W, near the {:.0f} W limit itself", *in.step_power_W, *in.power_limit_W);

@@ -34,6 +34,11 @@ struct DutyCycleInputs {
 // limit; the step is below it when its power is under the other share.
 inline constexpr double kAtCapShare = 0.97;
 inline constexpr double kStepBelowCapShare = 0.9;
+// Whether a model step of `step_W` runs below the board's limit `limit_W` by that share: a loop
+// at the cap then measures another regime than the step's (false where either is unknown).
+inline bool step_below_cap(std::optional<double> step_W, std::optional<double> limit_W) {
+  return step_W && limit_W && *step_W < kStepBelowCapShare * *limit_W;
+}
 // Busy shares outside this range make either the gaps' or the bursts' energy too small a part of
 // the windows to measure well.
 inline constexpr double kMinBusyShare = 0.2, kMaxBusyShare = 0.9;

@@ -50,39 +50,13 @@ std::vector<bool> irregular_batches(const std::vector<GroupCompletion>& timeline
   std::vector<double> median(ops, 0.0);
   for (std::size_t i = 0; i < ops; ++i)
     if (!per_call[i].empty()) median[i] = median_of(per_call[i]);
-  auto instant = [&](std::size_t k) { return pace[k] && *pace[k] * kIrregularBatchFactor < median[timeline[k].op]; };
   for (std::size_t k = 1; k < timeline.size(); ++k) {
     const auto& c = timeline[k];
     if (!pace[k] || !(median[c.op] > 0)) continue;  // an operator seen only at instants: no pace to judge by
     const double s = *pace[k];
     if (s > kIrregularBatchFactor * median[c.op]) irregular[k] = true;
-    if (instant(k)) {
-      // Seen complete at once with the batch before: its time is inside that batch's span. A
-      // host-paced operator's batches are seen done one batch late, each span holding the next
-      // one's issue, so its last batches before a faster-issued operator's are such instants
-      // (AHostPacedOperatorSeenOneBatchLateKeepsItsWindows). Such an instant, at the tail of its
-      // operator's run (only instants of its own after it), is judged with the batches of its
-      // own operator just before it, up to kMostBatchesJudgedTogether, as one. Otherwise (in
-      // the middle of a run: the host waited, and the batch before it holds the GPU's idle time),
-      // or where that run is irregular too, both are irregular.
-      // (Looked for within kMostBatchesJudgedTogether batches: a run of more instants than that
-      // is no late-seen tail, and the scan stays linear in the timeline.)
-      bool at_tail = true;
-      for (std::size_t m = k + 1; at_tail && m < timeline.size() && timeline[m].op == c.op; ++m)
-        at_tail = m - k < kMostBatchesJudgedTogether && instant(m);
-      double calls = c.calls;
-      bool regular_run = false;
-      for (std::size_t j = k; at_tail && j > 1 && k - j + 1 < kMostBatchesJudgedTogether &&
-                              timeline[j - 1].op == c.op && timeline[j - 1].calls > 0;) {
-        --j;
-        calls += timeline[j].calls;
-        const double run = (c.t_s - timeline[j - 1].t_s) / calls;
-        if (run * kIrregularBatchFactor >= median[c.op]) {
-          regular_run = run <= kIrregularBatchFactor * median[c.op];
-          break;
-        }
-      }
-      if (regular_run) continue;
+    // Complete at once with the batch before: its time is inside that batch's span.
+    if (s * kIrregularBatchFactor < median[c.op]) {
       irregular[k] = true;
       if (k > 1) irregular[k - 1] = true;
     }

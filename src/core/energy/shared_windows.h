@@ -70,18 +70,16 @@ std::vector<SharedWindow> make_shared_windows(const std::vector<CounterEdge>& ed
 
 // Per completion of the timeline: whether its batch's time per call lies outside
 // [1/kIrregularBatchFactor, kIrregularBatchFactor] times its operator's median over the loop;
-// a batch under it (seen complete at once with the one before) marks that one too, whose span
-// holds its time, unless it ends its operator's run of batches (only instants of its own after
-// it) and the batches of its own operator just before it (up to kMostBatchesJudgedTogether with
-// it) take a time per call inside the range together: a host-paced operator's batches are seen
-// done one batch late, and its last ones before a faster-issued operator's at once. With one or
-// two batches of an operator the median is theirs: nothing is judged irregular.
+// a batch under it (complete at once with the one before) marks that one too, whose span holds
+// its time. With one or two batches of an operator the median is theirs: nothing is judged
+// irregular. (Until GroupLoop timed its batches on the GPU, a host saw a launch-bound operator's
+// batches one batch late, and a rule spared such instants at the end of a run; no timeline has
+// them now: a GPU's batch ends are its own, a CPU's calls run as they are issued.)
 // Within it, a call that takes longer is a call that costs more (the split follows its time);
 // a clock that moves at the power cap stays inside (1980 to 1400 MHz is 1.41×). Wide on
 // purpose: a host under load stretches many batches 2–3× (an oversubscribed 2-core CPU), and
 // a factor of 2 left too few windows there to split, and those it kept chosen by the load.
 inline constexpr double kIrregularBatchFactor = 4.0;
-inline constexpr std::size_t kMostBatchesJudgedTogether = 4;
 std::vector<bool> irregular_batches(const std::vector<GroupCompletion>& timeline, std::size_t ops);
 
 // The order and length of the loop's segments: operator `op` for `calls` calls. Segment
