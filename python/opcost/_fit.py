@@ -510,6 +510,8 @@ def fit_rows(raw_rows: Sequence[Dict[str, str]], *, train_gpus: Optional[Sequenc
         fam.scaled_time, fam.scaled_energy = scaled_errors.get("time"), scaled_errors.get("energy")
         families_json[family] = {
             "ops": sorted({r.op for r in frows}), "n_train": len(frows),
+            # An estimate on a GPU not among these is carried from the one with the most rows.
+            "gpus": {g: sum(r.device == g for r in frows) for g in sorted({r.device for r in frows})},
             "ranges": [[min(x[k] for x in X), max(x[k] for x in X)] for k in range(len(names))],
             "targets": targets}
         fits.append(fam)

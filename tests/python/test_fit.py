@@ -165,7 +165,9 @@ def _check_held_out(fit: _fit.Fit, expected: dict) -> dict:
                 _equal_within(dict(stored["held_out"], log_halfwidth_per_distance=stored["log_halfwidth_per_distance"]),
                               scaled, family + target + ".scaled")
         # One [min, max] pair per feature.
-        assert len(model["families"][family]["ranges"]) == len(_core.cost_feature_names()) == 25
+        assert len(model["families"][family]["ranges"]) == len(_core.cost_feature_names()) == 26
+        # The GPU whose rows fitted it, with their count: an estimate elsewhere is carried from it.
+        assert model["families"][family]["gpus"] == {GPU: model["families"][family]["n_train"]}, family
     return model
 
 
@@ -437,8 +439,14 @@ def test_a_hostile_model_is_refused_in_one_line(fitted, tmp_path):
         _core.CostModel.from_text(json.dumps(other_floor), "floor.json")
     short = json.loads(fitted.model_json)
     short["families"]["matmul"]["ranges"].pop()
-    with pytest.raises(ValueError, match=r"families\.matmul\.ranges: expected 25 \[min, max\] pairs"):
+    features = len(_core.cost_feature_names())
+    with pytest.raises(ValueError, match=rf"families\.matmul\.ranges: expected {features} \[min, max\] pairs"):
         _core.CostModel.from_text(json.dumps(short), "short.json")
+    # A family fitted on a GPU the model has no rates of.
+    stranger = json.loads(fitted.model_json)
+    stranger["families"]["matmul"]["gpus"] = {"Some GPU": 3}
+    with pytest.raises(ValueError, match=r"families\.matmul\.gpus: Some GPU has no rates"):
+        _core.CostModel.from_text(json.dumps(stranger), "stranger.json")
 
 
 def test_python_m_opcost_fit_writes_a_model_opcost_estimate_reads(python_fit):

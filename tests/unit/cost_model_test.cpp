@@ -239,10 +239,11 @@ TEST(CostFeatures, TheBasePowerIsTheRooflineSidesDrawAndIdleForTheFloor) {
 }
 
 TEST(CostFeatures, TheLayoutFeaturesWorkedByHand) {
-  ASSERT_EQ(cost_feature_names().size(), 25u);
+  ASSERT_EQ(cost_feature_names().size(), 26u);
   const std::vector<std::string> added = {"rank",        "log2_first_extent", "log2_last_extent", "log2_inner_extent",
-                                          "dim_is_last", "non_contiguous",    "log2_window",      "stride"};
-  EXPECT_EQ(std::vector<std::string>(cost_feature_names().end() - 8, cost_feature_names().end()), added);
+                                          "dim_is_last", "non_contiguous",    "log2_window",      "stride",
+                                          "causal"};
+  EXPECT_EQ(std::vector<std::string>(cost_feature_names().end() - 9, cost_feature_names().end()), added);
 
   // A transposed copy: its source's strides are not [128, 1].
   const auto transposed =
@@ -290,6 +291,19 @@ TEST(CostFeatures, TheLayoutFeaturesWorkedByHand) {
   ASSERT_TRUE(pool);
   EXPECT_DOUBLE_EQ(feature(*pool, "log2_window"), std::log2(6.0));
   EXPECT_EQ(feature(*pool, "stride"), 2);
+  EXPECT_EQ(feature(*pool, "causal"), 0);
+
+  // An attention's is_causal: 1 when true; false or left out, 0.
+  const auto attention = [](const std::string& causal) {
+    const auto f = cost_features(call_of("aten::scaled_dot_product_attention",
+                                         "query=bf16[2,4,64,32] key=bf16[2,4,64,32] value=bf16[2,4,64,32]" + causal),
+                                 "warm", made_up_gpu());
+    EXPECT_TRUE(f) << causal;
+    return f ? feature(*f, "causal") : -1.0;
+  };
+  EXPECT_EQ(attention(" is_causal=true"), 1);
+  EXPECT_EQ(attention(" is_causal=false"), 0);
+  EXPECT_EQ(attention(""), 0);
 }
 
 TEST(CostFeatures, TheOperatorCodeIsStable) {
@@ -678,6 +692,51 @@ TEST(CostModel, AnEstimateCarriesItsIntervalsAndEachFigureIsItsBaseTimesItsTrees
   EXPECT_FALSE(energy_only.power_W);
   ASSERT_TRUE(energy_only.energy_mJ);
   EXPECT_DOUBLE_EQ(*energy_only.energy_mJ, *e.energy_mJ);
+}
+
+TEST(CostModel, OnAGpuItsFamilyWasNotFittedOnTheTimeBeyondTheRooflineIsKept) {
+  // A second GPU at twice the rates; the family fitted on the made-up GPU's rows alone.
+  json j = valid_model();
+  j["gpus"]["Faster GPU"] = j["gpus"]["Made-up GPU"];
+  j["gpus"]["Faster GPU"]["achieved_tflops"] = {{"bf16", 800.0}, {"f32", 100.0}};
+  j["gpus"]["Faster GPU"]["achieved_GBps"] = 4000.0;
+  j["families"]["matmul"]["gpus"] = {{"Made-up GPU", 40}};
+  const CostModel m = CostModel::from_json(j);
+  const OpCall mm = call_of("aten::mm", kMmArgs);
+  // On its own GPU, as ever: (15.72864 + 3) · e^−0.1, no note.
+  const CostEstimate own = m.estimate(mm, "warm", "Made-up GPU");
+  const double own_us = (15.72864 + 3.0) * std::exp(-0.1);
+  EXPECT_NEAR(own.time_us, own_us, 1e-12 * own_us);
+  EXPECT_TRUE(own.notes.empty());
+  // On the other: its roofline (7.86432 µs) and the time beyond the made-up GPU's kept.
+  const CostEstimate carried = m.estimate(mm, "warm", "Faster GPU");
+  const double carried_us = 7.86432 + (own_us - 15.72864);
+  EXPECT_NEAR(carried.time_us, carried_us, 1e-12 * carried_us);
+  EXPECT_DOUBLE_EQ(carried.time_low_us, carried.time_us * std::exp(-0.1));
+  ASSERT_EQ(carried.notes.size(), 1u);
+  EXPECT_NE(carried.notes[0].find("carried to Faster GPU"), std::string::npos) << carried.notes[0];
+  EXPECT_NE(carried.notes[0].find("on Made-up GPU's rows"), std::string::npos) << carried.notes[0];
+  EXPECT_DOUBLE_EQ(carried.base_us, 7.86432 + 3.0);  // the figures' base is still this GPU's
+  // A model that does not name its family's GPUs scales all of it: this GPU's base × the trees.
+  j["families"]["matmul"].erase("gpus");
+  const CostEstimate scaled = CostModel::from_json(j).estimate(mm, "warm", "Faster GPU");
+  EXPECT_NEAR(scaled.time_us, (7.86432 + 3.0) * std::exp(-0.1), 1e-9);
+  EXPECT_TRUE(scaled.notes.empty());
+  // A time below the source's roofline (trees at e^−1.2) moves with the rates as a whole.
+  j["families"]["matmul"]["gpus"] = {{"Made-up GPU", 40}};
+  j["families"]["matmul"]["targets"]["time"]["init"] = -1.0;
+  const CostModel fast = CostModel::from_json(j);
+  const double fast_source_us = (15.72864 + 3.0) * std::exp(-1.2);
+  ASSERT_LT(fast_source_us, 15.72864);
+  EXPECT_NEAR(fast.estimate(mm, "warm", "Faster GPU").time_us, fast_source_us / 2, 1e-9);
+  // A family that names a GPU the model has no rates of is refused, naming the place.
+  j["families"]["matmul"]["gpus"] = {{"Unknown GPU", 40}};
+  try {
+    CostModel::from_json(j);
+    ADD_FAILURE() << "a family's unknown GPU was read";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("families.matmul.gpus"), std::string::npos) << e.what();
+  }
 }
 
 TEST(CostModel, WithoutTheDrawOfTheCallsRooflineSideThereIsNoEnergyAndANoteSaysWhy) {

@@ -21,7 +21,7 @@ namespace opcost {
 // The features' names, in the order of CostFeatures::values.
 const std::vector<std::string>& cost_feature_names();
 // Bumped whenever a feature's meaning changes (a stored model names the version it was fitted on).
-inline constexpr int kCostFeaturesVersion = 2;  // 2: an f32 convolution's roofline at the TF32 rate
+inline constexpr int kCostFeaturesVersion = 3;  // 2: an f32 convolution's roofline at the TF32 rate; 3: causal
 // A call's time is fitted as its ratio to its base time, roofline time + this floor: a call's fixed
 // cost of a few µs (launch to the end of its kernel). Without it a tiny call's ratio to its
 // nanoseconds of roofline spans orders of magnitude. In an early fit of issue 13's H100 rows (the

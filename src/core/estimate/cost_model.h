@@ -66,6 +66,9 @@ struct FamilyModel {
   std::vector<std::string> ops;                   // the operators its rows had
   std::vector<std::pair<double, double>> ranges;  // each feature's [min, max] in its rows
   std::size_t n_train = 0;
+  // The GPUs whose rows fitted it, with their rows' counts; empty in a model that does not say.
+  // An estimate for another GPU is carried from the one with the most (CostModel::estimate).
+  std::map<std::string, std::size_t> rows_by_gpu;
   std::map<std::string, TargetModel> targets;  // "time" always; "energy", "power", "host" where rows had them
 };
 
@@ -98,6 +101,8 @@ class CostModel {
 
   // Throws std::invalid_argument when the call's work has no figure (an operator not counted),
   // its family has no model, or the GPU is not one the fit read rates of; else an estimate.
+  // On a GPU whose rows the family was not fitted on, its time is the trees' time on the GPU
+  // that has the most rows, with the roofline's part moved to this GPU's (kept beyond it).
   CostEstimate estimate(const OpCall& call, std::string_view cache_mode, const std::string& gpu) const;
 
   const std::map<std::string, GpuProfile>& gpus() const { return gpus_; }
@@ -107,6 +112,10 @@ class CostModel {
   std::vector<std::string> gpu_names() const;
 
  private:
+  // The GPU a family's time is carried from to `gpu`: the one of its rows with the most, where
+  // the family knows its GPUs and `gpu` is not among them.
+  std::optional<std::string> transfer_source(const FamilyModel& f, const std::string& gpu) const;
+
   std::map<std::string, GpuProfile> gpus_;
   std::map<std::string, FamilyModel> families_;
   std::string data_hash_;
