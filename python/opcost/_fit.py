@@ -10,8 +10,10 @@ run code when read: a shared database is hostile input).
 
 The time (and the energy) is fitted as its ratio to a base, the call's roofline time on the GPU's
 achieved rates plus a fixed cost, in log space: what is learned is how far a call stays from its
-roofline, which carries to sizes and to GPUs the rows did not have (the roofline moves with
-them), where a tree fitted on times alone would repeat the largest time it saw.
+roofline, which carries to sizes the rows did not have (the roofline moves with them), where a
+tree fitted on times alone would repeat the largest time it saw. To a GPU the rows did not have,
+the C++ estimate reads the trees at a fitted GPU's rates and moves the roofline part of the time
+(``CostModel::estimate``; each family's ``gpus`` says which GPUs fitted it).
 
 The features are computed by the C++ core, the same code every estimate runs
 (``_core.cost_features``). Held-out errors come from 5-fold cross-validation split by

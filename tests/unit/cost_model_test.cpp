@@ -694,49 +694,105 @@ TEST(CostModel, AnEstimateCarriesItsIntervalsAndEachFigureIsItsBaseTimesItsTrees
   EXPECT_DOUBLE_EQ(*energy_only.energy_mJ, *e.energy_mJ);
 }
 
-TEST(CostModel, OnAGpuItsFamilyWasNotFittedOnTheTimeBeyondTheRooflineIsKept) {
-  // A second GPU at twice the rates; the family fitted on the made-up GPU's rows alone.
+TEST(CostModel, OnAGpuItsFamilyWasNotFittedOnTheTreesReadTheFittedGpusFeatures) {
+  // The family fitted on the made-up GPU's rows alone. Two others: "Wider GPU", its FLOP rates
+  // and twice its bandwidth (as an H200 to an H100), and "Faster GPU", twice both.
   json j = valid_model();
-  j["gpus"]["Faster GPU"] = j["gpus"]["Made-up GPU"];
+  j["gpus"]["Wider GPU"] = j["gpus"]["Made-up GPU"];
+  j["gpus"]["Wider GPU"]["achieved_GBps"] = 4000.0;
+  j["gpus"]["Faster GPU"] = j["gpus"]["Wider GPU"];
   j["gpus"]["Faster GPU"]["achieved_tflops"] = {{"bf16", 800.0}, {"f32", 100.0}};
-  j["gpus"]["Faster GPU"]["achieved_GBps"] = 4000.0;
   j["families"]["matmul"]["gpus"] = {{"Made-up GPU", 40}};
+  // A thin, memory-bound product: its roofline halves on both others.
+  const OpCall mm = call_of("aten::mm", "self=bf16[65536,64] mat2=bf16[64,64]");
+  const CostModel read = CostModel::from_json(j);
+  const auto roofline_us = [&](const std::string& gpu) {
+    return cost_features(mm, "warm", gpu_profile_from_json(gpu, j["gpus"][gpu]))->roofline_us;
+  };
+  const double made_up_us = roofline_us("Made-up GPU"), wider_us = roofline_us("Wider GPU");
+  ASSERT_NEAR(wider_us, made_up_us / 2, 1e-9);
+  ASSERT_NEAR(roofline_us("Faster GPU"), wider_us, 1e-9);
+  // Time and energy split on the roofline feature between the made-up GPU's (right: −0.4 and
+  // +0.3) and the others' (left: +0.2 and 0): a tree that read the wrong GPU's features would
+  // take the other leaf.
+  const double split = (std::log2(made_up_us + 1e-3) + std::log2(wider_us + 1e-3)) / 2;
+  const int roofline_feature = int(feature_index("log2_roofline_us"));
+  j["families"]["matmul"]["targets"]["time"]["trees"] = {split_tree(roofline_feature, split, 0.2, -0.4)};
+  j["families"]["matmul"]["targets"]["energy"]["trees"] = {split_tree(roofline_feature, split, 0.0, 0.3)};
   const CostModel m = CostModel::from_json(j);
-  const OpCall mm = call_of("aten::mm", kMmArgs);
-  // On its own GPU, as ever: (15.72864 + 3) · e^−0.1, no note.
+  // On its own GPU, as ever: (roofline + floor) · e^(0.1 − 0.5 · 0.4), no note.
   const CostEstimate own = m.estimate(mm, "warm", "Made-up GPU");
-  const double own_us = (15.72864 + 3.0) * std::exp(-0.1);
+  const double own_us = (made_up_us + 3.0) * std::exp(-0.1);
   EXPECT_NEAR(own.time_us, own_us, 1e-12 * own_us);
   EXPECT_TRUE(own.notes.empty());
-  // On the other: its roofline (7.86432 µs) and the time beyond the made-up GPU's kept.
-  const CostEstimate carried = m.estimate(mm, "warm", "Faster GPU");
-  const double carried_us = 7.86432 + (own_us - 15.72864);
-  EXPECT_NEAR(carried.time_us, carried_us, 1e-12 * carried_us);
-  EXPECT_DOUBLE_EQ(carried.time_low_us, carried.time_us * std::exp(-0.1));
-  ASSERT_EQ(carried.notes.size(), 1u);
-  EXPECT_NE(carried.notes[0].find("carried to Faster GPU"), std::string::npos) << carried.notes[0];
-  EXPECT_NE(carried.notes[0].find("on Made-up GPU's rows"), std::string::npos) << carried.notes[0];
-  EXPECT_DOUBLE_EQ(carried.base_us, 7.86432 + 3.0);  // the figures' base is still this GPU's
-  // A model that does not name its family's GPUs scales all of it: this GPU's base × the trees.
-  j["families"]["matmul"].erase("gpus");
-  const CostEstimate scaled = CostModel::from_json(j).estimate(mm, "warm", "Faster GPU");
-  EXPECT_NEAR(scaled.time_us, (7.86432 + 3.0) * std::exp(-0.1), 1e-9);
-  EXPECT_TRUE(scaled.notes.empty());
+  ASSERT_GT(own_us, made_up_us);
+
+  // Alike FLOP rates: the wider GPU's roofline and the time beyond the made-up GPU's kept.
+  const CostEstimate wider = m.estimate(mm, "warm", "Wider GPU");
+  const double wider_estimate_us = wider_us + (own_us - made_up_us);
+  EXPECT_NEAR(wider.time_us, wider_estimate_us, 1e-12 * wider_estimate_us);
+  EXPECT_DOUBLE_EQ(wider.time_low_us, wider.time_us * std::exp(-0.1));
+  EXPECT_DOUBLE_EQ(wider.base_us, wider_us + 3.0);  // the figures' base is this GPU's
+  ASSERT_EQ(wider.notes.size(), 1u);
+  EXPECT_TRUE(contains(wider.notes[0], "fitted on Made-up GPU's rows")) << wider.notes[0];
+  EXPECT_TRUE(contains(wider.notes[0], "for Wider GPU")) << wider.notes[0];
+  EXPECT_TRUE(contains(wider.notes[0], "the time beyond the roofline kept")) << wider.notes[0];
+  // Energy: the trees' right leaf (the made-up GPU's features), over this GPU's base.
+  ASSERT_TRUE(wider.energy_mJ && wider.base_energy_mJ);
+  EXPECT_NEAR(*wider.energy_mJ, *wider.base_energy_mJ * std::exp(0.05 + 0.3), 1e-12 * *wider.energy_mJ);
+  EXPECT_NEAR(*wider.base_energy_mJ, (wider_us * 400 + 3 * 60) * 1e-3, 1e-12);  // memory-bound: 400 W
+
+  // Unlike FLOP rates: the whole time scaled by the rooflines' ratio, still by the made-up
+  // GPU's leaf.
+  const CostEstimate faster = m.estimate(mm, "warm", "Faster GPU");
+  EXPECT_NEAR(faster.time_us, (wider_us + 3.0) * std::exp(-0.1), 1e-9);
+  ASSERT_EQ(faster.notes.size(), 1u);
+  EXPECT_TRUE(contains(faster.notes[0], "scaled by the rooflines' ratio")) << faster.notes[0];
+
+  // Of two fitted GPUs, the one with the most rows: the made-up GPU, alike to the wider one
+  // (the faster one, unlike, would scale the whole time).
+  j["families"]["matmul"]["gpus"] = {{"Made-up GPU", 40}, {"Faster GPU", 5}};
+  EXPECT_NEAR(CostModel::from_json(j).estimate(mm, "warm", "Wider GPU").time_us, wider_estimate_us,
+              1e-12 * wider_estimate_us);
+
   // A time below the source's roofline (trees at e^−1.2) moves with the rates as a whole.
   j["families"]["matmul"]["gpus"] = {{"Made-up GPU", 40}};
-  j["families"]["matmul"]["targets"]["time"]["init"] = -1.0;
-  const CostModel fast = CostModel::from_json(j);
-  const double fast_source_us = (15.72864 + 3.0) * std::exp(-1.2);
-  ASSERT_LT(fast_source_us, 15.72864);
-  EXPECT_NEAR(fast.estimate(mm, "warm", "Faster GPU").time_us, fast_source_us / 2, 1e-9);
-  // A family that names a GPU the model has no rates of is refused, naming the place.
-  j["families"]["matmul"]["gpus"] = {{"Unknown GPU", 40}};
-  try {
-    CostModel::from_json(j);
-    ADD_FAILURE() << "a family's unknown GPU was read";
-  } catch (const std::invalid_argument& e) {
-    EXPECT_NE(std::string(e.what()).find("families.matmul.gpus"), std::string::npos) << e.what();
+  j["families"]["matmul"]["targets"]["time"]["init"] = -0.6;
+  const double fast_source_us = (made_up_us + 3.0) * std::exp(-0.6 - 0.2);
+  ASSERT_LT(fast_source_us, made_up_us);
+  EXPECT_NEAR(CostModel::from_json(j).estimate(mm, "warm", "Wider GPU").time_us, fast_source_us / 2, 1e-9);
+
+  // A model that does not name its family's GPUs: this GPU's features, base × the trees (left
+  // leaves), no note.
+  j["families"]["matmul"]["targets"]["time"]["init"] = 0.1;
+  j["families"]["matmul"].erase("gpus");
+  const CostEstimate scaled = CostModel::from_json(j).estimate(mm, "warm", "Wider GPU");
+  EXPECT_NEAR(scaled.time_us, (wider_us + 3.0) * std::exp(0.1 + 0.5 * 0.2), 1e-9);
+  EXPECT_NEAR(*scaled.energy_mJ, *scaled.base_energy_mJ * std::exp(0.05), 1e-12 * *scaled.energy_mJ);
+  EXPECT_TRUE(scaled.notes.empty());
+
+  // A family that names a GPU the model has no rates of, or none of its rows, is refused.
+  for (const json& gpus : {json{{"Unknown GPU", 40}}, json{{"Made-up GPU", 0}}, json{{"Made-up GPU", "40"}}}) {
+    j["families"]["matmul"]["gpus"] = gpus;
+    try {
+      CostModel::from_json(j);
+      ADD_FAILURE() << "read: " << gpus.dump();
+    } catch (const std::invalid_argument& e) {
+      EXPECT_TRUE(contains(e.what(), "families.matmul.gpus")) << e.what();
+    }
   }
+}
+
+TEST(CostModel, GpusOfAlikeComputeHaveEveryCommonFlopRateWithin15Percent) {
+  GpuProfile a, b;
+  a.achieved_tflops = {{"bf16", 720}, {"f32", 51.7}};
+  b.achieved_tflops = {{"bf16", 704}, {"f32", 51.3}, {"f16", 690}};  // the H100's and H200's
+  EXPECT_TRUE(alike_compute(a, b));
+  EXPECT_TRUE(alike_compute(b, a));
+  b.achieved_tflops["f32"] = 60;  // 16% apart
+  EXPECT_FALSE(alike_compute(a, b));
+  b.achieved_tflops = {{"f16", 690}};  // nothing in common to compare
+  EXPECT_FALSE(alike_compute(a, b));
 }
 
 TEST(CostModel, WithoutTheDrawOfTheCallsRooflineSideThereIsNoEnergyAndANoteSaysWhy) {

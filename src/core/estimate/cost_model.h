@@ -101,8 +101,11 @@ class CostModel {
 
   // Throws std::invalid_argument when the call's work has no figure (an operator not counted),
   // its family has no model, or the GPU is not one the fit read rates of; else an estimate.
-  // On a GPU whose rows the family was not fitted on, its time is the trees' time on the GPU
-  // that has the most rows, with the roofline's part moved to this GPU's (kept beyond it).
+  // On a GPU whose rows the family was not fitted on, the trees read the call's features at the
+  // rates of the fitted GPU with the most rows, and the figures' bases are this GPU's. Its time,
+  // where the two GPUs' FLOP rates are alike (alike_compute), is the trees' time there with the
+  // roofline's part replaced by this GPU's (all of it scaled where it is below that roofline);
+  // elsewhere it is scaled by the rooflines' ratio.
   CostEstimate estimate(const OpCall& call, std::string_view cache_mode, const std::string& gpu) const;
 
   const std::map<std::string, GpuProfile>& gpus() const { return gpus_; }
@@ -121,6 +124,11 @@ class CostModel {
   std::string data_hash_;
   double coverage_ = 0.95;
 };
+
+// Two GPUs of alike compute (the same SMs at the same clocks, as the H100's and the H200's): every
+// FLOP rate both have within kAlikeComputeRatio of each other, and at least one in common.
+inline constexpr double kAlikeComputeRatio = 1.15;
+bool alike_compute(const GpuProfile& a, const GpuProfile& b);
 
 // An estimate as the command line's --json and Python's dict give it: marked "estimated", with
 // the call, the GPU, each figure's interval and the out-of-range reasons.
