@@ -387,6 +387,169 @@ TEST(CallWork, CopiesMoveTheirBytesAndViewsMoveNone) {
   expect_huge(work("aten::clone", "self=f32[" + kHuge + "," + kHuge + "]"));
 }
 
+TEST(CallWork, MatmulDispatchesAsTorchMatmulDoes) {
+  // Batched, broadcast: [9,3,49,32] by [9,3,32,49] (Swin's scores): 27 products of 49×32 by 32×49.
+  auto w = work("aten::matmul", "self=f32[9,3,49,32] other=f32[9,3,32,49]");
+  ASSERT_TRUE(w);
+  EXPECT_EQ(w->family, OpFamily::kMatmul);
+  EXPECT_DOUBLE_EQ(w->flops, 2.0 * 27 * 49 * 32 * 49);
+  EXPECT_DOUBLE_EQ(w->bytes, 4.0 * (27 * 49 * 32 * 2 + 27 * 49 * 49));
+  // A batch against one matrix: the batch broadcasts; [4,10,8] by [8,6] is 4 products of 10×8 by 8×6.
+  w = work("aten::matmul", "self=bf16[4,10,8] other=bf16[8,6]");
+  ASSERT_TRUE(w);
+  EXPECT_DOUBLE_EQ(w->flops, 2.0 * 4 * 10 * 8 * 6);
+  EXPECT_DOUBLE_EQ(w->bytes, 2.0 * (4 * 10 * 8 + 8 * 6 + 4 * 10 * 6));
+  // 1-D operands: a matrix by a vector, and a dot product.
+  w = work("aten::matmul", "self=f32[10,8] other=f32[8]");
+  ASSERT_TRUE(w);
+  EXPECT_DOUBLE_EQ(w->flops, 2.0 * 10 * 8);
+  w = work("aten::matmul", "self=f32[8] other=f32[8]");
+  ASSERT_TRUE(w);
+  EXPECT_DOUBLE_EQ(w->flops, 2.0 * 8);
+  EXPECT_DOUBLE_EQ(w->bytes, 4.0 * (8 + 8 + 1));
+  // Misfits: inner sizes differ; batches that do not broadcast.
+  EXPECT_FALSE(work("aten::matmul", "self=f32[10,8] other=f32[7,6]"));
+  EXPECT_FALSE(work("aten::matmul", "self=f32[3,10,8] other=f32[4,8,6]"));
+}
+
+TEST(CallWork, ComparesFillsAndNewTensorsWriteTheirOutputs) {
+  // eq of f32 [9,49,49] with a number: each element read (4 bytes) and a bool written (1).
+  auto w = work("aten::eq", "self=f32[9,49,49] other=0");
+  ASSERT_TRUE(w);
+  EXPECT_EQ(w->family, OpFamily::kElementwise);
+  EXPECT_DOUBLE_EQ(w->flops, 9.0 * 49 * 49);
+  EXPECT_DOUBLE_EQ(w->bytes, 9.0 * 49 * 49 * (4 + 1));
+  // masked_fill: self and the bool mask read, self's dtype written.
+  w = work("aten::masked_fill", "self=f32[9,49,49] mask=bool[9,49,49] value=-100.0");
+  ASSERT_TRUE(w);
+  EXPECT_DOUBLE_EQ(w->bytes, 9.0 * 49 * 49 * (4 + 1 + 4));
+  // hardswish, as every pointwise operator: read and written.
+  w = work("aten::hardswish_", "self=bf16[2,16,32,32]");
+  ASSERT_TRUE(w);
+  EXPECT_DOUBLE_EQ(w->bytes, 2.0 * 2 * 2 * 16 * 32 * 32);
+  // fill_ writes self (a strided [14,14] window), its 0-dim value read.
+  w = work("aten::fill_", "self=f32[14,14]:stride[21,1] value=f32[]");
+  ASSERT_TRUE(w);
+  EXPECT_DOUBLE_EQ(w->flops, 196);
+  EXPECT_DOUBLE_EQ(w->bytes, 4.0 * 196 + 4);
+  // new_zeros writes [21,21] in self's dtype; empty writes nothing; zeros in its dtype.
+  w = work("aten::new_zeros", "self=bf16[9,49,96] size=[21,21] pin_memory=false");
+  ASSERT_TRUE(w);
+  EXPECT_DOUBLE_EQ(w->bytes, 2.0 * 21 * 21);
+  w = work("aten::empty", "size=[0] dtype=f32 layout=strided device=cpu pin_memory=false");
+  ASSERT_TRUE(w);
+  EXPECT_EQ(w->flops, 0);
+  EXPECT_EQ(w->bytes, 0);
+  w = work("aten::zeros", "size=[4,8] dtype=f16");
+  ASSERT_TRUE(w);
+  EXPECT_DOUBLE_EQ(w->bytes, 2.0 * 32);
+  EXPECT_FALSE(work("aten::zeros", "size=[4,-8]"));
+  // arange: ⌈(end − start) / step⌉ values, i64 from integers, f32 from a real bound.
+  w = work("aten::arange", "end=32 device=cpu pin_memory=false");
+  ASSERT_TRUE(w);
+  EXPECT_DOUBLE_EQ(w->bytes, 8.0 * 32);
+  w = work("aten::arange", "start=0 end=1.0 step=0.25");
+  ASSERT_TRUE(w);
+  EXPECT_DOUBLE_EQ(w->flops, 4);
+  EXPECT_DOUBLE_EQ(w->bytes, 4.0 * 4);
+  EXPECT_FALSE(work("aten::arange", "start=5 end=0 step=1"));  // PyTorch refuses the wrong sign
+  EXPECT_FALSE(work("aten::arange", "end=8 step=0"));
+}
+
+TEST(CallWork, FlattenSplitDropoutAndToAreViewsOrCopiesAsPyTorchMakesThem) {
+  // flatten of a row-major tensor: a view; of a transposed one: a copy (read and write).
+  auto w = work("aten::flatten", "self=f32[2,512,1,1] start_dim=1");
+  ASSERT_TRUE(w);
+  EXPECT_EQ(w->family, OpFamily::kDataMovement);
+  EXPECT_EQ(w->bytes, 0);
+  w = work("aten::flatten", "self=f32[4,6]:stride[1,4]");
+  ASSERT_TRUE(w);
+  EXPECT_DOUBLE_EQ(w->bytes, 2.0 * 4 * 4 * 6);
+  EXPECT_FALSE(work("aten::flatten", "self=f32[4,6] start_dim=1 end_dim=0"));
+  // split into views along dim 2; a split size of 0 of a non-empty dimension is refused.
+  w = work("aten::split", "self=f32[1,32,192] split_size=64 dim=2");
+  ASSERT_TRUE(w);
+  EXPECT_EQ(w->bytes, 0);
+  EXPECT_FALSE(work("aten::split", "self=f32[1,32,192] split_size=0 dim=2"));
+  EXPECT_TRUE(work("aten::split_with_sizes", "self=f32[10,4] split_sizes=[3,7]"));
+  EXPECT_FALSE(work("aten::split_with_sizes", "self=f32[10,4] split_sizes=[3,6]"));
+  // dropout in eval, or at p = 0: the input itself; in training a mask (1 byte) and the output.
+  w = work("aten::dropout", "input=f32[9,3,49,49] p=0.0 train=false");
+  ASSERT_TRUE(w);
+  EXPECT_EQ(w->bytes, 0);
+  w = work("aten::dropout_", "self=f32[2,1024] p=0.2 train=true");
+  ASSERT_TRUE(w);
+  EXPECT_DOUBLE_EQ(w->flops, 2048);
+  EXPECT_DOUBLE_EQ(w->bytes, 2048.0 * (4 + 4 + 1));
+  EXPECT_FALSE(work("aten::dropout", "input=f32[4] p=1.5 train=true"));
+  // to: the same dtype is self (no work); another, a copy; a move off the GPU is not counted.
+  w = work("aten::to", "self=f32[1,32,64] dtype=f32 layout=strided device=cuda:0");
+  ASSERT_TRUE(w);
+  EXPECT_EQ(w->bytes, 0);
+  w = work("aten::to", "self=f32[1,32,64] dtype=bf16");
+  ASSERT_TRUE(w);
+  EXPECT_DOUBLE_EQ(w->bytes, 2048.0 * (4 + 2));
+  EXPECT_FALSE(work("aten::to", "self=f32[1,32,64] dtype=f32 layout=strided device=cpu"));
+  // detach_ and lift_fresh: self itself.
+  EXPECT_EQ(work("aten::lift_fresh", "self=f32[]")->bytes, 0);
+}
+
+TEST(CallWork, PadRollAndIndexMoveWhatTheyReadAndWrite) {
+  // pad [0,0,0,5,0,5] of [1,16,16,96]: the last dimension as it is, 16 → 21 twice.
+  auto w = work("aten::pad", "self=f32[1,16,16,96] pad=[0,0,0,5,0,5]");
+  ASSERT_TRUE(w);
+  EXPECT_EQ(w->family, OpFamily::kDataMovement);
+  EXPECT_DOUBLE_EQ(w->bytes, 4.0 * (16 * 16 * 96 + 21 * 21 * 96));
+  w = work("aten::pad", "self=f32[8,10] pad=[-2,-2]");  // a negative pad crops: 10 → 6
+  ASSERT_TRUE(w);
+  EXPECT_DOUBLE_EQ(w->bytes, 4.0 * (80 + 48));
+  EXPECT_FALSE(work("aten::pad", "self=f32[8,10] pad=[1,1,1]"));
+  EXPECT_FALSE(work("aten::pad", "self=f32[8,10] pad=[-6,-6]"));
+  // roll: every element read and written.
+  w = work("aten::roll", "self=f32[1,21,21,96] shifts=[-3,-3] dims=[1,2]");
+  ASSERT_TRUE(w);
+  EXPECT_DOUBLE_EQ(w->bytes, 2.0 * 4 * 21 * 21 * 96);
+  EXPECT_FALSE(work("aten::roll", "self=f32[4,4] shifts=[1,1] dims=[0]"));
+  // index: Swin's relative position table [169,3] by 2401 indices: 2401 rows of 3 written, the
+  // whole table (less than the rows selected) read once, the indices read.
+  w = work("aten::index", "self=f32[169,3] indices=[i64[2401]]");
+  ASSERT_TRUE(w);
+  EXPECT_DOUBLE_EQ(w->bytes, 8.0 * 2401 + 4.0 * 169 * 3 + 4.0 * 2401 * 3);
+  // A None keeps its dimension whole; the index tensors broadcast ([4,1] with [5]: 20 picks).
+  w = work("aten::index", "self=bf16[6,100,7] indices=[None,i64[4,1],i64[5]]");
+  ASSERT_TRUE(w);
+  EXPECT_DOUBLE_EQ(w->bytes, 8.0 * (4 + 5) + 2.0 * 6 * 20 * 2);
+  EXPECT_FALSE(work("aten::index", "self=f32[6,4] indices=[bool[6]]"));  // as many as the mask's values say
+  EXPECT_FALSE(work("aten::index", "self=f32[6,4] indices=[i64[3],i64[2]]"));
+}
+
+TEST(CallWork, FusedMultiHeadAttentionCountsItsProjectionsAndItsHeads) {
+  // ViT-B/16's: 17 tokens of 768, 12 heads of 64, one tensor as query, key and value.
+  const std::string args =
+      "query=f32[1,17,768] key=f32[1,17,768]:same[query] value=f32[1,17,768]:same[query] embed_dim=768 num_head=12 "
+      "qkv_weight=f32[2304,768] qkv_bias=f32[2304] proj_weight=f32[768,768] proj_bias=f32[768] need_weights=false";
+  auto w = work("aten::_native_multi_head_attention", args);
+  ASSERT_TRUE(w);
+  EXPECT_EQ(w->family, OpFamily::kAttention);
+  // In-projection 2·17·768·2304, out-projection 2·17·768·768, 12 heads of 17·17·(4·64 + 5).
+  EXPECT_DOUBLE_EQ(w->flops, 2.0 * 17 * 768 * 2304 + 2.0 * 17 * 768 * 768 + 12.0 * 17 * 17 * (4 * 64 + 5));
+  // The input read once, the weights and biases, the output written.
+  EXPECT_DOUBLE_EQ(w->bytes, 4.0 * (17 * 768 + 2304 * 768 + 2304 + 768 * 768 + 768 + 17 * 768));
+  // Three tensors are three reads; with need_weights the averaged scores [1,17,17] are written too.
+  auto three = work("aten::_native_multi_head_attention",
+                    "query=f32[1,17,768] key=f32[1,17,768] value=f32[1,17,768] embed_dim=768 num_head=12 "
+                    "qkv_weight=f32[2304,768] qkv_bias=f32[2304] proj_weight=f32[768,768] proj_bias=f32[768]");
+  ASSERT_TRUE(three);
+  EXPECT_DOUBLE_EQ(three->bytes, w->bytes + 4.0 * 2 * 17 * 768 + 4.0 * 17 * 17);
+  // Misfits: heads that do not divide the width; a weight of another shape.
+  EXPECT_FALSE(work("aten::_native_multi_head_attention",
+                    "query=f32[1,17,768] key=f32[1,17,768] value=f32[1,17,768] embed_dim=768 num_head=5 "
+                    "qkv_weight=f32[2304,768] proj_weight=f32[768,768]"));
+  EXPECT_FALSE(work("aten::_native_multi_head_attention",
+                    "query=f32[1,17,768] key=f32[1,17,768] value=f32[1,17,768] embed_dim=768 num_head=12 "
+                    "qkv_weight=f32[768,768] proj_weight=f32[768,768]"));
+}
+
 TEST(CallWork, EveryCountedOperatorIsListedOnceWithItsFamily) {
   const auto ops = counted_operators();
   const std::set<std::string_view> distinct(ops.begin(), ops.end());

@@ -121,6 +121,16 @@ TEST(CostFeatures, AMatrixProductWorkedByHand) {
   EXPECT_EQ(feature(*cold, "zeros_fraction"), 0.5);
 }
 
+TEST(CostFeatures, ATorchMatmulIsTheGemmOfItsBatchedRows) {
+  // [9,3,49,32] by [9,3,32,49]: m = 27 · 49 rows, n = 49, k = 32.
+  const auto f =
+      cost_features(call_of("aten::matmul", "self=f32[9,3,49,32] other=f32[9,3,32,49]"), "warm", made_up_gpu());
+  ASSERT_TRUE(f);
+  EXPECT_DOUBLE_EQ(feature(*f, "log2_gemm_m"), std::log2(27.0 * 49));
+  EXPECT_DOUBLE_EQ(feature(*f, "log2_gemm_n"), std::log2(49.0));
+  EXPECT_DOUBLE_EQ(feature(*f, "log2_gemm_k"), 5);
+}
+
 TEST(CostFeatures, AlignmentIsTheLargestPowerOfTwoFactorOfTheWorstLastDimension) {
   // k = 1000 = 2^3 · 125 is both the worst-aligned last dimension and the GEMM's worse of n, k.
   const auto f = cost_features(call_of("aten::mm", "self=bf16[4096,1000] mat2=bf16[1000,768]"), "warm", made_up_gpu());

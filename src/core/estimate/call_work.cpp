@@ -4,6 +4,7 @@
 #include "core/estimate/call_work_families.h"
 #include "core/spec/spec_file.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <stdexcept>
@@ -82,6 +83,23 @@ std::optional<CallWork> matmul(const OpCall& call) {
   return product(1, m, k, double(w->shape[0]), {in, w}, tensor(call, "bias"), in->dtype);
 }
 
+// matmul(self, other) as torch.matmul dispatches it: 1-D operands are a row or a column (squeezed
+// out of the result), 2-D by 2-D is mm, and beyond that the leading (batch) dimensions broadcast.
+std::optional<CallWork> general_matmul(const OpCall& call) {
+  const TensorSpec *a = tensor(call, "self"), *b = tensor(call, "other");
+  if (a == nullptr || b == nullptr || a->shape.empty() || b->shape.empty()) return std::nullopt;
+  const Shape& sa = a->shape;
+  const Shape& sb = b->shape;
+  const double m = sa.size() == 1 ? 1 : double(sa[sa.size() - 2]), k = double(sa.back());
+  const double kb = sb.size() == 1 ? double(sb[0]) : double(sb[sb.size() - 2]),
+               n = sb.size() == 1 ? 1 : double(sb.back());
+  if (k != kb) return std::nullopt;
+  const auto batch = broadcast(sa.size() > 2 ? Shape(sa.begin(), sa.end() - 2) : Shape{},
+                               sb.size() > 2 ? Shape(sb.begin(), sb.end() - 2) : Shape{});
+  if (!batch) return std::nullopt;
+  return product(elements(*batch), m, k, n, {a, b}, nullptr, a->dtype);
+}
+
 }  // namespace
 
 namespace call_work_families {
@@ -107,8 +125,96 @@ std::optional<CallWork> count_elementwise(const OpCall& call) {
 
 namespace {
 
+// eq, ne, lt, le, gt, ge: one comparison per broadcast output element, written as bool.
+std::optional<CallWork> compared(const OpCall& call) {
+  auto work = count_elementwise(call);
+  const TensorSpec* self = tensor(call, "self");
+  if (!work || self == nullptr) return std::nullopt;
+  work->bytes += work->flops * (1 - dtype_bytes(self->dtype));  // the output's bytes: 1 each, not self's
+  return work;
+}
+
+// fill_ and zero_: self written, one store per element (a 0-dim tensor `value` read too).
+std::optional<CallWork> filled(const OpCall& call) {
+  const TensorSpec* self = tensor(call, "self");
+  if (self == nullptr) return std::nullopt;
+  CallWork work{OpFamily::kElementwise};
+  work.flops = elements(self->shape);
+  work.bytes = bytes_of(self) + bytes_of(tensor(call, "value"));
+  return work;
+}
+
+// A new tensor of `size`: zeros and new_zeros write it, empty and new_empty only allocate
+// (zero work, as a view's). Its dtype: `dtype`, else self's (new_*), else f32 (the default).
+std::optional<CallWork> created(const OpCall& call) {
+  const NamedArg* size_arg = named(call, "size");
+  const auto size = size_arg == nullptr ? std::nullopt : ints(size_arg->value);
+  const TensorSpec* self = tensor(call, "self");
+  const bool like = call.op == "aten::new_zeros" || call.op == "aten::new_empty";
+  if (!size || (like && self == nullptr) || std::any_of(size->begin(), size->end(), [](int64_t d) { return d < 0; }))
+    return std::nullopt;
+  const auto dtype = dtype_arg(call, "dtype", like ? self->dtype : "f32");
+  if (!dtype) return std::nullopt;
+  CallWork work{OpFamily::kElementwise};
+  if (call.op == "aten::zeros" || call.op == "aten::new_zeros") {
+    work.flops = elements(*size);
+    work.bytes = work.flops * dtype_bytes(*dtype);
+  }
+  return work;
+}
+
+// arange(end), arange(start, end, step): ⌈(end − start) / step⌉ values written, i64 where every
+// bound is an integer (PyTorch's default), else f32, unless `dtype` says.
+std::optional<CallWork> ranged(const OpCall& call) {
+  const auto number = [&](std::string_view name, double fallback) -> std::optional<double> {
+    const NamedArg* a = named(call, name);
+    if (a == nullptr || a->value.is_none()) return fallback;
+    if (const auto* i = std::get_if<int64_t>(&a->value.v)) return double(*i);
+    if (const auto* d = std::get_if<double>(&a->value.v)) return *d;
+    return std::nullopt;
+  };
+  const auto start = number("start", 0), end = number("end", std::nan("")), step = number("step", 1);
+  if (!start || !end || !step || !std::isfinite(*end) || !std::isfinite(*start) || !std::isfinite(*step) || *step == 0)
+    return std::nullopt;
+  const double n = std::ceil((*end - *start) / *step);
+  if (!(n >= 0)) return std::nullopt;  // PyTorch refuses a step of the wrong sign
+  bool integral = true;
+  for (std::string_view name : {"start", "end", "step"}) {
+    const NamedArg* a = named(call, name);
+    integral = integral && (a == nullptr || a->value.is_none() || std::holds_alternative<int64_t>(a->value.v));
+  }
+  const auto dtype = dtype_arg(call, "dtype", integral ? "i64" : "f32");
+  if (!dtype) return std::nullopt;
+  CallWork work{OpFamily::kElementwise};
+  work.flops = n;
+  work.bytes = n * dtype_bytes(*dtype);
+  return work;
+}
+
 using F = OpFamily;
 constexpr CountedOperator kCompute[] = {
+    {"aten::matmul", F::kMatmul, general_matmul},
+    {"aten::hardswish", F::kElementwise, count_elementwise},
+    {"aten::hardswish_", F::kElementwise, count_elementwise},
+    {"aten::hardsigmoid", F::kElementwise, count_elementwise},
+    {"aten::hardsigmoid_", F::kElementwise, count_elementwise},
+    {"aten::hardtanh", F::kElementwise, count_elementwise},
+    {"aten::hardtanh_", F::kElementwise, count_elementwise},
+    {"aten::masked_fill", F::kElementwise, count_elementwise},
+    {"aten::masked_fill_", F::kElementwise, count_elementwise},
+    {"aten::eq", F::kElementwise, compared},
+    {"aten::ne", F::kElementwise, compared},
+    {"aten::lt", F::kElementwise, compared},
+    {"aten::le", F::kElementwise, compared},
+    {"aten::gt", F::kElementwise, compared},
+    {"aten::ge", F::kElementwise, compared},
+    {"aten::fill_", F::kElementwise, filled},
+    {"aten::zero_", F::kElementwise, filled},
+    {"aten::zeros", F::kElementwise, created},
+    {"aten::new_zeros", F::kElementwise, created},
+    {"aten::empty", F::kElementwise, created},
+    {"aten::new_empty", F::kElementwise, created},
+    {"aten::arange", F::kElementwise, ranged},
     {"aten::conv1d", F::kConvolution, convolution},
     {"aten::conv2d", F::kConvolution, convolution},
     {"aten::conv3d", F::kConvolution, convolution},

@@ -22,14 +22,15 @@ namespace opcost {
 
 enum class OpFamily {
   kConvolution,    // aten::conv1d/conv2d/conv3d
-  kMatmul,         // aten::mm, bmm, addmm, linear
-  kElementwise,    // unary and binary pointwise operators, broadcasting
-  kAttention,      // aten::scaled_dot_product_attention
+  kMatmul,         // aten::mm, bmm, addmm, linear, matmul
+  kElementwise,    // unary and binary pointwise operators, broadcasting; fills, new tensors, arange
+  kAttention,      // aten::scaled_dot_product_attention, _native_multi_head_attention
   kNormalization,  // layer, batch, group and RMS norms
   kReduction,      // sum, mean, amax/amin, max/min, var/std, softmax and log_softmax
   kPooling,        // 2-d max, average and adaptive pooling
   kEmbedding,      // aten::embedding
-  kDataMovement,   // copies, cat/stack, index_select/gather, and views (zero work)
+  kDataMovement,   // copies, to, cat/stack, pad, roll, index/index_select/gather, dropout, and
+                   // views (zero work)
 };
 // "convolution", "matmul", "elementwise", "attention", "normalization", "reduction", "pooling",
 // "embedding", "data_movement".

@@ -57,6 +57,40 @@ std::optional<CallWork> attention(const OpCall& call) {
   return work;
 }
 
+// _native_multi_head_attention(query, key, value, embed_dim, num_head, qkv_weight [3E, E],
+// qkv_bias, proj_weight [E, E], proj_bias, mask, need_weights, average_attn_weights): the fused
+// path nn.MultiheadAttention takes in inference (batch first, [B, L, E] and [B, S, E]). Its
+// in-projection (one of L rows and two of S, by E × E each), the attention of `num_head` heads of
+// E / num_head as scaled_dot_product_attention counts it, and the out-projection; with
+// need_weights the scores are written too (averaged over the heads, or each head's).
+std::optional<CallWork> multi_head_attention(const OpCall& call) {
+  const TensorSpec *q = tensor(call, "query"), *k = tensor(call, "key"), *v = tensor(call, "value");
+  const TensorSpec *qkv_w = tensor(call, "qkv_weight"), *proj_w = tensor(call, "proj_weight");
+  const auto embed = int_arg(call, "embed_dim", -1), heads = int_arg(call, "num_head", -1);
+  if (q == nullptr || k == nullptr || v == nullptr || qkv_w == nullptr || proj_w == nullptr || !embed || !heads ||
+      *embed < 1 || *heads < 1 || *embed % *heads != 0 || q->shape.size() != 3 || k->shape.size() != 3 ||
+      v->shape != k->shape || q->shape[0] != k->shape[0] || q->shape[2] != *embed || k->shape[2] != *embed ||
+      qkv_w->shape != Shape{3 * *embed, *embed} || proj_w->shape != Shape{*embed, *embed})
+    return std::nullopt;
+  const auto need_weights = bool_arg(call, "need_weights", true),
+             average = bool_arg(call, "average_attn_weights", true);
+  const TensorSpec* mask = tensor(call, "mask");
+  if (!need_weights || !average) return std::nullopt;
+  const double B = double(q->shape[0]), L = double(q->shape[1]), S = double(k->shape[1]), E = double(*embed);
+  const double H = double(*heads), d = E / H;
+  const double projections = 2 * B * (L + 2 * S) * E * E + 2 * B * L * E * E;
+  const double attention = B * H * L * S * (2 * d + 2 * d + kSoftmaxFlopsPerElement);
+  CallWork work{OpFamily::kAttention};
+  work.flops = projections + attention;
+  // One tensor given as query, key and value (self-attention, `:same[query]`) is read once.
+  const bool one = k->same_as == std::string("query") && v->same_as == std::string("query");
+  const double scores = *need_weights ? B * L * S * (*average ? 1 : H) * dtype_bytes(q->dtype) : 0;
+  work.bytes = bytes_of(q) + (one ? 0 : bytes_of(k) + bytes_of(v)) + bytes_of(qkv_w) +
+               bytes_of(tensor(call, "qkv_bias")) + bytes_of(proj_w) + bytes_of(tensor(call, "proj_bias")) +
+               bytes_of(mask) + B * L * E * dtype_bytes(q->dtype) + scores;
+  return work;
+}
+
 // --- Normalization ------------------------------------------------------------------------------
 
 // Normalizing with statistics computed: 5 per element (the mean's add; the variance's subtract,
@@ -294,6 +328,7 @@ std::optional<CallWork> adaptive_pool(const OpCall& call) {
 using F = OpFamily;
 constexpr CountedOperator kLayers[] = {
     {"aten::scaled_dot_product_attention", F::kAttention, attention},
+    {"aten::_native_multi_head_attention", F::kAttention, multi_head_attention},
     {"aten::layer_norm", F::kNormalization, layer_norm},
     {"aten::native_layer_norm", F::kNormalization, layer_norm},
     {"aten::rms_norm", F::kNormalization, layer_norm},

@@ -138,6 +138,103 @@ std::optional<CallWork> gathered(const OpCall& call) {
   return moved(bytes_of(index) + std::min(selected, bytes_of(self)) + selected);
 }
 
+// to(dtype=...): a copy in the new dtype, or self itself (no work) where the dtype is self's and
+// `copy` is not asked. A `device` argument that moves the tensor off the GPU, or onto it from a
+// tensor the inventory placed elsewhere, is a transfer over the bus, not counted here: a spec
+// names a tensor's device only where it is not the replay's (TensorSpec::device).
+std::optional<CallWork> converted(const OpCall& call) {
+  const TensorSpec* self = tensor(call, "self");
+  if (self == nullptr) return std::nullopt;
+  if (const NamedArg* device = named(call, "device"); device != nullptr && !device->value.is_none()) {
+    const auto* word = std::get_if<ArgValue::Word>(&device->value.v);
+    if (word == nullptr || self->device || !word->text.starts_with("cuda")) return std::nullopt;
+  }
+  const TensorSpec* other = tensor(call, "other");  // to.other: other's dtype
+  const auto dtype = other != nullptr ? std::optional(other->dtype) : dtype_arg(call, "dtype", self->dtype);
+  const auto copy = bool_arg(call, "copy", false);
+  if (!dtype || !copy) return std::nullopt;
+  if (*dtype == self->dtype && !*copy) return moved(0);
+  return moved(bytes_of(self) + elements(self->shape) * dtype_bytes(*dtype));
+}
+
+// dropout(input, p, train): in eval, or at p = 0, the input itself (no work); in training a
+// random mask (one byte an element) and the output written, one operation an element.
+std::optional<CallWork> dropped(const OpCall& call) {
+  const TensorSpec* in = tensor(call, call.op == "aten::dropout" ? "input" : "self");
+  const auto train = bool_arg(call, "train", true);
+  const NamedArg* p_arg = named(call, "p");
+  const auto* p_int = p_arg == nullptr ? nullptr : std::get_if<int64_t>(&p_arg->value.v);
+  const auto* p_real = p_arg == nullptr ? nullptr : std::get_if<double>(&p_arg->value.v);
+  if (in == nullptr || !train || (p_int == nullptr && p_real == nullptr)) return std::nullopt;
+  const double p = p_int != nullptr ? double(*p_int) : *p_real;
+  if (!(p >= 0 && p <= 1)) return std::nullopt;
+  if (!*train || p == 0) return moved(0);
+  CallWork work = moved(2 * bytes_of(in) + elements(in->shape));
+  work.flops = elements(in->shape);
+  return work;
+}
+
+// pad(self, pad, mode, value): pad holds (before, after) pairs from the last dimension back;
+// negative entries crop. The output written, the input read (all of it, at least once).
+std::optional<CallWork> padded(const OpCall& call) {
+  const TensorSpec* self = tensor(call, "self");
+  const NamedArg* pad_arg = named(call, "pad");
+  const auto pad = pad_arg == nullptr ? std::nullopt : ints(pad_arg->value);
+  if (self == nullptr || !pad || pad->size() % 2 != 0 || pad->size() > 2 * self->shape.size()) return std::nullopt;
+  Shape out = self->shape;
+  for (std::size_t k = 0; k < pad->size() / 2; ++k) {
+    const double size = double(out[out.size() - 1 - k]) + double((*pad)[2 * k]) + double((*pad)[2 * k + 1]);
+    if (!(size >= 0 && size < 9e18)) return std::nullopt;
+    out[out.size() - 1 - k] = int64_t(size);
+  }
+  return moved(bytes_of(self) + elements(out) * dtype_bytes(self->dtype));
+}
+
+// roll(self, shifts, dims): every element read and written once; shifts and dims pair up (no
+// dims: one shift of the flattened tensor).
+std::optional<CallWork> rolled(const OpCall& call) {
+  const TensorSpec* self = tensor(call, "self");
+  const NamedArg *shifts_arg = named(call, "shifts"), *dims_arg = named(call, "dims");
+  const auto shifts = shifts_arg == nullptr ? std::nullopt : ints(shifts_arg->value);
+  const auto dims = dims_arg == nullptr ? std::optional(Shape{}) : ints(dims_arg->value);
+  if (self == nullptr || !shifts || !dims || shifts->empty() ||
+      (dims->empty() ? shifts->size() != 1 : dims->size() != shifts->size()) ||
+      !std::all_of(dims->begin(), dims->end(), [&](int64_t d) { return wrap_dim(d, self->shape.size()).has_value(); }))
+    return std::nullopt;
+  return moved(2 * bytes_of(self));
+}
+
+// index(self, indices): advanced indexing by integer tensors (None keeps a dimension whole).
+// The index tensors broadcast together; the output has that shape times the dimensions not
+// indexed. As a gather's, the least read is what is selected, or all of self where that is less.
+// A bool mask selects as many elements as its values say: no figure.
+std::optional<CallWork> indexed(const OpCall& call) {
+  const TensorSpec* self = tensor(call, "self");
+  const NamedArg* list_arg = named(call, "indices");
+  const auto* list = list_arg == nullptr ? nullptr : std::get_if<ArgList>(&list_arg->value.v);
+  if (self == nullptr || list == nullptr || list->empty() || list->size() > self->shape.size()) return std::nullopt;
+  Shape indexed_shape;
+  double kept = 1, index_bytes = 0;
+  bool any = false;
+  for (std::size_t k = 0; k < self->shape.size(); ++k) {
+    const ArgValue* item = k < list->size() ? &(*list)[k] : nullptr;
+    if (item == nullptr || item->is_none()) {
+      kept *= double(self->shape[k]);
+      continue;
+    }
+    const auto* t = std::get_if<TensorSpec>(&item->v);
+    if (!is_index(t)) return std::nullopt;
+    const auto b = any ? broadcast(indexed_shape, t->shape) : std::optional(t->shape);
+    if (!b) return std::nullopt;
+    indexed_shape = *b;
+    any = true;
+    index_bytes += bytes_of(t);
+  }
+  if (!any) return std::nullopt;
+  const double selected = elements(indexed_shape) * kept * dtype_bytes(self->dtype);
+  return moved(index_bytes + std::min(selected, bytes_of(self)) + selected);
+}
+
 // --- Views: zero work once the arguments fit. -------------------------------------------------
 
 // A size for view, reshape, _unsafe_view: at most one -1 (inferred), the rest >= 0, as many
@@ -182,6 +279,47 @@ std::optional<CallWork> reshaped(const OpCall& call) {
   if (call.op == "aten::_unsafe_view" || viewable_as(*self, *size)) return moved(0);
   if (call.op == "aten::view") return std::nullopt;
   return moved(2 * bytes_of(self));
+}
+
+// flatten(self, start_dim, end_dim): the dimensions from start to end made one, as reshape
+// does it: a view where the strides allow one, else a copy.
+std::optional<CallWork> flattened(const OpCall& call) {
+  const TensorSpec* self = tensor(call, "self");
+  if (self == nullptr) return std::nullopt;
+  const std::size_t rank = self->shape.size();
+  const auto start = int_arg(call, "start_dim", 0), end = int_arg(call, "end_dim", -1);
+  const auto first = start ? wrap_dim(*start, rank) : std::nullopt, last = end ? wrap_dim(*end, rank) : std::nullopt;
+  if (!first || !last || *first > *last) return std::nullopt;
+  if (rank == 0) return moved(0);
+  Shape out(self->shape.begin(), self->shape.begin() + std::ptrdiff_t(*first));
+  double merged = 1;
+  for (std::size_t k = *first; k <= *last; ++k) merged *= double(self->shape[k]);
+  if (!(merged < 9e18)) return std::nullopt;
+  out.push_back(int64_t(merged));
+  out.insert(out.end(), self->shape.begin() + std::ptrdiff_t(*last) + 1, self->shape.end());
+  return viewable_as(*self, out) ? moved(0) : moved(2 * bytes_of(self));
+}
+
+// split(self, split_size, dim), split_with_sizes(self, split_sizes, dim), chunk(self, chunks,
+// dim): views of self along dim.
+std::optional<CallWork> split(const OpCall& call) {
+  const TensorSpec* self = tensor(call, "self");
+  if (self == nullptr || self->shape.empty()) return std::nullopt;
+  const auto dim = int_arg(call, "dim", 0);
+  const auto d = dim ? wrap_dim(*dim, self->shape.size()) : std::nullopt;
+  if (!d) return std::nullopt;
+  const int64_t size = self->shape[*d];
+  if (call.op == "aten::split_with_sizes") {
+    const NamedArg* sizes_arg = named(call, "split_sizes");
+    const auto sizes = sizes_arg == nullptr ? std::nullopt : ints(sizes_arg->value);
+    double total = 0;
+    if (sizes)
+      for (int64_t s : *sizes) total += s < 0 ? -1e30 : double(s);
+    return sizes && total == double(size) ? std::optional(moved(0)) : std::nullopt;
+  }
+  const auto n = int_arg(call, call.op == "aten::chunk" ? "chunks" : "split_size", -1);
+  const bool fits = n && (call.op == "aten::chunk" ? *n >= 1 : (*n >= 1 || (*n == 0 && size == 0)));
+  return fits ? std::optional(moved(0)) : std::nullopt;
 }
 
 // Every other view: its dimension arguments in range (a permutation a permutation, expand's
@@ -241,7 +379,7 @@ std::optional<CallWork> viewed(const OpCall& call) {
     fits = size && stride && size->size() == stride->size() && !negative(*size) && !negative(*stride) && offset &&
            *offset >= 0;
   }
-  // detach and alias take only self.
+  // detach, detach_, alias and lift_fresh take only self.
   return fits ? std::optional(moved(0)) : std::nullopt;
 }
 
@@ -258,7 +396,13 @@ constexpr CountedOperator kMovement[] = {
     {"aten::unsqueeze", F::kDataMovement, viewed},  {"aten::squeeze", F::kDataMovement, viewed},
     {"aten::slice", F::kDataMovement, viewed},      {"aten::select", F::kDataMovement, viewed},
     {"aten::as_strided", F::kDataMovement, viewed}, {"aten::detach", F::kDataMovement, viewed},
-    {"aten::alias", F::kDataMovement, viewed},
+    {"aten::alias", F::kDataMovement, viewed},      {"aten::detach_", F::kDataMovement, viewed},
+    {"aten::lift_fresh", F::kDataMovement, viewed}, {"aten::flatten", F::kDataMovement, flattened},
+    {"aten::split", F::kDataMovement, split},       {"aten::split_with_sizes", F::kDataMovement, split},
+    {"aten::chunk", F::kDataMovement, split},       {"aten::to", F::kDataMovement, converted},
+    {"aten::dropout", F::kDataMovement, dropped},   {"aten::dropout_", F::kDataMovement, dropped},
+    {"aten::pad", F::kDataMovement, padded},        {"aten::roll", F::kDataMovement, rolled},
+    {"aten::index", F::kDataMovement, indexed},
 };
 
 }  // namespace

@@ -111,6 +111,13 @@ std::optional<GemmDims> gemm_dims(const OpCall& call, const CostFeatures& f) {
       for (int64_t d : in->shape) elements *= double(d);
       return GemmDims{elements / double(w->shape[1]), double(w->shape[0]), double(w->shape[1])};
     }
+    if (op == "aten::matmul") {  // its batch broadcast: m is what the FLOPs leave of k and n
+      const TensorSpec *a = tensor(call, "self"), *b = tensor(call, "other");
+      if (a == nullptr || b == nullptr || a->shape.empty() || b->shape.empty()) return std::nullopt;
+      const double k = double(a->shape.back()), n = b->shape.size() == 1 ? 1 : double(b->shape.back());
+      if (!(k > 0 && n > 0)) return std::nullopt;
+      return GemmDims{f.work.flops / (2 * k * n), n, k};
+    }
     const TensorSpec *a = tensor(call, op == "aten::addmm" ? "mat1" : "self"), *b = tensor(call, "mat2");
     if (a == nullptr || b == nullptr || a->shape.size() < 2 || b->shape.size() < 2) return std::nullopt;
     const std::size_t r = a->shape.size() - 2;
