@@ -93,6 +93,29 @@ def test_a_model_none_of_whose_signatures_is_measured_is_predicted_from_estimate
     assert _count(fitted_db, "cost_models") == models_before
 
 
+class _Mixed(torch.nn.Module):
+    """Operators the fit's grids never had, of the families it has: matmul, hardswish, eq, masked_fill."""
+
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(0)
+        self.fc = torch.nn.Linear(200, 100)
+        self.w = torch.nn.Parameter(torch.randn(100, 50))
+
+    def forward(self, x):
+        y = torch.nn.functional.hardswish(self.fc(x)).matmul(self.w)
+        return y.masked_fill(y.eq(0), 1.0)
+
+
+def test_operators_the_fit_never_saw_are_estimated_by_their_family_and_flagged(fitted_db):
+    p = opcost.predict(_Mixed().eval(), torch.randn(4, 200), db=str(fitted_db), estimate=True)
+    assert p.complete, p.missing
+    ops = {s.split(" ")[0].split(".")[0] for s in p.estimated}  # without the overload
+    assert {"aten::matmul", "aten::hardswish", "aten::eq", "aten::masked_fill"} <= ops, p.estimated
+    # Each is counted outside the fit's data (its operator is not among its family's rows').
+    assert p._doc["estimated"]["outside_fit"] >= 4, p._doc["estimated"]
+
+
 def test_the_command_line_marks_the_estimates_and_refuses_without_a_model(fitted_db, tmp_path):
     model = torch.jit.trace(_model(), torch.randn(2, 200))
     path = tmp_path / "mlp.pt"
