@@ -23,4 +23,14 @@ while IFS= read -r -d '' grid; do
   fi
 done < <(find "$repo/bench/grids" -name '*.yaml' -print0 | sort -z)
 check "the grids were found" test "$grids" -ge 35
+# Every file a table names is there, and each table's **total** row sums the rows above it.
+while read -r kind name a b; do
+  case $kind in
+    file) check "README's $name is a grid of bench/grids/fit" test -f "$repo/bench/grids/fit/$name" ;;
+    total) check "a README table's total ($b) is the sum of its rows ($a)" test "$a" = "$b" ;;
+  esac
+done < <(awk -F'|' '
+  { f = $2; n = $5; gsub(/ /, "", f); gsub(/[ *]/, "", n) }
+  f ~ /\.yaml$/ { print "file", f; sum += n }
+  f == "**total**" { print "total -", sum, n; sum = 0 }' "$readme")
 finish

@@ -112,8 +112,14 @@ def test_operators_the_fit_never_saw_are_estimated_by_their_family_and_flagged(f
     assert p.complete, p.missing
     ops = {s.split(" ")[0].split(".")[0] for s in p.estimated}  # without the overload
     assert {"aten::matmul", "aten::hardswish", "aten::eq", "aten::masked_fill"} <= ops, p.estimated
-    # Each is counted outside the fit's data (its operator is not among its family's rows').
     assert p._doc["estimated"]["outside_fit"] >= 4, p._doc["estimated"]
+    # Each of the four says that its operator is not among those its family's rows had.
+    for signature in p.estimated:
+        op, _, args = signature.partition(" ")
+        if op.split(".")[0] in ("aten::linear", "aten::relu"):
+            continue
+        flags = opcost.estimate(op.split(".")[0], args, db=str(fitted_db))["out_of_range"]
+        assert any("is not among the operators its" in f for f in flags), (signature, flags)
 
 
 def test_the_command_line_marks_the_estimates_and_refuses_without_a_model(fitted_db, tmp_path):

@@ -407,6 +407,15 @@ TEST(CallWork, MatmulDispatchesAsTorchMatmulDoes) {
   ASSERT_TRUE(w);
   EXPECT_DOUBLE_EQ(w->flops, 2.0 * 8);
   EXPECT_DOUBLE_EQ(w->bytes, 4.0 * (8 + 8 + 1));
+  // A vector by a batch of matrices: [8] is a row, squeezed out: 3 products of 1×8 by 8×6.
+  w = work("aten::matmul", "self=f32[8] other=f32[3,8,6]");
+  ASSERT_TRUE(w);
+  EXPECT_DOUBLE_EQ(w->flops, 2.0 * 3 * 8 * 6);
+  EXPECT_DOUBLE_EQ(w->bytes, 4.0 * (8 + 3 * 8 * 6 + 3 * 6));
+  // Batches broadcast through their 1s: [1,3] with [9,1] is 27.
+  w = work("aten::matmul", "self=f32[1,3,5,4] other=f32[9,1,4,2]");
+  ASSERT_TRUE(w);
+  EXPECT_DOUBLE_EQ(w->flops, 2.0 * 27 * 5 * 4 * 2);
   // Misfits: inner sizes differ; batches that do not broadcast.
   EXPECT_FALSE(work("aten::matmul", "self=f32[10,8] other=f32[7,6]"));
   EXPECT_FALSE(work("aten::matmul", "self=f32[3,10,8] other=f32[4,8,6]"));
@@ -419,6 +428,27 @@ TEST(CallWork, ComparesFillsAndNewTensorsWriteTheirOutputs) {
   EXPECT_EQ(w->family, OpFamily::kElementwise);
   EXPECT_DOUBLE_EQ(w->flops, 9.0 * 49 * 49);
   EXPECT_DOUBLE_EQ(w->bytes, 9.0 * 49 * 49 * (4 + 1));
+  // A hostile shape's figure is huge, never NaN (an infinite count less an infinite one).
+  expect_huge(work("aten::eq", "self=f32[" + kHuge + "," + kHuge + "," + kHuge + "," + kHuge + "," + kHuge + "," +
+                                   kHuge + "," + kHuge + "," + kHuge + "," + kHuge + "," + kHuge + "," + kHuge + "," +
+                                   kHuge + "," + kHuge + "," + kHuge + "," + kHuge + "," + kHuge + "," + kHuge +
+                                   "] other=0"));
+  // where: a select per output, written in what self and other promote to (bf16 with f32: f32).
+  w = work("aten::where", "condition=bool[16,16] self=bf16[16,16] other=f32[16]");
+  ASSERT_TRUE(w);
+  EXPECT_DOUBLE_EQ(w->bytes, 256.0 * 1 + 256.0 * 2 + 16.0 * 4 + 256.0 * 4);
+  // all and any: reductions to a bool; sin, __and__: pointwise.
+  w = work("aten::all", "self=bool[2,16]");
+  ASSERT_TRUE(w);
+  EXPECT_EQ(w->family, OpFamily::kReduction);
+  EXPECT_DOUBLE_EQ(w->bytes, 32.0 + 1);
+  w = work("aten::any", "self=f32[4,8] dim=1");
+  ASSERT_TRUE(w);
+  EXPECT_DOUBLE_EQ(w->bytes, 4.0 * 32 + 4);
+  w = work("aten::__and__", "self=bool[] other=bool[1,1,16,16]");
+  ASSERT_TRUE(w);
+  EXPECT_DOUBLE_EQ(w->bytes, 1.0 + 256 + 256);
+  EXPECT_TRUE(work("aten::sin", "self=f32[1,16,32]"));
   // masked_fill: self and the bool mask read, self's dtype written.
   w = work("aten::masked_fill", "self=f32[9,49,49] mask=bool[9,49,49] value=-100.0");
   ASSERT_TRUE(w);
@@ -432,11 +462,12 @@ TEST(CallWork, ComparesFillsAndNewTensorsWriteTheirOutputs) {
   ASSERT_TRUE(w);
   EXPECT_DOUBLE_EQ(w->flops, 196);
   EXPECT_DOUBLE_EQ(w->bytes, 4.0 * 196 + 4);
+  EXPECT_FALSE(work("aten::fill_", "self=f32[14,14] value=f32[14]"));  // PyTorch wants a 0-dim value
   // new_zeros writes [21,21] in self's dtype; empty writes nothing; zeros in its dtype.
   w = work("aten::new_zeros", "self=bf16[9,49,96] size=[21,21] pin_memory=false");
   ASSERT_TRUE(w);
   EXPECT_DOUBLE_EQ(w->bytes, 2.0 * 21 * 21);
-  w = work("aten::empty", "size=[0] dtype=f32 layout=strided device=cpu pin_memory=false");
+  w = work("aten::empty", "size=[4,8] dtype=f32 layout=strided device=cpu pin_memory=false");
   ASSERT_TRUE(w);
   EXPECT_EQ(w->flops, 0);
   EXPECT_EQ(w->bytes, 0);
@@ -444,6 +475,19 @@ TEST(CallWork, ComparesFillsAndNewTensorsWriteTheirOutputs) {
   ASSERT_TRUE(w);
   EXPECT_DOUBLE_EQ(w->bytes, 2.0 * 32);
   EXPECT_FALSE(work("aten::zeros", "size=[4,-8]"));
+  // ones and full of a size; the *_like ones of self's shape and dtype, empty_like writing nothing.
+  w = work("aten::full", "size=[3,5] fill_value=2");
+  ASSERT_TRUE(w);
+  EXPECT_DOUBLE_EQ(w->bytes, 4.0 * 15);
+  w = work("aten::full_like", "self=i64[16,16] fill_value=15 pin_memory=false");
+  ASSERT_TRUE(w);
+  EXPECT_DOUBLE_EQ(w->bytes, 8.0 * 256);
+  w = work("aten::new_ones", "self=i64[1,1,16,1] size=[] dtype=bool pin_memory=false");
+  ASSERT_TRUE(w);
+  EXPECT_DOUBLE_EQ(w->bytes, 1);
+  w = work("aten::empty_like", "self=f32[16,16]");
+  ASSERT_TRUE(w);
+  EXPECT_EQ(w->bytes, 0);
   // arange: ⌈(end − start) / step⌉ values, i64 from integers, f32 from a real bound.
   w = work("aten::arange", "end=32 device=cpu pin_memory=false");
   ASSERT_TRUE(w);
@@ -473,6 +517,12 @@ TEST(CallWork, FlattenSplitDropoutAndToAreViewsOrCopiesAsPyTorchMakesThem) {
   EXPECT_FALSE(work("aten::split", "self=f32[1,32,192] split_size=0 dim=2"));
   EXPECT_TRUE(work("aten::split_with_sizes", "self=f32[10,4] split_sizes=[3,7]"));
   EXPECT_FALSE(work("aten::split_with_sizes", "self=f32[10,4] split_sizes=[3,6]"));
+  EXPECT_TRUE(work("aten::split", "self=f32[10,4] split_size=[3,7]"));  // split.sizes
+  EXPECT_FALSE(work("aten::split", "self=f32[10,4] split_size=[3,6]"));
+  w = work("aten::chunk", "self=f32[10,4] chunks=3 dim=1");
+  ASSERT_TRUE(w);
+  EXPECT_EQ(w->bytes, 0);
+  EXPECT_FALSE(work("aten::chunk", "self=f32[10,4] chunks=0"));
   // dropout in eval, or at p = 0: the input itself; in training a mask (1 byte) and the output.
   w = work("aten::dropout", "input=f32[9,3,49,49] p=0.0 train=false");
   ASSERT_TRUE(w);
@@ -490,8 +540,25 @@ TEST(CallWork, FlattenSplitDropoutAndToAreViewsOrCopiesAsPyTorchMakesThem) {
   ASSERT_TRUE(w);
   EXPECT_DOUBLE_EQ(w->bytes, 2048.0 * (4 + 2));
   EXPECT_FALSE(work("aten::to", "self=f32[1,32,64] dtype=f32 layout=strided device=cpu"));
+  // A memory format self is not in already is a copy into it; one it is in, self itself.
+  w = work("aten::to", "self=f32[2,3,4,5] dtype=f32 memory_format=channels_last");
+  ASSERT_TRUE(w);
+  EXPECT_DOUBLE_EQ(w->bytes, 2.0 * 4 * 120);
+  w = work("aten::to", "self=f32[2,3,4,5]:stride[60,1,15,3] dtype=f32 memory_format=channels_last");
+  ASSERT_TRUE(w);
+  EXPECT_EQ(w->bytes, 0);
+  EXPECT_FALSE(work("aten::to", "self=f32[2,3,4] dtype=f32 memory_format=channels_last"));
+  // to.other: other's dtype; a tensor on another device is a transfer, not counted.
+  w = work("aten::to", "self=f32[8] other=bf16[2]");
+  ASSERT_TRUE(w);
+  EXPECT_DOUBLE_EQ(w->bytes, 8.0 * (4 + 2));
+  EXPECT_FALSE(work("aten::to", "self=f32[8] other=bf16[2]:cpu"));
   // detach_ and lift_fresh: self itself.
-  EXPECT_EQ(work("aten::lift_fresh", "self=f32[]")->bytes, 0);
+  for (const char* op : {"aten::lift_fresh", "aten::detach_"}) {
+    w = work(op, "self=f32[4]");
+    ASSERT_TRUE(w) << op;
+    EXPECT_EQ(w->bytes, 0) << op;
+  }
 }
 
 TEST(CallWork, PadRollAndIndexMoveWhatTheyReadAndWrite) {
@@ -505,6 +572,8 @@ TEST(CallWork, PadRollAndIndexMoveWhatTheyReadAndWrite) {
   EXPECT_DOUBLE_EQ(w->bytes, 4.0 * (80 + 48));
   EXPECT_FALSE(work("aten::pad", "self=f32[8,10] pad=[1,1,1]"));
   EXPECT_FALSE(work("aten::pad", "self=f32[8,10] pad=[-6,-6]"));
+  EXPECT_TRUE(work("aten::pad", "self=f32[1,8,10] pad=[1,1] mode=reflect"));
+  EXPECT_FALSE(work("aten::pad", "self=f32[1,8,10] pad=[1,1] mode=mirror"));
   // roll: every element read and written.
   w = work("aten::roll", "self=f32[1,21,21,96] shifts=[-3,-3] dims=[1,2]");
   ASSERT_TRUE(w);
@@ -519,6 +588,10 @@ TEST(CallWork, PadRollAndIndexMoveWhatTheyReadAndWrite) {
   w = work("aten::index", "self=bf16[6,100,7] indices=[None,i64[4,1],i64[5]]");
   ASSERT_TRUE(w);
   EXPECT_DOUBLE_EQ(w->bytes, 8.0 * (4 + 5) + 2.0 * 6 * 20 * 2);
+  // Index tensors apart (None between them): the picks go first, the same count of elements.
+  w = work("aten::index", "self=bf16[6,100,7] indices=[i64[4],None,i64[4]]");
+  ASSERT_TRUE(w);
+  EXPECT_DOUBLE_EQ(w->bytes, 8.0 * 8 + 2.0 * 4 * 100 * 2);
   EXPECT_FALSE(work("aten::index", "self=f32[6,4] indices=[bool[6]]"));  // as many as the mask's values say
   EXPECT_FALSE(work("aten::index", "self=f32[6,4] indices=[i64[3],i64[2]]"));
 }
@@ -541,6 +614,16 @@ TEST(CallWork, FusedMultiHeadAttentionCountsItsProjectionsAndItsHeads) {
                     "qkv_weight=f32[2304,768] qkv_bias=f32[2304] proj_weight=f32[768,768] proj_bias=f32[768]");
   ASSERT_TRUE(three);
   EXPECT_DOUBLE_EQ(three->bytes, w->bytes + 4.0 * 2 * 17 * 768 + 4.0 * 17 * 17);
+  // A value given as the key is read once too.
+  auto kv = work("aten::_native_multi_head_attention",
+                 "query=f32[1,17,768] key=f32[1,9,768] value=f32[1,9,768]:same[key] embed_dim=768 num_head=12 "
+                 "qkv_weight=f32[2304,768] proj_weight=f32[768,768] need_weights=false");
+  ASSERT_TRUE(kv);
+  EXPECT_DOUBLE_EQ(kv->bytes, 4.0 * (17 * 768 + 9 * 768 + 2304 * 768 + 768 * 768 + 17 * 768));
+  // A width whose three times is past int64: no figure, and no overflow on the way.
+  EXPECT_FALSE(work("aten::_native_multi_head_attention", "query=f32[1,1," + kHuge + "] key=f32[1,1," + kHuge +
+                                                              "] value=f32[1,1," + kHuge + "] embed_dim=" + kHuge +
+                                                              " num_head=1 qkv_weight=f32[4,4] proj_weight=f32[4,4]"));
   // Misfits: heads that do not divide the width; a weight of another shape.
   EXPECT_FALSE(work("aten::_native_multi_head_attention",
                     "query=f32[1,17,768] key=f32[1,17,768] value=f32[1,17,768] embed_dim=768 num_head=5 "

@@ -131,6 +131,15 @@ TEST(CostFeatures, ATorchMatmulIsTheGemmOfItsBatchedRows) {
   EXPECT_DOUBLE_EQ(feature(*f, "log2_gemm_k"), 5);
 }
 
+TEST(CostFeatures, ACallWithoutTensorsTakesTheDtypeItWrites) {
+  // zeros in bf16: its dtype features are bf16's, and no note says the dtype has no rate.
+  const auto f = cost_features(call_of("aten::zeros", "size=[64,64] dtype=bf16"), "warm", made_up_gpu());
+  ASSERT_TRUE(f);
+  EXPECT_EQ(feature(*f, "dtype_bytes"), 2);
+  EXPECT_EQ(feature(*f, "dtype_kind"), 2);
+  EXPECT_TRUE(f->notes.empty()) << f->notes.front();
+}
+
 TEST(CostFeatures, AlignmentIsTheLargestPowerOfTwoFactorOfTheWorstLastDimension) {
   // k = 1000 = 2^3 · 125 is both the worst-aligned last dimension and the GEMM's worse of n, k.
   const auto f = cost_features(call_of("aten::mm", "self=bf16[4096,1000] mat2=bf16[1000,768]"), "warm", made_up_gpu());

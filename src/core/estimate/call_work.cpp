@@ -128,38 +128,62 @@ namespace {
 // eq, ne, lt, le, gt, ge: one comparison per broadcast output element, written as bool.
 std::optional<CallWork> compared(const OpCall& call) {
   auto work = count_elementwise(call);
-  const TensorSpec* self = tensor(call, "self");
-  if (!work || self == nullptr) return std::nullopt;
-  work->bytes += work->flops * (1 - dtype_bytes(self->dtype));  // the output's bytes: 1 each, not self's
+  if (!work) return std::nullopt;
+  work->bytes = work->flops;  // the output: 1 byte each
+  for (const auto& a : call.args)
+    if (const auto* t = std::get_if<TensorSpec>(&a.value.v)) work->bytes += bytes_of(t);
   return work;
 }
 
 // fill_ and zero_: self written, one store per element (a 0-dim tensor `value` read too).
 std::optional<CallWork> filled(const OpCall& call) {
-  const TensorSpec* self = tensor(call, "self");
-  if (self == nullptr) return std::nullopt;
+  const TensorSpec *self = tensor(call, "self"), *value = tensor(call, "value");
+  if (self == nullptr || (value != nullptr && !value->shape.empty())) return std::nullopt;
   CallWork work{OpFamily::kElementwise};
   work.flops = elements(self->shape);
-  work.bytes = bytes_of(self) + bytes_of(tensor(call, "value"));
+  work.bytes = bytes_of(self) + bytes_of(value);
   return work;
 }
 
-// A new tensor of `size`: zeros and new_zeros write it, empty and new_empty only allocate
-// (zero work, as a view's). Its dtype: `dtype`, else self's (new_*), else f32 (the default).
+// A new tensor: of `size` (zeros, ones, full, empty; new_* in self's dtype) or of self's shape
+// (*_like). Every one is written but the empty ones, which only allocate (zero work, as a
+// view's). Its dtype: `dtype`, else self's where there is a self, else f32 (PyTorch's default;
+// full's is its fill value's, which the spec does not keep as a type: f32 too).
 std::optional<CallWork> created(const OpCall& call) {
-  const NamedArg* size_arg = named(call, "size");
-  const auto size = size_arg == nullptr ? std::nullopt : ints(size_arg->value);
+  const std::string_view op = call.op;
   const TensorSpec* self = tensor(call, "self");
-  const bool like = call.op == "aten::new_zeros" || call.op == "aten::new_empty";
-  if (!size || (like && self == nullptr) || std::any_of(size->begin(), size->end(), [](int64_t d) { return d < 0; }))
+  std::optional<Shape> size;
+  if (op.ends_with("_like")) {
+    if (self != nullptr) size = self->shape;
+  } else if (const NamedArg* size_arg = named(call, "size"); size_arg != nullptr) {
+    size = ints(size_arg->value);
+  }
+  if (!size || (op.starts_with("aten::new_") && self == nullptr) ||
+      std::any_of(size->begin(), size->end(), [](int64_t d) { return d < 0; }))
     return std::nullopt;
-  const auto dtype = dtype_arg(call, "dtype", like ? self->dtype : "f32");
+  const auto dtype = dtype_arg(call, "dtype", self != nullptr ? self->dtype : "f32");
   if (!dtype) return std::nullopt;
   CallWork work{OpFamily::kElementwise};
-  if (call.op == "aten::zeros" || call.op == "aten::new_zeros") {
+  work.dtype = *dtype;
+  if (op.find("empty") == std::string_view::npos) {
     work.flops = elements(*size);
     work.bytes = work.flops * dtype_bytes(*dtype);
   }
+  return work;
+}
+
+// where(condition, self, other): one select per broadcast output element, written in the dtype
+// self and other promote to (a number: as the other's).
+std::optional<CallWork> selected(const OpCall& call) {
+  auto work = count_elementwise(call);
+  const TensorSpec *condition = tensor(call, "condition"), *self = tensor(call, "self"), *other = tensor(call, "other");
+  if (!work || condition == nullptr || (self == nullptr && other == nullptr)) return std::nullopt;
+  std::vector<const TensorSpec*> values;
+  for (const TensorSpec* t : {self, other})
+    if (t != nullptr) values.push_back(t);
+  work->bytes = work->flops * promoted_bytes(values);
+  for (const auto& a : call.args)
+    if (const auto* t = std::get_if<TensorSpec>(&a.value.v)) work->bytes += bytes_of(t);
   return work;
 }
 
@@ -186,6 +210,7 @@ std::optional<CallWork> ranged(const OpCall& call) {
   const auto dtype = dtype_arg(call, "dtype", integral ? "i64" : "f32");
   if (!dtype) return std::nullopt;
   CallWork work{OpFamily::kElementwise};
+  work.dtype = *dtype;
   work.flops = n;
   work.bytes = n * dtype_bytes(*dtype);
   return work;
@@ -211,9 +236,24 @@ constexpr CountedOperator kCompute[] = {
     {"aten::fill_", F::kElementwise, filled},
     {"aten::zero_", F::kElementwise, filled},
     {"aten::zeros", F::kElementwise, created},
-    {"aten::new_zeros", F::kElementwise, created},
+    {"aten::ones", F::kElementwise, created},
+    {"aten::full", F::kElementwise, created},
     {"aten::empty", F::kElementwise, created},
+    {"aten::new_zeros", F::kElementwise, created},
+    {"aten::new_ones", F::kElementwise, created},
+    {"aten::new_full", F::kElementwise, created},
     {"aten::new_empty", F::kElementwise, created},
+    {"aten::zeros_like", F::kElementwise, created},
+    {"aten::ones_like", F::kElementwise, created},
+    {"aten::full_like", F::kElementwise, created},
+    {"aten::empty_like", F::kElementwise, created},
+    {"aten::where", F::kElementwise, selected},
+    {"aten::sin", F::kElementwise, count_elementwise},
+    {"aten::cos", F::kElementwise, count_elementwise},
+    {"aten::log", F::kElementwise, count_elementwise},
+    {"aten::__and__", F::kElementwise, count_elementwise},
+    {"aten::__or__", F::kElementwise, count_elementwise},
+    {"aten::logical_not", F::kElementwise, count_elementwise},
     {"aten::arange", F::kElementwise, ranged},
     {"aten::conv1d", F::kConvolution, convolution},
     {"aten::conv2d", F::kConvolution, convolution},

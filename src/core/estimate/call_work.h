@@ -13,6 +13,7 @@
 // Where an operator's FLOPs are not multiply-adds, they are a documented constant per element
 // (softmax 5, normalization 5 plus 1 each for a weight and a bias, ...: see each family's file).
 #include <optional>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -40,6 +41,9 @@ struct CallWork {
   OpFamily family;
   double flops = 0;  // floating-point operations per call
   double bytes = 0;  // bytes read and written at least once per call
+  // The dtype of a call that has no tensor argument (zeros, arange: what it writes); "" else,
+  // where the call's first tensor says it.
+  std::string dtype;
   double flop_per_byte() const { return bytes > 0 ? flops / bytes : 0; }
 };
 

@@ -15,11 +15,13 @@ struct CountedOperator {
   std::optional<CallWork> (*count)(const OpCall& call);  // nullopt: a misfit
 };
 
-// Convolutions, matrix products and pointwise operators (call_work.cpp).
+// Convolutions, matrix products, pointwise operators and comparisons, fills, new tensors and
+// arange (call_work.cpp).
 std::span<const CountedOperator> compute_operators();
-// Attention, normalization, reductions and pooling (call_work_layers.cpp).
+// Attention (fused multi-head too), normalization, reductions and pooling (call_work_layers.cpp).
 std::span<const CountedOperator> layer_operators();
-// Embedding, copies, concatenation, gathers and views (call_work_movement.cpp).
+// Embedding, copies and conversions, concatenation, pad, roll, gathers and indexing, dropout, and
+// views (call_work_movement.cpp).
 std::span<const CountedOperator> movement_operators();
 
 // One operation per broadcast output element (call_work.cpp): also aten::max and aten::min

@@ -70,7 +70,8 @@ std::optional<CallWork> multi_head_attention(const OpCall& call) {
   if (q == nullptr || k == nullptr || v == nullptr || qkv_w == nullptr || proj_w == nullptr || !embed || !heads ||
       *embed < 1 || *heads < 1 || *embed % *heads != 0 || q->shape.size() != 3 || k->shape.size() != 3 ||
       v->shape != k->shape || q->shape[0] != k->shape[0] || q->shape[2] != *embed || k->shape[2] != *embed ||
-      qkv_w->shape != Shape{3 * *embed, *embed} || proj_w->shape != Shape{*embed, *embed})
+      qkv_w->shape.size() != 2 || double(qkv_w->shape[0]) != 3.0 * double(*embed) || qkv_w->shape[1] != *embed ||
+      proj_w->shape != Shape{*embed, *embed})
     return std::nullopt;
   const auto need_weights = bool_arg(call, "need_weights", true),
              average = bool_arg(call, "average_attn_weights", true);
@@ -82,12 +83,13 @@ std::optional<CallWork> multi_head_attention(const OpCall& call) {
   const double attention = B * H * L * S * (2 * d + 2 * d + kSoftmaxFlopsPerElement);
   CallWork work{OpFamily::kAttention};
   work.flops = projections + attention;
-  // One tensor given as query, key and value (self-attention, `:same[query]`) is read once.
-  const bool one = k->same_as == std::string("query") && v->same_as == std::string("query");
+  // A tensor given again (self-attention's `key=…:same[query] value=…:same[query]`) is read once.
+  const double key_bytes = k->same_as == std::string("query") ? 0 : bytes_of(k);
+  const double value_bytes = v->same_as == std::string("query") || v->same_as == std::string("key") ? 0 : bytes_of(v);
   const double scores = *need_weights ? B * L * S * (*average ? 1 : H) * dtype_bytes(q->dtype) : 0;
-  work.bytes = bytes_of(q) + (one ? 0 : bytes_of(k) + bytes_of(v)) + bytes_of(qkv_w) +
-               bytes_of(tensor(call, "qkv_bias")) + bytes_of(proj_w) + bytes_of(tensor(call, "proj_bias")) +
-               bytes_of(mask) + B * L * E * dtype_bytes(q->dtype) + scores;
+  work.bytes = bytes_of(q) + key_bytes + value_bytes + bytes_of(qkv_w) + bytes_of(tensor(call, "qkv_bias")) +
+               bytes_of(proj_w) + bytes_of(tensor(call, "proj_bias")) + bytes_of(mask) +
+               B * L * E * dtype_bytes(q->dtype) + scores;
   return work;
 }
 
@@ -197,11 +199,11 @@ std::optional<std::vector<bool>> reduced_dims(const OpCall& call, std::size_t ra
   return reduced;
 }
 
-// sum, mean, amax, amin, max, min, var, std: one operation per input element (an add or a
-// compare); mean adds a divide per output, var 3 more per input element (subtract the mean,
-// square, add) and a divide per output, std a square root per output too. The output's shape
-// drops the reduced dimensions (keeps them as 1 with keepdim); max and min with a dim also
-// write i64 indices; given a tensor `other` they are pointwise.
+// sum, mean, amax, amin, max, min, var, std, all, any: one operation per input element (an add
+// or a compare; all and any write bool); mean adds a divide per output, var 3 more per input element (subtract the
+// mean, square, add) and a divide per output, std a square root per output too. The output's shape drops the reduced
+// dimensions (keeps them as 1 with keepdim); max and min with a dim also write i64 indices; given a tensor `other` they
+// are pointwise.
 std::optional<CallWork> reduction(const OpCall& call) {
   const std::string_view op = call.op;
   const bool extreme = op == "aten::max" || op == "aten::min";
@@ -220,6 +222,7 @@ std::optional<CallWork> reduction(const OpCall& call) {
     if (!(*reduced)[k]) outputs *= double(in->shape[k]);
   std::string out_dtype = in->dtype;
   if (op == "aten::sum" && integral(in->dtype)) out_dtype = "i64";  // as PyTorch promotes it
+  if (op == "aten::all" || op == "aten::any") out_dtype = in->dtype == "u8" ? "u8" : "bool";
   if (op == "aten::sum" || op == "aten::mean") {
     const auto d = dtype_arg(call, "dtype", out_dtype);
     if (!d) return std::nullopt;
@@ -346,6 +349,8 @@ constexpr CountedOperator kLayers[] = {
     {"aten::min", F::kReduction, reduction},
     {"aten::var", F::kReduction, reduction},
     {"aten::std", F::kReduction, reduction},
+    {"aten::all", F::kReduction, reduction},
+    {"aten::any", F::kReduction, reduction},
     {"aten::softmax", F::kReduction, softmax},
     {"aten::_softmax", F::kReduction, softmax},
     {"aten::log_softmax", F::kReduction, softmax},

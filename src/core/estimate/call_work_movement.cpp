@@ -149,11 +149,27 @@ std::optional<CallWork> converted(const OpCall& call) {
     const auto* word = std::get_if<ArgValue::Word>(&device->value.v);
     if (word == nullptr || self->device || !word->text.starts_with("cuda")) return std::nullopt;
   }
-  const TensorSpec* other = tensor(call, "other");  // to.other: other's dtype
+  const TensorSpec* other = tensor(call, "other");  // to.other: other's dtype, on other's device
+  if (other != nullptr && other->device != self->device) return std::nullopt;
   const auto dtype = other != nullptr ? std::optional(other->dtype) : dtype_arg(call, "dtype", self->dtype);
   const auto copy = bool_arg(call, "copy", false);
   if (!dtype || !copy) return std::nullopt;
-  if (*dtype == self->dtype && !*copy) return moved(0);
+  // memory_format: absent, None or preserve_format keep self's layout; contiguous_format,
+  // channels_last (4-d) or channels_last_3d (5-d) copy a self not laid out so already.
+  bool relaid = false;
+  if (const NamedArg* format = named(call, "memory_format"); format != nullptr && !format->value.is_none()) {
+    const auto* word = std::get_if<ArgValue::Word>(&format->value.v);
+    if (word == nullptr) return std::nullopt;
+    const std::string_view name = word->text;
+    const std::size_t rank = self->shape.size();
+    if (name != "preserve_format") {
+      if (!(name == "contiguous_format" || (name == "channels_last" && rank == 4) ||
+            (name == "channels_last_3d" && rank == 5)))
+        return std::nullopt;
+      relaid = !laid_out_as(*self, name);
+    }
+  }
+  if (*dtype == self->dtype && !*copy && !relaid) return moved(0);
   return moved(bytes_of(self) + elements(self->shape) * dtype_bytes(*dtype));
 }
 
@@ -181,6 +197,12 @@ std::optional<CallWork> padded(const OpCall& call) {
   const NamedArg* pad_arg = named(call, "pad");
   const auto pad = pad_arg == nullptr ? std::nullopt : ints(pad_arg->value);
   if (self == nullptr || !pad || pad->size() % 2 != 0 || pad->size() > 2 * self->shape.size()) return std::nullopt;
+  if (const NamedArg* mode = named(call, "mode"); mode != nullptr && !mode->value.is_none()) {
+    const auto* word = std::get_if<ArgValue::Word>(&mode->value.v);
+    if (word == nullptr ||
+        !(word->text == "constant" || word->text == "reflect" || word->text == "replicate" || word->text == "circular"))
+      return std::nullopt;
+  }
   Shape out = self->shape;
   for (std::size_t k = 0; k < pad->size() / 2; ++k) {
     const double size = double(out[out.size() - 1 - k]) + double((*pad)[2 * k]) + double((*pad)[2 * k + 1]);
@@ -309,8 +331,10 @@ std::optional<CallWork> split(const OpCall& call) {
   const auto d = dim ? wrap_dim(*dim, self->shape.size()) : std::nullopt;
   if (!d) return std::nullopt;
   const int64_t size = self->shape[*d];
-  if (call.op == "aten::split_with_sizes") {
-    const NamedArg* sizes_arg = named(call, "split_sizes");
+  const NamedArg* size_list = named(call, "split_size");  // split.sizes: a list, as split_with_sizes
+  const bool listed = size_list != nullptr && std::holds_alternative<ArgList>(size_list->value.v);
+  if (call.op == "aten::split_with_sizes" || listed) {
+    const NamedArg* sizes_arg = listed ? size_list : named(call, "split_sizes");
     const auto sizes = sizes_arg == nullptr ? std::nullopt : ints(sizes_arg->value);
     double total = 0;
     if (sizes)

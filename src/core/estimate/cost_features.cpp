@@ -199,7 +199,7 @@ std::optional<CostFeatures> cost_features(const OpCall& call, std::string_view c
   CostFeatures f;
   f.family = work->family;
   f.work = *work;
-  const std::string dtype = tensors.empty() ? std::string() : tensors.front()->dtype;
+  const std::string dtype = tensors.empty() ? work->dtype : tensors.front()->dtype;
 
   double compute_s = 0, memory_s = 0;
   if (work->flops > 0) {
