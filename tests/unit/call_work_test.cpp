@@ -633,6 +633,77 @@ TEST(CallWork, FusedMultiHeadAttentionCountsItsProjectionsAndItsHeads) {
                     "qkv_weight=f32[768,768] proj_weight=f32[768,768]"));
 }
 
+TEST(CallWork, ATrainingStepsBackwardOperatorsAreCountedFromTheirForwards) {
+  // convolution_backward of a 3×3, 64 → 128 at stride 2 (grad_output [2,128,8,8]), grad_input and
+  // grad_weight asked: the forward's product twice, 2 · 2·128·8·8 · 64·9 FLOPs each.
+  const std::string conv =
+      "grad_output=f32[2,128,8,8] input=f32[2,64,16,16] weight=f32[128,64,3,3] bias_sizes=[0] stride=[2,2] "
+      "padding=[1,1] dilation=[1,1] transposed=false output_padding=[0,0] groups=1 ";
+  auto w = work("aten::convolution_backward", conv + "output_mask=[true,true,false]");
+  ASSERT_TRUE(w);
+  EXPECT_EQ(w->family, OpFamily::kConvolution);
+  const double product = 2.0 * (2 * 128 * 8 * 8) * 64 * 9;
+  EXPECT_DOUBLE_EQ(w->flops, 2 * product);
+  // grad_output read; the weight read and grad_input written; the input read and grad_weight written.
+  const double g = 4.0 * 2 * 128 * 64, in = 4.0 * 2 * 64 * 256, wt = 4.0 * 128 * 64 * 9;
+  EXPECT_DOUBLE_EQ(w->bytes, g + 2 * (in + wt));
+  // grad_weight and grad_bias only (a first layer's): one product, a sum, [128] written.
+  w = work("aten::convolution_backward", conv + "output_mask=[false,true,true]");
+  ASSERT_TRUE(w);
+  EXPECT_DOUBLE_EQ(w->flops, product + 2.0 * 128 * 64);
+  EXPECT_DOUBLE_EQ(w->bytes, g + in + wt + 4.0 * 128);
+  EXPECT_FALSE(work("aten::convolution_backward", conv + "output_mask=[true,true]"));
+  EXPECT_FALSE(work("aten::convolution_backward",
+                    "grad_output=f32[2,128,8,8] input=f32[2,64,16,16] weight=f32[128,64,3,3] transposed=true "
+                    "output_mask=[true,true,false]"));
+
+  // native_batch_norm_backward in training: 7 per element; grad_out, input, weight and the four
+  // statistics read; grad_input and the [512] weight and bias gradients written.
+  w = work("aten::native_batch_norm_backward",
+           "grad_out=f32[2,512,2,2] input=f32[2,512,2,2] weight=f32[512] running_mean=f32[512] running_var=f32[512] "
+           "save_mean=f32[512] save_invstd=f32[512] train=true eps=1e-05 output_mask=[true,true,true]");
+  ASSERT_TRUE(w);
+  EXPECT_EQ(w->family, OpFamily::kNormalization);
+  EXPECT_DOUBLE_EQ(w->flops, 7.0 * 4096);
+  EXPECT_DOUBLE_EQ(w->bytes, 4.0 * (3 * 4096 + 5 * 512 + 2 * 512));
+  // native_layer_norm_backward over [2,16,64] rows of 64.
+  w = work("aten::native_layer_norm_backward",
+           "grad_out=f32[2,16,64] input=f32[2,16,64] normalized_shape=[64] mean=f32[2,16,1] rstd=f32[2,16,1] "
+           "weight=f32[64] bias=f32[64] output_mask=[true,true,true]");
+  ASSERT_TRUE(w);
+  EXPECT_DOUBLE_EQ(w->flops, 7.0 * 2048);
+  EXPECT_DOUBLE_EQ(w->bytes, 4.0 * (3 * 2048 + 64 + 2 * 32 + 2 * 64));
+  EXPECT_FALSE(
+      work("aten::native_layer_norm_backward",
+           "grad_out=f32[2,16,64] input=f32[2,16,64] normalized_shape=[32] mean=f32[2,16,1] rstd=f32[2,16,1]"));
+
+  // _softmax_backward_data: 4 per element, grad and output read, grad_input written.
+  w = work("aten::_softmax_backward_data", "grad_output=f32[2,2,16,16] output=f32[2,2,16,16] dim=-1 input_dtype=f32");
+  ASSERT_TRUE(w);
+  EXPECT_EQ(w->family, OpFamily::kReduction);
+  EXPECT_DOUBLE_EQ(w->flops, 4.0 * 1024);
+  EXPECT_DOUBLE_EQ(w->bytes, 3.0 * 4 * 1024);
+  // max_pool2d_with_indices_backward: grad_output and indices read, grad_input (self's shape) written.
+  w = work("aten::max_pool2d_with_indices_backward",
+           "grad_output=f32[2,64,16,16] self=f32[2,64,32,32] kernel_size=[3,3] stride=[2,2] padding=[1,1] "
+           "dilation=[1,1] ceil_mode=false indices=i64[2,64,16,16]");
+  ASSERT_TRUE(w);
+  EXPECT_EQ(w->family, OpFamily::kPooling);
+  EXPECT_DOUBLE_EQ(w->bytes, (4.0 + 8) * 2 * 64 * 256 + 4.0 * 2 * 64 * 1024);
+  // embedding_backward: grad [1,16,64] and its indices read, the [512,64] gradient written.
+  w = work("aten::embedding_backward",
+           "grad=f32[1,16,64] indices=i64[1,16] num_weights=512 padding_idx=-1 scale_grad_by_freq=false sparse=false");
+  ASSERT_TRUE(w);
+  EXPECT_EQ(w->family, OpFamily::kEmbedding);
+  EXPECT_DOUBLE_EQ(w->bytes, 4.0 * 1024 + 8.0 * 16 + 4.0 * 512 * 64);
+  EXPECT_FALSE(work("aten::embedding_backward", "grad=f32[1,16,64] indices=i64[1,8] num_weights=512"));
+  // The pointwise ones: threshold_backward and AdamW's lerp_, addcmul_, addcdiv_.
+  w = work("aten::threshold_backward", "grad_output=f32[2,512,2,2] self=f32[2,512,2,2] threshold=0");
+  ASSERT_TRUE(w);
+  EXPECT_DOUBLE_EQ(w->bytes, 3.0 * 4 * 4096);
+  EXPECT_TRUE(work("aten::addcdiv_", "self=f32[64,3] tensor1=f32[64,3] tensor2=f32[64,3] value=-0.0037"));
+}
+
 TEST(CallWork, EveryCountedOperatorIsListedOnceWithItsFamily) {
   const auto ops = counted_operators();
   const std::set<std::string_view> distinct(ops.begin(), ops.end());

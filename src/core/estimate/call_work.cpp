@@ -53,6 +53,43 @@ std::optional<CallWork> convolution(const OpCall& call) {
   return work;
 }
 
+// convolution_backward(grad_output, input, weight, bias_sizes, stride, padding, dilation,
+// transposed, output_padding, groups, output_mask): each gradient asked for in output_mask is
+// the forward's product again, as many FLOPs: grad_input (grad_output by the weight) and
+// grad_weight (grad_output by the input), and grad_bias a sum over grad_output. grad_output is
+// read, the weight for grad_input, the input for grad_weight; each gradient written in its
+// tensor's shape. Transposed convolutions: no figure.
+std::optional<CallWork> convolution_backward(const OpCall& call) {
+  const TensorSpec *grad = tensor(call, "grad_output"), *in = tensor(call, "input"), *w = tensor(call, "weight");
+  const NamedArg* mask_arg = named(call, "output_mask");
+  const auto* mask = mask_arg == nullptr ? nullptr : std::get_if<ArgList>(&mask_arg->value.v);
+  const auto transposed = bool_arg(call, "transposed", false);
+  if (grad == nullptr || in == nullptr || w == nullptr || mask == nullptr || mask->size() != 3 || !transposed ||
+      *transposed || grad->shape.size() != in->shape.size() || grad->shape.size() < 3 ||
+      grad->shape[0] != in->shape[0] || grad->shape[1] != w->shape[0])
+    return std::nullopt;
+  bool asked[3];
+  for (std::size_t k = 0; k < 3; ++k) {
+    const auto* b = std::get_if<bool>(&(*mask)[k].v);
+    if (b == nullptr) return std::nullopt;
+    asked[k] = *b;
+  }
+  // The forward's FLOPs from its shapes: the grad_output's elements, each a product over the
+  // input channels of a group and the kernel's taps (the stride and padding are grad_output's
+  // shape already).
+  const int64_t groups = int_list(call, "groups", 1, 1).value_or(Shape{0})[0];
+  if (groups < 1 || double(in->shape[1]) != double(w->shape[1]) * double(groups)) return std::nullopt;
+  double taps = 1;
+  for (std::size_t d = 2; d < w->shape.size(); ++d) taps *= double(w->shape[d]);
+  const double outputs = elements(grad->shape), product_flops = 2 * outputs * double(w->shape[1]) * taps;
+  CallWork work{OpFamily::kConvolution};
+  work.flops = (asked[0] ? product_flops : 0) + (asked[1] ? product_flops : 0) + (asked[2] ? outputs : 0);
+  work.bytes = bytes_of(grad) + (asked[0] ? bytes_of(w) + bytes_of(in) : 0) +
+               (asked[1] ? bytes_of(in) + bytes_of(w) : 0) +
+               (asked[2] ? double(w->shape[0]) * dtype_bytes(grad->dtype) : 0);
+  return work;
+}
+
 // m×k by k×n, `batch` times, plus `bias` added to each output element when there is one.
 CallWork product(double batch, double m, double k, double n, const std::vector<const TensorSpec*>& read,
                  const TensorSpec* bias, const std::string& dtype) {
@@ -254,10 +291,17 @@ constexpr CountedOperator kCompute[] = {
     {"aten::__and__", F::kElementwise, count_elementwise},
     {"aten::__or__", F::kElementwise, count_elementwise},
     {"aten::logical_not", F::kElementwise, count_elementwise},
+    {"aten::threshold_backward", F::kElementwise, count_elementwise},
+    {"aten::gelu_backward", F::kElementwise, count_elementwise},
+    {"aten::silu_backward", F::kElementwise, count_elementwise},
+    {"aten::lerp_", F::kElementwise, count_elementwise},
+    {"aten::addcmul_", F::kElementwise, count_elementwise},
+    {"aten::addcdiv_", F::kElementwise, count_elementwise},
     {"aten::arange", F::kElementwise, ranged},
     {"aten::conv1d", F::kConvolution, convolution},
     {"aten::conv2d", F::kConvolution, convolution},
     {"aten::conv3d", F::kConvolution, convolution},
+    {"aten::convolution_backward", F::kConvolution, convolution_backward},
     {"aten::mm", F::kMatmul, matmul},
     {"aten::bmm", F::kMatmul, matmul},
     {"aten::addmm", F::kMatmul, matmul},

@@ -22,14 +22,14 @@
 namespace opcost {
 
 enum class OpFamily {
-  kConvolution,    // aten::conv1d/conv2d/conv3d
+  kConvolution,    // aten::conv1d/conv2d/conv3d, convolution_backward
   kMatmul,         // aten::mm, bmm, addmm, linear, matmul
   kElementwise,    // unary and binary pointwise operators, broadcasting; fills, new tensors, arange
   kAttention,      // aten::scaled_dot_product_attention, _native_multi_head_attention
-  kNormalization,  // layer, batch, group and RMS norms
-  kReduction,      // sum, mean, amax/amin, max/min, var/std, softmax and log_softmax
-  kPooling,        // 2-d max, average and adaptive pooling
-  kEmbedding,      // aten::embedding
+  kNormalization,  // layer, batch, group and RMS norms, layer and batch norm backward
+  kReduction,      // sum, mean, amax/amin, max/min, var/std, all/any, softmax, log_softmax, softmax backward
+  kPooling,        // 2-d max, average and adaptive pooling, max pooling backward
+  kEmbedding,      // aten::embedding, embedding backward
   kDataMovement,   // copies, to, cat/stack, pad, roll, index/index_select/gather, dropout, and
                    // views (zero work)
 };

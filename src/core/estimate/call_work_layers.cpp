@@ -178,6 +178,80 @@ std::optional<CallWork> group_norm(const OpCall& call) {
   return normalized(*in, w, b, kNormalizeFlopsPerElement, native ? 2 * double(in->shape[0]) * double(*groups) : 0);
 }
 
+// Backward of a normalization: grad_input from grad_out, the input and the saved statistics: two
+// reductions of grad_out (Σdy, Σdy·x̂) and 5 per element after them (x̂, and dy − mean terms
+// scaled by 1/σ and the weight); the weight's and bias's gradients are those reductions. With
+// the running statistics of eval (batch norm, train=false) only dy · weight · 1/σ: 2.
+constexpr double kNormalizeBackwardFlopsPerElement = 7, kNormalizeGivenStatsBackwardFlopsPerElement = 2;
+
+// native_layer_norm_backward(grad_out, input, normalized_shape, mean, rstd, weight, bias,
+// output_mask) and native_batch_norm_backward(grad_out, input, weight, running_mean, running_var,
+// save_mean, save_invstd, train, eps, output_mask): grad_out and the input read (and the
+// statistics and weight), grad_input written in the input's shape and dtype, the weight's and
+// bias's gradients in theirs.
+std::optional<CallWork> normalization_backward(const OpCall& call) {
+  const TensorSpec *grad = tensor(call, "grad_out"), *in = tensor(call, "input"), *w = tensor(call, "weight");
+  if (grad == nullptr || in == nullptr || grad->shape != in->shape || in->shape.size() < 2) return std::nullopt;
+  const bool layer = call.op == "aten::native_layer_norm_backward";
+  std::vector<const TensorSpec*> read = {grad, in, w};
+  Shape parameter;
+  bool given_stats = false;
+  if (layer) {
+    const NamedArg* shape_arg = named(call, "normalized_shape");
+    const auto normalized_shape = shape_arg == nullptr ? std::nullopt : ints(shape_arg->value);
+    if (!normalized_shape || normalized_shape->empty() || normalized_shape->size() > in->shape.size() ||
+        !std::equal(normalized_shape->rbegin(), normalized_shape->rend(), in->shape.rbegin()))
+      return std::nullopt;
+    parameter = *normalized_shape;
+    read.push_back(tensor(call, "mean"));
+    read.push_back(tensor(call, "rstd"));
+  } else {
+    const auto train = bool_arg(call, "train", true);
+    if (!train) return std::nullopt;
+    given_stats = !*train;
+    parameter = {in->shape[1]};
+    for (const char* name : {"running_mean", "running_var", "save_mean", "save_invstd"})
+      read.push_back(tensor(call, name));
+  }
+  if (!shaped(w, parameter)) return std::nullopt;
+  CallWork work{OpFamily::kNormalization};
+  work.flops = elements(in->shape) *
+               (given_stats ? kNormalizeGivenStatsBackwardFlopsPerElement : kNormalizeBackwardFlopsPerElement);
+  for (const TensorSpec* t : read) work.bytes += bytes_of(t);
+  // grad_input, and the weight's and bias's gradients where there is a weight.
+  work.bytes += bytes_of(in) + (w != nullptr ? 2 * elements(parameter) * dtype_bytes(w->dtype) : 0);
+  return work;
+}
+
+// _softmax_backward_data(grad_output, output, dim, input_dtype): grad_input = output · (grad −
+// Σ grad · output) along dim: 4 per element; both read, grad_input written in input_dtype.
+std::optional<CallWork> softmax_backward(const OpCall& call) {
+  const TensorSpec *grad = tensor(call, "grad_output"), *out = tensor(call, "output");
+  const auto dim = int_arg(call, "dim", 0);
+  if (grad == nullptr || out == nullptr || grad->shape != out->shape || named(call, "dim") == nullptr || !dim ||
+      !wrap_dim(*dim, out->shape.size()))
+    return std::nullopt;
+  const auto dtype = dtype_arg(call, "input_dtype", out->dtype);
+  if (!dtype) return std::nullopt;
+  CallWork work{OpFamily::kReduction};
+  work.flops = 4 * elements(out->shape);
+  work.bytes = bytes_of(grad) + bytes_of(out) + elements(out->shape) * dtype_bytes(*dtype);
+  return work;
+}
+
+// max_pool2d_with_indices_backward(grad_output, self, ..., indices): grad_input, self's shape,
+// zeroed and each grad_output element added at its index: grad_output and the indices read.
+std::optional<CallWork> max_pool_backward(const OpCall& call) {
+  const TensorSpec *grad = tensor(call, "grad_output"), *self = tensor(call, "self"), *index = tensor(call, "indices");
+  if (grad == nullptr || self == nullptr || index == nullptr || index->shape != grad->shape ||
+      grad->shape.size() != self->shape.size() || grad->shape.size() < 3)
+    return std::nullopt;
+  CallWork work{OpFamily::kPooling};
+  work.flops = elements(grad->shape);
+  work.bytes = bytes_of(grad) + bytes_of(index) + bytes_of(self);
+  return work;
+}
+
 // --- Reductions ---------------------------------------------------------------------------------
 
 bool integral(const std::string& dtype) { return dtype == "bool" || dtype.starts_with("i") || dtype == "u8"; }
@@ -341,6 +415,10 @@ constexpr CountedOperator kLayers[] = {
     {"aten::_native_batch_norm_legit_no_training", F::kNormalization, batch_norm},
     {"aten::group_norm", F::kNormalization, group_norm},
     {"aten::native_group_norm", F::kNormalization, group_norm},
+    {"aten::native_layer_norm_backward", F::kNormalization, normalization_backward},
+    {"aten::native_batch_norm_backward", F::kNormalization, normalization_backward},
+    {"aten::_softmax_backward_data", F::kReduction, softmax_backward},
+    {"aten::max_pool2d_with_indices_backward", F::kPooling, max_pool_backward},
     {"aten::sum", F::kReduction, reduction},
     {"aten::mean", F::kReduction, reduction},
     {"aten::amax", F::kReduction, reduction},

@@ -38,6 +38,23 @@ std::optional<CallWork> embedding(const OpCall& call) {
   return work;
 }
 
+// embedding_backward(grad [..., D], indices [...], num_weights, ...) and embedding_dense_backward
+// (grad_output, ...): the weight's gradient
+// [num_weights, D] zeroed and each row of grad added at its index: grad and the indices read.
+std::optional<CallWork> embedding_backward(const OpCall& call) {
+  // embedding_dense_backward names its gradient grad_output.
+  const TensorSpec* grad = tensor(call, call.op == "aten::embedding_backward" ? "grad" : "grad_output");
+  const TensorSpec* idx = tensor(call, "indices");
+  const auto rows = int_arg(call, "num_weights", -1);
+  if (grad == nullptr || grad->shape.empty() || !is_index(idx) || !rows || *rows < 0 ||
+      elements(idx->shape) * double(grad->shape.back()) != elements(grad->shape))
+    return std::nullopt;
+  CallWork work{OpFamily::kEmbedding};
+  work.flops = elements(grad->shape);
+  work.bytes = bytes_of(grad) + bytes_of(idx) + double(*rows) * double(grad->shape.back()) * dtype_bytes(grad->dtype);
+  return work;
+}
+
 // copy_(self, src): src, broadcast to self's shape, read; self written. copy_.Tensor names its
 // source `other`; copy_ of a number fills self.
 std::optional<CallWork> copy(const OpCall& call) {
@@ -409,23 +426,42 @@ std::optional<CallWork> viewed(const OpCall& call) {
 
 using F = OpFamily;
 constexpr CountedOperator kMovement[] = {
-    {"aten::embedding", F::kEmbedding, embedding},  {"aten::copy_", F::kDataMovement, copy},
-    {"aten::clone", F::kDataMovement, copied},      {"aten::contiguous", F::kDataMovement, copied},
-    {"aten::_to_copy", F::kDataMovement, copied},   {"aten::cat", F::kDataMovement, joined},
-    {"aten::stack", F::kDataMovement, joined},      {"aten::index_select", F::kDataMovement, gathered},
-    {"aten::gather", F::kDataMovement, gathered},   {"aten::view", F::kDataMovement, reshaped},
-    {"aten::reshape", F::kDataMovement, reshaped},  {"aten::_unsafe_view", F::kDataMovement, reshaped},
-    {"aten::transpose", F::kDataMovement, viewed},  {"aten::permute", F::kDataMovement, viewed},
-    {"aten::t", F::kDataMovement, viewed},          {"aten::expand", F::kDataMovement, viewed},
-    {"aten::unsqueeze", F::kDataMovement, viewed},  {"aten::squeeze", F::kDataMovement, viewed},
-    {"aten::slice", F::kDataMovement, viewed},      {"aten::select", F::kDataMovement, viewed},
-    {"aten::as_strided", F::kDataMovement, viewed}, {"aten::detach", F::kDataMovement, viewed},
-    {"aten::alias", F::kDataMovement, viewed},      {"aten::detach_", F::kDataMovement, viewed},
-    {"aten::lift_fresh", F::kDataMovement, viewed}, {"aten::flatten", F::kDataMovement, flattened},
-    {"aten::split", F::kDataMovement, split},       {"aten::split_with_sizes", F::kDataMovement, split},
-    {"aten::chunk", F::kDataMovement, split},       {"aten::to", F::kDataMovement, converted},
-    {"aten::dropout", F::kDataMovement, dropped},   {"aten::dropout_", F::kDataMovement, dropped},
-    {"aten::pad", F::kDataMovement, padded},        {"aten::roll", F::kDataMovement, rolled},
+    {"aten::embedding", F::kEmbedding, embedding},
+    {"aten::embedding_backward", F::kEmbedding, embedding_backward},
+    {"aten::embedding_dense_backward", F::kEmbedding, embedding_backward},
+    {"aten::copy_", F::kDataMovement, copy},
+    {"aten::clone", F::kDataMovement, copied},
+    {"aten::contiguous", F::kDataMovement, copied},
+    {"aten::_to_copy", F::kDataMovement, copied},
+    {"aten::cat", F::kDataMovement, joined},
+    {"aten::stack", F::kDataMovement, joined},
+    {"aten::index_select", F::kDataMovement, gathered},
+    {"aten::gather", F::kDataMovement, gathered},
+    {"aten::view", F::kDataMovement, reshaped},
+    {"aten::reshape", F::kDataMovement, reshaped},
+    {"aten::_unsafe_view", F::kDataMovement, reshaped},
+    {"aten::transpose", F::kDataMovement, viewed},
+    {"aten::permute", F::kDataMovement, viewed},
+    {"aten::t", F::kDataMovement, viewed},
+    {"aten::expand", F::kDataMovement, viewed},
+    {"aten::unsqueeze", F::kDataMovement, viewed},
+    {"aten::squeeze", F::kDataMovement, viewed},
+    {"aten::slice", F::kDataMovement, viewed},
+    {"aten::select", F::kDataMovement, viewed},
+    {"aten::as_strided", F::kDataMovement, viewed},
+    {"aten::detach", F::kDataMovement, viewed},
+    {"aten::alias", F::kDataMovement, viewed},
+    {"aten::detach_", F::kDataMovement, viewed},
+    {"aten::lift_fresh", F::kDataMovement, viewed},
+    {"aten::flatten", F::kDataMovement, flattened},
+    {"aten::split", F::kDataMovement, split},
+    {"aten::split_with_sizes", F::kDataMovement, split},
+    {"aten::chunk", F::kDataMovement, split},
+    {"aten::to", F::kDataMovement, converted},
+    {"aten::dropout", F::kDataMovement, dropped},
+    {"aten::dropout_", F::kDataMovement, dropped},
+    {"aten::pad", F::kDataMovement, padded},
+    {"aten::roll", F::kDataMovement, rolled},
     {"aten::index", F::kDataMovement, indexed},
 };
 
