@@ -656,8 +656,16 @@ TEST(CallWork, ATrainingStepsBackwardOperatorsAreCountedFromTheirForwards) {
   EXPECT_FALSE(work("aten::convolution_backward",
                     "grad_output=f32[2,128,8,8] input=f32[2,64,16,16] weight=f32[128,64,3,3] transposed=true "
                     "output_mask=[true,true,false]"));
+  // Misfits: a grad_output the forward could not have made (stride 1 makes 16 × 16, not 8 × 8);
+  // a weight of another rank (read past its end, were it not refused).
+  EXPECT_FALSE(work("aten::convolution_backward",
+                    "grad_output=f32[2,128,8,8] input=f32[2,64,16,16] weight=f32[128,64,3,3] stride=[1,1] "
+                    "padding=[1,1] transposed=false output_mask=[true,true,false]"));
+  EXPECT_FALSE(work("aten::convolution_backward",
+                    "grad_output=f32[2,128,8,8] input=f32[2,64,16,16] weight=f32[128] transposed=false "
+                    "output_mask=[true,true,false]"));
 
-  // native_batch_norm_backward in training: 7 per element; grad_out, input, weight and the four
+  // native_batch_norm_backward in training: 7 per element; grad_out, input, weight and the saved
   // statistics read; grad_input and the [512] weight and bias gradients written.
   w = work("aten::native_batch_norm_backward",
            "grad_out=f32[2,512,2,2] input=f32[2,512,2,2] weight=f32[512] running_mean=f32[512] running_var=f32[512] "
@@ -665,13 +673,23 @@ TEST(CallWork, ATrainingStepsBackwardOperatorsAreCountedFromTheirForwards) {
   ASSERT_TRUE(w);
   EXPECT_EQ(w->family, OpFamily::kNormalization);
   EXPECT_DOUBLE_EQ(w->flops, 7.0 * 4096);
-  EXPECT_DOUBLE_EQ(w->bytes, 4.0 * (3 * 4096 + 5 * 512 + 2 * 512));
+  EXPECT_DOUBLE_EQ(w->bytes, 4.0 * (3 * 4096 + 3 * 512 + 2 * 512));
+  // In eval: 2 per element, the running statistics read; only grad_input asked.
+  w = work("aten::native_batch_norm_backward",
+           "grad_out=f32[2,512,2,2] input=f32[2,512,2,2] weight=f32[512] running_mean=f32[512] running_var=f32[512] "
+           "save_mean=None save_invstd=None train=false eps=1e-05 output_mask=[true,false,false]");
+  ASSERT_TRUE(w);
+  EXPECT_DOUBLE_EQ(w->flops, 2.0 * 4096);
+  EXPECT_DOUBLE_EQ(w->bytes, 4.0 * (3 * 4096 + 3 * 512));
+  EXPECT_FALSE(work("aten::native_batch_norm_backward",  // train has no default
+                    "grad_out=f32[2,512,2,2] input=f32[2,512,2,2] output_mask=[true,false,false]"));
   // native_layer_norm_backward over [2,16,64] rows of 64.
   w = work("aten::native_layer_norm_backward",
            "grad_out=f32[2,16,64] input=f32[2,16,64] normalized_shape=[64] mean=f32[2,16,1] rstd=f32[2,16,1] "
            "weight=f32[64] bias=f32[64] output_mask=[true,true,true]");
   ASSERT_TRUE(w);
-  EXPECT_DOUBLE_EQ(w->flops, 7.0 * 2048);
+  // grad_input 7 per element, the weight's gradient 2 more and the bias's 1 (across the rows).
+  EXPECT_DOUBLE_EQ(w->flops, 10.0 * 2048);
   EXPECT_DOUBLE_EQ(w->bytes, 4.0 * (3 * 2048 + 64 + 2 * 32 + 2 * 64));
   EXPECT_FALSE(
       work("aten::native_layer_norm_backward",
@@ -697,11 +715,25 @@ TEST(CallWork, ATrainingStepsBackwardOperatorsAreCountedFromTheirForwards) {
   EXPECT_EQ(w->family, OpFamily::kEmbedding);
   EXPECT_DOUBLE_EQ(w->bytes, 4.0 * 1024 + 8.0 * 16 + 4.0 * 512 * 64);
   EXPECT_FALSE(work("aten::embedding_backward", "grad=f32[1,16,64] indices=i64[1,8] num_weights=512"));
+  EXPECT_FALSE(work("aten::embedding_backward", "grad=f32[1,16,64] indices=i64[1,16] num_weights=512 sparse=true"));
   // The pointwise ones: threshold_backward and AdamW's lerp_, addcmul_, addcdiv_.
   w = work("aten::threshold_backward", "grad_output=f32[2,512,2,2] self=f32[2,512,2,2] threshold=0");
   ASSERT_TRUE(w);
   EXPECT_DOUBLE_EQ(w->bytes, 3.0 * 4 * 4096);
   EXPECT_TRUE(work("aten::addcdiv_", "self=f32[64,3] tensor1=f32[64,3] tensor2=f32[64,3] value=-0.0037"));
+  // The multi-tensor (foreach) kernels: each position of the lists as one pointwise call.
+  w = work("aten::_foreach_addcmul_",
+           "self=[f32[4,8],f32[4]] tensor1=[f32[4,8],f32[4]] tensor2=[f32[4,8],f32[4]] value=0.001");
+  ASSERT_TRUE(w);
+  EXPECT_DOUBLE_EQ(w->flops, 32 + 4);
+  EXPECT_DOUBLE_EQ(w->bytes, 4.0 * 4 * (32 + 4));
+  w = work("aten::_foreach_add_", "self=[f32[],f32[]] other=f32[] alpha=1.0");  // one tensor for all
+  ASSERT_TRUE(w);
+  EXPECT_DOUBLE_EQ(w->bytes, 2 * 4.0 * 3);
+  w = work("aten::_foreach_div_", "self=[f32[4,8],f32[4]] scalars=[0.5,0.5]");  // numbers are no tensors
+  ASSERT_TRUE(w);
+  EXPECT_DOUBLE_EQ(w->bytes, 2 * 4.0 * 36);
+  EXPECT_FALSE(work("aten::_foreach_lerp_", "self=[f32[4,8],f32[4]] tensors1=[f32[4,8]] weight=0.1"));
 }
 
 TEST(CallWork, EveryCountedOperatorIsListedOnceWithItsFamily) {

@@ -18,16 +18,18 @@ using call_work_families::CountedOperator;
 
 namespace {
 
-std::optional<CallWork> convolution(const OpCall& call) {
-  const TensorSpec *in = tensor(call, "input"), *w = tensor(call, "weight"), *bias = tensor(call, "bias");
+// A convolution's output positions per spatial dimension, from its input [N, C, ...], weight
+// [O, C/groups, ...], stride, padding (numbers, or the words "valid" and "same" of the
+// padding=str overloads: "same" keeps the input's size, at stride 1 only), dilation and groups;
+// nullopt for a misfit. In doubles: hostile sizes must not overflow an integer, and a stride of 0
+// must not divide.
+std::optional<std::vector<double>> convolution_outputs(const OpCall& call, const TensorSpec* in, const TensorSpec* w) {
   if (in == nullptr || w == nullptr || in->shape.size() < 3 || w->shape.size() != in->shape.size()) return std::nullopt;
   const std::size_t spatial = in->shape.size() - 2;
   const int64_t groups = int_list(call, "groups", 1, 1).value_or(Shape{0})[0];
   const auto stride = int_list(call, "stride", spatial, 1), dilation = int_list(call, "dilation", spatial, 1);
   if (!stride || !dilation || groups < 1 || double(in->shape[1]) != double(w->shape[1]) * double(groups))
     return std::nullopt;
-  // padding: numbers, or the words of the padding=str overloads ("valid": none; "same": the
-  // output keeps the input's size, at stride 1 only).
   std::optional<Shape> padding;
   const NamedArg* p = named(call, "padding");
   const auto* word = p == nullptr ? nullptr : std::get_if<ArgValue::Word>(&p->value.v);
@@ -35,20 +37,33 @@ std::optional<CallWork> convolution(const OpCall& call) {
   const bool same = word != nullptr && word->text == "same";
   if (!same) padding = word != nullptr ? Shape(spatial, 0) : int_list(call, "padding", spatial, 0);
   if (!same && !padding) return std::nullopt;
-  // In doubles: hostile sizes must not overflow an integer, and a stride of 0 must not divide.
-  double out_spatial = 1, kernel = 1;
+  std::vector<double> outputs;
   for (std::size_t k = 0; k < spatial; ++k) {
     const double size = double(in->shape[2 + k]), taps = double(w->shape[2 + k]);
     const double s = double((*stride)[k]), d = double((*dilation)[k]), pad = same ? 0 : double((*padding)[k]);
     if (s < 1 || d < 1 || pad < 0 || (same && s != 1)) return std::nullopt;
     const double out = same ? size : std::floor((size + 2 * pad - d * (taps - 1) - 1) / s) + 1;
     if (!(out >= 1)) return std::nullopt;
-    out_spatial *= out;
-    kernel *= taps;
+    outputs.push_back(out);
   }
-  const double outputs = double(in->shape[0]) * double(w->shape[0]) * out_spatial;
+  return outputs;
+}
+
+// The kernel's taps: the product of the weight's spatial dimensions.
+double kernel_taps(const TensorSpec& w) {
+  double taps = 1;
+  for (std::size_t d = 2; d < w.shape.size(); ++d) taps *= double(w.shape[d]);
+  return taps;
+}
+
+std::optional<CallWork> convolution(const OpCall& call) {
+  const TensorSpec *in = tensor(call, "input"), *w = tensor(call, "weight"), *bias = tensor(call, "bias");
+  const auto spatial_outputs = convolution_outputs(call, in, w);
+  if (!spatial_outputs) return std::nullopt;
+  double outputs = double(in->shape[0]) * double(w->shape[0]);
+  for (double o : *spatial_outputs) outputs *= o;
   CallWork work{OpFamily::kConvolution};
-  work.flops = 2 * outputs * double(w->shape[1]) * kernel + (bias != nullptr ? outputs : 0);
+  work.flops = 2 * outputs * double(w->shape[1]) * kernel_taps(*w) + (bias != nullptr ? outputs : 0);
   work.bytes = bytes_of(in) + bytes_of(w) + bytes_of(bias) + outputs * dtype_bytes(in->dtype);
   return work;
 }
@@ -57,31 +72,27 @@ std::optional<CallWork> convolution(const OpCall& call) {
 // transposed, output_padding, groups, output_mask): each gradient asked for in output_mask is
 // the forward's product again, as many FLOPs: grad_input (grad_output by the weight) and
 // grad_weight (grad_output by the input), and grad_bias a sum over grad_output. grad_output is
-// read, the weight for grad_input, the input for grad_weight; each gradient written in its
-// tensor's shape. Transposed convolutions: no figure.
+// read; for grad_input the weight is read and grad_input written (the input's shape), for
+// grad_weight the input is read and grad_weight written (the weight's shape). grad_output must
+// be the forward's output. Transposed convolutions: no figure.
 std::optional<CallWork> convolution_backward(const OpCall& call) {
   const TensorSpec *grad = tensor(call, "grad_output"), *in = tensor(call, "input"), *w = tensor(call, "weight");
   const NamedArg* mask_arg = named(call, "output_mask");
   const auto* mask = mask_arg == nullptr ? nullptr : std::get_if<ArgList>(&mask_arg->value.v);
   const auto transposed = bool_arg(call, "transposed", false);
-  if (grad == nullptr || in == nullptr || w == nullptr || mask == nullptr || mask->size() != 3 || !transposed ||
-      *transposed || grad->shape.size() != in->shape.size() || grad->shape.size() < 3 ||
-      grad->shape[0] != in->shape[0] || grad->shape[1] != w->shape[0])
+  const auto spatial_outputs = convolution_outputs(call, in, w);
+  if (grad == nullptr || !spatial_outputs || mask == nullptr || mask->size() != 3 || !transposed || *transposed ||
+      grad->shape.size() != in->shape.size() || grad->shape[0] != in->shape[0] || grad->shape[1] != w->shape[0])
     return std::nullopt;
+  for (std::size_t k = 0; k < spatial_outputs->size(); ++k)
+    if (double(grad->shape[2 + k]) != (*spatial_outputs)[k]) return std::nullopt;
   bool asked[3];
   for (std::size_t k = 0; k < 3; ++k) {
     const auto* b = std::get_if<bool>(&(*mask)[k].v);
     if (b == nullptr) return std::nullopt;
     asked[k] = *b;
   }
-  // The forward's FLOPs from its shapes: the grad_output's elements, each a product over the
-  // input channels of a group and the kernel's taps (the stride and padding are grad_output's
-  // shape already).
-  const int64_t groups = int_list(call, "groups", 1, 1).value_or(Shape{0})[0];
-  if (groups < 1 || double(in->shape[1]) != double(w->shape[1]) * double(groups)) return std::nullopt;
-  double taps = 1;
-  for (std::size_t d = 2; d < w->shape.size(); ++d) taps *= double(w->shape[d]);
-  const double outputs = elements(grad->shape), product_flops = 2 * outputs * double(w->shape[1]) * taps;
+  const double outputs = elements(grad->shape), product_flops = 2 * outputs * double(w->shape[1]) * kernel_taps(*w);
   CallWork work{OpFamily::kConvolution};
   work.flops = (asked[0] ? product_flops : 0) + (asked[1] ? product_flops : 0) + (asked[2] ? outputs : 0);
   work.bytes = bytes_of(grad) + (asked[0] ? bytes_of(w) + bytes_of(in) : 0) +
@@ -161,6 +172,42 @@ std::optional<CallWork> count_elementwise(const OpCall& call) {
 }
 
 namespace {
+
+// _foreach_* (the optimizers' multi-tensor kernels): its pointwise operator at each position of
+// its tensor lists (self=[...], tensor1=[...]), with any tensor given once (other=f32[]) at
+// every position, as count_elementwise counts one call; the lists must be of one length.
+std::optional<CallWork> foreach_elementwise(const OpCall& call) {
+  std::vector<const ArgList*> lists;
+  std::vector<const TensorSpec*> shared;
+  for (const auto& a : call.args) {
+    if (const auto* list = std::get_if<ArgList>(&a.value.v)) {
+      if (!list->empty() && std::holds_alternative<TensorSpec>(list->front().v)) lists.push_back(list);
+    } else if (const auto* t = std::get_if<TensorSpec>(&a.value.v)) {
+      shared.push_back(t);
+    }
+  }
+  if (lists.empty()) return std::nullopt;
+  CallWork work{OpFamily::kElementwise};
+  for (std::size_t i = 0; i < lists.front()->size(); ++i) {
+    std::vector<const TensorSpec*> inputs;
+    for (const ArgList* list : lists) {
+      const auto* t = list->size() == lists.front()->size() ? std::get_if<TensorSpec>(&(*list)[i].v) : nullptr;
+      if (t == nullptr) return std::nullopt;
+      inputs.push_back(t);
+    }
+    inputs.insert(inputs.end(), shared.begin(), shared.end());
+    Shape out = inputs.front()->shape;
+    for (const TensorSpec* t : inputs) {
+      const auto b = broadcast(out, t->shape);
+      if (!b) return std::nullopt;
+      out = *b;
+    }
+    work.flops += elements(out);
+    for (const TensorSpec* t : inputs) work.bytes += bytes_of(t);
+    work.bytes += elements(out) * dtype_bytes(inputs.front()->dtype);
+  }
+  return work;
+}
 
 // eq, ne, lt, le, gt, ge: one comparison per broadcast output element, written as bool.
 std::optional<CallWork> compared(const OpCall& call) {
@@ -297,6 +344,19 @@ constexpr CountedOperator kCompute[] = {
     {"aten::lerp_", F::kElementwise, count_elementwise},
     {"aten::addcmul_", F::kElementwise, count_elementwise},
     {"aten::addcdiv_", F::kElementwise, count_elementwise},
+    {"aten::_foreach_add_", F::kElementwise, foreach_elementwise},
+    {"aten::_foreach_add", F::kElementwise, foreach_elementwise},
+    {"aten::_foreach_sub_", F::kElementwise, foreach_elementwise},
+    {"aten::_foreach_mul_", F::kElementwise, foreach_elementwise},
+    {"aten::_foreach_mul", F::kElementwise, foreach_elementwise},
+    {"aten::_foreach_div_", F::kElementwise, foreach_elementwise},
+    {"aten::_foreach_div", F::kElementwise, foreach_elementwise},
+    {"aten::_foreach_sqrt", F::kElementwise, foreach_elementwise},
+    {"aten::_foreach_sqrt_", F::kElementwise, foreach_elementwise},
+    {"aten::_foreach_neg_", F::kElementwise, foreach_elementwise},
+    {"aten::_foreach_lerp_", F::kElementwise, foreach_elementwise},
+    {"aten::_foreach_addcmul_", F::kElementwise, foreach_elementwise},
+    {"aten::_foreach_addcdiv_", F::kElementwise, foreach_elementwise},
     {"aten::arange", F::kElementwise, ranged},
     {"aten::conv1d", F::kConvolution, convolution},
     {"aten::conv2d", F::kConvolution, convolution},

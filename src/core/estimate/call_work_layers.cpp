@@ -4,6 +4,7 @@
 // not an instruction count.
 #include <algorithm>
 #include <cmath>
+#include <initializer_list>
 #include <numeric>
 #include <string>
 #include <vector>
@@ -178,24 +179,38 @@ std::optional<CallWork> group_norm(const OpCall& call) {
   return normalized(*in, w, b, kNormalizeFlopsPerElement, native ? 2 * double(in->shape[0]) * double(*groups) : 0);
 }
 
-// Backward of a normalization: grad_input from grad_out, the input and the saved statistics: two
-// reductions of grad_out (Σdy, Σdy·x̂) and 5 per element after them (x̂, and dy − mean terms
-// scaled by 1/σ and the weight); the weight's and bias's gradients are those reductions. With
-// the running statistics of eval (batch norm, train=false) only dy · weight · 1/σ: 2.
+// Backward of a normalization. grad_input from grad_out, the input and the saved statistics:
+// two reductions of grad_out along the normalized elements (Σdy, Σdy·x̂) and 5 per element
+// after them (x̂, and the dy − mean terms scaled by 1/σ and the weight): 7. With batch norm's
+// running statistics (train=false) only dy · weight · 1/σ: 2. The weight's and bias's gradients
+// are Σdy·x̂ and Σdy over the other dimensions: batch norm's reductions are grad_input's (per
+// channel, shared); layer norm's run across the rows, 2 and 1 more per element.
 constexpr double kNormalizeBackwardFlopsPerElement = 7, kNormalizeGivenStatsBackwardFlopsPerElement = 2;
+constexpr double kLayerNormWeightGradFlopsPerElement = 2, kLayerNormBiasGradFlopsPerElement = 1;
 
 // native_layer_norm_backward(grad_out, input, normalized_shape, mean, rstd, weight, bias,
 // output_mask) and native_batch_norm_backward(grad_out, input, weight, running_mean, running_var,
-// save_mean, save_invstd, train, eps, output_mask): grad_out and the input read (and the
-// statistics and weight), grad_input written in the input's shape and dtype, the weight's and
-// bias's gradients in theirs.
+// save_mean, save_invstd, train, eps, output_mask): grad_out and the input read, with the
+// statistics used (layer norm's mean and rstd; batch norm's saved ones in training, its running
+// ones in eval) and the weight; each gradient output_mask asks for written: grad_input in the
+// input's shape, the weight's and bias's in the weight's.
 std::optional<CallWork> normalization_backward(const OpCall& call) {
   const TensorSpec *grad = tensor(call, "grad_out"), *in = tensor(call, "input"), *w = tensor(call, "weight");
-  if (grad == nullptr || in == nullptr || grad->shape != in->shape || in->shape.size() < 2) return std::nullopt;
+  const NamedArg* mask_arg = named(call, "output_mask");
+  const auto* mask = mask_arg == nullptr ? nullptr : std::get_if<ArgList>(&mask_arg->value.v);
+  if (grad == nullptr || in == nullptr || grad->shape != in->shape || in->shape.size() < 2 || mask == nullptr ||
+      mask->size() != 3)
+    return std::nullopt;
+  bool asked[3];
+  for (std::size_t k = 0; k < 3; ++k) {
+    const auto* b = std::get_if<bool>(&(*mask)[k].v);
+    if (b == nullptr) return std::nullopt;
+    asked[k] = *b;
+  }
   const bool layer = call.op == "aten::native_layer_norm_backward";
   std::vector<const TensorSpec*> read = {grad, in, w};
   Shape parameter;
-  bool given_stats = false;
+  double per_element = 0;
   if (layer) {
     const NamedArg* shape_arg = named(call, "normalized_shape");
     const auto normalized_shape = shape_arg == nullptr ? std::nullopt : ints(shape_arg->value);
@@ -205,21 +220,25 @@ std::optional<CallWork> normalization_backward(const OpCall& call) {
     parameter = *normalized_shape;
     read.push_back(tensor(call, "mean"));
     read.push_back(tensor(call, "rstd"));
+    per_element = (asked[0] ? kNormalizeBackwardFlopsPerElement : 0) +
+                  (asked[1] ? kLayerNormWeightGradFlopsPerElement : 0) +
+                  (asked[2] ? kLayerNormBiasGradFlopsPerElement : 0);
   } else {
-    const auto train = bool_arg(call, "train", true);
-    if (!train) return std::nullopt;
-    given_stats = !*train;
+    const NamedArg* train_arg = named(call, "train");  // no default in the schema
+    const bool* train = train_arg == nullptr ? nullptr : std::get_if<bool>(&train_arg->value.v);
+    if (train == nullptr) return std::nullopt;
     parameter = {in->shape[1]};
-    for (const char* name : {"running_mean", "running_var", "save_mean", "save_invstd"})
-      read.push_back(tensor(call, name));
+    // In training the saved statistics are used, in eval the running ones.
+    read.push_back(tensor(call, *train ? "save_mean" : "running_mean"));
+    read.push_back(tensor(call, *train ? "save_invstd" : "running_var"));
+    per_element = *train ? kNormalizeBackwardFlopsPerElement : kNormalizeGivenStatsBackwardFlopsPerElement;
   }
   if (!shaped(w, parameter)) return std::nullopt;
   CallWork work{OpFamily::kNormalization};
-  work.flops = elements(in->shape) *
-               (given_stats ? kNormalizeGivenStatsBackwardFlopsPerElement : kNormalizeBackwardFlopsPerElement);
+  work.flops = elements(in->shape) * per_element;
   for (const TensorSpec* t : read) work.bytes += bytes_of(t);
-  // grad_input, and the weight's and bias's gradients where there is a weight.
-  work.bytes += bytes_of(in) + (w != nullptr ? 2 * elements(parameter) * dtype_bytes(w->dtype) : 0);
+  const double parameter_bytes = w != nullptr ? elements(parameter) * dtype_bytes(w->dtype) : 0;
+  work.bytes += (asked[0] ? bytes_of(in) : 0) + (asked[1] ? parameter_bytes : 0) + (asked[2] ? parameter_bytes : 0);
   return work;
 }
 

@@ -46,7 +46,8 @@ std::optional<CallWork> embedding_backward(const OpCall& call) {
   const TensorSpec* grad = tensor(call, call.op == "aten::embedding_backward" ? "grad" : "grad_output");
   const TensorSpec* idx = tensor(call, "indices");
   const auto rows = int_arg(call, "num_weights", -1);
-  if (grad == nullptr || grad->shape.empty() || !is_index(idx) || !rows || *rows < 0 ||
+  const auto sparse = bool_arg(call, "sparse", false);  // a sparse gradient writes only its rows: no figure
+  if (grad == nullptr || grad->shape.empty() || !is_index(idx) || !rows || *rows < 0 || !sparse || *sparse ||
       elements(idx->shape) * double(grad->shape.back()) != elements(grad->shape))
     return std::nullopt;
   CallWork work{OpFamily::kEmbedding};
