@@ -77,27 +77,21 @@ std::optional<CallWork> convolution(const OpCall& call) {
 // be the forward's output. Transposed convolutions: no figure.
 std::optional<CallWork> convolution_backward(const OpCall& call) {
   const TensorSpec *grad = tensor(call, "grad_output"), *in = tensor(call, "input"), *w = tensor(call, "weight");
-  const NamedArg* mask_arg = named(call, "output_mask");
-  const auto* mask = mask_arg == nullptr ? nullptr : std::get_if<ArgList>(&mask_arg->value.v);
+  const auto mask = gradient_mask(call);
   const auto transposed = bool_arg(call, "transposed", false);
   const auto spatial_outputs = convolution_outputs(call, in, w);
-  if (grad == nullptr || !spatial_outputs || mask == nullptr || mask->size() != 3 || !transposed || *transposed ||
+  if (grad == nullptr || !spatial_outputs || !mask || !transposed || *transposed ||
       grad->shape.size() != in->shape.size() || grad->shape[0] != in->shape[0] || grad->shape[1] != w->shape[0])
     return std::nullopt;
   for (std::size_t k = 0; k < spatial_outputs->size(); ++k)
     if (double(grad->shape[2 + k]) != (*spatial_outputs)[k]) return std::nullopt;
-  bool asked[3];
-  for (std::size_t k = 0; k < 3; ++k) {
-    const auto* b = std::get_if<bool>(&(*mask)[k].v);
-    if (b == nullptr) return std::nullopt;
-    asked[k] = *b;
-  }
+  const auto [to_input, to_weight, to_bias] = *mask;
   const double outputs = elements(grad->shape), product_flops = 2 * outputs * double(w->shape[1]) * kernel_taps(*w);
   CallWork work{OpFamily::kConvolution};
-  work.flops = (asked[0] ? product_flops : 0) + (asked[1] ? product_flops : 0) + (asked[2] ? outputs : 0);
-  work.bytes = bytes_of(grad) + (asked[0] ? bytes_of(w) + bytes_of(in) : 0) +
-               (asked[1] ? bytes_of(in) + bytes_of(w) : 0) +
-               (asked[2] ? double(w->shape[0]) * dtype_bytes(grad->dtype) : 0);
+  work.flops = (to_input ? product_flops : 0) + (to_weight ? product_flops : 0) + (to_bias ? outputs : 0);
+  work.bytes = bytes_of(grad) + (to_input ? bytes_of(w) + bytes_of(in) : 0) +
+               (to_weight ? bytes_of(in) + bytes_of(w) : 0) +
+               (to_bias ? double(w->shape[0]) * dtype_bytes(grad->dtype) : 0);
   return work;
 }
 

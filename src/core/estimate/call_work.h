@@ -43,7 +43,7 @@ struct CallWork {
   double bytes = 0;  // bytes read and written at least once per call
   // The dtype of a call that has no tensor argument (zeros, arange: what it writes); "" else,
   // where the call's first tensor says it.
-  std::string dtype;
+  std::string dtype = {};
   double flop_per_byte() const { return bytes > 0 ? flops / bytes : 0; }
 };
 

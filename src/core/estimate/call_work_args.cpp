@@ -1,6 +1,7 @@
 #include "core/estimate/call_work_args.h"
 
 #include <algorithm>
+#include <array>
 
 namespace opcost::call_work_args {
 
@@ -65,6 +66,19 @@ std::optional<bool> bool_arg(const OpCall& call, std::string_view name, bool fal
   if (a == nullptr || a->value.is_none()) return fallback;
   const auto* b = std::get_if<bool>(&a->value.v);
   return b == nullptr ? std::nullopt : std::optional<bool>(*b);
+}
+
+std::optional<std::array<bool, 3>> gradient_mask(const OpCall& call) {
+  const NamedArg* a = named(call, "output_mask");
+  const auto* list = a == nullptr ? nullptr : std::get_if<ArgList>(&a->value.v);
+  if (list == nullptr || list->size() != 3) return std::nullopt;
+  std::array<bool, 3> asked{};
+  for (std::size_t k = 0; k < 3; ++k) {
+    const auto* b = std::get_if<bool>(&(*list)[k].v);
+    if (b == nullptr) return std::nullopt;
+    asked[k] = *b;
+  }
+  return asked;
 }
 
 std::optional<std::string> dtype_arg(const OpCall& call, std::string_view name, const std::string& fallback) {

@@ -3,6 +3,7 @@
 // lists, dimensions, dtypes, and the shape arithmetic every family shares. Sizes are doubles:
 // a hostile shape (a 2^62 dimension) must give a large figure, never an integer overflow.
 // Every reader says nullopt for a value of the wrong kind, so a misfit has no figure.
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -33,6 +34,9 @@ std::optional<Shape> ints(const ArgValue& v);
 // An integer argument, `fallback` when absent (an optional one given None is absent too).
 std::optional<int64_t> int_arg(const OpCall& call, std::string_view name, int64_t fallback);
 std::optional<bool> bool_arg(const OpCall& call, std::string_view name, bool fallback);
+// A backward operator's output_mask: which of its three gradients (input, weight, bias) are asked
+// for; nullopt when absent or not three booleans.
+std::optional<std::array<bool, 3>> gradient_mask(const OpCall& call);
 // A ScalarType argument (`dtype=bf16`, `dtype=torch.float32`) as a canonical code; `fallback`
 // when absent or None; nullopt for a word that names no dtype.
 std::optional<std::string> dtype_arg(const OpCall& call, std::string_view name, const std::string& fallback);

@@ -196,17 +196,10 @@ constexpr double kLayerNormWeightGradFlopsPerElement = 2, kLayerNormBiasGradFlop
 // input's shape, the weight's and bias's in the weight's.
 std::optional<CallWork> normalization_backward(const OpCall& call) {
   const TensorSpec *grad = tensor(call, "grad_out"), *in = tensor(call, "input"), *w = tensor(call, "weight");
-  const NamedArg* mask_arg = named(call, "output_mask");
-  const auto* mask = mask_arg == nullptr ? nullptr : std::get_if<ArgList>(&mask_arg->value.v);
-  if (grad == nullptr || in == nullptr || grad->shape != in->shape || in->shape.size() < 2 || mask == nullptr ||
-      mask->size() != 3)
+  const auto mask = gradient_mask(call);
+  if (grad == nullptr || in == nullptr || grad->shape != in->shape || in->shape.size() < 2 || !mask)
     return std::nullopt;
-  bool asked[3];
-  for (std::size_t k = 0; k < 3; ++k) {
-    const auto* b = std::get_if<bool>(&(*mask)[k].v);
-    if (b == nullptr) return std::nullopt;
-    asked[k] = *b;
-  }
+  const auto [to_input, to_weight, to_bias] = *mask;
   const bool layer = call.op == "aten::native_layer_norm_backward";
   std::vector<const TensorSpec*> read = {grad, in, w};
   Shape parameter;
@@ -220,9 +213,9 @@ std::optional<CallWork> normalization_backward(const OpCall& call) {
     parameter = *normalized_shape;
     read.push_back(tensor(call, "mean"));
     read.push_back(tensor(call, "rstd"));
-    per_element = (asked[0] ? kNormalizeBackwardFlopsPerElement : 0) +
-                  (asked[1] ? kLayerNormWeightGradFlopsPerElement : 0) +
-                  (asked[2] ? kLayerNormBiasGradFlopsPerElement : 0);
+    per_element = (to_input ? kNormalizeBackwardFlopsPerElement : 0) +
+                  (to_weight ? kLayerNormWeightGradFlopsPerElement : 0) +
+                  (to_bias ? kLayerNormBiasGradFlopsPerElement : 0);
   } else {
     const NamedArg* train_arg = named(call, "train");  // no default in the schema
     const bool* train = train_arg == nullptr ? nullptr : std::get_if<bool>(&train_arg->value.v);
@@ -238,7 +231,7 @@ std::optional<CallWork> normalization_backward(const OpCall& call) {
   work.flops = elements(in->shape) * per_element;
   for (const TensorSpec* t : read) work.bytes += bytes_of(t);
   const double parameter_bytes = w != nullptr ? elements(parameter) * dtype_bytes(w->dtype) : 0;
-  work.bytes += (asked[0] ? bytes_of(in) : 0) + (asked[1] ? parameter_bytes : 0) + (asked[2] ? parameter_bytes : 0);
+  work.bytes += (to_input ? bytes_of(in) : 0) + (to_weight ? parameter_bytes : 0) + (to_bias ? parameter_bytes : 0);
   return work;
 }
 
