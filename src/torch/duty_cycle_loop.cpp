@@ -54,6 +54,14 @@ struct DutyCycleLoopState {
 
 }  // namespace
 
+bool Runner::duty_cycle_will_run(const Measurement& m, double loop_power_W) const {
+  if (!device_.is_cuda() || !probe_) return false;
+  DutyCycleInputs in = duty_cycle_inputs(m, cfg_.step_power);
+  in.sw_power_cap_seen = true;
+  in.loop_power_W = loop_power_W;
+  return plan_duty_cycle(in).run;
+}
+
 void Runner::measure_energy_duty_cycled(PreparedCall& call, Measurement& m) {
   if (!device_.is_cuda() || !probe_ || !m.energy.available) return;
   const DutyCyclePlan plan = plan_duty_cycle(duty_cycle_inputs(m, cfg_.step_power));

@@ -157,6 +157,9 @@ class Runner {
   // its energy again, in bursts at the step's duty cycle (duty_cycle_loop.cpp). Replaces
   // m.energy when it gives a figure; the method keeps the capped loop's and says why.
   void measure_energy_duty_cycled(PreparedCall& call, Measurement& m);
+  // Whether measure_energy_duty_cycled will measure `m` again, its plain loop seen at the cap
+  // with `loop_power_W` so far (duty_cycle_loop.cpp).
+  bool duty_cycle_will_run(const Measurement& m, double loop_power_W) const;
   std::optional<double> idle_power();
   // measure_group's parts (shared_energy_loop.cpp). The calls' energies from one shared loop;
   // those it could not identify are returned (their own loops measure them).

@@ -46,6 +46,10 @@ inline constexpr double kMinBusyShare = 0.2, kMaxBusyShare = 0.9;
 // host's issue and synchronisation are a small part, short against the counter's period.
 inline constexpr double kBurstBusyS = 1e-3;
 
+// A plain loop seen at the cap, which will be measured again duty-cycled, stops after this many
+// windows: the duty cycle needs its power alone (busy_share_for), not a narrow energy figure.
+inline constexpr std::size_t kWindowsBeforeDutyCycle = 2;
+
 struct DutyCyclePlan {
   bool at_cap = false;  // the plain loop ran at the cap (then the row says so either way)
   bool run = false;     // measure again duty-cycled
