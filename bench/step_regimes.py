@@ -183,9 +183,37 @@ def main() -> int:
     eager = result["eager"]
     result["eager_kernels_mJ"] = eager["energy_mJ_per_iteration"] - gap_W * gap_us * 1e-3
     result["graph_kernels_mJ"] = result["graph"]["energy_mJ_per_iteration"]
+    # A training step's forward alone (train mode, the loss, no backward), captured and replayed
+    # back to back: its kernels' energy apart from the backward's and the optimizer's.
+    if args.case.endswith("-train"):
+        fwd = forward_of(args.case)
+        with torch.cuda.stream(s):
+            for _ in range(3):
+                fwd()
+        torch.cuda.current_stream().wait_stream(s)
+        gf = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(gf):
+            fwd()
+        result["forward_graph"] = loop(counter, args.seconds / 2, gf.replay)
+        result["forward_graph"]["step_us"] = (1e6 * result["forward_graph"]["seconds"] /
+                                              result["forward_graph"]["iterations"])
     json.dump(result, sys.stdout, indent=1)
     print()
     return 0
+
+
+def forward_of(case: str):
+    import torch
+    import torchvision
+    arch, batch = case.split("-")[0], int(case.split("-")[1][1:])
+    torch.manual_seed(0)
+    model = getattr(torchvision.models, arch)(weights=None).cuda().train()
+    x = torch.randn(batch, 3, 224, 224, device="cuda")
+
+    def fwd():
+        with torch.no_grad():  # train mode (batch statistics), no graph kept for a backward
+            model(x).sum()
+    return fwd
 
 
 if __name__ == "__main__":
