@@ -44,6 +44,9 @@ CASES: Dict[str, Dict[str, Any]] = {
     "resnet18-b32-train": dict(kind="tv", arch="resnet18", batch=32, train="sgd"),
     "bert_base-16x128-train-autocast_bf16": dict(kind="bert", batch=16, seq=128, autocast="bf16", train="adamw"),
     "densenet121-b16-train": dict(kind="tv", arch="densenet121", batch=16, train="sgd"),
+    # The same resnet18 step with a loss whose gradient differs from sample to sample (the sum's is
+    # the same for every sample): bench/step_regimes.py measures what that does to its energy.
+    "resnet18-b32-train-ce": dict(kind="tv", arch="resnet18", batch=32, train="sgd", loss="ce"),
 }
 
 
@@ -112,6 +115,9 @@ def run_case(name: str, out: Path) -> Dict[str, Any]:
     db = out / f"db-{name}.sqlite"
     db.unlink(missing_ok=True)
     common = dict(train=bool(spec.get("train")), optimizer=opt, autocast=spec.get("autocast"), name=name)
+    if spec.get("loss") == "ce":  # cross entropy against random labels (fixed: the same every step)
+        labels = torch.randint(0, 1000, (spec["batch"],), device="cuda")
+        common["loss_fn"] = lambda out: torch.nn.functional.cross_entropy(out, labels)
     with torch.no_grad():
         if not spec.get("train"):
             model(*inputs)  # cuDNN and cuBLAS set up before the clock starts, as a user's model is

@@ -26,12 +26,13 @@ import sys
 import time
 
 
-def build(case: str):
+def build(case: str, loss: str = "sum"):
     import torch
     import torchvision
     arch, batch, mode = case.split("-")[0], int(case.split("-")[1][1:]), case.split("-")[-1]
     model = getattr(torchvision.models, arch)(weights=None).cuda()
     x = torch.randn(batch, 3, 224, 224, device="cuda")
+    labels = torch.randint(0, 1000, (batch,), device="cuda")
     if mode != "train":
         model.eval()
 
@@ -43,7 +44,11 @@ def build(case: str):
     opt = torch.optim.SGD(model.parameters(), lr=1e-3, momentum=0.9)
 
     def step(captured=False):  # as opcost's training step: sum of the output as the loss
-        model(x).sum().backward()
+        out = model(x)
+        # "sum": opcost's default loss. Its gradient is the same for every sample, and a linear
+        # head then sends the same values back through the network (few distinct operands).
+        # "ce": cross entropy against random labels, a gradient that differs from sample to sample.
+        (out.sum() if loss == "sum" else torch.nn.functional.cross_entropy(out, labels)).backward()
         opt.step()
         # A captured step keeps its grads' memory (the graph owns it): zeroed, not freed.
         opt.zero_grad(set_to_none=not captured)
@@ -106,11 +111,13 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("case", help="torchvision arch-bBATCH-train|infer, e.g. resnet18-b32-train")
     ap.add_argument("--seconds", type=float, default=4.0)
+    ap.add_argument("--loss", choices=["sum", "ce"], default="sum",
+                    help="a training step's loss: the output's sum (opcost's default) or cross entropy")
     args = ap.parse_args()
     import torch
-    step, _ = build(args.case)
+    step, _ = build(args.case, args.loss)
     counter = Counter()
-    result = {"case": args.case, "device": torch.cuda.get_device_name(), "torch": torch.__version__}
+    result = {"case": args.case, "loss": args.loss, "device": torch.cuda.get_device_name(), "torch": torch.__version__}
 
     # The eager step: time per step by wall clock, GPU busy from a profiler-free estimate below.
     for _ in range(5):
