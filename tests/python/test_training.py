@@ -264,6 +264,7 @@ def test_a_python_autograd_functions_backward_is_the_layer_it_was_applied_in():
     # Its backward node is numbered by the Function's apply, not by an ATen call: the layer the
     # apply ran in is the node's, as for an ATen call's node.
     model = torch.nn.Sequential(torch.nn.Linear(8, 8), _SquareLayer())
-    inv = opcost.inventory(model, torch.randn(4, 8), train=True)
+    # The output's sum as the loss: the default's squares would add backward muls of the loss's own.
+    inv = opcost.inventory(model, torch.randn(4, 8), train=True, loss_fn=lambda out: out.sum())
     backward_muls = [o for o in inv.ops if o.op == "aten::mul" and o.phase == "backward"]
     assert backward_muls and all(o.layers == ("1",) for o in backward_muls), [(o.op, o.layers) for o in inv.ops]
