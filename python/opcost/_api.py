@@ -126,19 +126,17 @@ def _model_hooks(model: Any, d: Dict[str, Any]) -> Iterator[Dict[str, Any]]:
         names.remove()  # also when the step raised with the hooks on
 
 
-def _half_sum_of_squares(t: torch.Tensor) -> torch.Tensor:
-    # Its gradient is the output itself: different for every sample and element, as a real loss's
-    # is. The output's sum (the default before) gives every sample the same gradient, and a
-    # backward of such repeated values draws less energy than a real training step's: resnet18's
-    # SGD step on the H100 read 21% less than with cross entropy, for the same kernels and time
-    # (bench/results/2026-11-27-h100-training-loss/).
-    f = t.float()
-    return (f * f).sum() * 0.5
+# The default loss's effect on a training step's energy (bench/results/2026-11-27-h100-training-loss/).
+_DEFAULT_LOSS_NOTE = (
+    "train=True without loss_fn: the loss is the output's sum, whose gradient is the same for every sample; "
+    "the backward then draws less energy than a real loss's (resnet18's SGD step on the H100: 21% less than with "
+    "cross entropy, the same kernels and time), while the operators' loops replay random values: pass loss_fn= "
+    "(e.g. cross entropy against labels) for energy that stands for training")
 
 
 def _loss_of(output: Any) -> torch.Tensor:
     if isinstance(output, torch.Tensor):
-        return _half_sum_of_squares(output)
+        return output.float().sum()
     if hasattr(output, "loss") and isinstance(getattr(output, "loss"), torch.Tensor):
         return output.loss
     tensors = [t for t in _tensors(output if not hasattr(output, "to_tuple") else output.to_tuple())
@@ -146,7 +144,7 @@ def _loss_of(output: Any) -> torch.Tensor:
     if not tensors:
         raise ModelError("train=True: the model's output has no floating-point tensor to take a loss of; "
                          "pass loss_fn=")
-    return sum(_half_sum_of_squares(t) for t in tensors)
+    return sum(t.float().sum() for t in tensors)
 
 
 def _make_step(model: Any, inputs: Sequence[Any], kwargs: Dict[str, Any], train: bool,
@@ -173,6 +171,7 @@ def _make_step(model: Any, inputs: Sequence[Any], kwargs: Dict[str, Any], train:
             with torch.inference_mode():
                 forward()
         return step
+    noted = []  # the default loss's note, said once a step function
 
     def train_step():
         # The modes the core sets around every step (RunnableModel::step), here too for the check
@@ -181,6 +180,9 @@ def _make_step(model: Any, inputs: Sequence[Any], kwargs: Dict[str, Any], train:
         with torch.inference_mode(False), torch.enable_grad():
             out = forward()
             loss = loss_fn(out) if loss_fn else _loss_of(out)
+            if not noted and loss_fn is None and not isinstance(getattr(out, "loss", None), torch.Tensor):
+                noted.append(True)
+                log.info(_DEFAULT_LOSS_NOTE)
             loss.backward()
         if optimizer is not None:
             optimizer.step()
@@ -278,7 +280,9 @@ def inventory(model: Any, *inputs: Any, train: bool = False, loss_fn: Optional[C
     """Every ATen call one step of ``model(*inputs, **kwargs)`` makes, with its module path.
 
     ``model`` is an ``nn.Module`` or any callable (a whole training step). With ``train=True``
-    the step is forward, loss (``loss_fn(output)``, else half the sum of the output's squares) and backward,
+    the step is forward, loss (``loss_fn(output)``, else the sum of the output, which gives every
+    sample the same gradient: its backward draws less energy than a real loss's, and the step
+    says so once on the ``opcost`` logger) and backward,
     plus ``optimizer.step()`` when one is given; backward ops are attributed to the forward
     layer that created them. ``autocast`` ("bf16", "fp16") runs the step under autocast.
     On a GPU each call's inputs are classed as read from its L2 or from memory

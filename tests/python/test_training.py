@@ -7,6 +7,7 @@ Budgets are the shortest: the figures are not checked, only that every step ran 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import sqlite3
 import subprocess
@@ -264,7 +265,20 @@ def test_a_python_autograd_functions_backward_is_the_layer_it_was_applied_in():
     # Its backward node is numbered by the Function's apply, not by an ATen call: the layer the
     # apply ran in is the node's, as for an ATen call's node.
     model = torch.nn.Sequential(torch.nn.Linear(8, 8), _SquareLayer())
-    # The output's sum as the loss: the default's squares would add backward muls of the loss's own.
-    inv = opcost.inventory(model, torch.randn(4, 8), train=True, loss_fn=lambda out: out.sum())
+    inv = opcost.inventory(model, torch.randn(4, 8), train=True)
     backward_muls = [o for o in inv.ops if o.op == "aten::mul" and o.phase == "backward"]
     assert backward_muls and all(o.layers == ("1",) for o in backward_muls), [(o.op, o.layers) for o in inv.ops]
+
+
+def test_the_default_loss_says_once_what_it_does_to_a_training_steps_energy(caplog):
+    # The output's sum gives every sample the same gradient; the note says so and how to give a
+    # real loss, once for the step function, and not where a loss_fn is given.
+    model = torch.nn.Sequential(torch.nn.Linear(8, 8))
+    with caplog.at_level(logging.INFO, logger="opcost"):
+        opcost.inventory(model, torch.randn(4, 8), train=True)
+    notes = [r.getMessage() for r in caplog.records if "without loss_fn" in r.getMessage()]
+    assert len(notes) == 1 and "pass loss_fn=" in notes[0], notes
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="opcost"):
+        opcost.inventory(model, torch.randn(4, 8), train=True, loss_fn=lambda out: out.pow(2).sum())
+    assert not [r for r in caplog.records if "without loss_fn" in r.getMessage()]

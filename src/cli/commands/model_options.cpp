@@ -17,9 +17,11 @@ void add_model_options(CLI::App& cmd, ModelOptions& m) {
       ->capture_default_str();
   cmd.add_option("--dtype", m.in.dtype, "model dtype: fp32, bf16 or fp16")->capture_default_str();
   cmd.add_option("--device", m.in.device, "auto (CUDA when present), cpu, cuda")->capture_default_str();
-  cmd.add_flag("--train", m.in.train,
-               "forward, loss (half the sum of the output's squares: its gradient is the output itself) and backward; "
-               "backward ops attributed to their forward layer");
+  cmd.add_flag(
+      "--train", m.in.train,
+      "forward, the output's sum as the loss, and backward; backward ops attributed to their forward layer (the "
+      "sum gives every sample the same gradient: the backward's energy reads below a real loss's, "
+      "docs/energy-method.md)");
   cmd.add_option("--autocast", m.in.autocast, "run the fp32 model under autocast to bf16 or fp16");
 }
 
