@@ -45,6 +45,19 @@ MIN_SCALED_CALLS = 8
 FOLDS = 5
 # Small trees, many of them, a slow rate: steady on a few hundred rows; about 100 KB of JSON a target.
 BOOSTING = dict(n_estimators=200, max_depth=3, learning_rate=0.05, subsample=1.0, random_state=0)
+# A family of at least LARGE_FAMILY_CONFIGURATIONS configurations gets deeper trees, and more of
+# them. With the H100's dense grids (bench/results/2026-11-27-h100-fit-dense/) the small trees
+# fitted convolutions' 364 configurations so loosely that the H200's were estimated worse than
+# from a fifth of the rows (time 4.4% → 8.8%, energy 6.8% → 12.2%). Deeper trees on every family
+# helped the three largest (convolution, matmul, normalization) and hurt pooling's 64
+# configurations: the threshold is from those rows.
+BOOSTING_LARGE = dict(BOOSTING, n_estimators=400, max_depth=5)
+LARGE_FAMILY_CONFIGURATIONS = 150
+
+
+def boosting_for(configurations: int) -> Dict[str, Any]:
+    """The trees' parameters for a family of this many distinct configurations."""
+    return BOOSTING_LARGE if configurations >= LARGE_FAMILY_CONFIGURATIONS else BOOSTING
 TIME_FLOOR_US = _core.TIME_FLOOR_US  # cost_features.h: the base time is roofline + this
 _DATA_MODIFIER = re.compile(r":(zeros|range)\[[^\]]*\]")
 
@@ -260,10 +273,11 @@ def _fit_target(X: List[List[float]], y: List[float], groups: List[str]) -> tupl
 
     Xa, ya = np.asarray(X, dtype=np.float64), np.asarray(y, dtype=np.float64)
     folds = min(FOLDS, len(set(groups)))
+    params = boosting_for(len(set(groups)))
     predicted = np.empty_like(ya)
     for train, test in GroupKFold(n_splits=folds).split(Xa, ya, groups):
-        predicted[test] = Regressor(**BOOSTING).fit(Xa[train], ya[train]).predict(Xa[test])
-    final = Regressor(**BOOSTING).fit(Xa, ya)
+        predicted[test] = Regressor(**params).fit(Xa[train], ya[train]).predict(Xa[test])
+    final = Regressor(**params).fit(Xa, ya)
     return _export_trees(final), [float(v) for v in predicted - ya]
 
 
@@ -525,7 +539,9 @@ def fit_rows(raw_rows: Sequence[Dict[str, str]], *, train_gpus: Optional[Sequenc
              "features": names, "coverage": coverage, "time_floor_us": TIME_FLOOR_US, "data_hash": data_hash,
              "created_at": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
              "method": {"library": f"scikit-learn {sklearn.__version__}", "estimator": "GradientBoostingRegressor",
-                        "parameters": BOOSTING, "folds": FOLDS, "split": "by configuration",
+                        "parameters": BOOSTING, "parameters_for_large_families": BOOSTING_LARGE,
+                        "large_family_configurations": LARGE_FAMILY_CONFIGURATIONS,
+                        "folds": FOLDS, "split": "by configuration",
                         "targets": {"time": "log(time_us / base_us), base_us = roofline_us + time_floor_us",
                                     "energy": "log(energy_uJ / (base_us · base_power_W))",
                                     "power": "log(power_W / base_power_W)", "host": "log(host_us)"}},

@@ -55,7 +55,9 @@ struct DutyCycleLoopState {
 }  // namespace
 
 bool Runner::duty_cycle_will_run(const Measurement& m, double loop_power_W) const {
-  if (!device_.is_cuda() || !probe_) return false;
+  // A call that waits for the device (or one of a synchronous run) is never measured again
+  // duty-cycled: measure_call does so for calls issued ahead of the GPU only.
+  if (!device_.is_cuda() || !probe_ || m.waits_for_device || cfg_.synchronous_calls) return false;
   DutyCycleInputs in = duty_cycle_inputs(m, cfg_.step_power);
   in.sw_power_cap_seen = true;
   in.loop_power_W = loop_power_W;
@@ -132,8 +134,8 @@ void Runner::measure_energy_duty_cycled(PreparedCall& call, Measurement& m) {
   if (!est.why_none.empty()) {
     m.method += fmt::format(
         "; its energy loop ran at the power cap; measured again at a {:.0f}% busy share, it gave "
-        "no figure ({}): the capped loop's stands",
-        100 * plan.busy_share, est.why_none);
+        "no figure ({}): the capped loop's stands (its {} window(s))",
+        100 * plan.busy_share, est.why_none, m.energy.windows);
     return;
   }
   const bool still_capped = monitor.state_summary().throttle_reasons_seen & throttle::kSwPowerCap;

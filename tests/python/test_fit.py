@@ -138,9 +138,10 @@ def _expected_held_out(dataset: str) -> dict:
     if expected["scikit_learn"] != sklearn.__version__:
         pytest.skip(f"the expected errors were fitted by scikit-learn {expected['scikit_learn']}, this is "
                     f"{sklearn.__version__}: rerun tests/data/fit/make_expected_held_out.py where the change is meant")
-    assert (expected["boosting"], expected["time_floor_us"], expected["bandwidth_min_bytes"],
-            expected["near_roofline"]) == (_fit.BOOSTING, _fit.TIME_FLOOR_US, _fit.BANDWIDTH_MIN_BYTES,
-                                           _fit.NEAR_ROOFLINE), \
+    assert (expected["boosting"], expected["boosting_large"], expected["large_family_configurations"],
+            expected["time_floor_us"], expected["bandwidth_min_bytes"],
+            expected["near_roofline"]) == (_fit.BOOSTING, _fit.BOOSTING_LARGE, _fit.LARGE_FAMILY_CONFIGURATIONS,
+                                           _fit.TIME_FLOOR_US, _fit.BANDWIDTH_MIN_BYTES, _fit.NEAR_ROOFLINE), \
         "the fit's parameters changed: rerun tests/data/fit/make_expected_held_out.py and say why"
     return expected["datasets"][dataset]
 
@@ -247,24 +248,28 @@ def test_a_gpus_rates_and_roofline_draws_come_from_the_rows_meant_for_them():
 
 
 def test_the_cpp_evaluator_reproduces_scikit_learn(raw_rows, model):
-    """The matmul family's time fitted here as _fit fits it, predicted by scikit-learn, against
-    the C++ walk of the exported trees (float32 comparisons included) for every row."""
+    """The matmul and convolution families' time fitted here as _fit fits them, predicted by
+    scikit-learn, against the C++ walk of the exported trees (float32 comparisons included) for
+    every row."""
     rows, _ = _fit._usable(raw_rows)
     profiles = _fit.gpu_profiles(rows)
-    matmul = [r for r in rows if r.work["family"] == "matmul"]
-    assert len(matmul) == 48
-    X, y, bases = [], [], []
-    for r in matmul:
-        f = _core.cost_features(r.op, r.args, r.cache_mode, json.dumps(dict(profiles[r.device], name=r.device)))
-        X.append(f["values"])
-        assert f["base_us"] == f["roofline_us"] + _core.TIME_FLOOR_US
-        bases.append(f["base_us"])
-        y.append(math.log(r.time_us) - math.log(f["base_us"]))
-    predicted = GradientBoostingRegressor(**_fit.BOOSTING).fit(X, y).predict(X)
-    assert len({round(p, 6) for p in predicted}) > 10  # the trees tell the rows apart: a real comparison
-    for r, base, p in zip(matmul, bases, predicted):
-        estimate = model.estimate(r.op, r.args, r.cache_mode, r.device)
-        assert estimate["time_us"]["estimate"] == pytest.approx(base * math.exp(p), rel=1e-9), f"{r.op} {r.args}"
+    # matmul's 18 configurations get the small trees, convolution's 264 the deeper ones: both walked.
+    for family, count, params in (("matmul", 48, _fit.BOOSTING), ("convolution", 264, _fit.BOOSTING_LARGE)):
+        calls = [r for r in rows if r.work["family"] == family]
+        assert len(calls) == count
+        assert _fit.boosting_for(len({r.configuration for r in calls})) == params, family
+        X, y, bases = [], [], []
+        for r in calls:
+            f = _core.cost_features(r.op, r.args, r.cache_mode, json.dumps(dict(profiles[r.device], name=r.device)))
+            X.append(f["values"])
+            assert f["base_us"] == f["roofline_us"] + _core.TIME_FLOOR_US
+            bases.append(f["base_us"])
+            y.append(math.log(r.time_us) - math.log(f["base_us"]))
+        predicted = GradientBoostingRegressor(**params).fit(X, y).predict(X)
+        assert len({round(p, 6) for p in predicted}) > 10  # the trees tell the rows apart: a real comparison
+        for r, base, p in zip(calls, bases, predicted):
+            estimate = model.estimate(r.op, r.args, r.cache_mode, r.device)
+            assert estimate["time_us"]["estimate"] == pytest.approx(base * math.exp(p), rel=1e-9), f"{r.op} {r.args}"
 
 
 def _base_power_W(features: dict, profile: dict, dtype: str) -> float:
@@ -296,8 +301,9 @@ def test_the_cpp_evaluator_reproduces_scikit_learn_for_energy_and_power(calibrat
         power_y.append(math.log(r.power_W / f["base_power_W"]))
     # Both sides of the roofline are among the rows: both draws are used.
     assert {f["roofline_us"] > f["bytes"] / (profile["achieved_GBps"] * 1e3) for f in features} == {True, False}
-    energy_p = GradientBoostingRegressor(**_fit.BOOSTING).fit(X, energy_y).predict(X)
-    power_p = GradientBoostingRegressor(**_fit.BOOSTING).fit(X, power_y).predict(X)
+    params = _fit.boosting_for(len({r.configuration for r in matmul}))
+    energy_p = GradientBoostingRegressor(**params).fit(X, energy_y).predict(X)
+    power_p = GradientBoostingRegressor(**params).fit(X, power_y).predict(X)
     q = targets["energy"]["interval_log_halfwidth"]
     assert q > 0
     for r, f, pe, pp in zip(matmul, features, energy_p, power_p):

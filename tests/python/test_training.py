@@ -12,6 +12,7 @@ import os
 import sqlite3
 import subprocess
 import sys
+import types
 
 import pytest
 import torch
@@ -278,7 +279,24 @@ def test_the_default_loss_says_once_what_it_does_to_a_training_steps_energy(capl
         opcost.inventory(model, torch.randn(4, 8), train=True)
     notes = [r.getMessage() for r in caplog.records if "without loss_fn" in r.getMessage()]
     assert len(notes) == 1 and "pass loss_fn=" in notes[0], notes
-    caplog.clear()
-    with caplog.at_level(logging.INFO, logger="opcost"):
-        opcost.inventory(model, torch.randn(4, 8), train=True, loss_fn=lambda out: out.pow(2).sum())
-    assert not [r for r in caplog.records if "without loss_fn" in r.getMessage()]
+    # No note where the loss is real: a loss_fn, a model that returns its own scalar loss, or an
+    # output carrying `.loss` (transformers' with labels).
+    class ScalarLoss(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = torch.nn.Linear(8, 8)
+
+        def forward(self, x):
+            return self.fc(x).pow(2).mean()
+
+    class WithLoss(ScalarLoss):
+        def forward(self, x):
+            out = types.SimpleNamespace(logits=self.fc(x))
+            out.loss = out.logits.pow(2).mean()
+            return out
+
+    for m, kwargs in ((model, {"loss_fn": lambda out: out.pow(2).sum()}), (ScalarLoss(), {}), (WithLoss(), {})):
+        caplog.clear()
+        with caplog.at_level(logging.INFO, logger="opcost"):
+            opcost.inventory(m, torch.randn(4, 8), train=True, **kwargs)
+        assert not [r for r in caplog.records if "without loss_fn" in r.getMessage()], type(m).__name__

@@ -42,7 +42,9 @@ def held_out_errors(fit: _fit.Fit) -> dict:
 
 
 def main() -> int:
-    document = {"scikit_learn": sklearn.__version__, "boosting": _fit.BOOSTING, "time_floor_us": _fit.TIME_FLOOR_US,
+    document = {"scikit_learn": sklearn.__version__, "boosting": _fit.BOOSTING,
+                "boosting_large": _fit.BOOSTING_LARGE, "large_family_configurations": _fit.LARGE_FAMILY_CONFIGURATIONS,
+                "time_floor_us": _fit.TIME_FLOOR_US,
                 "bandwidth_min_bytes": _fit.BANDWIDTH_MIN_BYTES, "near_roofline": _fit.NEAR_ROOFLINE,
                 "datasets": {}}
     for name in DATASETS:
