@@ -4,9 +4,10 @@ them, each time with the target GPU's calibration rows; every other target row e
 (bench/summarize_fit.py's cross_gpu). Prints each fit's median |error| of time and energy per
 family.
 
-    PYTHONPATH=build/python python bench/cross_gpu_by_rows.py TARGET.csv BASE.csv[,MORE.csv] NEW.csv[,MORE.csv] [FAMILY ...]
+    PYTHONPATH=build/python python bench/cross_gpu_by_rows.py [--small-trees] TARGET.csv BASE.csv[,MORE.csv] NEW.csv[,MORE.csv] [FAMILY ...]
 
-FAMILY: the families to print (all without). Needs scikit-learn.
+FAMILY: the families to print (all without). --small-trees: every target with the small trees
+(summarize_fit.py's). Needs scikit-learn.
 """
 
 from __future__ import annotations
@@ -25,6 +26,10 @@ def rows_of(paths: str):
 
 
 def main(argv) -> int:
+    argv = list(argv)
+    if "--small-trees" in argv:
+        argv.remove("--small-trees")
+        summarize_fit.small_trees_only()
     if len(argv) < 3:
         print(__doc__, file=sys.stderr)
         return 2

@@ -132,7 +132,7 @@ def main() -> int:
     import torch
     step, _ = build(args.case, args.loss, args.lr)
     counter = Counter()
-    result = {"case": args.case, "loss": args.loss, "device": torch.cuda.get_device_name(), "torch": torch.__version__}
+    result = {"case": args.case, "loss": args.loss, "lr": args.lr, "device": torch.cuda.get_device_name(), "torch": torch.__version__}
 
     # The eager step: time per step by wall clock, GPU busy from a profiler-free estimate below.
     for _ in range(5):

@@ -2,7 +2,10 @@
 cross-GPU estimates (fitted on one GPU's rows plus only the calibration rows of another,
 checked against everything measured on the other), and the time an estimate takes.
 
-    python bench/summarize_fit.py RESULTS_DIR H100_ROWS.csv[,MORE.csv] H200_ROWS.csv [MODELS_DIR [UNMEASURED_DIR ...]]
+    python bench/summarize_fit.py [--small-trees] RESULTS_DIR H100_ROWS.csv[,MORE.csv] H200_ROWS.csv [MODELS_DIR [UNMEASURED_DIR ...]]
+
+--small-trees: every target with the small trees (_fit.BOOSTING), as fits did before a target of
+_fit.LARGE_TARGET_CONFIGURATIONS configurations got deeper ones.
 
 Writes RESULTS_DIR/summary.json (the issue's form, fractions) and RESULTS_DIR/fit-<gpu>.txt
 (each GPU's table). MODELS_DIR: the validate_<case>.json of bench/run_estimate_models (whole
@@ -132,7 +135,16 @@ def main(out_dir, h100_csv, h200_csv, models_dir=None, *unmeasured_dirs):
     print(json.dumps(summary, indent=1))
 
 
+def small_trees_only() -> None:
+    """Every target fitted with the small trees, whatever its configurations."""
+    _fit.LARGE_TARGET_CONFIGURATIONS = 10**9
+
+
 if __name__ == "__main__":
-    if len(sys.argv) < 4:
+    args = sys.argv[1:]
+    if "--small-trees" in args:
+        args.remove("--small-trees")
+        small_trees_only()
+    if len(args) < 3:
         sys.exit(__doc__)
-    main(*sys.argv[1:])
+    main(*args)

@@ -180,7 +180,8 @@ def _make_step(model: Any, inputs: Sequence[Any], kwargs: Dict[str, Any], train:
         with torch.inference_mode(False), torch.enable_grad():
             out = forward()
             loss = loss_fn(out) if loss_fn else _loss_of(out)
-            # A model returning its own scalar loss, or one carrying `.loss`, has a real loss.
+            # A scalar output is taken for the model's own loss (a head's plain sum would be missed),
+            # and an output carrying `.loss` has one.
             if (not noted and loss_fn is None and not isinstance(getattr(out, "loss", None), torch.Tensor)
                     and not (isinstance(out, torch.Tensor) and out.dim() == 0)):
                 noted.append(True)

@@ -45,19 +45,21 @@ MIN_SCALED_CALLS = 8
 FOLDS = 5
 # Small trees, many of them, a slow rate: steady on a few hundred rows; about 100 KB of JSON a target.
 BOOSTING = dict(n_estimators=200, max_depth=3, learning_rate=0.05, subsample=1.0, random_state=0)
-# A family of at least LARGE_FAMILY_CONFIGURATIONS configurations gets deeper trees, and more of
-# them. With the H100's dense grids (bench/results/2026-11-27-h100-fit-dense/) the small trees
+# A target (a family's time, energy, power or host time) fitted on at least
+# LARGE_TARGET_CONFIGURATIONS configurations gets deeper trees, and more of them. With the H100's dense grids (bench/results/2026-11-27-h100-fit-dense/) the small trees
 # fitted convolutions' 364 configurations so loosely that the H200's were estimated worse than
 # from a fifth of the rows (time 4.4% → 8.8%, energy 6.8% → 12.2%). Deeper trees on every family
 # helped the three largest (convolution, matmul, normalization) and hurt pooling's 64
 # configurations: the threshold is from those rows.
 BOOSTING_LARGE = dict(BOOSTING, n_estimators=400, max_depth=5)
-LARGE_FAMILY_CONFIGURATIONS = 150
+LARGE_TARGET_CONFIGURATIONS = 150
 
 
 def boosting_for(configurations: int) -> Dict[str, Any]:
-    """The trees' parameters for a family of this many distinct configurations."""
-    return BOOSTING_LARGE if configurations >= LARGE_FAMILY_CONFIGURATIONS else BOOSTING
+    """The trees' parameters for a target fitted on this many distinct configurations."""
+    return BOOSTING_LARGE if configurations >= LARGE_TARGET_CONFIGURATIONS else BOOSTING
+
+
 TIME_FLOOR_US = _core.TIME_FLOOR_US  # cost_features.h: the base time is roofline + this
 _DATA_MODIFIER = re.compile(r":(zeros|range)\[[^\]]*\]")
 
@@ -510,7 +512,9 @@ def fit_rows(raw_rows: Sequence[Dict[str, str]], *, train_gpus: Optional[Sequenc
                 return None
             trees, residuals = _fit_target([X[k] for k in keep], [y_of(frows[k]) for k in keep],
                                            [groups[k] for k in keep])
-            targets[name] = dict(trees, **_interval(residuals, coverage))
+            # Its configurations say which trees it has (boosting_for).
+            targets[name] = dict(trees, configurations=len({groups[k] for k in keep}),
+                                 **_interval(residuals, coverage))
             if name in SCALED_TARGETS:
                 scaled = _scaled_residuals([frows[k] for k in keep], y_of)
                 if len(scaled) >= MIN_SCALED_CALLS:
@@ -534,13 +538,15 @@ def fit_rows(raw_rows: Sequence[Dict[str, str]], *, train_gpus: Optional[Sequenc
     if not fits:
         raise FitError("no family has enough configurations to fit: " +
                        "; ".join(f"{f}: {why}" for f, why in skipped.items()))
-    data_hash = _data_hash(rows, {"train_gpus": sorted(train_gpus or []), "coverage": coverage})
+    data_hash = _data_hash(rows, {"train_gpus": sorted(train_gpus or []), "coverage": coverage,
+                                  "boosting": BOOSTING, "boosting_large": BOOSTING_LARGE,
+                                  "large_target_configurations": LARGE_TARGET_CONFIGURATIONS})
     model = {"format": "opcost-cost-model", "version": 1, "features_version": _core.COST_FEATURES_VERSION,
              "features": names, "coverage": coverage, "time_floor_us": TIME_FLOOR_US, "data_hash": data_hash,
              "created_at": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
              "method": {"library": f"scikit-learn {sklearn.__version__}", "estimator": "GradientBoostingRegressor",
-                        "parameters": BOOSTING, "parameters_for_large_families": BOOSTING_LARGE,
-                        "large_family_configurations": LARGE_FAMILY_CONFIGURATIONS,
+                        "parameters": BOOSTING, "parameters_for_large_targets": BOOSTING_LARGE,
+                        "large_target_configurations": LARGE_TARGET_CONFIGURATIONS,
                         "folds": FOLDS, "split": "by configuration",
                         "targets": {"time": "log(time_us / base_us), base_us = roofline_us + time_floor_us",
                                     "energy": "log(energy_uJ / (base_us · base_power_W))",

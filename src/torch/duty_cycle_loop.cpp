@@ -56,7 +56,7 @@ struct DutyCycleLoopState {
 
 bool Runner::duty_cycle_will_run(const Measurement& m, double loop_power_W) const {
   // A call that waits for the device (or one of a synchronous run) is never measured again
-  // duty-cycled: measure_call does so for calls issued ahead of the GPU only.
+  // duty-cycled (measure_energy_duty_cycled).
   if (!device_.is_cuda() || !probe_ || m.waits_for_device || cfg_.synchronous_calls) return false;
   DutyCycleInputs in = duty_cycle_inputs(m, cfg_.step_power);
   in.sw_power_cap_seen = true;
@@ -65,7 +65,9 @@ bool Runner::duty_cycle_will_run(const Measurement& m, double loop_power_W) cons
 }
 
 void Runner::measure_energy_duty_cycled(PreparedCall& call, Measurement& m) {
-  if (!device_.is_cuda() || !probe_ || !m.energy.available) return;
+  // A call that waits for the device runs no bursts ahead of the GPU (nor in a synchronous run):
+  // as duty_cycle_will_run says, its plain loop's figure stands.
+  if (!device_.is_cuda() || !probe_ || !m.energy.available || m.waits_for_device || cfg_.synchronous_calls) return;
   const DutyCyclePlan plan = plan_duty_cycle(duty_cycle_inputs(m, cfg_.step_power));
   if (!plan.at_cap) return;
   if (!plan.run) {

@@ -138,9 +138,9 @@ def _expected_held_out(dataset: str) -> dict:
     if expected["scikit_learn"] != sklearn.__version__:
         pytest.skip(f"the expected errors were fitted by scikit-learn {expected['scikit_learn']}, this is "
                     f"{sklearn.__version__}: rerun tests/data/fit/make_expected_held_out.py where the change is meant")
-    assert (expected["boosting"], expected["boosting_large"], expected["large_family_configurations"],
+    assert (expected["boosting"], expected["boosting_large"], expected["large_target_configurations"],
             expected["time_floor_us"], expected["bandwidth_min_bytes"],
-            expected["near_roofline"]) == (_fit.BOOSTING, _fit.BOOSTING_LARGE, _fit.LARGE_FAMILY_CONFIGURATIONS,
+            expected["near_roofline"]) == (_fit.BOOSTING, _fit.BOOSTING_LARGE, _fit.LARGE_TARGET_CONFIGURATIONS,
                                            _fit.TIME_FLOOR_US, _fit.BANDWIDTH_MIN_BYTES, _fit.NEAR_ROOFLINE), \
         "the fit's parameters changed: rerun tests/data/fit/make_expected_held_out.py and say why"
     return expected["datasets"][dataset]

@@ -149,7 +149,8 @@ double scaled_distance(double abs_ln_ratio);
 // The cost model's JSON's format name and the largest text read (a hostile file is refused
 // before it is parsed).
 inline constexpr const char* kCostModelFormat = "opcost-cost-model";
-// A model of 9 families × 4 targets is about 4 MB.
+// A model of 9 families × 4 targets is about 4 MB with small trees; 12 MB with the H100's dense
+// rows, whose largest targets get 400 trees of depth 5 (at most ~50 MB were every target's so).
 inline constexpr std::size_t kCostModelMaxBytes = std::size_t(64) << 20;
 // A tree's value, an init or an interval's half-width in log space: e^50 is far past any cost, so a
 // larger one is hostile (its exp would overflow to infinity).

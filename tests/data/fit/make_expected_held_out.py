@@ -43,7 +43,7 @@ def held_out_errors(fit: _fit.Fit) -> dict:
 
 def main() -> int:
     document = {"scikit_learn": sklearn.__version__, "boosting": _fit.BOOSTING,
-                "boosting_large": _fit.BOOSTING_LARGE, "large_family_configurations": _fit.LARGE_FAMILY_CONFIGURATIONS,
+                "boosting_large": _fit.BOOSTING_LARGE, "large_target_configurations": _fit.LARGE_TARGET_CONFIGURATIONS,
                 "time_floor_us": _fit.TIME_FLOOR_US,
                 "bandwidth_min_bytes": _fit.BANDWIDTH_MIN_BYTES, "near_roofline": _fit.NEAR_ROOFLINE,
                 "datasets": {}}
