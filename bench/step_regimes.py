@@ -125,14 +125,16 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("case", help="torchvision arch-bBATCH-train|infer, e.g. resnet18-b32-train")
     ap.add_argument("--seconds", type=float, default=4.0)
-    ap.add_argument("--lr", type=float, default=1e-3, help="SGD's learning rate (0: the weights stay as built)")
+    ap.add_argument("--lr", type=float, default=1e-3,
+                    help="SGD's learning rate (0: the weights stay as built)")
     ap.add_argument("--loss", choices=["sum", "ce"], default="sum",
                     help="a training step's loss: the output's sum (opcost's default) or cross entropy")
     args = ap.parse_args()
     import torch
     step, _ = build(args.case, args.loss, args.lr)
     counter = Counter()
-    result = {"case": args.case, "loss": args.loss, "lr": args.lr, "device": torch.cuda.get_device_name(), "torch": torch.__version__}
+    result = {"case": args.case, "loss": args.loss, "lr": args.lr, "device": torch.cuda.get_device_name(),
+              "torch": torch.__version__}
 
     # The eager step: time per step by wall clock, GPU busy from a profiler-free estimate below.
     for _ in range(5):

@@ -46,9 +46,10 @@ FOLDS = 5
 # Small trees, many of them, a slow rate: steady on a few hundred rows; about 100 KB of JSON a target.
 BOOSTING = dict(n_estimators=200, max_depth=3, learning_rate=0.05, subsample=1.0, random_state=0)
 # A target (a family's time, energy, power or host time) fitted on at least
-# LARGE_TARGET_CONFIGURATIONS configurations gets deeper trees, and more of them. With the H100's dense grids (bench/results/2026-11-27-h100-fit-dense/) the small trees
-# fitted convolutions' 364 configurations so loosely that the H200's were estimated worse than
-# from a fifth of the rows (time 4.4% → 8.8%, energy 6.8% → 12.2%). Deeper trees on every family
+# LARGE_TARGET_CONFIGURATIONS configurations gets deeper trees, and more of them. With the H100's
+# dense grids (bench/results/2026-11-27-h100-fit-dense/) the small trees fitted convolutions' 364
+# configurations so loosely that the H200's were estimated worse than from a fifth of the rows
+# (time 4.4% → 8.8%, energy 6.8% → 12.2%; 3.1% and 5.9% with these). Deeper trees on every family
 # helped the three largest (convolution, matmul, normalization) and hurt pooling's 64
 # configurations: the threshold is from those rows.
 BOOSTING_LARGE = dict(BOOSTING, n_estimators=400, max_depth=5)
