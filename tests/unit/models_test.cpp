@@ -595,11 +595,17 @@ TEST(Inventory, ACpuScalarBesideDeviceTensorsKeepsItsDevice) {
   const auto half = at::scalar_tensor(0.5, at::kDouble), ones = at::ones({4});
   const Inventory inv = observe([&] {
     (void)at::mul(x, half);
-    (void)at::mul(ones, half);  // all on the CPU: no annotation
+    // All on the CPU in a step on a device: the CPU ran it (AdamW's step counters), and replayed
+    // on the device it would cost kernels the step never ran.
+    (void)at::mul(ones, half);
   });
   ASSERT_EQ(inv.entries.size(), 2u);
   EXPECT_EQ(inv.entries[0].signature(), "aten::mul.Tensor self=f32[4,8] other=f64[]:cpu");
-  EXPECT_EQ(inv.entries[1].signature(), "aten::mul.Tensor self=f32[4] other=f64[]");
+  EXPECT_EQ(inv.entries[1].signature(), "aten::mul.Tensor self=f32[4]:cpu other=f64[]:cpu");
+  // A step all on the CPU marks nothing: the CPU is its device.
+  const Inventory cpu_step = observe([&] { (void)at::mul(ones, half); });
+  ASSERT_EQ(cpu_step.entries.size(), 1u);
+  EXPECT_EQ(cpu_step.entries[0].signature(), "aten::mul.Tensor self=f32[4] other=f64[]");
 }
 
 TEST(Inventory, AGeneratedKernelsLaunchIsACallOfItsOwnInItsLayer) {
