@@ -191,8 +191,11 @@ TEST(SharedEnergyLoop, WindowsLeftOutAreMadeUpForByALongerLoop) {
   // settle and 0.15 s each): ~25 windows, ~8 kept. (With 0.44 s, CI's loaded cores kept too few
   // in three tries.)
   config.energy_max_s = config.energy_max_capped_s = 0.15;
+  // Up to six tries (~1 s each): under a full `ctest -j2` (the python and corpus suites beside it)
+  // three in a row once fell back here (2026-11-27), where other full runs passed. A larger budget would let
+  // the split finish inside it, and the test would no longer see the loop extended.
   int shared_tries = 0;
-  for (int attempt = 0; attempt < 3 && shared_tries == 0; ++attempt) {
+  for (int attempt = 0; attempt < 6 && shared_tries == 0; ++attempt) {
     Runner runner("cpu", 0, config, std::make_unique<SlowEdgesProbe>(kWatts, 0.025));
     const auto results = runner.measure_group(calls.both(), {std::nullopt, std::nullopt});
     ASSERT_EQ(results.size(), 2u);
@@ -223,7 +226,7 @@ TEST(SharedEnergyLoop, WindowsLeftOutAreMadeUpForByALongerLoop) {
       EXPECT_GT(used + blurred + stalled, 12u) << m.method;
     }
   }
-  EXPECT_EQ(shared_tries, 1) << "three shared loops in a row could not make up for their windows left out";
+  EXPECT_EQ(shared_tries, 1) << "six shared loops in a row could not make up for their windows left out";
 }
 
 namespace {
