@@ -54,10 +54,14 @@ struct DutyCycleLoopState {
 
 }  // namespace
 
+bool Runner::may_duty_cycle(const Measurement& m) const {
+  // A call that waits for the device (or one of a synchronous run) issues no bursts ahead of the
+  // GPU: its plain loop's figure stands.
+  return device_.is_cuda() && probe_ && !m.waits_for_device && !cfg_.synchronous_calls;
+}
+
 bool Runner::duty_cycle_will_run(const Measurement& m, double loop_power_W) const {
-  // A call that waits for the device (or one of a synchronous run) is never measured again
-  // duty-cycled (measure_energy_duty_cycled).
-  if (!device_.is_cuda() || !probe_ || m.waits_for_device || cfg_.synchronous_calls) return false;
+  if (!may_duty_cycle(m)) return false;
   DutyCycleInputs in = duty_cycle_inputs(m, cfg_.step_power);
   in.sw_power_cap_seen = true;
   in.loop_power_W = loop_power_W;
@@ -65,9 +69,7 @@ bool Runner::duty_cycle_will_run(const Measurement& m, double loop_power_W) cons
 }
 
 void Runner::measure_energy_duty_cycled(PreparedCall& call, Measurement& m) {
-  // A call that waits for the device runs no bursts ahead of the GPU (nor in a synchronous run):
-  // as duty_cycle_will_run says, its plain loop's figure stands.
-  if (!device_.is_cuda() || !probe_ || !m.energy.available || m.waits_for_device || cfg_.synchronous_calls) return;
+  if (!may_duty_cycle(m) || !m.energy.available) return;
   const DutyCyclePlan plan = plan_duty_cycle(duty_cycle_inputs(m, cfg_.step_power));
   if (!plan.at_cap) return;
   if (!plan.run) {

@@ -519,8 +519,8 @@ void Runner::measure_energy(PreparedCall& call, Measurement& m, double per_call_
     // this loop it needs only its power (the busy share), which its first windows give. On the
     // H100 a duty-cycled row of resnet50 took 1.2 s whole before (timing, this loop, the duty
     // cycle), 1.0 s with this stop.
-    const bool duty_cycle_follows = capped && w.windows.size() >= kWindowsBeforeDutyCycle && device_.is_cuda() &&
-                                    duty_cycle_will_run(m, w.estimate.power_W);
+    const bool duty_cycle_follows =
+        capped && w.windows.size() >= kWindowsBeforeDutyCycle && duty_cycle_will_run(m, w.estimate.power_W);
     if (enough || over_budget || duty_cycle_follows) break;
   }
   loop.finish();

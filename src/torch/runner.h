@@ -160,6 +160,8 @@ class Runner {
   // Whether measure_energy_duty_cycled will measure `m` again, its plain loop seen at the cap
   // with `loop_power_W` so far (duty_cycle_loop.cpp).
   bool duty_cycle_will_run(const Measurement& m, double loop_power_W) const;
+  // Whether `m` can be measured duty-cycled at all (CUDA, energy, issued ahead of the GPU).
+  bool may_duty_cycle(const Measurement& m) const;
   std::optional<double> idle_power();
   // measure_group's parts (shared_energy_loop.cpp). The calls' energies from one shared loop;
   // those it could not identify are returned (their own loops measure them).
