@@ -96,14 +96,20 @@ def optimizer_of(spec: Dict[str, Any], model):
 
 
 class _TimedLines(logging.Handler):
-    """Keeps opcost's progress lines with the seconds since the run began."""
+    """Keeps opcost's progress lines with the seconds since the run began, each written to `path`
+    as it comes: a case stopped by its time-out still leaves where its time went."""
 
-    def __init__(self, start: float):
+    def __init__(self, start: float, path: Path):
         super().__init__(logging.DEBUG)
-        self.start, self.lines = start, []
+        self.start = start
+        self.file = path.open("w", buffering=1)
 
     def emit(self, record: logging.LogRecord) -> None:
-        self.lines.append(f"{time.perf_counter() - self.start:8.2f} {record.getMessage()}")
+        self.file.write(f"{time.perf_counter() - self.start:8.2f} {record.getMessage()}\n")
+
+    def close(self) -> None:
+        self.file.close()
+        super().close()
 
 
 def run_case(name: str, out: Path) -> Dict[str, Any]:
@@ -123,7 +129,7 @@ def run_case(name: str, out: Path) -> Dict[str, Any]:
             model(*inputs)  # cuDNN and cuBLAS set up before the clock starts, as a user's model is
     torch.cuda.synchronize()
     start = time.perf_counter()
-    timed = _TimedLines(start)
+    timed = _TimedLines(start, out / f"log-{name}.txt")
     logger = logging.getLogger("opcost")
     logger.setLevel(logging.DEBUG)
     logger.addHandler(timed)
@@ -151,7 +157,7 @@ def run_case(name: str, out: Path) -> Dict[str, Any]:
         result.setdefault("validate_wall_s", time.perf_counter() - start)
     finally:
         logger.removeHandler(timed)
-        (out / f"log-{name}.txt").write_text("\n".join(timed.lines) + "\n")
+        timed.close()
     return result
 
 
