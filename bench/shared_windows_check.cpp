@@ -5,7 +5,12 @@
 // once after the groups (drift), the group `rounds` times. Per operator: both figures with
 // their 95% intervals, whether they overlap, and each loop's time per call and GPU-seconds.
 //
-//   opcost_shared_windows_check [rounds=3] > result.json     (bench/shared_windows_check runs it)
+// With `pooled`, sixteen calls of DenseNet-121's kinds (relu, add, batch norm, convolution; four
+// sizes each) measured as parts of tiny shares: the shared loop pools each kind into one column
+// (pool_columns, core/energy/shared_windows.h), and each call's pooled figure is compared with
+// its own loops: how far a member's own power lies from its pool's.
+//
+//   opcost_shared_windows_check [rounds=3] [pooled] > result.json     (bench/shared_windows_check runs it)
 #include <ATen/DeviceAccelerator.h>
 #include <fmt/format.h>
 
@@ -43,6 +48,23 @@ const std::vector<std::string> kCalls = {
     "aten::bmm self=bf16[48,128,64] mat2=bf16[48,64,128]",
 };
 
+// DenseNet-121 b16's small operators, four sizes of each kind.
+std::vector<std::string> pooled_calls() {
+  std::vector<std::string> out;
+  const std::vector<std::pair<int, int>> shapes = {{128, 56}, {256, 28}, {512, 14}, {96, 56}};
+  for (auto [c, hw] : shapes) out.push_back(fmt::format("aten::relu self=f32[16,{},{},{}]", c, hw, hw));
+  for (auto [c, hw] : shapes)
+    out.push_back(fmt::format("aten::add.Tensor self=f32[16,{0},{1},{1}] other=f32[16,{0},{1},{1}]", c, hw));
+  for (auto [c, hw] : shapes)
+    out.push_back(
+        fmt::format("aten::batch_norm input=f32[16,{0},{1},{1}] weight=f32[{0}] bias=f32[{0}] running_mean=f32[{0}] "
+                    "running_var=f32[{0}] training=false momentum=0.1 eps=1e-05 cudnn_enabled=true",
+                    c, hw));
+  for (auto [c, hw] : shapes)
+    out.push_back(fmt::format("aten::conv2d input=f32[16,{0},{1},{1}] weight=f32[32,{0},3,3] padding=[1,1]", c, hw));
+  return out;
+}
+
 json energy_json(const Measurement& m) {
   const auto& e = m.energy;
   if (!e.available) return {{"available", false}, {"why", e.unavailable_reason}};
@@ -76,11 +98,17 @@ double seconds_of(const std::vector<Measurement>& ms) {
 
 int main(int argc, char** argv) {
   const int rounds = argc > 1 ? std::max(1, std::atoi(argv[1])) : 3;
+  const bool pooled = argc > 2 && std::string(argv[2]) == "pooled";
+  if (argc > 2 && !pooled) {
+    std::fprintf(stderr, "shared_windows_check: the second argument is `pooled` or nothing, not '%s'\n", argv[2]);
+    return 2;
+  }
+  const std::vector<std::string> lines = pooled ? pooled_calls() : kCalls;
   ReplayOptions replay;
   replay.device = "cuda:0";
   std::vector<std::unique_ptr<PreparedCall>> prepared;
   std::vector<PreparedCall*> calls;
-  for (const auto& line : kCalls) {
+  for (const auto& line : lines) {
     prepared.push_back(PreparedCall::prepare(parse_call_line(line, "shared_windows_check"), replay));
     calls.push_back(prepared.back().get());
   }
@@ -101,7 +129,10 @@ int main(int argc, char** argv) {
     runner.reconfigure(group_cfg);
     std::vector<Measurement> out;
     const double t0 = now_s();
-    for (auto& r : runner.measure_group(calls, std::vector<std::optional<MeasureConfig::Whole>>(calls.size()))) {
+    // Pooled: each a part of a whole a million times its time (the widest target, ±100%).
+    const std::optional<MeasureConfig::Whole> part =
+        pooled ? std::optional<MeasureConfig::Whole>(MeasureConfig::Whole{1e9, 1, 0.02}) : std::nullopt;
+    for (auto& r : runner.measure_group(calls, std::vector<std::optional<MeasureConfig::Whole>>(calls.size(), part))) {
       if (r.error) std::rethrow_exception(r.error);
       out.push_back(std::move(*r.measurement));
     }
@@ -130,7 +161,7 @@ int main(int argc, char** argv) {
       split += from_split(g[i]);
       split_overlapping += from_split(g[i]) && ok;
       rows.push_back({{"energy", energy_json(g[i])}, {"overlaps_alone", ok}, {"from_split", from_split(g[i])}});
-      std::fprintf(stderr, "%-70.70s %10.4f ±%9.4f %10.4f ±%9.4f %s%s\n", kCalls[i].c_str(),
+      std::fprintf(stderr, "%-70.70s %10.4f ±%9.4f %10.4f ±%9.4f %s%s\n", lines[i].c_str(),
                    before[i].energy.per_call_mJ.mean, before[i].energy.per_call_mJ.ci95_half_width(),
                    g[i].energy.per_call_mJ.mean, g[i].energy.per_call_mJ.ci95_half_width(), ok ? "yes" : "NO",
                    from_split(g[i]) ? "" : " (own loop: the split fell back)");
@@ -138,7 +169,7 @@ int main(int argc, char** argv) {
     const double alone_mJ = (before[i].energy.per_call_mJ.mean + after[i].energy.per_call_mJ.mean) / 2;
     double group_mJ = 0;
     for (const auto& g : groups) group_mJ += g[i].energy.per_call_mJ.mean / double(groups.size());
-    ops.push_back({{"call", kCalls[i]},
+    ops.push_back({{"call", lines[i]},
                    {"alone_before", energy_json(before[i])},
                    {"alone_after", energy_json(after[i])},
                    {"alone_before_after_overlap", overlap(before[i], after[i])},
@@ -146,9 +177,28 @@ int main(int argc, char** argv) {
                    {"group_rounds_overlapping_alone", op_overlaps},
                    {"group_mean_over_alone_mean", alone_mJ > 0 ? group_mJ / alone_mJ - 1 : 0.0}});
   }
+  // Per kind: the members' energies summed, pooled against alone (each a call of the step's
+  // mix here: the pool's power is right for this sum whatever each member's own power).
+  json kinds = json::object();
+  for (std::size_t i = 0; i < calls.size(); ++i) {
+    const std::string kind = before[i].display_name();
+    double group_mJ = 0;
+    for (const auto& g : groups) group_mJ += g[i].energy.per_call_mJ.mean / double(groups.size());
+    auto& k = kinds[kind];
+    k["group_mJ"] = k.value("group_mJ", 0.0) + group_mJ;
+    k["alone_mJ"] =
+        k.value("alone_mJ", 0.0) + (before[i].energy.per_call_mJ.mean + after[i].energy.per_call_mJ.mean) / 2;
+  }
+  for (auto& [kind, k] : kinds.items()) {
+    k["group_over_alone"] =
+        k["alone_mJ"].get<double>() > 0 ? k["group_mJ"].get<double>() / k["alone_mJ"].get<double>() - 1 : 0.0;
+    std::fprintf(stderr, "%-30s summed: group %.4f mJ, alone %.4f mJ (%+.1f%%)\n", kind.c_str(),
+                 k["group_mJ"].get<double>(), k["alone_mJ"].get<double>(), 100 * k["group_over_alone"].get<double>());
+  }
   double group_s = 0;
   for (const auto& g : groups) group_s += seconds_of(g) / double(groups.size());
   const json out = {{"device", runner.environment().device_name},
+                    {"pooled", pooled},
                     {"driver", runner.environment().driver_version},
                     {"operators", calls.size()},
                     {"group_rounds", rounds},
@@ -158,6 +208,7 @@ int main(int argc, char** argv) {
                     {"from_split_overlapping", split_overlapping},
                     {"alone_seconds_per_pass", (seconds_of(before) + seconds_of(after)) / 2},
                     {"group_seconds_per_pass", group_s},
+                    {"kinds", kinds},
                     {"ops", ops}};
   std::cout << out.dump(1) << "\n";
   std::fprintf(stderr,

@@ -31,10 +31,11 @@ namespace opcost {
 namespace {
 
 // The shared loop's time after its settle: a base for the first windows and about 1.5 counter
-// periods per operator (the split needs more windows than unknowns, and the intervals narrow
-// with the windows beyond that), capped at a group of 16 (measure_missing's largest).
+// periods per column of the split (it needs more windows than unknowns, and the intervals narrow
+// with the windows beyond that), with at most 16 columns to a loop: a larger group runs as
+// several loops (pooled columns, core/energy/shared_windows.h, hold several operators each).
 constexpr double kSharedBaseS = 0.2, kSharedPerOpS = 0.15;
-constexpr std::size_t kSharedMaxOps = 16;
+constexpr std::size_t kSharedMaxColumns = 16;
 // Windows left out of the split are made up for by a longer loop, up to this many times its
 // budget (and never longer than the loops of their own it saves): at ~0.15 s per operator even
 // three budgets cost less than a loop of its own for each (a settle and several counter periods:
@@ -93,6 +94,42 @@ ReplayError out_of_memory(const PreparedCall& call, const c10::OutOfMemoryError&
                      ReplayError::Kind::kOutOfMemory);
 }
 
+// A summary of energies per call scaled by `factor` (a pooled column's, to a member's time).
+Summary scaled(Summary s, double factor) {
+  for (double* v : {&s.mean, &s.median, &s.stdev, &s.min, &s.max, &s.clipped_mean, &s.ci95_low, &s.ci95_high})
+    *v *= factor;
+  return s;
+}
+
+// A pooled member's method: whose power its energy is.
+std::string pooled_text(std::size_t members, const Measurement& m) {
+  return fmt::format(
+      "; its power pooled with {} other {} call(s) of tiny shares (targets of ±{:.0f}% or wider), run in the "
+      "step's mix: that power over its own time per call, not its own power",
+      members - 1, m.display_name(), 100 * kPoolTargetRelCi95);
+}
+
+// What pools a call with others in a shared loop (pool_columns): the same operator and dtype.
+std::string pool_key(const Measurement& m) { return m.display_name() + " " + m.dtype; }
+
+// The shared calls (indices into `ms`) as loops of at most kSharedMaxColumns split columns, each
+// column whole in one loop, in the calls' order.
+std::vector<std::vector<std::size_t>> loops_of_columns(const std::vector<std::size_t>& shared,
+                                                       const std::vector<std::string>& keys,
+                                                       const std::vector<double>& targets) {
+  const SplitColumns columns = pool_columns(keys, targets);
+  std::vector<std::vector<std::size_t>> loops;
+  for (std::size_t c = 0; c < columns.columns(); ++c) {
+    if (c % kSharedMaxColumns == 0) loops.emplace_back();
+    for (std::size_t k : columns.members[c]) loops.back().push_back(k);
+  }
+  for (auto& loop : loops) {
+    std::sort(loop.begin(), loop.end());
+    for (auto& k : loop) k = shared[k];
+  }
+  return loops;
+}
+
 // An exception's message without LibTorch's backtrace, for a row's method.
 std::string first_line(const std::exception& e) {
   const auto* torch_error = dynamic_cast<const c10::Error*>(&e);
@@ -148,31 +185,35 @@ std::vector<Runner::GroupResult> Runner::measure_group(const std::vector<Prepare
     // A call that waits for the device cannot run back to back with the others.
     (m->waits_for_device ? alone : shared).push_back(i);
   }
-  // Groups larger than a loop's budget allows run as several loops.
-  for (std::size_t begin = 0; begin < shared.size(); begin += kSharedMaxOps) {
-    const std::size_t end = std::min(shared.size(), begin + kSharedMaxOps);
-    if (end - begin < 2) {
-      alone.insert(alone.end(), shared.begin() + long(begin), shared.begin() + long(end));
+  // Groups larger than a loop's columns allow run as several loops.
+  std::vector<std::string> keys;
+  std::vector<double> targets;
+  for (std::size_t i : shared) {
+    keys.push_back(pool_key(*out[i].measurement));
+    targets.push_back(target_rel_ci95(cfg_, parts[i], *out[i].measurement));
+  }
+  for (const std::vector<std::size_t>& loop : loops_of_columns(shared, keys, targets)) {
+    if (loop.size() < 2) {
+      alone.insert(alone.end(), loop.begin(), loop.end());
       continue;
     }
     std::vector<PreparedCall*> group_calls;
     std::vector<Measurement*> group_ms;
     std::vector<std::optional<MeasureConfig::Whole>> group_parts;
-    for (std::size_t k = begin; k < end; ++k) {
-      group_calls.push_back(calls[shared[k]]);
-      group_ms.push_back(&*out[shared[k]].measurement);
-      group_parts.push_back(parts[shared[k]]);
+    for (std::size_t i : loop) {
+      group_calls.push_back(calls[i]);
+      group_ms.push_back(&*out[i].measurement);
+      group_parts.push_back(parts[i]);
     }
     try {
-      for (std::size_t k : measure_energy_shared(group_calls, group_ms, group_parts))
-        alone.push_back(shared[begin + k]);
+      for (std::size_t k : measure_energy_shared(group_calls, group_ms, group_parts)) alone.push_back(loop[k]);
     } catch (const std::exception& e) {
       // The shared loop failed as a whole (out of memory, abandoned): each gets its own loop,
       // where a failure is that call's alone.
       watch_ = nullptr;
-      for (std::size_t k = begin; k < end; ++k) {
-        out[shared[k]].measurement->method += fmt::format("; the shared energy loop failed ({})", first_line(e));
-        alone.push_back(shared[k]);
+      for (std::size_t i : loop) {
+        out[i].measurement->method += fmt::format("; the shared energy loop failed ({})", first_line(e));
+        alone.push_back(i);
       }
     }
   }
@@ -214,8 +255,9 @@ std::vector<std::size_t> Runner::measure_energy_shared(const std::vector<Prepare
   const std::size_t ops = calls.size();
   const double period_s = *counter_period_s_;
   const double idle_W = *idle_power();
-  std::vector<double> per_call_s(ops), target(ops);
+  std::vector<double> per_call_s(ops), target(ops), weight(ops);
   std::vector<std::size_t> batch(ops);
+  std::vector<std::string> keys(ops);
   // A host-bound operator's calls replay from a CUDA graph, as in a loop of its own
   // (Runner::energy_graph): issued one by one they leave the GPU idle between its kernels, and
   // its share of the windows then holds that idle time's energy too (on the H100, a bf16 bmm of
@@ -235,8 +277,21 @@ std::vector<std::size_t> Runner::measure_energy_shared(const std::vector<Prepare
     batch[i] =
         graphs[i] ? graphs[i]->calls()
                   : std::clamp<std::size_t>(std::size_t(0.002 / per_call_s[i]), 1, 2000);  // ~2 ms, as measure_energy's
+    // Its time in the step (one call where it is no part of one): a pooled column's mix.
+    weight[i] = per_call_s[i] * (parts[i] && parts[i]->calls > 0 ? parts[i]->calls : 1.0);
+    keys[i] = pool_key(*ms[i]);
   }
-  const double budget_s = std::min(kSharedBaseS + kSharedPerOpS * double(ops), cfg_.energy_max_s * double(ops));
+  // The split's columns: an operator each, but for tiny ones pooled with their kind.
+  const SplitColumns columns = pool_columns(keys, target);
+  const std::size_t cols = columns.columns();
+  std::vector<double> column_per_call_s(cols, 0.0), column_target(cols, 1.0);
+  for (std::size_t c = 0; c < cols; ++c) {
+    for (std::size_t i : columns.members[c]) {
+      column_per_call_s[c] += per_call_s[i] / double(columns.members[c].size());
+      column_target[c] = std::min(column_target[c], target[i]);
+    }
+  }
+  const double budget_s = std::min(kSharedBaseS + kSharedPerOpS * double(cols), cfg_.energy_max_s * double(cols));
   // The most the loop runs on for windows it left out: kSharedMostBudgets budgets, and no more
   // than the operators' own loops would take after it (each a settle and its energy budget).
   const double extended_budget_s =
@@ -245,9 +300,9 @@ std::vector<std::size_t> Runner::measure_energy_shared(const std::vector<Prepare
   // Enough segments for the longest loop (each is 0.25 to 0.75 of a period); the loop wraps
   // around them if the counter runs slow.
   const auto cycles = std::size_t(std::ceil((cfg_.energy_settle_s + extended_budget_s * capped_factor) /
-                                            (0.5 * period_s * double(ops)))) +
+                                            (0.5 * period_s * double(cols)))) +
                       1;
-  const std::vector<Segment> segments = plan_segments(per_call_s, period_s, cycles);
+  const std::vector<Segment> segments = plan_segments(column_per_call_s, period_s, cycles);
 
   Watchdog::Options wo;
   wo.budget_s = 2.0 + cfg_.energy_settle_s + extended_budget_s * capped_factor;
@@ -286,16 +341,25 @@ std::vector<std::size_t> Runner::measure_energy_shared(const std::vector<Prepare
   bool stop = false;
   std::future<LaggedSplit> pending;  // the split of the loop so far, computed beside it
   auto identified_to_target = [&](const SharedSplit& split) {
-    for (std::size_t i = 0; i < ops; ++i)
-      if (split.per_call_mJ[i].n == 0 || split.per_call_mJ[i].rel_ci95() > target[i]) return false;
+    for (std::size_t c = 0; c < cols; ++c)
+      if (split.per_call_mJ[c].n == 0 || split.per_call_mJ[c].rel_ci95() > column_target[c]) return false;
     return true;
   };
+  // Each operator's seconds issued: a pooled column's members take turns by their weights.
+  std::vector<double> issued_s(ops, 0.0);
   for (std::size_t s = 0; !stop; ++s) {
     const Segment& segment = segments[s % segments.size()];
-    for (std::size_t left = segment.calls; left > 0 && !stop;) {
-      const std::size_t n = std::min(left, batch[segment.op]);
-      left -= n;
-      loop.issue_batch(*calls[segment.op], segment.op, n, graphs[segment.op].get());
+    // The segment's length in seconds, issued as its column's members' batches (one operator's
+    // calls, where the column is one).
+    for (double left_s = double(segment.calls) * column_per_call_s[segment.op]; !stop;) {
+      const std::size_t op = next_member(columns.members[segment.op], issued_s, weight);
+      const long long left_calls = std::llround(left_s / per_call_s[op]);
+      if (left_calls <= 0) break;
+      const std::size_t n = std::min(std::size_t(left_calls), batch[op]);
+      loop.issue_batch(*calls[op], op, n, graphs[op].get());
+      const double issued = double(graphs[op] ? graphs[op]->calls() : n) * per_call_s[op];
+      left_s -= issued;
+      issued_s[op] += issued;
       watch.check("measuring energy in shared windows", windows_seen, "windows");
       const double t = now_s();
       if (t < settle_end + period_s) continue;
@@ -305,7 +369,7 @@ std::vector<std::size_t> Runner::measure_energy_shared(const std::vector<Prepare
         windows_seen = fit.windows.size();
         lost_windows = fit.left_out.blurred + fit.left_out.stalled;
         // Identified means more windows than unknowns (split_shared_energy's rule); enough, kSharedMinResidualDof more.
-        enough = fit.windows.size() >= std::max(cfg_.energy_min_windows, ops + 1 + kSharedMinResidualDof) &&
+        enough = fit.windows.size() >= std::max(cfg_.energy_min_windows, cols + 1 + kSharedMinResidualDof) &&
                  identified_to_target(fit.split);
         // Asked once a counter period, as the split comes in: the loop itself stays lean.
         capped_unlike_step = below_cap && saw_cap();
@@ -322,8 +386,8 @@ std::vector<std::size_t> Runner::measure_energy_shared(const std::vector<Prepare
       if (const std::size_t edges = stop || pending.valid() ? edges_seen : monitor.edge_count(); edges != edges_seen) {
         edges_seen = edges;
         pending = std::async(std::launch::async,
-                             [edges = monitor.edges(), timeline = loop.timeline(), ops, settle_end, period_s] {
-                               return split_with_counter_lag(edges, timeline, ops, settle_end, period_s);
+                             [edges = monitor.edges(), timeline = loop.timeline(), &columns, settle_end, period_s] {
+                               return split_with_counter_lag(edges, timeline, columns, settle_end, period_s);
                              });
       }
     }
@@ -342,9 +406,11 @@ std::vector<std::size_t> Runner::measure_energy_shared(const std::vector<Prepare
   const StateSummary during = monitor.state_summary();
   capped_unlike_step = below_cap && (during.throttle_reasons_seen & throttle::kSwPowerCap);
   // At the cap, no split is used: none is made.
-  const LaggedSplit lagged = capped_unlike_step
-                                 ? LaggedSplit{}
-                                 : split_with_counter_lag(monitor.edges(), loop.timeline(), ops, settle_end, period_s);
+  const LaggedSplit lagged =
+      capped_unlike_step ? LaggedSplit{}
+                         : split_with_counter_lag(monitor.edges(), loop.timeline(), columns, settle_end, period_s);
+  // A pooled member's own time per call in the loop (its column's power over it is its energy).
+  const std::vector<double> own_s_per_call = seconds_per_call(loop.timeline(), ops, settle_end);
   const auto& windows = lagged.windows;
   const SharedSplit& split = lagged.split;
   double window_s = 0;
@@ -371,7 +437,9 @@ std::vector<std::size_t> Runner::measure_energy_shared(const std::vector<Prepare
       unidentified.push_back(i);
       continue;
     }
-    const Summary& fit = split.per_call_mJ[i];
+    const std::size_t c = columns.of_op[i];
+    const bool pooled = columns.pooled(c);
+    const Summary& fit = split.per_call_mJ[c];
     if (fit.n == 0) {
       m.method += fmt::format("; the {} operators' shared counter windows could not tell it apart ({}{}): its own loop",
                               ops, split.why, left_out_text(lagged.left_out));
@@ -379,16 +447,18 @@ std::vector<std::size_t> Runner::measure_energy_shared(const std::vector<Prepare
       continue;
     }
     EnergyResult& e = m.energy;
-    // The split's own time per call: its windows' spans of this operator's batches.
-    const double wall_s = split.busy_s[i] / split.calls[i];
+    // The split's own time per call: its windows' spans of this operator's batches (its
+    // column's). A pooled member's is its own in the loop, its energy the column's power over it.
+    const double column_wall_s = split.busy_s[c] / split.calls[c];
+    const double wall_s = pooled && own_s_per_call[i] > 0 ? own_s_per_call[i] : column_wall_s;
     e.available = true;
     e.unavailable_reason.clear();
     e.source = source + ", shared windows";
-    e.per_call_mJ = fit;
+    e.per_call_mJ = pooled ? scaled(fit, wall_s / column_wall_s) : fit;
     e.idle_power_W = idle_W;
     e.wall_us_per_call = wall_s * 1e6;
-    e.above_idle_mJ = fit.mean - idle_W * wall_s * 1000.0;
-    e.power_W = split.power_W[i];
+    e.above_idle_mJ = e.per_call_mJ.mean - idle_W * wall_s * 1000.0;
+    e.power_W = split.power_W[c];
     e.counter_period_s = period_s;
     e.windows = split.windows;
     e.effective_windows = double(split.windows);
@@ -396,9 +466,11 @@ std::vector<std::size_t> Runner::measure_energy_shared(const std::vector<Prepare
     e.loop_start_s = start;
     m.method += fmt::format(
         "; energy from {} windows shared by {} operators in one loop, split by least squares at a counter lag of "
-        "{:.0f} ms (residual {:.1f}% of a window's energy){}{}{}",
+        "{:.0f} ms (residual {:.1f}% of a window's energy){}{}{}{}",
         split.windows, ops, 1e3 * lagged.lag_s, 100 * split.residual_rel, left_out_text(lagged.left_out),
-        target_text(cfg_, parts[i], m), m.energy.loop_note.empty() ? "" : " (" + m.energy.loop_note + ")");
+        pooled ? pooled_text(columns.members[c].size(), m) : "", target_text(cfg_, parts[i], m),
+        m.energy.loop_note.empty() ? "" : " (" + m.energy.loop_note + ")");
+    if (pooled) m.flags.push_back(fmt::format("energy_pooled:{}", columns.members[c].size()));
     flag_after_energy(m, cfg_.step_power ? cfg_.step_power->gap_W : std::nullopt);
   }
   return unidentified;

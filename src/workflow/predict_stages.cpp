@@ -20,11 +20,13 @@ namespace {
 
 constexpr double kPairedSeconds = 1.0;
 constexpr std::size_t kPairedMinRounds = 5, kPairedMaxRounds = 200;
-// The most operators with kernels a group holds: one shared energy loop's worth, whose budget
-// grows with them (Runner::measure_group, which also splits any larger group into loops of 16).
-constexpr std::size_t kSharedWindowOps = 16;
-// With views (which need no energy loop) a group may hold this many times as many calls.
-constexpr std::size_t kViewsPerSharedOp = 4;
+// The most operators with kernels a group holds: Runner::measure_group runs them in loops of at
+// most 16 split columns, where tiny operators of one kind share a column (pool_columns,
+// core/energy/shared_windows.h): a group of 32 is one loop where they pool, two where none does.
+constexpr std::size_t kSharedWindowOps = 32;
+// With views (which need no energy loop) a group may hold this many times as many calls (64 in
+// all, as 16 × 4 was before groups of 32: each call's inputs stay allocated while its group runs).
+constexpr std::size_t kViewsPerSharedOp = 2;
 // Operators are measured one by one, heaviest first, until the measured ones explain this share
 // of the step's time (or, in a host-bound step whose GPU time never does, this many were), and
 // the rest (each a small share) share counter windows. A heavy operator keeps a loop of its own:

@@ -492,3 +492,119 @@ TEST(SharedWindows, TheLagSearchStaysWellUnderTheCountersPeriod) {
   const auto beyond = simulate(ops, plan, 0.025, 0.0037, 0, 1, /*lag_s=*/0.02);
   EXPECT_LE(split_with_counter_lag(beyond.edges, beyond.timeline, ops.size(), 0.03, 0.025).lag_s, 0.01 + 1e-9);
 }
+
+// Pooled columns (pool_columns): tiny operators of one kind share a column, up to
+// kMaxPoolMembers; an operator whose target is strict (or unknown) keeps its own.
+TEST(PooledColumns, TinyOperatorsOfOneKindShareAColumnInOrder) {
+  const std::vector<std::string> keys{"relu f32", "relu f32", "conv f32", "relu f32", "conv f32", "relu f32"};
+  const std::vector<double> targets{0.5, kPoolTargetRelCi95, 0.6, 0.05, 0.25, NAN};
+  const SplitColumns c = pool_columns(keys, targets);
+  ASSERT_EQ(c.columns(), 4u);
+  EXPECT_EQ(c.members[0], (std::vector<std::size_t>{0, 1}));
+  EXPECT_EQ(c.members[1], (std::vector<std::size_t>{2, 4}));
+  EXPECT_EQ(c.members[2], (std::vector<std::size_t>{3}));  // strict: its own power
+  EXPECT_EQ(c.members[3], (std::vector<std::size_t>{5}));  // no target known: likewise
+  EXPECT_EQ(c.of_op, (std::vector<std::size_t>{0, 0, 1, 2, 1, 3}));
+  EXPECT_TRUE(c.pooled(0));
+  EXPECT_FALSE(c.pooled(2));
+  // A column holds at most kMaxPoolMembers; the next of its kind opens another.
+  const SplitColumns many = pool_columns(std::vector<std::string>(kMaxPoolMembers + 2, "add f32"),
+                                         std::vector<double>(kMaxPoolMembers + 2, 1.0));
+  ASSERT_EQ(many.columns(), 2u);
+  EXPECT_EQ(many.members[0].size(), kMaxPoolMembers);
+  EXPECT_EQ(many.members[1].size(), 2u);
+  // Without pooling, a column per operator.
+  const SplitColumns own = own_columns(3);
+  EXPECT_EQ(own.of_op, (std::vector<std::size_t>{0, 1, 2}));
+  EXPECT_FALSE(own.pooled(1));
+  EXPECT_THROW(pool_columns({"a"}, {}), std::invalid_argument);
+}
+
+TEST(PooledColumns, MembersTakeTurnsByTheirWeights) {
+  const std::vector<std::size_t> members{0, 2};
+  const std::vector<double> weight{1.0, 5.0, 3.0}, batch_s{0.002, 0.001, 0.0005};
+  std::vector<double> issued(3, 0.0);
+  for (int k = 0; k < 4000; ++k) {
+    const std::size_t m = next_member(members, issued, weight);
+    ASSERT_TRUE(m == 0 || m == 2);
+    issued[m] += batch_s[m];
+  }
+  EXPECT_EQ(issued[1], 0.0);                               // not a member
+  EXPECT_NEAR(issued[2] / issued[0], 3.0, 0.01);           // seconds in proportion to the weights
+  EXPECT_EQ(next_member(members, {0, 0, 0}, weight), 0u);  // the first of equals
+  EXPECT_THROW(next_member({}, issued, weight), std::invalid_argument);
+  EXPECT_THROW(next_member({0}, issued, {0.0}), std::invalid_argument);
+}
+
+TEST(PooledColumns, EachOperatorsOwnTimePerCallFromTheTimeline) {
+  const std::vector<GroupCompletion> timeline{{0.0, 0, 0}, {0.1, 0, 100}, {0.3, 1, 50}, {0.4, 0, 100}};
+  const auto all = seconds_per_call(timeline, 2, 0);
+  EXPECT_NEAR(all[0], 0.2 / 200, 1e-12);
+  EXPECT_NEAR(all[1], 0.2 / 50, 1e-12);
+  // From the settle's end on: a batch that began before it is not counted.
+  const auto late = seconds_per_call(timeline, 2, 0.2);
+  EXPECT_NEAR(late[0], 0.1 / 100, 1e-12);
+  EXPECT_EQ(late[1], 0.0);
+  EXPECT_THROW(seconds_per_call(timeline, 1, 0), std::invalid_argument);
+}
+
+namespace {
+
+// The loop as Runner::measure_energy_shared issues it: each column's segment of the plan spent
+// on its members' ~2 ms batches, chosen by next_member.
+std::vector<Segment> issue_by_columns(const std::vector<PlantedOp>& ops, const SplitColumns& columns,
+                                      const std::vector<double>& weight, std::size_t cycles) {
+  std::vector<double> column_per_call(columns.columns(), 0.0);
+  for (std::size_t c = 0; c < columns.columns(); ++c)
+    for (std::size_t i : columns.members[c])
+      column_per_call[c] += ops[i].per_call_s / double(columns.members[c].size());
+  std::vector<double> issued(ops.size(), 0.0);
+  std::vector<Segment> out;
+  for (const Segment& s : plan_segments(column_per_call, 0.1, cycles)) {
+    for (double left_s = double(s.calls) * column_per_call[s.op];;) {
+      const std::size_t m = next_member(columns.members[s.op], issued, weight);
+      const long long left = std::llround(left_s / ops[m].per_call_s);
+      if (left <= 0) break;
+      const auto batch = std::max<std::size_t>(1, std::size_t(0.002 / ops[m].per_call_s));
+      const std::size_t n = std::min(std::size_t(left), batch);
+      out.push_back({m, n});
+      left_s -= double(n) * ops[m].per_call_s;
+      issued[m] += double(n) * ops[m].per_call_s;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+// A pooled column's power is its members' as the step mixes them: with members drawing 300 and
+// 500 W, weighted 3:1 by their time in the step, the pool's energy in the step (calls × energy
+// per call, summed) is what they draw there, though neither member's own energy is.
+TEST(PooledColumns, APooledColumnsEnergyInTheStepIsItsMembersSum) {
+  // Two operators of their own, then a pool of three: 300 W, 500 W, 300 W.
+  const std::vector<PlantedOp> ops{{1.2e-3, 640}, {180e-6, 560}, {8e-6, 300}, {20e-6, 500}, {12e-6, 300}};
+  const std::vector<double> step_calls{1, 1, 30, 4, 10};
+  std::vector<double> weight;
+  for (std::size_t i = 0; i < ops.size(); ++i) weight.push_back(step_calls[i] * ops[i].per_call_s);
+  const std::vector<std::string> keys{"mm", "bmm", "add", "add", "add"};
+  const SplitColumns columns = pool_columns(keys, {0.05, 0.05, 0.9, 0.9, 0.9});
+  ASSERT_EQ(columns.columns(), 3u);
+  ASSERT_TRUE(columns.pooled(2));
+  const auto segments = issue_by_columns(ops, columns, weight, 10);
+  const auto sim = simulate(ops, segments, 0.1, 0.0137);
+  const LaggedSplit lagged = split_with_counter_lag(sim.edges, sim.timeline, columns, 0, 0.1);
+  ASSERT_EQ(lagged.split.why, "");
+  ASSERT_EQ(lagged.split.per_call_mJ.size(), 3u);  // per column
+  EXPECT_NEAR(lagged.split.per_call_mJ[0].mean, ops[0].energy_mJ(), 0.01 * ops[0].energy_mJ());
+  EXPECT_NEAR(lagged.split.per_call_mJ[1].mean, ops[1].energy_mJ(), 0.01 * ops[1].energy_mJ());
+  const auto own_s = seconds_per_call(sim.timeline, ops.size(), 0);
+  double pooled_mJ = 0, true_mJ = 0;
+  for (std::size_t i : columns.members[2]) {
+    EXPECT_NEAR(own_s[i], ops[i].per_call_s, 1e-9 * ops[i].per_call_s) << i;
+    pooled_mJ += step_calls[i] * lagged.split.power_W[2] * own_s[i] * 1000.0;
+    true_mJ += step_calls[i] * ops[i].energy_mJ();
+  }
+  EXPECT_NEAR(pooled_mJ, true_mJ, 0.02 * true_mJ);
+  // The pool's power lies between its members' (350 W by time in the step: 240:80:120 µs).
+  EXPECT_NEAR(lagged.split.power_W[2], (240 * 300 + 80 * 500 + 120 * 300) / 440.0, 0.02 * 350);
+}

@@ -510,12 +510,12 @@ TEST(MeasureStage, AHostBoundStepSharesWindowsAfterSixteenOperatorsAlone) {
   EXPECT_EQ(m.measured.size(), 20u);
 }
 
-TEST(MeasureStage, ViewsTakeNoPlaceInAGroupsSixteen) {
+TEST(MeasureStage, ViewsTakeNoPlaceInAGroupsThirtyTwo) {
   // DenseNet's pattern: a narrow beside every add. The first (heaviest) add alone explains the
-  // step; then 19 adds and 20 narrows share windows: two groups (16 adds, then 3), where
-  // counting the narrows would make three (16 calls, 16, 7) and so one shared loop more.
+  // step; then 39 adds and 40 narrows share windows: two groups (32 adds, then 7), where
+  // counting the narrows would make three (32 calls, 32, 15) and so one shared loop more.
   InventoryBuilder b;
-  for (int i = 0; i < 20; ++i) {
+  for (int i = 0; i < 40; ++i) {
     b.add("aten::add", "Tensor", fmt::format("self=f32[{}] other=f32[{}]", 1000000 + i, 1000000 + i), "l", {});
     b.time_last(0, 0);
     b.add("aten::narrow", "", fmt::format("self=f32[{}] dim=0 start=0 length=1", 100 + i), "l", {}, "forward", {},
@@ -526,24 +526,24 @@ TEST(MeasureStage, ViewsTakeNoPlaceInAGroupsSixteen) {
   FakeSession session(probe);
   session.time_us_by_op = {{"aten::add.Tensor", 100.0}, {"aten::narrow", 3.0}};
   const MissingMeasured m = measure_all_on_gpu(b.take(), 150, session);
-  EXPECT_EQ(m.measured.size(), 40u);
+  EXPECT_EQ(m.measured.size(), 80u);
   EXPECT_EQ(session.measured.front(), "aten::add.Tensor");
   ASSERT_EQ(session.groups.size(), 2u);
   const auto adds_in = [](const std::vector<std::string>& g) {
     return std::size_t(std::count(g.begin(), g.end(), "aten::add.Tensor"));
   };
-  EXPECT_EQ(adds_in(session.groups[0]), 16u);
-  EXPECT_EQ(adds_in(session.groups[1]), 3u);
-  EXPECT_EQ(session.groups[0].size() + session.groups[1].size(), 39u);
+  EXPECT_EQ(adds_in(session.groups[0]), 32u);
+  EXPECT_EQ(adds_in(session.groups[1]), 7u);
+  EXPECT_EQ(session.groups[0].size() + session.groups[1].size(), 79u);
 }
 
-TEST(MeasureStage, ModelChecksItsTargetBeforeEachGroupAndAGroupHasAtMost16WithKernels) {
-  // A product of 60% of the step, alone, then 20 signatures of similar weight: one group of 16,
-  // then 4, unless the target is met between.
+TEST(MeasureStage, ModelChecksItsTargetBeforeEachGroupAndAGroupHasAtMost32WithKernels) {
+  // A product of 60% of the step, alone, then 40 signatures of similar weight: one group of 32,
+  // then 8, unless the target is met between.
   InventoryBuilder b;
   b.add("aten::mm", "", "self=f32[512,512] mat2=f32[512,512]", "m", {});
   b.time_last(0, 0);
-  for (int i = 0; i < 20; ++i) {
+  for (int i = 0; i < 40; ++i) {
     b.add("aten::add", "Tensor", fmt::format("self=f32[{}] other=f32[{}]", 100 + i, 100 + i), "l", {});
     b.time_last(0, 0);
   }
@@ -555,18 +555,18 @@ TEST(MeasureStage, ModelChecksItsTargetBeforeEachGroupAndAGroupHasAtMost16WithKe
     s.options.cache = "warm";
     FakeEnergyProbe probe(200, 0.01);
     FakeSession session(probe);
-    session.time_us_by_op = {{"aten::mm", 60.0}, {"aten::add.Tensor", target_met_after_first ? 2.0 : 1.0}};
+    session.time_us_by_op = {{"aten::mm", 60.0}, {"aten::add.Tensor", target_met_after_first ? 1.0 : 0.5}};
     LookedUp looked_up;
-    for (std::size_t i = 0; i < 21; ++i) looked_up.missing.push_back(i);
+    for (std::size_t i = 0; i < 41; ++i) looked_up.missing.push_back(i);
     StepMeasurement step;
-    step.time_us = 100;  // with the product's 60%, 16 adds of 2 µs explain 92%; of 1 µs, 76%
+    step.time_us = 100;  // with the product's 60%, 32 adds of 1 µs explain 92%; of 0.5 µs, 76%
     PredictionInputs pin;
     pin.on_gpu = true;
     const MissingMeasured m = measure_missing(s.gpu(), inv, looked_up, pin, step, session);
     EXPECT_EQ(session.measured.front(), "aten::mm");
     ASSERT_EQ(session.groups.size(), target_met_after_first ? 1u : 2u);
-    EXPECT_EQ(session.groups[0].size(), 16u);
-    if (!target_met_after_first) EXPECT_EQ(session.groups[1].size(), 4u);
+    EXPECT_EQ(session.groups[0].size(), 32u);
+    if (!target_met_after_first) EXPECT_EQ(session.groups[1].size(), 8u);
     EXPECT_EQ(m.stopped_at_target, target_met_after_first);
   }
 }

@@ -5,6 +5,8 @@
 #include <Eigen/Dense>
 #include <algorithm>
 #include <cmath>
+#include <limits>
+#include <map>
 #include <optional>
 #include <stdexcept>
 
@@ -350,11 +352,83 @@ SharedSplit split_shared_energy(const std::vector<SharedWindow>& windows, std::s
 
 LaggedSplit split_with_counter_lag(const std::vector<CounterEdge>& edges, const std::vector<GroupCompletion>& timeline,
                                    std::size_t ops, double start_after_s, double counter_period_s, double step_s) {
+  return split_with_counter_lag(edges, timeline, own_columns(ops), start_after_s, counter_period_s, step_s);
+}
+
+SplitColumns own_columns(std::size_t ops) {
+  SplitColumns c;
+  for (std::size_t i = 0; i < ops; ++i) {
+    c.of_op.push_back(i);
+    c.members.push_back({i});
+  }
+  return c;
+}
+
+SplitColumns pool_columns(const std::vector<std::string>& keys, const std::vector<double>& target_rel_ci95) {
+  require(keys.size() == target_rel_ci95.size(), "pooled columns need a key and a target for every operator");
+  SplitColumns c;
+  std::map<std::string, std::size_t> open;  // key → its column still taking members
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    const bool poolable = target_rel_ci95[i] >= kPoolTargetRelCi95;  // NaN: its own column
+    if (poolable) {
+      if (auto it = open.find(keys[i]); it != open.end() && c.members[it->second].size() < kMaxPoolMembers) {
+        c.of_op.push_back(it->second);
+        c.members[it->second].push_back(i);
+        continue;
+      }
+      open[keys[i]] = c.members.size();
+    }
+    c.of_op.push_back(c.members.size());
+    c.members.push_back({i});
+  }
+  return c;
+}
+
+std::vector<double> seconds_per_call(const std::vector<GroupCompletion>& timeline, std::size_t ops,
+                                     double start_after_s) {
+  check_timeline(timeline, ops);
+  std::vector<double> seconds(ops, 0.0), calls(ops, 0.0);
+  for (std::size_t k = 1; k < timeline.size(); ++k) {
+    if (timeline[k - 1].t_s < start_after_s || !(timeline[k].calls > 0)) continue;
+    seconds[timeline[k].op] += timeline[k].t_s - timeline[k - 1].t_s;
+    calls[timeline[k].op] += timeline[k].calls;
+  }
+  for (std::size_t i = 0; i < ops; ++i) seconds[i] = calls[i] > 0 ? seconds[i] / calls[i] : 0.0;
+  return seconds;
+}
+
+std::size_t next_member(const std::vector<std::size_t>& members, const std::vector<double>& issued_s,
+                        const std::vector<double>& weight) {
+  require(!members.empty(), "a column without members");
+  std::size_t best = members.front();
+  double best_ratio = std::numeric_limits<double>::infinity();
+  for (std::size_t m : members) {
+    require(m < issued_s.size() && m < weight.size(), "a member outside the group");
+    require(std::isfinite(weight[m]) && weight[m] > 0, "a member's weight is not positive");
+    if (const double ratio = issued_s[m] / weight[m]; ratio < best_ratio) {
+      best = m;
+      best_ratio = ratio;
+    }
+  }
+  return best;
+}
+
+LaggedSplit split_with_counter_lag(const std::vector<CounterEdge>& edges, const std::vector<GroupCompletion>& timeline,
+                                   const SplitColumns& columns, double start_after_s, double counter_period_s,
+                                   double step_s) {
   require(std::isfinite(counter_period_s) && counter_period_s > 0 && std::isfinite(step_s) && step_s > 0,
           "the counter's period and the lag's step must be finite and above 0");
   const double max_lag_s = std::min(kMaxCounterLagS, kMaxLagPeriodShare * counter_period_s);
-  check_timeline(timeline, ops);
-  const std::vector<bool> irregular = irregular_batches(timeline, ops);  // the same at every lag
+  const std::size_t ops_in = columns.of_op.size();
+  check_timeline(timeline, ops_in);
+  const std::vector<bool> irregular = irregular_batches(timeline, ops_in);  // the same at every lag
+  // From here on, a column is an operator: its batches are its members'.
+  const std::size_t ops = columns.columns();
+  std::vector<GroupCompletion> by_column = timeline;
+  for (auto& c : by_column) {
+    require(columns.of_op[c.op] < ops, "an operator's column is outside the split");
+    c.op = columns.of_op[c.op];
+  }
   LaggedSplit best;
   bool have = false;
   std::vector<CounterEdge> moved(edges.size());
@@ -365,7 +439,7 @@ LaggedSplit split_with_counter_lag(const std::vector<CounterEdge>& edges, const 
     for (std::size_t i = 0; i < edges.size(); ++i)
       moved[i] = {edges[i].t_s - lag, edges[i].energy_mJ, edges[i].half_gap_s};
     LeftOutWindows left_out;
-    auto windows = windows_of(moved, timeline, ops, start_after_s, irregular, &left_out);
+    auto windows = windows_of(moved, by_column, ops, start_after_s, irregular, &left_out);
     SharedSplit split = split_shared_energy(windows, ops, searched);
     // A split that made no fit has no residual to compare (NaN); the first lag is kept for its why.
     const bool fitted = std::isfinite(split.residual_rel);

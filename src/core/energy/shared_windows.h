@@ -126,7 +126,7 @@ SharedSplit split_shared_energy(const std::vector<SharedWindow>& windows, std::s
 // only relabels the windows, and on noisy windows one such alias can fit best by chance.
 inline constexpr double kMaxCounterLagS = 0.04, kMaxLagPeriodShare = 0.4;
 struct LaggedSplit {
-  SharedSplit split;
+  SharedSplit split;  // per column (below): per operator where each has its own
   std::vector<SharedWindow> windows;
   double lag_s = 0;
   LeftOutWindows left_out;  // at that lag (make_shared_windows)
@@ -134,5 +134,42 @@ struct LaggedSplit {
 LaggedSplit split_with_counter_lag(const std::vector<CounterEdge>& edges, const std::vector<GroupCompletion>& timeline,
                                    std::size_t ops, double start_after_s, double counter_period_s,
                                    double step_s = 0.002);
+
+// Pooled columns. An operator whose energy target is loose (a tiny share of the step: a target of
+// ±kPoolTargetRelCi95 or wider, from part_rel_ci95) need not have a power of its own: it shares
+// one column of the split, one power, with the loop's other such calls of the same operator
+// (`keys`: the name, overload and dtype), up to kMaxPoolMembers to a column; each member's energy
+// per call is that power over its own time per call. A loop then needs windows for its columns,
+// not for its operators (DenseNet-121's training step: ~580 calls in shared windows, each loop
+// of 16 needing 21 windows, ~0.15 s an operator; issue 25). The loop runs a column's members in
+// proportion to their weights (their time in the step: next_member), so that the pooled power is
+// the one the step draws over them, mixed as it mixes them: the pool's sum is right whatever each
+// member would draw alone. What pooling cannot see is how a member's own power differs from the
+// pool's (bench/results/2026-11-27-h100-pooled-columns/ measures it against their own loops).
+inline constexpr double kPoolTargetRelCi95 = 0.25;
+inline constexpr std::size_t kMaxPoolMembers = 8;
+struct SplitColumns {
+  std::vector<std::size_t> of_op;                 // each operator's column
+  std::vector<std::vector<std::size_t>> members;  // each column's operators, in their order
+  std::size_t columns() const { return members.size(); }
+  bool pooled(std::size_t column) const { return members[column].size() > 1; }
+};
+// Columns in the operators' order: a column per operator, but for those pooled as above.
+SplitColumns pool_columns(const std::vector<std::string>& keys, const std::vector<double>& target_rel_ci95);
+// One column per operator: the split of operators each with its own power.
+SplitColumns own_columns(std::size_t ops);
+// The split over `columns`: batches are judged irregular per operator (a column's members differ
+// in pace), the windows and their fit per column.
+LaggedSplit split_with_counter_lag(const std::vector<CounterEdge>& edges, const std::vector<GroupCompletion>& timeline,
+                                   const SplitColumns& columns, double start_after_s, double counter_period_s,
+                                   double step_s = 0.002);
+// Per operator: its batches' spans over their calls in the timeline, from the first completion
+// after `start_after_s` (0 for one without calls there): its own time per call in the loop.
+std::vector<double> seconds_per_call(const std::vector<GroupCompletion>& timeline, std::size_t ops,
+                                     double start_after_s);
+// The member of a column to issue next: the one whose issued seconds lag its weight the most
+// (the first of equals), so that each member's time in the loop follows its weight.
+std::size_t next_member(const std::vector<std::size_t>& members, const std::vector<double>& issued_s,
+                        const std::vector<double>& weight);
 
 }  // namespace opcost
