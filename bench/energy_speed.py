@@ -47,6 +47,7 @@ CASES: Dict[str, Dict[str, Any]] = {
     # The same resnet18 step with a loss whose gradient differs from sample to sample (the sum's is
     # the same for every sample): bench/step_regimes.py measures what that does to its energy.
     "resnet18-b32-train-ce": dict(kind="tv", arch="resnet18", batch=32, train="sgd", loss="ce"),
+    "densenet121-b16-train-ce": dict(kind="tv", arch="densenet121", batch=16, train="sgd", loss="ce"),
 }
 
 

@@ -5,8 +5,8 @@
 // once after the groups (drift), the group `rounds` times. Per operator: both figures with
 // their 95% intervals, whether they overlap, and each loop's time per call and GPU-seconds.
 //
-// With `pooled`, sixteen calls of DenseNet-121's kinds (relu, add, batch norm, convolution; four
-// sizes each) measured as parts of tiny shares: the shared loop pools each kind into one column
+// With `pooled`, sixteen calls of DenseNet-121's kinds (relu, add, batch norm, 1x1 convolution;
+// its first block's four widths each) measured as parts of tiny shares: the shared loop pools each kind into one column
 // (pool_columns, core/energy/shared_windows.h), and each call's pooled figure is compared with
 // its own loops: how far a member's own power lies from its pool's.
 //
@@ -48,10 +48,11 @@ const std::vector<std::string> kCalls = {
     "aten::bmm self=bf16[48,128,64] mat2=bf16[48,64,128]",
 };
 
-// DenseNet-121 b16's small operators, four sizes of each kind.
+// DenseNet-121 b16's small operators, four sizes of each kind: its first dense block's widths,
+// times within about 2x (pool_columns pools those of one power of 2 of microseconds).
 std::vector<std::string> pooled_calls() {
   std::vector<std::string> out;
-  const std::vector<std::pair<int, int>> shapes = {{128, 56}, {256, 28}, {512, 14}, {96, 56}};
+  const std::vector<std::pair<int, int>> shapes = {{128, 56}, {160, 56}, {192, 56}, {224, 56}};
   for (auto [c, hw] : shapes) out.push_back(fmt::format("aten::relu self=f32[16,{},{},{}]", c, hw, hw));
   for (auto [c, hw] : shapes)
     out.push_back(fmt::format("aten::add.Tensor self=f32[16,{0},{1},{1}] other=f32[16,{0},{1},{1}]", c, hw));
@@ -61,7 +62,7 @@ std::vector<std::string> pooled_calls() {
                     "running_var=f32[{0}] training=false momentum=0.1 eps=1e-05 cudnn_enabled=true",
                     c, hw));
   for (auto [c, hw] : shapes)
-    out.push_back(fmt::format("aten::conv2d input=f32[16,{0},{1},{1}] weight=f32[32,{0},3,3] padding=[1,1]", c, hw));
+    out.push_back(fmt::format("aten::conv2d input=f32[16,{0},{1},{1}] weight=f32[128,{0},1,1]", c, hw));
   return out;
 }
 
@@ -184,6 +185,7 @@ int main(int argc, char** argv) {
     const std::string kind = before[i].display_name();
     double group_mJ = 0;
     for (const auto& g : groups) group_mJ += g[i].energy.per_call_mJ.mean / double(groups.size());
+    if (!kinds.contains(kind)) kinds[kind] = json{{"group_mJ", 0.0}, {"alone_mJ", 0.0}};
     auto& k = kinds[kind];
     k["group_mJ"] = k.value("group_mJ", 0.0) + group_mJ;
     k["alone_mJ"] =

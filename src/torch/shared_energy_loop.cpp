@@ -94,23 +94,34 @@ ReplayError out_of_memory(const PreparedCall& call, const c10::OutOfMemoryError&
                      ReplayError::Kind::kOutOfMemory);
 }
 
-// A summary of energies per call scaled by `factor` (a pooled column's, to a member's time).
-Summary scaled(Summary s, double factor) {
-  for (double* v : {&s.mean, &s.median, &s.stdev, &s.min, &s.max, &s.clipped_mean, &s.ci95_low, &s.ci95_high})
-    *v *= factor;
+// A pooled member's energy per call: its column's scaled by `factor` (to the member's own time
+// per call), its interval widened by the spread of members' powers about their pool's
+// (kPooledMemberRelCi95, in quadrature).
+Summary pooled_member(Summary s, double factor) {
+  for (double* v : {&s.mean, &s.median, &s.stdev, &s.min, &s.max, &s.clipped_mean}) *v *= factor;
+  const double column_rel = s.mean > 0 ? (s.ci95_high - s.ci95_low) / 2 * factor / s.mean : 0.0;
+  const double half = s.mean * std::hypot(column_rel, kPooledMemberRelCi95);
+  s.ci95_low = s.mean - half;
+  s.ci95_high = s.mean + half;
   return s;
 }
 
 // A pooled member's method: whose power its energy is.
 std::string pooled_text(std::size_t members, const Measurement& m) {
   return fmt::format(
-      "; its power pooled with {} other {} call(s) of tiny shares (targets of ±{:.0f}% or wider), run in the "
-      "step's mix: that power over its own time per call, not its own power",
-      members - 1, m.display_name(), 100 * kPoolTargetRelCi95);
+      "; its power pooled with {} other {} call(s) of tiny shares (targets of ±{:.0f}% or wider) and times "
+      "within 2x, run in the step's mix: that power over its own time per call, not its own power, its "
+      "interval widened by ±{:.0f}% for the difference",
+      members - 1, m.display_name(), 100 * kPoolTargetRelCi95, 100 * kPooledMemberRelCi95);
 }
 
-// What pools a call with others in a shared loop (pool_columns): the same operator and dtype.
-std::string pool_key(const Measurement& m) { return m.display_name() + " " + m.dtype; }
+// What pools a call with others in a shared loop (pool_columns): the same operator and dtype,
+// and a time per call in the same power of 2 microseconds: a member far from the others in size
+// draws another power (L2 reuse, occupancy).
+std::string pool_key(const Measurement& m) {
+  const double us = std::max(m.time.per_call_us.median, 0.1);
+  return fmt::format("{} {} 2^{}", m.display_name(), m.dtype, std::floor(std::log2(us)));
+}
 
 // The shared calls (indices into `ms`) as loops of at most kSharedMaxColumns split columns, each
 // column whole in one loop, in the calls' order.
@@ -454,7 +465,7 @@ std::vector<std::size_t> Runner::measure_energy_shared(const std::vector<Prepare
     e.available = true;
     e.unavailable_reason.clear();
     e.source = source + ", shared windows";
-    e.per_call_mJ = pooled ? scaled(fit, wall_s / column_wall_s) : fit;
+    e.per_call_mJ = pooled ? pooled_member(fit, wall_s / column_wall_s) : fit;
     e.idle_power_W = idle_W;
     e.wall_us_per_call = wall_s * 1e6;
     e.above_idle_mJ = e.per_call_mJ.mean - idle_W * wall_s * 1000.0;
@@ -465,9 +476,10 @@ std::vector<std::size_t> Runner::measure_energy_shared(const std::vector<Prepare
     e.seconds = window_s;
     e.loop_start_s = start;
     m.method += fmt::format(
-        "; energy from {} windows shared by {} operators in one loop, split by least squares at a counter lag of "
-        "{:.0f} ms (residual {:.1f}% of a window's energy){}{}{}{}",
-        split.windows, ops, 1e3 * lagged.lag_s, 100 * split.residual_rel, left_out_text(lagged.left_out),
+        "; energy from {} windows shared by {} operators in one loop, split by least squares{} at a counter lag "
+        "of {:.0f} ms (residual {:.1f}% of a window's energy){}{}{}{}",
+        split.windows, ops, cols < ops ? fmt::format(" into {} columns", cols) : "", 1e3 * lagged.lag_s,
+        100 * split.residual_rel, left_out_text(lagged.left_out),
         pooled ? pooled_text(columns.members[c].size(), m) : "", target_text(cfg_, parts[i], m),
         m.energy.loop_note.empty() ? "" : " (" + m.energy.loop_note + ")");
     if (pooled) m.flags.push_back(fmt::format("energy_pooled:{}", columns.members[c].size()));

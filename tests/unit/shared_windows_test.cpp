@@ -497,7 +497,7 @@ TEST(SharedWindows, TheLagSearchStaysWellUnderTheCountersPeriod) {
 // kMaxPoolMembers; an operator whose target is strict (or unknown) keeps its own.
 TEST(PooledColumns, TinyOperatorsOfOneKindShareAColumnInOrder) {
   const std::vector<std::string> keys{"relu f32", "relu f32", "conv f32", "relu f32", "conv f32", "relu f32"};
-  const std::vector<double> targets{0.5, kPoolTargetRelCi95, 0.6, 0.05, 0.25, NAN};
+  const std::vector<double> targets{0.5, kPoolTargetRelCi95, 0.6, 0.05, 0.9, NAN};
   const SplitColumns c = pool_columns(keys, targets);
   ASSERT_EQ(c.columns(), 4u);
   EXPECT_EQ(c.members[0], (std::vector<std::size_t>{0, 1}));
@@ -507,6 +507,8 @@ TEST(PooledColumns, TinyOperatorsOfOneKindShareAColumnInOrder) {
   EXPECT_EQ(c.of_op, (std::vector<std::size_t>{0, 0, 1, 2, 1, 3}));
   EXPECT_TRUE(c.pooled(0));
   EXPECT_FALSE(c.pooled(2));
+  // A target a little tighter than kPoolTargetRelCi95 keeps its own column.
+  EXPECT_EQ(pool_columns({"relu f32", "relu f32"}, {0.99 * kPoolTargetRelCi95, 1.0}).columns(), 2u);
   // A column holds at most kMaxPoolMembers; the next of its kind opens another.
   const SplitColumns many = pool_columns(std::vector<std::string>(kMaxPoolMembers + 2, "add f32"),
                                          std::vector<double>(kMaxPoolMembers + 2, 1.0));

@@ -138,15 +138,17 @@ LaggedSplit split_with_counter_lag(const std::vector<CounterEdge>& edges, const 
 // Pooled columns. An operator whose energy target is loose (a tiny share of the step: a target of
 // ±kPoolTargetRelCi95 or wider, from part_rel_ci95) need not have a power of its own: it shares
 // one column of the split, one power, with the loop's other such calls of the same operator
-// (`keys`: the name, overload and dtype), up to kMaxPoolMembers to a column; each member's energy
-// per call is that power over its own time per call. A loop then needs windows for its columns,
-// not for its operators (DenseNet-121's training step: ~580 calls in shared windows, each loop
-// of 16 needing 21 windows, ~0.15 s an operator; issue 25). The loop runs a column's members in
-// proportion to their weights (their time in the step: next_member), so that the pooled power is
-// the one the step draws over them, mixed as it mixes them: the pool's sum is right whatever each
-// member would draw alone. What pooling cannot see is how a member's own power differs from the
-// pool's (bench/results/2026-11-27-h100-pooled-columns/ measures it against their own loops).
-inline constexpr double kPoolTargetRelCi95 = 0.25;
+// (`keys`: the name, overload, dtype and time per call within a factor of 2), up to
+// kMaxPoolMembers to a column; each member's energy per call is that power over its own time per
+// call, and its interval adds ±kPooledMemberRelCi95 in quadrature to the column's: how far a
+// member's own power lay from its pool's on the GPU (members of one kind 4x apart in time, on an
+// H200: up to +54%, from L2 reuse and occupancy; bench/results/2026-11-27-pooled-columns/). A loop then needs windows
+// for its columns, not for its operators (DenseNet-121's training step: ~580 calls in shared windows, each loop of 16
+// needing 21 windows, ~0.15 s an operator; issue 25). The loop runs a column's members in proportion to their weights
+// (their time in the step: next_member), so that the pooled power is the one the step draws over them, mixed as it
+// mixes them: the pool's sum is right whatever each member would draw alone. What pooling cannot see is how a member's
+// own power differs from the pool's, which the interval above allows for.
+inline constexpr double kPoolTargetRelCi95 = 0.5, kPooledMemberRelCi95 = 0.5;
 inline constexpr std::size_t kMaxPoolMembers = 8;
 struct SplitColumns {
   std::vector<std::size_t> of_op;                 // each operator's column
