@@ -6,7 +6,7 @@
 // their 95% intervals, whether they overlap, and each loop's time per call and GPU-seconds.
 //
 // With `pooled`, sixteen calls of DenseNet-121's kinds (relu, add, batch norm, 1x1 convolution;
-// its first block's four widths each) measured as parts of tiny shares: the shared loop pools each kind into one column
+// its first block's four widths each) measured as parts of tiny shares: the shared loop pools each kind into columns
 // (pool_columns, core/energy/shared_windows.h), and each call's pooled figure is compared with
 // its own loops: how far a member's own power lies from its pool's.
 //
@@ -49,7 +49,7 @@ const std::vector<std::string> kCalls = {
 };
 
 // DenseNet-121 b16's small operators, four sizes of each kind: its first dense block's widths,
-// times within about 2x (pool_columns pools those of one power of 2 of microseconds).
+// times within about 2x (pool_columns pools those within 2x of a column's first member).
 std::vector<std::string> pooled_calls() {
   std::vector<std::string> out;
   const std::vector<std::pair<int, int>> shapes = {{128, 56}, {160, 56}, {192, 56}, {224, 56}};

@@ -98,9 +98,12 @@ ReplayError out_of_memory(const PreparedCall& call, const c10::OutOfMemoryError&
 // per call), its interval widened by the spread of members' powers about their pool's
 // (kPooledMemberRelCi95, in quadrature).
 Summary pooled_member(Summary s, double factor) {
-  for (double* v : {&s.mean, &s.median, &s.stdev, &s.min, &s.max, &s.clipped_mean}) *v *= factor;
-  const double column_rel = s.mean > 0 ? (s.ci95_high - s.ci95_low) / 2 * factor / s.mean : 0.0;
+  for (double* v : {&s.mean, &s.median, &s.min, &s.max, &s.clipped_mean}) *v *= factor;
+  const double column_half = (s.ci95_high - s.ci95_low) / 2 * factor;
+  const double column_rel = s.mean > 0 ? column_half / s.mean : 0.0;
   const double half = s.mean * std::hypot(column_rel, kPooledMemberRelCi95);
+  // stdev in step with the interval, as a summary's stdev/√n is its standard error
+  s.stdev = column_half > 0 ? s.stdev * factor * half / column_half : 0.0;
   s.ci95_low = s.mean - half;
   s.ci95_high = s.mean + half;
   return s;
@@ -116,19 +119,19 @@ std::string pooled_text(std::size_t members, const Measurement& m) {
 }
 
 // What pools a call with others in a shared loop (pool_columns): the same operator and dtype,
-// and a time per call in the same power of 2 microseconds: a member far from the others in size
-// draws another power (L2 reuse, occupancy).
-std::string pool_key(const Measurement& m) {
-  const double us = std::max(m.time.per_call_us.median, 0.1);
-  return fmt::format("{} {} 2^{}", m.display_name(), m.dtype, std::floor(std::log2(us)));
-}
+// and (pool_columns' own rule) a time per call within 2x of its column's first member's, by the
+// timing loop's GPU time: a member far from the others in size draws another power (L2 reuse,
+// occupancy).
+std::string pool_key(const Measurement& m) { return m.display_name() + " " + m.dtype; }
+double pool_time_s(const Measurement& m) { return std::max(m.time.per_call_us.median, 0.1) * 1e-6; }
 
 // The shared calls (indices into `ms`) as loops of at most kSharedMaxColumns split columns, each
 // column whole in one loop, in the calls' order.
 std::vector<std::vector<std::size_t>> loops_of_columns(const std::vector<std::size_t>& shared,
                                                        const std::vector<std::string>& keys,
-                                                       const std::vector<double>& targets) {
-  const SplitColumns columns = pool_columns(keys, targets);
+                                                       const std::vector<double>& targets,
+                                                       const std::vector<double>& times_s) {
+  const SplitColumns columns = pool_columns(keys, targets, times_s);
   std::vector<std::vector<std::size_t>> loops;
   for (std::size_t c = 0; c < columns.columns(); ++c) {
     if (c % kSharedMaxColumns == 0) loops.emplace_back();
@@ -198,12 +201,13 @@ std::vector<Runner::GroupResult> Runner::measure_group(const std::vector<Prepare
   }
   // Groups larger than a loop's columns allow run as several loops.
   std::vector<std::string> keys;
-  std::vector<double> targets;
+  std::vector<double> targets, times_s;
   for (std::size_t i : shared) {
     keys.push_back(pool_key(*out[i].measurement));
     targets.push_back(target_rel_ci95(cfg_, parts[i], *out[i].measurement));
+    times_s.push_back(pool_time_s(*out[i].measurement));
   }
-  for (const std::vector<std::size_t>& loop : loops_of_columns(shared, keys, targets)) {
+  for (const std::vector<std::size_t>& loop : loops_of_columns(shared, keys, targets, times_s)) {
     if (loop.size() < 2) {
       alone.insert(alone.end(), loop.begin(), loop.end());
       continue;
@@ -266,7 +270,7 @@ std::vector<std::size_t> Runner::measure_energy_shared(const std::vector<Prepare
   const std::size_t ops = calls.size();
   const double period_s = *counter_period_s_;
   const double idle_W = *idle_power();
-  std::vector<double> per_call_s(ops), target(ops), weight(ops);
+  std::vector<double> per_call_s(ops), target(ops), weight(ops), pool_times_s(ops);
   std::vector<std::size_t> batch(ops);
   std::vector<std::string> keys(ops);
   // A host-bound operator's calls replay from a CUDA graph, as in a loop of its own
@@ -291,17 +295,16 @@ std::vector<std::size_t> Runner::measure_energy_shared(const std::vector<Prepare
     // Its time in the step (one call where it is no part of one): a pooled column's mix.
     weight[i] = per_call_s[i] * (parts[i] && parts[i]->calls > 0 ? parts[i]->calls : 1.0);
     keys[i] = pool_key(*ms[i]);
+    pool_times_s[i] = pool_time_s(*ms[i]);
   }
-  // The split's columns: an operator each, but for tiny ones pooled with their kind.
-  const SplitColumns columns = pool_columns(keys, target);
+  // The split's columns: an operator each, but for tiny ones pooled with their kind (as
+  // measure_group packed them into this loop).
+  const SplitColumns columns = pool_columns(keys, target, pool_times_s);
   const std::size_t cols = columns.columns();
-  std::vector<double> column_per_call_s(cols, 0.0), column_target(cols, 1.0);
-  for (std::size_t c = 0; c < cols; ++c) {
-    for (std::size_t i : columns.members[c]) {
-      column_per_call_s[c] += per_call_s[i] / double(columns.members[c].size());
-      column_target[c] = std::min(column_target[c], target[i]);
-    }
-  }
+  std::vector<double> column_target(cols, 1.0);
+  for (std::size_t c = 0; c < cols; ++c)
+    for (std::size_t i : columns.members[c]) column_target[c] = std::min(column_target[c], target[i]);
+  SegmentBatches batches(columns, per_call_s, weight, batch);
   const double budget_s = std::min(kSharedBaseS + kSharedPerOpS * double(cols), cfg_.energy_max_s * double(cols));
   // The most the loop runs on for windows it left out: kSharedMostBudgets budgets, and no more
   // than the operators' own loops would take after it (each a settle and its energy budget).
@@ -313,7 +316,7 @@ std::vector<std::size_t> Runner::measure_energy_shared(const std::vector<Prepare
   const auto cycles = std::size_t(std::ceil((cfg_.energy_settle_s + extended_budget_s * capped_factor) /
                                             (0.5 * period_s * double(cols)))) +
                       1;
-  const std::vector<Segment> segments = plan_segments(column_per_call_s, period_s, cycles);
+  const std::vector<Segment> segments = plan_segments(batches.column_per_call_s(), period_s, cycles);
 
   Watchdog::Options wo;
   wo.budget_s = 2.0 + cfg_.energy_settle_s + extended_budget_s * capped_factor;
@@ -356,21 +359,15 @@ std::vector<std::size_t> Runner::measure_energy_shared(const std::vector<Prepare
       if (split.per_call_mJ[c].n == 0 || split.per_call_mJ[c].rel_ci95() > column_target[c]) return false;
     return true;
   };
-  // Each operator's seconds issued: a pooled column's members take turns by their weights.
-  std::vector<double> issued_s(ops, 0.0);
   for (std::size_t s = 0; !stop; ++s) {
-    const Segment& segment = segments[s % segments.size()];
-    // The segment's length in seconds, issued as its column's members' batches (one operator's
-    // calls, where the column is one).
-    for (double left_s = double(segment.calls) * column_per_call_s[segment.op]; !stop;) {
-      const std::size_t op = next_member(columns.members[segment.op], issued_s, weight);
-      const long long left_calls = std::llround(left_s / per_call_s[op]);
-      if (left_calls <= 0) break;
-      const std::size_t n = std::min(std::size_t(left_calls), batch[op]);
-      loop.issue_batch(*calls[op], op, n, graphs[op].get());
-      const double issued = double(graphs[op] ? graphs[op]->calls() : n) * per_call_s[op];
-      left_s -= issued;
-      issued_s[op] += issued;
+    // The segment's calls of its column: one operator's, or its pooled members' in turn.
+    batches.start(segments[s % segments.size()]);
+    while (!stop) {
+      const std::optional<Segment> next = batches.next();
+      if (!next) break;
+      const std::size_t op = next->op;
+      loop.issue_batch(*calls[op], op, next->calls, graphs[op].get());
+      batches.ran(op, double(graphs[op] ? graphs[op]->calls() : next->calls));
       watch.check("measuring energy in shared windows", windows_seen, "windows");
       const double t = now_s();
       if (t < settle_end + period_s) continue;
@@ -421,7 +418,7 @@ std::vector<std::size_t> Runner::measure_energy_shared(const std::vector<Prepare
       capped_unlike_step ? LaggedSplit{}
                          : split_with_counter_lag(monitor.edges(), loop.timeline(), columns, settle_end, period_s);
   // A pooled member's own time per call in the loop (its column's power over it is its energy).
-  const std::vector<double> own_s_per_call = seconds_per_call(loop.timeline(), ops, settle_end);
+  const std::vector<OwnPace> own = own_paces(loop.timeline(), ops, settle_end);
   const auto& windows = lagged.windows;
   const SharedSplit& split = lagged.split;
   double window_s = 0;
@@ -451,9 +448,19 @@ std::vector<std::size_t> Runner::measure_energy_shared(const std::vector<Prepare
     const std::size_t c = columns.of_op[i];
     const bool pooled = columns.pooled(c);
     const Summary& fit = split.per_call_mJ[c];
+    if (fit.n > 0 && pooled && own[i].batches < kMinPooledMemberBatches) {
+      m.method += fmt::format(
+          "; pooled in the {} operators' shared loop, it ran {} batch(es) outside the settle and its stalls (its "
+          "own time per call needs {}): its own loop",
+          ops, own[i].batches, kMinPooledMemberBatches);
+      unidentified.push_back(i);
+      continue;
+    }
     if (fit.n == 0) {
-      m.method += fmt::format("; the {} operators' shared counter windows could not tell it apart ({}{}): its own loop",
-                              ops, split.why, left_out_text(lagged.left_out));
+      // The split numbers its columns, which are the operators unless some pooled.
+      m.method += fmt::format(
+          "; the {} operators' shared counter windows could not tell it apart ({}{}{}): its own loop", ops,
+          cols < ops ? fmt::format("its {} columns numbered: ", cols) : "", split.why, left_out_text(lagged.left_out));
       unidentified.push_back(i);
       continue;
     }
@@ -461,7 +468,7 @@ std::vector<std::size_t> Runner::measure_energy_shared(const std::vector<Prepare
     // The split's own time per call: its windows' spans of this operator's batches (its
     // column's). A pooled member's is its own in the loop, its energy the column's power over it.
     const double column_wall_s = split.busy_s[c] / split.calls[c];
-    const double wall_s = pooled && own_s_per_call[i] > 0 ? own_s_per_call[i] : column_wall_s;
+    const double wall_s = pooled ? own[i].s_per_call : column_wall_s;
     e.available = true;
     e.unavailable_reason.clear();
     e.source = source + ", shared windows";
@@ -477,10 +484,10 @@ std::vector<std::size_t> Runner::measure_energy_shared(const std::vector<Prepare
     e.loop_start_s = start;
     m.method += fmt::format(
         "; energy from {} windows shared by {} operators in one loop, split by least squares{} at a counter lag "
-        "of {:.0f} ms (residual {:.1f}% of a window's energy){}{}{}{}",
+        "of {:.0f} ms (residual {:.1f}% of a window's energy){}{}{}",
         split.windows, ops, cols < ops ? fmt::format(" into {} columns", cols) : "", 1e3 * lagged.lag_s,
         100 * split.residual_rel, left_out_text(lagged.left_out),
-        pooled ? pooled_text(columns.members[c].size(), m) : "", target_text(cfg_, parts[i], m),
+        pooled ? pooled_text(columns.members[c].size(), m) : target_text(cfg_, parts[i], m),
         m.energy.loop_note.empty() ? "" : " (" + m.energy.loop_note + ")");
     if (pooled) m.flags.push_back(fmt::format("energy_pooled:{}", columns.members[c].size()));
     flag_after_energy(m, cfg_.step_power ? cfg_.step_power->gap_W : std::nullopt);

@@ -329,7 +329,7 @@ TEST(SharedEnergyLoop, TinyCallsOfOneKindShareAPooledPower) {
                    r.measurement->energy.source == "fake-energy-counter, shared windows";
     }
     // A loaded machine's fallback to loops of their own is not this test's; nor is a try whose
-    // timing loops read the three calls' times across a power of 2 (their own columns then).
+    // timing loops read the three identical calls' times over 2x apart (their own columns then).
     if (!all_shared ||
         results[0].measurement->method.find("shared by 4 operators in one loop, split by least squares into 2 "
                                             "columns") == std::string::npos)
@@ -346,6 +346,9 @@ TEST(SharedEnergyLoop, TinyCallsOfOneKindShareAPooledPower) {
       const double expected_mJ = kWatts * m.energy.wall_us_per_call * 1e-3;
       const double slack = std::max(2 * m.energy.per_call_mJ.ci95_half_width(), 0.10 * expected_mJ);
       EXPECT_NEAR(m.energy.per_call_mJ.mean, expected_mJ, slack) << m.op << " / " << m.method;
+      // The split's power, its column's: the fake's constant power (a column index mixed up with
+      // an operator's would read the product's for the pool, or the pool's for the product).
+      EXPECT_NEAR(m.energy.power_W, kWatts, 0.15 * kWatts) << m.op << " / " << m.method;
       // A member's interval holds the spread of members' powers about their pool's.
       if (pooled) EXPECT_GE(m.energy.per_call_mJ.rel_ci95(), kPooledMemberRelCi95) << m.method;
       EXPECT_LE(m.energy.per_call_mJ.ci95_low, m.energy.per_call_mJ.mean);

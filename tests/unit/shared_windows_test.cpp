@@ -494,11 +494,13 @@ TEST(SharedWindows, TheLagSearchStaysWellUnderTheCountersPeriod) {
 }
 
 // Pooled columns (pool_columns): tiny operators of one kind share a column, up to
-// kMaxPoolMembers; an operator whose target is strict (or unknown) keeps its own.
+// kMaxPoolMembers and within 2x of the column's first member's time; an operator whose target is
+// strict (or unknown) keeps its own.
 TEST(PooledColumns, TinyOperatorsOfOneKindShareAColumnInOrder) {
   const std::vector<std::string> keys{"relu f32", "relu f32", "conv f32", "relu f32", "conv f32", "relu f32"};
   const std::vector<double> targets{0.5, kPoolTargetRelCi95, 0.6, 0.05, 0.9, NAN};
-  const SplitColumns c = pool_columns(keys, targets);
+  const std::vector<double> times(6, 1e-5);
+  const SplitColumns c = pool_columns(keys, targets, times);
   ASSERT_EQ(c.columns(), 4u);
   EXPECT_EQ(c.members[0], (std::vector<std::size_t>{0, 1}));
   EXPECT_EQ(c.members[1], (std::vector<std::size_t>{2, 4}));
@@ -508,10 +510,11 @@ TEST(PooledColumns, TinyOperatorsOfOneKindShareAColumnInOrder) {
   EXPECT_TRUE(c.pooled(0));
   EXPECT_FALSE(c.pooled(2));
   // A target a little tighter than kPoolTargetRelCi95 keeps its own column.
-  EXPECT_EQ(pool_columns({"relu f32", "relu f32"}, {0.99 * kPoolTargetRelCi95, 1.0}).columns(), 2u);
+  EXPECT_EQ(pool_columns({"relu f32", "relu f32"}, {0.99 * kPoolTargetRelCi95, 1.0}, {1e-5, 1e-5}).columns(), 2u);
   // A column holds at most kMaxPoolMembers; the next of its kind opens another.
-  const SplitColumns many = pool_columns(std::vector<std::string>(kMaxPoolMembers + 2, "add f32"),
-                                         std::vector<double>(kMaxPoolMembers + 2, 1.0));
+  const std::size_t n = kMaxPoolMembers + 2;
+  const SplitColumns many =
+      pool_columns(std::vector<std::string>(n, "add f32"), std::vector<double>(n, 1.0), std::vector<double>(n, 1e-5));
   ASSERT_EQ(many.columns(), 2u);
   EXPECT_EQ(many.members[0].size(), kMaxPoolMembers);
   EXPECT_EQ(many.members[1].size(), 2u);
@@ -519,7 +522,28 @@ TEST(PooledColumns, TinyOperatorsOfOneKindShareAColumnInOrder) {
   const SplitColumns own = own_columns(3);
   EXPECT_EQ(own.of_op, (std::vector<std::size_t>{0, 1, 2}));
   EXPECT_FALSE(own.pooled(1));
-  EXPECT_THROW(pool_columns({"a"}, {}), std::invalid_argument);
+  EXPECT_THROW(pool_columns({"a"}, {}, {}), std::invalid_argument);
+}
+
+// Within 2x of the open column's first member: 10 µs opens a column and 19 joins it; 25 opens
+// the next, and 6 (a quarter of 25) the next again, which 12 (2x of 6) joins; a call measured
+// with no time keeps its own column.
+TEST(PooledColumns, MembersLieWithinTwiceTheFirstsTime) {
+  const std::vector<double> us{10, 19, 25, 6, 12, 0};
+  std::vector<double> times;
+  for (double t : us) times.push_back(t * 1e-6);
+  const SplitColumns c = pool_columns(std::vector<std::string>(6, "relu f32"), std::vector<double>(6, 1.0), times);
+  ASSERT_EQ(c.columns(), 4u);
+  EXPECT_EQ(c.members[0], (std::vector<std::size_t>{0, 1}));
+  EXPECT_EQ(c.members[1], (std::vector<std::size_t>{2}));
+  EXPECT_EQ(c.members[2], (std::vector<std::size_t>{3, 4}));
+  EXPECT_EQ(c.members[3], (std::vector<std::size_t>{5}));
+  // Whole columns taken in order give the same columns again (measure_group packs loops so, and
+  // each loop pools its calls again): 25 | 6, 12.
+  const SplitColumns again =
+      pool_columns(std::vector<std::string>(3, "relu f32"), {1.0, 1.0, 1.0}, {25e-6, 6e-6, 12e-6});
+  ASSERT_EQ(again.columns(), 2u);
+  EXPECT_EQ(again.members[1], (std::vector<std::size_t>{1, 2}));
 }
 
 TEST(PooledColumns, MembersTakeTurnsByTheirWeights) {
@@ -538,40 +562,86 @@ TEST(PooledColumns, MembersTakeTurnsByTheirWeights) {
   EXPECT_THROW(next_member({0}, issued, {0.0}), std::invalid_argument);
 }
 
-TEST(PooledColumns, EachOperatorsOwnTimePerCallFromTheTimeline) {
+TEST(PooledColumns, EachOperatorsOwnPaceFromTheTimeline) {
   const std::vector<GroupCompletion> timeline{{0.0, 0, 0}, {0.1, 0, 100}, {0.3, 1, 50}, {0.4, 0, 100}};
-  const auto all = seconds_per_call(timeline, 2, 0);
-  EXPECT_NEAR(all[0], 0.2 / 200, 1e-12);
-  EXPECT_NEAR(all[1], 0.2 / 50, 1e-12);
+  const auto all = own_paces(timeline, 2, 0);
+  EXPECT_NEAR(all[0].s_per_call, 0.2 / 200, 1e-12);
+  EXPECT_EQ(all[0].batches, 2u);
+  EXPECT_NEAR(all[1].s_per_call, 0.2 / 50, 1e-12);
   // From the settle's end on: a batch that began before it is not counted.
-  const auto late = seconds_per_call(timeline, 2, 0.2);
-  EXPECT_NEAR(late[0], 0.1 / 100, 1e-12);
-  EXPECT_EQ(late[1], 0.0);
-  EXPECT_THROW(seconds_per_call(timeline, 1, 0), std::invalid_argument);
+  const auto late = own_paces(timeline, 2, 0.2);
+  EXPECT_NEAR(late[0].s_per_call, 0.1 / 100, 1e-12);
+  EXPECT_EQ(late[1].s_per_call, 0.0);
+  EXPECT_EQ(late[1].batches, 0u);
+  EXPECT_THROW(own_paces(timeline, 1, 0), std::invalid_argument);
+  // A batch that stalled (ten times its operator's pace) is not its calls' time.
+  const std::vector<GroupCompletion> stalled{{0.0, 0, 0},   {0.1, 0, 100}, {0.2, 0, 100},
+                                             {0.3, 0, 100}, {1.3, 0, 100}, {1.4, 0, 100}};
+  const auto paced = own_paces(stalled, 1, 0);
+  EXPECT_NEAR(paced[0].s_per_call, 0.1 / 100, 1e-12);
+  EXPECT_EQ(paced[0].batches, 4u);
+}
+
+// A column's segment spent on its members' batches: each at most its batch, the segment's length
+// in all (up to a batch), the members by their weights; a member slower than the segment's rest
+// still runs once a segment.
+TEST(PooledColumns, ASegmentIsSpentOnItsMembersBatches) {
+  const SplitColumns columns = pool_columns({"mm", "add", "add"}, {0.05, 1.0, 1.0}, {1e-3, 10e-6, 15e-6});
+  ASSERT_EQ(columns.columns(), 2u);
+  SegmentBatches batches(columns, {1e-3, 10e-6, 15e-6}, {1.0, 1.0, 3.0}, {2, 200, 100});
+  EXPECT_NEAR(batches.column_per_call_s()[1], 12.5e-6, 1e-15);
+  // Twenty segments of 4000 calls of 12.5 µs (50 ms each, a batch of 1.5–2 ms more at most).
+  double seconds[3] = {0, 0, 0};
+  for (int segment = 0; segment < 20; ++segment) {
+    batches.start({1, 4000});
+    double in_segment = 0;
+    for (auto b = batches.next(); b; b = batches.next()) {
+      ASSERT_TRUE(b->op == 1 || b->op == 2);
+      EXPECT_LE(b->calls, b->op == 1 ? 200u : 100u);
+      const double s = double(b->calls) * (b->op == 1 ? 10e-6 : 15e-6);
+      seconds[b->op] += s;
+      in_segment += s;
+      batches.ran(b->op, double(b->calls));
+    }
+    EXPECT_NEAR(in_segment, 0.05, 0.002) << segment;
+  }
+  EXPECT_NEAR(seconds[2] / seconds[1], 3.0, 0.1);  // by their weights, over the segments
+  // An operator of its own: the segment's calls in batches of at most 2.
+  batches.start({0, 5});
+  std::size_t calls = 0;
+  for (auto b = batches.next(); b; b = batches.next()) {
+    EXPECT_EQ(b->op, 0u);
+    calls += b->calls;
+    batches.ran(b->op, double(b->calls));
+  }
+  EXPECT_EQ(calls, 5u);
+  // A segment shorter than half a call still runs one.
+  SegmentBatches slow(own_columns(1), {0.1}, {1.0}, {10});
+  slow.start({0, 0});
+  const auto one = slow.next();
+  ASSERT_TRUE(one);
+  EXPECT_EQ(one->calls, 1u);
+  slow.ran(0, 1);
+  EXPECT_FALSE(slow.next());
+  EXPECT_THROW(SegmentBatches(own_columns(2), {1e-3}, {1, 1}, {1, 1}), std::invalid_argument);
+  EXPECT_THROW(slow.start({1, 1}), std::invalid_argument);
 }
 
 namespace {
 
-// The loop as Runner::measure_energy_shared issues it: each column's segment of the plan spent
-// on its members' ~2 ms batches, chosen by next_member.
+// The loop as Runner::measure_energy_shared issues it: the plan over the columns, each segment
+// spent by SegmentBatches on its members' ~2 ms batches.
 std::vector<Segment> issue_by_columns(const std::vector<PlantedOp>& ops, const SplitColumns& columns,
                                       const std::vector<double>& weight, std::size_t cycles) {
-  std::vector<double> column_per_call(columns.columns(), 0.0);
-  for (std::size_t c = 0; c < columns.columns(); ++c)
-    for (std::size_t i : columns.members[c])
-      column_per_call[c] += ops[i].per_call_s / double(columns.members[c].size());
-  std::vector<double> issued(ops.size(), 0.0);
+  std::vector<std::size_t> batch;
+  for (const auto& o : ops) batch.push_back(std::max<std::size_t>(1, std::size_t(0.002 / o.per_call_s)));
+  SegmentBatches batches(columns, per_call_s(ops), weight, batch);
   std::vector<Segment> out;
-  for (const Segment& s : plan_segments(column_per_call, 0.1, cycles)) {
-    for (double left_s = double(s.calls) * column_per_call[s.op];;) {
-      const std::size_t m = next_member(columns.members[s.op], issued, weight);
-      const long long left = std::llround(left_s / ops[m].per_call_s);
-      if (left <= 0) break;
-      const auto batch = std::max<std::size_t>(1, std::size_t(0.002 / ops[m].per_call_s));
-      const std::size_t n = std::min(std::size_t(left), batch);
-      out.push_back({m, n});
-      left_s -= double(n) * ops[m].per_call_s;
-      issued[m] += double(n) * ops[m].per_call_s;
+  for (const Segment& s : plan_segments(batches.column_per_call_s(), 0.1, cycles)) {
+    batches.start(s);
+    for (auto b = batches.next(); b; b = batches.next()) {
+      out.push_back(*b);
+      batches.ran(b->op, double(b->calls));
     }
   }
   return out;
@@ -584,12 +654,12 @@ std::vector<Segment> issue_by_columns(const std::vector<PlantedOp>& ops, const S
 // per call, summed) is what they draw there, though neither member's own energy is.
 TEST(PooledColumns, APooledColumnsEnergyInTheStepIsItsMembersSum) {
   // Two operators of their own, then a pool of three: 300 W, 500 W, 300 W.
-  const std::vector<PlantedOp> ops{{1.2e-3, 640}, {180e-6, 560}, {8e-6, 300}, {20e-6, 500}, {12e-6, 300}};
+  const std::vector<PlantedOp> ops{{1.2e-3, 640}, {180e-6, 560}, {8e-6, 300}, {12e-6, 500}, {10e-6, 300}};
   const std::vector<double> step_calls{1, 1, 30, 4, 10};
   std::vector<double> weight;
   for (std::size_t i = 0; i < ops.size(); ++i) weight.push_back(step_calls[i] * ops[i].per_call_s);
   const std::vector<std::string> keys{"mm", "bmm", "add", "add", "add"};
-  const SplitColumns columns = pool_columns(keys, {0.05, 0.05, 0.9, 0.9, 0.9});
+  const SplitColumns columns = pool_columns(keys, {0.05, 0.05, 0.9, 0.9, 0.9}, per_call_s(ops));
   ASSERT_EQ(columns.columns(), 3u);
   ASSERT_TRUE(columns.pooled(2));
   const auto segments = issue_by_columns(ops, columns, weight, 10);
@@ -599,14 +669,17 @@ TEST(PooledColumns, APooledColumnsEnergyInTheStepIsItsMembersSum) {
   ASSERT_EQ(lagged.split.per_call_mJ.size(), 3u);  // per column
   EXPECT_NEAR(lagged.split.per_call_mJ[0].mean, ops[0].energy_mJ(), 0.01 * ops[0].energy_mJ());
   EXPECT_NEAR(lagged.split.per_call_mJ[1].mean, ops[1].energy_mJ(), 0.01 * ops[1].energy_mJ());
-  const auto own_s = seconds_per_call(sim.timeline, ops.size(), 0);
-  double pooled_mJ = 0, true_mJ = 0;
+  const auto own = own_paces(sim.timeline, ops.size(), 0);
+  double pooled_mJ = 0, true_mJ = 0, step_us = 0, step_power_us = 0;
   for (std::size_t i : columns.members[2]) {
-    EXPECT_NEAR(own_s[i], ops[i].per_call_s, 1e-9 * ops[i].per_call_s) << i;
-    pooled_mJ += step_calls[i] * lagged.split.power_W[2] * own_s[i] * 1000.0;
+    EXPECT_NEAR(own[i].s_per_call, ops[i].per_call_s, 1e-9 * ops[i].per_call_s) << i;
+    EXPECT_GE(own[i].batches, kMinPooledMemberBatches) << i;
+    pooled_mJ += step_calls[i] * lagged.split.power_W[2] * own[i].s_per_call * 1000.0;
     true_mJ += step_calls[i] * ops[i].energy_mJ();
+    step_us += step_calls[i] * ops[i].per_call_s * 1e6;
+    step_power_us += step_calls[i] * ops[i].per_call_s * 1e6 * ops[i].power_W;
   }
   EXPECT_NEAR(pooled_mJ, true_mJ, 0.02 * true_mJ);
-  // The pool's power lies between its members' (350 W by time in the step: 240:80:120 µs).
-  EXPECT_NEAR(lagged.split.power_W[2], (240 * 300 + 80 * 500 + 120 * 300) / 440.0, 0.02 * 350);
+  // The pool's power is its members' weighted by their time in the step (240:48:100 µs), 325 W.
+  EXPECT_NEAR(lagged.split.power_W[2], step_power_us / step_us, 0.02 * 325);
 }

@@ -364,17 +364,23 @@ SplitColumns own_columns(std::size_t ops) {
   return c;
 }
 
-SplitColumns pool_columns(const std::vector<std::string>& keys, const std::vector<double>& target_rel_ci95) {
-  require(keys.size() == target_rel_ci95.size(), "pooled columns need a key and a target for every operator");
+SplitColumns pool_columns(const std::vector<std::string>& keys, const std::vector<double>& target_rel_ci95,
+                          const std::vector<double>& per_call_s) {
+  require(keys.size() == target_rel_ci95.size() && keys.size() == per_call_s.size(),
+          "pooled columns need a key, a target and a time per call for every operator");
   SplitColumns c;
   std::map<std::string, std::size_t> open;  // key → its column still taking members
   for (std::size_t i = 0; i < keys.size(); ++i) {
-    const bool poolable = target_rel_ci95[i] >= kPoolTargetRelCi95;  // NaN: its own column
+    const bool poolable = target_rel_ci95[i] >= kPoolTargetRelCi95 && per_call_s[i] > 0;  // NaN: its own column
     if (poolable) {
-      if (auto it = open.find(keys[i]); it != open.end() && c.members[it->second].size() < kMaxPoolMembers) {
-        c.of_op.push_back(it->second);
-        c.members[it->second].push_back(i);
-        continue;
+      if (auto it = open.find(keys[i]); it != open.end()) {
+        auto& members = c.members[it->second];
+        const double ratio = per_call_s[i] / per_call_s[members.front()];
+        if (members.size() < kMaxPoolMembers && ratio >= 0.5 && ratio <= 2.0) {
+          c.of_op.push_back(it->second);
+          members.push_back(i);
+          continue;
+        }
       }
       open[keys[i]] = c.members.size();
     }
@@ -384,17 +390,21 @@ SplitColumns pool_columns(const std::vector<std::string>& keys, const std::vecto
   return c;
 }
 
-std::vector<double> seconds_per_call(const std::vector<GroupCompletion>& timeline, std::size_t ops,
-                                     double start_after_s) {
+std::vector<OwnPace> own_paces(const std::vector<GroupCompletion>& timeline, std::size_t ops, double start_after_s) {
   check_timeline(timeline, ops);
+  // A batch that stalled (or was seen at once with the one before) is left out, as its windows
+  // are from the split: its span is not its calls' time.
+  const std::vector<bool> irregular = irregular_batches(timeline, ops);
   std::vector<double> seconds(ops, 0.0), calls(ops, 0.0);
+  std::vector<OwnPace> out(ops);
   for (std::size_t k = 1; k < timeline.size(); ++k) {
-    if (timeline[k - 1].t_s < start_after_s || !(timeline[k].calls > 0)) continue;
+    if (timeline[k - 1].t_s < start_after_s || !(timeline[k].calls > 0) || irregular[k]) continue;
     seconds[timeline[k].op] += timeline[k].t_s - timeline[k - 1].t_s;
     calls[timeline[k].op] += timeline[k].calls;
+    ++out[timeline[k].op].batches;
   }
-  for (std::size_t i = 0; i < ops; ++i) seconds[i] = calls[i] > 0 ? seconds[i] / calls[i] : 0.0;
-  return seconds;
+  for (std::size_t i = 0; i < ops; ++i) out[i].s_per_call = calls[i] > 0 ? seconds[i] / calls[i] : 0.0;
+  return out;
 }
 
 std::size_t next_member(const std::vector<std::size_t>& members, const std::vector<double>& issued_s,
@@ -411,6 +421,50 @@ std::size_t next_member(const std::vector<std::size_t>& members, const std::vect
     }
   }
   return best;
+}
+
+SegmentBatches::SegmentBatches(SplitColumns columns, std::vector<double> per_call_s, std::vector<double> weight,
+                               std::vector<std::size_t> batch)
+    : columns_(std::move(columns)),
+      per_call_s_(std::move(per_call_s)),
+      weight_(std::move(weight)),
+      column_per_call_s_(columns_.columns(), 0.0),
+      issued_s_(per_call_s_.size(), 0.0),
+      batch_(std::move(batch)) {
+  const std::size_t ops = columns_.of_op.size();
+  require(per_call_s_.size() == ops && weight_.size() == ops && batch_.size() == ops,
+          "segment batches need a time per call, a weight and a batch for every operator");
+  for (std::size_t i = 0; i < ops; ++i)
+    require(std::isfinite(per_call_s_[i]) && per_call_s_[i] > 0 && batch_[i] > 0,
+            "an operator's time per call or batch is not positive");
+  for (std::size_t c = 0; c < columns_.columns(); ++c)
+    for (std::size_t i : columns_.members[c])
+      column_per_call_s_[c] += per_call_s_[i] / double(columns_.members[c].size());
+}
+
+void SegmentBatches::start(const Segment& segment) {
+  require(segment.op < columns_.columns(), "a segment names a column outside the split");
+  column_ = segment.op;
+  left_s_ = double(segment.calls) * column_per_call_s_[column_];
+  issued_in_segment_ = false;
+}
+
+std::optional<Segment> SegmentBatches::next() {
+  const std::size_t op = next_member(columns_.members[column_], issued_s_, weight_);
+  auto left_calls = std::llround(left_s_ / per_call_s_[op]);
+  if (left_calls <= 0) {
+    if (issued_in_segment_) return std::nullopt;
+    left_calls = 1;  // at least one batch a segment
+  }
+  return Segment{op, std::min(std::size_t(left_calls), batch_[op])};
+}
+
+void SegmentBatches::ran(std::size_t op, double calls) {
+  require(op < per_call_s_.size() && std::isfinite(calls) && calls >= 0, "a batch outside the group");
+  const double seconds = calls * per_call_s_[op];
+  left_s_ -= seconds;
+  issued_s_[op] += seconds;
+  issued_in_segment_ = true;
 }
 
 LaggedSplit split_with_counter_lag(const std::vector<CounterEdge>& edges, const std::vector<GroupCompletion>& timeline,

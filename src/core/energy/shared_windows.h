@@ -13,6 +13,7 @@
 // period per operator instead of a settle and several periods each. Torch-free.
 #include <cstddef>
 #include <limits>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -125,6 +126,8 @@ SharedSplit split_shared_energy(const std::vector<SharedWindow>& windows, std::s
 // 100 ms period), and at most kMaxLagPeriodShare of `counter_period_s`: a lag of a whole period
 // only relabels the windows, and on noisy windows one such alias can fit best by chance.
 inline constexpr double kMaxCounterLagS = 0.04, kMaxLagPeriodShare = 0.4;
+// The lag search's step.
+inline constexpr double kCounterLagStepS = 0.002;
 struct LaggedSplit {
   SharedSplit split;  // per column (below): per operator where each has its own
   std::vector<SharedWindow> windows;
@@ -133,45 +136,79 @@ struct LaggedSplit {
 };
 LaggedSplit split_with_counter_lag(const std::vector<CounterEdge>& edges, const std::vector<GroupCompletion>& timeline,
                                    std::size_t ops, double start_after_s, double counter_period_s,
-                                   double step_s = 0.002);
+                                   double step_s = kCounterLagStepS);
 
 // Pooled columns. An operator whose energy target is loose (a tiny share of the step: a target of
 // ±kPoolTargetRelCi95 or wider, from part_rel_ci95) need not have a power of its own: it shares
-// one column of the split, one power, with the loop's other such calls of the same operator
-// (`keys`: the name, overload, dtype and time per call within a factor of 2), up to
-// kMaxPoolMembers to a column; each member's energy per call is that power over its own time per
-// call, and its interval adds ±kPooledMemberRelCi95 in quadrature to the column's: how far a
+// one column of the split, one power, with the loop's other such calls of the same operator and
+// dtype (`keys`) whose times per call lie within a factor of 2 of the column's first member's, up
+// to kMaxPoolMembers to a column. Each member's energy per call is that power over its own time
+// per call, and its interval adds ±kPooledMemberRelCi95 in quadrature to the column's: how far a
 // member's own power lay from its pool's on the GPU (members of one kind 4x apart in time, on an
-// H200: up to +54%, from L2 reuse and occupancy; bench/results/2026-11-27-pooled-columns/). A loop then needs windows
-// for its columns, not for its operators (DenseNet-121's training step: ~580 calls in shared windows, each loop of 16
-// needing 21 windows, ~0.15 s an operator; issue 25). The loop runs a column's members in proportion to their weights
-// (their time in the step: next_member), so that the pooled power is the one the step draws over them, mixed as it
-// mixes them: the pool's sum is right whatever each member would draw alone. What pooling cannot see is how a member's
-// own power differs from the pool's, which the interval above allows for.
+// H200: up to +54%, from L2 reuse and occupancy; bench/results/2026-11-27-pooled-columns/). A
+// loop then needs windows for its columns, not for its operators (DenseNet-121's training step:
+// ~580 calls in shared windows, each loop of 16 needing 21 windows, ~0.15 s an operator; issue
+// 25). The loop runs a column's members in proportion to their weights (their time in the step:
+// SegmentBatches), so that the pooled power is the one the step draws over them, mixed as it
+// mixes them: the pool's sum is right whatever each member would draw alone.
 inline constexpr double kPoolTargetRelCi95 = 0.5, kPooledMemberRelCi95 = 0.5;
 inline constexpr std::size_t kMaxPoolMembers = 8;
+// The fewest batches of a pooled member outside the settle, stalls left out, for its own time per
+// call: with fewer, irregular_batches cannot judge them (it has no median to judge by).
+inline constexpr std::size_t kMinPooledMemberBatches = 3;
 struct SplitColumns {
   std::vector<std::size_t> of_op;                 // each operator's column
   std::vector<std::vector<std::size_t>> members;  // each column's operators, in their order
   std::size_t columns() const { return members.size(); }
   bool pooled(std::size_t column) const { return members[column].size() > 1; }
 };
-// Columns in the operators' order: a column per operator, but for those pooled as above.
-SplitColumns pool_columns(const std::vector<std::string>& keys, const std::vector<double>& target_rel_ci95);
+// Columns in the operators' order: a column per operator, but for those pooled as above
+// (`per_call_s`: each operator's time per call). The same operators in the same order give the
+// same columns, and so does any run of whole columns taken from them in order.
+SplitColumns pool_columns(const std::vector<std::string>& keys, const std::vector<double>& target_rel_ci95,
+                          const std::vector<double>& per_call_s);
 // One column per operator: the split of operators each with its own power.
 SplitColumns own_columns(std::size_t ops);
 // The split over `columns`: batches are judged irregular per operator (a column's members differ
 // in pace), the windows and their fit per column.
 LaggedSplit split_with_counter_lag(const std::vector<CounterEdge>& edges, const std::vector<GroupCompletion>& timeline,
                                    const SplitColumns& columns, double start_after_s, double counter_period_s,
-                                   double step_s = 0.002);
-// Per operator: its batches' spans over their calls in the timeline, from the first completion
-// after `start_after_s` (0 for one without calls there): its own time per call in the loop.
-std::vector<double> seconds_per_call(const std::vector<GroupCompletion>& timeline, std::size_t ops,
-                                     double start_after_s);
+                                   double step_s = kCounterLagStepS);
+// Per operator: its batches' spans over their calls in the timeline from the first completion
+// after `start_after_s`, irregular batches (irregular_batches) left out: its own time per call in
+// the loop (0 for one without such batches), and how many batches that is.
+struct OwnPace {
+  double s_per_call = 0;
+  std::size_t batches = 0;
+};
+std::vector<OwnPace> own_paces(const std::vector<GroupCompletion>& timeline, std::size_t ops, double start_after_s);
 // The member of a column to issue next: the one whose issued seconds lag its weight the most
 // (the first of equals), so that each member's time in the loop follows its weight.
 std::size_t next_member(const std::vector<std::size_t>& members, const std::vector<double>& issued_s,
                         const std::vector<double>& weight);
+// The shared loop's batches, segment by segment (plan_segments over the columns, with
+// column_per_call_s()): a column's segment is spent on its members' batches, each next chosen by
+// next_member, of at most `batch` calls and no more than the segment has left, and at least one
+// batch a segment (a member slower than the segment's rest still runs, and the loop moves on).
+class SegmentBatches {
+ public:
+  SegmentBatches(SplitColumns columns, std::vector<double> per_call_s, std::vector<double> weight,
+                 std::vector<std::size_t> batch);
+  // Per column: its members' mean time per call.
+  const std::vector<double>& column_per_call_s() const { return column_per_call_s_; }
+  void start(const Segment& segment);
+  // The next batch of the segment started: its operator and calls; nullopt once it is spent.
+  std::optional<Segment> next();
+  // The batch just issued ran `calls` calls (a CUDA graph runs its own number).
+  void ran(std::size_t op, double calls);
+
+ private:
+  SplitColumns columns_;
+  std::vector<double> per_call_s_, weight_, column_per_call_s_, issued_s_;
+  std::vector<std::size_t> batch_;
+  std::size_t column_ = 0;
+  double left_s_ = 0;
+  bool issued_in_segment_ = false;
+};
 
 }  // namespace opcost
