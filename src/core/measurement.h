@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/energy/monitor.h"
@@ -114,6 +115,11 @@ std::optional<double> implied_power_W(const Measurement& m, std::optional<double
 // (`energy_over_power_limit:<implied>W><limit>W`, see implied_power_W). Also
 // `energy_at_duty_cycle:<busy>%` on an energy measured duty-cycled (core/energy/duty_cycle.h).
 std::vector<std::string> measurement_flags(const Measurement& m, std::optional<double> gap_power_W = std::nullopt);
+
+// The flag of an energy that is a pooled column's power over the call's own time, followed by the
+// column's members (core/energy/shared_windows.h): how it was measured, not a warning about the
+// device.
+inline constexpr std::string_view kPooledEnergyFlag = "energy_pooled:";
 
 std::string utc_timestamp();
 

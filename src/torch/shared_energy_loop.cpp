@@ -489,7 +489,7 @@ std::vector<std::size_t> Runner::measure_energy_shared(const std::vector<Prepare
         100 * split.residual_rel, left_out_text(lagged.left_out),
         pooled ? pooled_text(columns.members[c].size(), m) : target_text(cfg_, parts[i], m),
         m.energy.loop_note.empty() ? "" : " (" + m.energy.loop_note + ")");
-    if (pooled) m.flags.push_back(fmt::format("energy_pooled:{}", columns.members[c].size()));
+    if (pooled) m.flags.push_back(fmt::format("{}{}", kPooledEnergyFlag, columns.members[c].size()));
     flag_after_energy(m, cfg_.step_power ? cfg_.step_power->gap_W : std::nullopt);
   }
   return unidentified;

@@ -323,6 +323,26 @@ TEST(Prediction, EnergyFromOperatorsMeasuredAtThePowerCapIsCountedAndSaid) {
   EXPECT_EQ(to_json(p, inv, nullptr)["capped"]["signatures"], 1);
 }
 
+// A pooled energy (its power shared with calls of its kind) is how the row was measured, not a
+// warning about the device: counted and said apart from the flagged ones.
+TEST(Prediction, PooledEnergiesAreCountedApartFromFlaggedOnes) {
+  Inventory inv = two_layer_inventory();
+  PredictionInputs in;
+  in.gap_power_W = 100;
+  std::map<std::size_t, OpCost> costs = {{0, cost(5, 4, 1.2, 4)}, {1, cost(10, 4, 1.2, 10)}, {2, cost(3, 0, 0.3, 3)}};
+  costs[0].flags = {"energy_pooled:3"};
+  costs[1].flags = {"energy_pooled:3", "throttled:hw_slowdown"};  // pooled, and slowed as well
+  const Prediction p = predict(inv, costs, in);
+  EXPECT_EQ(p.pooled_energy, 2u);
+  ASSERT_EQ(p.flagged.size(), 1u);
+  EXPECT_EQ(p.flagged[0], inv.entries[1].signature());
+  const std::string table = to_table(p, inv, nullptr);
+  EXPECT_NE(table.find("2 measured signatures of tiny shares have pooled energies"), std::string::npos) << table;
+  EXPECT_NE(table.find("1 measured signatures were flagged"), std::string::npos) << table;
+  EXPECT_EQ(to_json(p, inv, nullptr)["pooled_energy"], 2);
+  EXPECT_FALSE(is_pooled_flag("throttled:sw_power_cap"));
+}
+
 TEST(Prediction, ASignaturesWarmAndColdCallsAreTwoRowsEachWithItsOwnCost) {
   InventoryBuilder b;
   b.add("aten::linear", "", "input=f32[8,64] weight=f32[64,64]", "fc1", {}, "forward", {"weight"});

@@ -35,6 +35,8 @@ double active_energy_mJ(const OpCost& c, const PredictionInputs& in) {
   return std::max(0.0, *c.energy_mJ - *in.gap_power_W * own_gap_us * 1e-3);
 }
 
+bool is_pooled_flag(const std::string& flag) { return flag.starts_with(kPooledEnergyFlag); }
+
 bool measured_at_power_cap(const OpCost& c) {
   auto has = [&](auto&& pred) { return std::any_of(c.flags.begin(), c.flags.end(), pred); };
   // An energy measured again at a step's duty cycle is not the capped loop's (duty_cycle.h).
@@ -187,9 +189,11 @@ class PredictionBuilder {
         p_.estimated.push_back(inv_.entries[e].signature());
         if (!c->flags.empty()) ++p_.estimated_outside_fit;
         if (!c->anchor_args.empty()) ++p_.estimated_anchored;
-      } else if (!c->flags.empty()) {
+      } else if (std::any_of(c->flags.begin(), c->flags.end(),
+                             [](const std::string& f) { return !is_pooled_flag(f); })) {
         p_.flagged.push_back(inv_.entries[e].signature());
       }
+      if (!c->estimated && std::any_of(c->flags.begin(), c->flags.end(), is_pooled_flag)) ++p_.pooled_energy;
       if (measured_at_power_cap(*c)) ++p_.capped_signatures;
       if (!in_.gpu_uuid.empty() && !c->gpu_uuid.empty() && c->gpu_uuid != in_.gpu_uuid) ++p_.from_other_board;
     }
@@ -414,6 +418,7 @@ nlohmann::json to_json(const Prediction& p, const Inventory& inv, const StepMeas
                         {"anchored", p.estimated_anchored},
                         {"signatures", p.estimated}}},
                       {"from_other_board", p.from_other_board},
+                      {"pooled_energy", p.pooled_energy},
                       {"capped", {{"signatures", p.capped_signatures}, {"energy_mJ", p.capped_energy_mJ}}},
                       {"layers", rows_json(p.layers)},
                       {"ops", rows_json(p.ops)}};
@@ -584,6 +589,11 @@ class PredictionText {
     if (!p_.flagged.empty())
       out_ += fmt::format("{} measured signatures were flagged (throttling, clocks or other processes)\n",
                           p_.flagged.size());
+    if (p_.pooled_energy)
+      out_ += fmt::format(
+          "{} measured signatures of tiny shares have pooled energies: their power shared with calls of their kind "
+          "in one loop, each ±50% or wider (docs/energy-method.md, \"Pooled columns\")\n",
+          p_.pooled_energy);
     if (!p_.estimated.empty())
       out_ += fmt::format(
           "{} signatures were estimated by the cost model, not measured (docs/estimate.md){}: the step's interval "

@@ -109,6 +109,9 @@ struct Prediction {
   std::size_t estimated_outside_fit = 0;  // of them, those outside the fit's data (extrapolated)
   std::size_t estimated_anchored = 0;     // of them, those scaled from a row at another size
   std::size_t from_other_board = 0;       // signatures measured on another board (PredictionInputs::gpu_uuid)
+  // Signatures whose energy is a pooled column's power over their own time (flag energy_pooled:N,
+  // core/energy/shared_windows.h): not flagged for that alone, which says nothing of the device.
+  std::size_t pooled_energy = 0;
   // Of energy_mJ, what operators measured at the power cap in their own loops contribute
   // (their flag names sw_power_cap), and how many signatures: a step that stays below the cap
   // may run them at higher clocks, where their energy may differ (docs/prediction.md).
@@ -144,6 +147,9 @@ double active_energy_mJ(const OpCost& c, const PredictionInputs& in);
 // Its measurement was flagged throttled by the software power cap, and its energy is that
 // loop's (not measured again at a step's duty cycle: flag energy_at_duty_cycle).
 bool measured_at_power_cap(const OpCost& c);
+// A row's flag that its energy is a pooled column's (energy_pooled:<members>): how it was
+// measured, not a warning about the device (throttling, clocks, other processes).
+bool is_pooled_flag(const std::string& flag);
 
 // costs: inventory entry index -> cost (entries absent from the map are missing; the
 // prediction then covers only the measured calls, and says so).
