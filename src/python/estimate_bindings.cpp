@@ -7,6 +7,7 @@
 #include "core/estimate/call_work.h"
 #include "core/estimate/cost_features.h"
 #include "core/estimate/cost_model.h"
+#include "core/measurement.h"
 #include "core/predict/extent_match.h"
 #include "core/spec/spec_file.h"
 #include "core/store/cost_model_store.h"
@@ -29,6 +30,7 @@ void bind_estimate(py::module_& m) {
   m.def("cost_feature_names", &cost_feature_names, "The cost model's features, in order");
   m.attr("COST_FEATURES_VERSION") = kCostFeaturesVersion;
   m.attr("TIME_FLOOR_US") = kTimeFloorUs;
+  m.attr("POOLED_ENERGY_FLAG") = std::string(kPooledEnergyFlag);
   m.def(
       "cost_features",
       [](const std::string& op, const std::string& args, const std::string& cache_mode,

@@ -247,6 +247,19 @@ def test_a_gpus_rates_and_roofline_draws_come_from_the_rows_meant_for_them():
     assert small["compute_power_W"] == pytest.approx(675.0)
 
 
+def test_a_pooled_energy_is_not_fitted_but_its_time_is():
+    mm = "self=bf16[64,64] mat2=bf16[64,64]"
+    pooled = _raw("aten::mm", mm, 5.0, power_W=300.0, dtype="bf16")
+    pooled.update(energy_per_call_mJ="1.5", flags="throttled:hw_slowdown,energy_pooled:4")
+    own = _raw("aten::mm", mm, 5.0, power_W=300.0, dtype="bf16")
+    own.update(energy_per_call_mJ="1.5", flags="throttled:hw_slowdown")
+    rows, left_out = _fit._usable([pooled, own])
+    assert len(rows) == 2 and [r.time_us for r in rows] == [5.0, 5.0]
+    assert rows[0].energy_mJ is None and rows[0].power_W is None  # its column's power, not its own
+    assert rows[1].energy_mJ == 1.5 and rows[1].power_W == 300.0
+    assert left_out == {"pooled energy left out, its time kept": 1}
+
+
 def test_the_cpp_evaluator_reproduces_scikit_learn(raw_rows, model):
     """The matmul and convolution families' time fitted here as _fit fits them, predicted by
     scikit-learn, against the C++ walk of the exported trees (float32 comparisons included) for
