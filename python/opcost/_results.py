@@ -168,6 +168,13 @@ class Prediction(_Document):
         return self._doc["capped"]["energy_mJ"]
 
     @property
+    def pooled_energy(self) -> int:
+        """How many measured signatures have pooled energies: tiny shares of the step whose power
+        was shared with calls of their kind in one loop, each ±50% or wider (docs/energy-method.md,
+        "Pooled columns"). Not counted among the flagged ones."""
+        return int(self._doc.get("pooled_energy", 0))
+
+    @property
     def launch_latency_us(self) -> Optional[float]:
         """On a GPU: the delay from a kernel's launch to its start on an idle GPU that the
         prediction adds wherever the GPU waits for the host: measured without the profiler

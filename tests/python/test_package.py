@@ -174,6 +174,7 @@ def test_predict_and_validate_end_to_end(tmp_path):
     val = opcost.validate(net, x, db=db, max_time=0.02, step_max_time=0.2, energy=False)
     assert val.complete and val.measured_time_us > 0 and val.time_error is not None
     assert val.capped_energy_mJ == 0 and val.to_dict()["capped"]["signatures"] == 0  # no power cap on a CPU
+    assert val.pooled_energy == 0 == val.to_dict()["pooled_energy"]  # shared windows pool on a GPU only
     # Launches are traced on a GPU only: on the CPU the prediction says why it has none.
     assert val.launch_latency_us is None and val.launch_latency_traced_us is None
     assert val.time_us_launched_at_return is None
