@@ -145,7 +145,8 @@ def _usable(raw: Sequence[Dict[str, str]]) -> tuple[List[_Row], Dict[str, int]]:
         # (docs/energy-method.md, "Pooled columns"): its time is fitted, its energy is not.
         if any(f.startswith(_core.POOLED_ENERGY_FLAG) for f in (r.get("flags") or "").split(",")):
             energy = power = None
-            left_out["pooled energy left out, its time kept"] = left_out.get("pooled energy left out, its time kept", 0) + 1
+            partly = "their energies only: pooled, times kept"
+            left_out[partly] = left_out.get(partly, 0) + 1
         rows.append(_Row(op=op, args=args, device=r.get("device_name") or r.get("device_kind") or "",
                          cache_mode=r.get("cache_mode") or "warm", dtype=r.get("dtype") or "", time_us=time_us,
                          energy_mJ=energy if energy and energy > 0 else None,

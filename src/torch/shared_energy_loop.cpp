@@ -103,7 +103,8 @@ Summary pooled_member(Summary s, double factor) {
   const double column_rel = s.mean > 0 ? column_half / s.mean : 0.0;
   const double half = s.mean * std::hypot(column_rel, kPooledMemberRelCi95);
   // stdev in step with the interval, as a summary's stdev/√n is its standard error
-  s.stdev = column_half > 0 ? s.stdev * factor * half / column_half : 0.0;
+  s.stdev = column_half > 0 ? s.stdev * factor * half / column_half
+                            : half / student_t975(std::max<std::size_t>(s.n, 2) - 1) * std::sqrt(double(s.n));
   s.ci95_low = s.mean - half;
   s.ci95_high = s.mean + half;
   return s;
@@ -354,6 +355,15 @@ std::vector<std::size_t> Runner::measure_energy_shared(const std::vector<Prepare
   std::size_t edges_seen = 0, windows_seen = 0, lost_windows = 0;
   bool stop = false;
   std::future<LaggedSplit> pending;  // the split of the loop so far, computed beside it
+  // Every pooled member has batches enough for its own time per call (a member short of them would
+  // get a loop of its own after this one).
+  auto members_paced = [&] {
+    if (cols == ops) return true;
+    const std::vector<OwnPace> paces = own_paces(loop.timeline(), ops, settle_end);
+    for (std::size_t i = 0; i < ops; ++i)
+      if (columns.pooled(columns.of_op[i]) && paces[i].batches < kMinPooledMemberBatches) return false;
+    return true;
+  };
   auto identified_to_target = [&](const SharedSplit& split) {
     for (std::size_t c = 0; c < cols; ++c)
       if (split.per_call_mJ[c].n == 0 || split.per_call_mJ[c].rel_ci95() > column_target[c]) return false;
@@ -378,7 +388,7 @@ std::vector<std::size_t> Runner::measure_energy_shared(const std::vector<Prepare
         lost_windows = fit.left_out.blurred + fit.left_out.stalled;
         // Identified means more windows than unknowns (split_shared_energy's rule); enough, kSharedMinResidualDof more.
         enough = fit.windows.size() >= std::max(cfg_.energy_min_windows, cols + 1 + kSharedMinResidualDof) &&
-                 identified_to_target(fit.split);
+                 identified_to_target(fit.split) && members_paced();
         // Asked once a counter period, as the split comes in: the loop itself stays lean.
         capped_unlike_step = below_cap && saw_cap();
       }

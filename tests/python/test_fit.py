@@ -257,7 +257,7 @@ def test_a_pooled_energy_is_not_fitted_but_its_time_is():
     assert len(rows) == 2 and [r.time_us for r in rows] == [5.0, 5.0]
     assert rows[0].energy_mJ is None and rows[0].power_W is None  # its column's power, not its own
     assert rows[1].energy_mJ == 1.5 and rows[1].power_W == 300.0
-    assert left_out == {"pooled energy left out, its time kept": 1}
+    assert left_out == {"their energies only: pooled, times kept": 1}
 
 
 def test_the_cpp_evaluator_reproduces_scikit_learn(raw_rows, model):

@@ -343,11 +343,14 @@ TEST(SharedEnergyLoop, TinyCallsOfOneKindShareAPooledPower) {
           << m.method;
       EXPECT_EQ(std::count(m.flags.begin(), m.flags.end(), "energy_pooled:3"), pooled ? 1 : 0) << k;
       EXPECT_GE(m.energy.windows, 4u);  // two columns and the lag: the windows need only outnumber those
+      // At the fake's constant power, each call's energy is that power over its time in the
+      // loop, to the split's own interval: a pooled member's less the ±50% it was widened by.
       const double expected_mJ = kWatts * m.energy.wall_us_per_call * 1e-3;
-      const double slack = std::max(2 * m.energy.per_call_mJ.ci95_half_width(), 0.10 * expected_mJ);
+      const double rel = m.energy.per_call_mJ.rel_ci95();
+      const double split_rel =
+          pooled ? std::sqrt(std::max(0.0, rel * rel - kPooledMemberRelCi95 * kPooledMemberRelCi95)) : rel;
+      const double slack = std::max(2 * split_rel * m.energy.per_call_mJ.mean, 0.10 * expected_mJ);
       EXPECT_NEAR(m.energy.per_call_mJ.mean, expected_mJ, slack) << m.op << " / " << m.method;
-      // The split's power, its column's: the fake's constant power (a column index mixed up with
-      // an operator's would read the product's for the pool, or the pool's for the product).
       EXPECT_NEAR(m.energy.power_W, kWatts, 0.15 * kWatts) << m.op << " / " << m.method;
       // A member's interval holds the spread of members' powers about their pool's.
       if (pooled) EXPECT_GE(m.energy.per_call_mJ.rel_ci95(), kPooledMemberRelCi95) << m.method;

@@ -525,7 +525,7 @@ TEST(PooledColumns, TinyOperatorsOfOneKindShareAColumnInOrder) {
   EXPECT_THROW(pool_columns({"a"}, {}, {}), std::invalid_argument);
 }
 
-// Within 2x of the open column's first member: 10 µs opens a column and 19 joins it; 25 opens
+// A column's times within 2x, longest to shortest: 10 µs opens a column and 19 joins it; 25 opens
 // the next, and 6 (a quarter of 25) the next again, which 12 (2x of 6) joins; a call measured
 // with no time keeps its own column.
 TEST(PooledColumns, MembersLieWithinTwiceTheFirstsTime) {
@@ -544,6 +544,12 @@ TEST(PooledColumns, MembersLieWithinTwiceTheFirstsTime) {
       pool_columns(std::vector<std::string>(3, "relu f32"), {1.0, 1.0, 1.0}, {25e-6, 6e-6, 12e-6});
   ASSERT_EQ(again.columns(), 2u);
   EXPECT_EQ(again.members[1], (std::vector<std::size_t>{1, 2}));
+  // Each within 2x of the first is not enough: 5.1 and 19.9 µs, both within 2x of 10, lie 3.9x
+  // apart, and the second opens a column of its own.
+  const SplitColumns spread =
+      pool_columns(std::vector<std::string>(3, "relu f32"), {1.0, 1.0, 1.0}, {10e-6, 5.1e-6, 19.9e-6});
+  ASSERT_EQ(spread.columns(), 2u);
+  EXPECT_EQ(spread.members[0], (std::vector<std::size_t>{0, 1}));
 }
 
 TEST(PooledColumns, MembersTakeTurnsByTheirWeights) {
@@ -624,6 +630,19 @@ TEST(PooledColumns, ASegmentIsSpentOnItsMembersBatches) {
   slow.ran(0, 1);
   EXPECT_FALSE(slow.next());
   EXPECT_THROW(SegmentBatches(own_columns(2), {1e-3}, {1, 1}, {1, 1}), std::invalid_argument);
+  EXPECT_THROW(SegmentBatches(own_columns(1), {1e-3}, {0.0}, {1}), std::invalid_argument);
+  // A member of almost no weight still runs: at kMinMemberWeightShare of the heaviest's time.
+  SegmentBatches floored(pool_columns({"add", "add"}, {1.0, 1.0}, {10e-6, 10e-6}), {10e-6, 10e-6}, {1e-6, 1.0},
+                         {100, 100});
+  double light_s = 0, heavy_s = 0;
+  for (int segment = 0; segment < 200; ++segment) {
+    floored.start({0, 5000});
+    for (auto b = floored.next(); b; b = floored.next()) {
+      (b->op == 0 ? light_s : heavy_s) += double(b->calls) * 10e-6;
+      floored.ran(b->op, double(b->calls));
+    }
+  }
+  EXPECT_NEAR(light_s / heavy_s, kMinMemberWeightShare, 0.2 * kMinMemberWeightShare);
   EXPECT_THROW(slow.start({1, 1}), std::invalid_argument);
 }
 

@@ -369,20 +369,28 @@ SplitColumns pool_columns(const std::vector<std::string>& keys, const std::vecto
   require(keys.size() == target_rel_ci95.size() && keys.size() == per_call_s.size(),
           "pooled columns need a key, a target and a time per call for every operator");
   SplitColumns c;
-  std::map<std::string, std::size_t> open;  // key → its column still taking members
+  // key → its column still taking members, and the shortest and longest time per call in it
+  struct Open {
+    std::size_t column;
+    double shortest_s, longest_s;
+  };
+  std::map<std::string, Open> open;
   for (std::size_t i = 0; i < keys.size(); ++i) {
-    const bool poolable = target_rel_ci95[i] >= kPoolTargetRelCi95 && per_call_s[i] > 0;  // NaN: its own column
+    const double t = per_call_s[i];
+    const bool poolable = target_rel_ci95[i] >= kPoolTargetRelCi95 && t > 0;  // NaN: its own column
     if (poolable) {
       if (auto it = open.find(keys[i]); it != open.end()) {
-        auto& members = c.members[it->second];
-        const double ratio = per_call_s[i] / per_call_s[members.front()];
-        if (members.size() < kMaxPoolMembers && ratio >= 0.5 && ratio <= 2.0) {
-          c.of_op.push_back(it->second);
+        Open& o = it->second;
+        auto& members = c.members[o.column];
+        if (members.size() < kMaxPoolMembers && std::max(o.longest_s, t) <= 2 * std::min(o.shortest_s, t)) {
+          c.of_op.push_back(o.column);
           members.push_back(i);
+          o.shortest_s = std::min(o.shortest_s, t);
+          o.longest_s = std::max(o.longest_s, t);
           continue;
         }
       }
-      open[keys[i]] = c.members.size();
+      open[keys[i]] = Open{c.members.size(), t, t};
     }
     c.of_op.push_back(c.members.size());
     c.members.push_back({i});
@@ -437,9 +445,17 @@ SegmentBatches::SegmentBatches(SplitColumns columns, std::vector<double> per_cal
   for (std::size_t i = 0; i < ops; ++i)
     require(std::isfinite(per_call_s_[i]) && per_call_s_[i] > 0 && batch_[i] > 0,
             "an operator's time per call or batch is not positive");
-  for (std::size_t c = 0; c < columns_.columns(); ++c)
-    for (std::size_t i : columns_.members[c])
-      column_per_call_s_[c] += per_call_s_[i] / double(columns_.members[c].size());
+  for (std::size_t i = 0; i < ops; ++i)
+    require(std::isfinite(weight_[i]) && weight_[i] > 0, "an operator's weight is not positive");
+  for (std::size_t c = 0; c < columns_.columns(); ++c) {
+    const auto& members = columns_.members[c];
+    double heaviest = 0;
+    for (std::size_t i : members) {
+      column_per_call_s_[c] += per_call_s_[i] / double(members.size());
+      heaviest = std::max(heaviest, weight_[i]);
+    }
+    for (std::size_t i : members) weight_[i] = std::max(weight_[i], kMinMemberWeightShare * heaviest);
+  }
 }
 
 void SegmentBatches::start(const Segment& segment) {

@@ -141,8 +141,8 @@ LaggedSplit split_with_counter_lag(const std::vector<CounterEdge>& edges, const 
 // Pooled columns. An operator whose energy target is loose (a tiny share of the step: a target of
 // ±kPoolTargetRelCi95 or wider, from part_rel_ci95) need not have a power of its own: it shares
 // one column of the split, one power, with the loop's other such calls of the same operator and
-// dtype (`keys`) whose times per call lie within a factor of 2 of the column's first member's, up
-// to kMaxPoolMembers to a column. Each member's energy per call is that power over its own time
+// dtype (`keys`), as long as the column's longest time per call stays within 2x of its shortest,
+// up to kMaxPoolMembers to a column. Each member's energy per call is that power over its own time
 // per call, and its interval adds ±kPooledMemberRelCi95 in quadrature to the column's: how far a
 // member's own power lay from its pool's on the GPU (members of one kind 4x apart in time, on an
 // H200: up to +54%, from L2 reuse and occupancy; bench/results/2026-11-27-pooled-columns/). A
@@ -154,8 +154,13 @@ LaggedSplit split_with_counter_lag(const std::vector<CounterEdge>& edges, const 
 inline constexpr double kPoolTargetRelCi95 = 0.5, kPooledMemberRelCi95 = 0.5;
 inline constexpr std::size_t kMaxPoolMembers = 8;
 // The fewest batches of a pooled member outside the settle, stalls left out, for its own time per
-// call: with fewer, irregular_batches cannot judge them (it has no median to judge by).
+// call: fewer are too few to rest a time on (the shared loop runs on for them, then gives such a
+// member a loop of its own).
 inline constexpr std::size_t kMinPooledMemberBatches = 3;
+// A pooled member's weight is at least this share of its column's heaviest member's: one whose
+// time in the step is tiny still gets batches enough for its own time per call, at a mix that
+// moves the column's power by at most that share of the members' spread.
+inline constexpr double kMinMemberWeightShare = 1.0 / 32;
 struct SplitColumns {
   std::vector<std::size_t> of_op;                 // each operator's column
   std::vector<std::vector<std::size_t>> members;  // each column's operators, in their order
@@ -188,8 +193,9 @@ std::size_t next_member(const std::vector<std::size_t>& members, const std::vect
                         const std::vector<double>& weight);
 // The shared loop's batches, segment by segment (plan_segments over the columns, with
 // column_per_call_s()): a column's segment is spent on its members' batches, each next chosen by
-// next_member, of at most `batch` calls and no more than the segment has left, and at least one
-// batch a segment (a member slower than the segment's rest still runs, and the loop moves on).
+// next_member (weights floored at kMinMemberWeightShare of the column's heaviest), of at most
+// `batch` calls and no more than the segment has left, and at least one batch a segment (a member
+// slower than the segment's rest still runs, and the loop moves on).
 class SegmentBatches {
  public:
   SegmentBatches(SplitColumns columns, std::vector<double> per_call_s, std::vector<double> weight,
