@@ -18,6 +18,8 @@
 
 namespace opcost {
 
+struct SplitColumns;  // core/energy/shared_windows.h
+
 struct MeasureConfig {
   StoppingCriterion time;  // its defaults are the stopping rule's (core/stats/stopping.h)
   double warmup_s = 0.05;
@@ -163,11 +165,13 @@ class Runner {
   // Whether `m` can be measured duty-cycled at all (CUDA, energy, issued ahead of the GPU).
   bool may_duty_cycle(const Measurement& m) const;
   std::optional<double> idle_power();
-  // measure_group's parts (shared_energy_loop.cpp). The calls' energies from one shared loop;
-  // those it could not identify are returned (their own loops measure them).
+  // measure_group's parts (shared_energy_loop.cpp). The calls' energies from one shared loop
+  // whose split has `columns` (pooled columns: core/energy/shared_windows.h); those it could not
+  // identify are returned (their own loops measure them).
   std::vector<std::size_t> measure_energy_shared(const std::vector<PreparedCall*>& calls,
                                                  const std::vector<Measurement*>& ms,
-                                                 const std::vector<std::optional<MeasureConfig::Whole>>& parts);
+                                                 const std::vector<std::optional<MeasureConfig::Whole>>& parts,
+                                                 const SplitColumns& columns);
   // Whether the counter updates slowly enough for shared windows to pay (not RAPL's ~1 ms).
   bool shares_counter_windows();
 

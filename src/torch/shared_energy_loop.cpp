@@ -119,30 +119,33 @@ std::string pooled_text(std::size_t members, const Measurement& m) {
       members - 1, m.display_name(), 100 * kPoolTargetRelCi95, 100 * kPooledMemberRelCi95);
 }
 
-// What pools a call with others in a shared loop (pool_columns): the same operator and dtype,
-// and (pool_columns' own rule) a time per call within 2x of its column's first member's, by the
-// timing loop's GPU time: a member far from the others in size draws another power (L2 reuse,
-// occupancy).
-std::string pool_key(const Measurement& m) { return m.display_name() + " " + m.dtype; }
-double pool_time_s(const Measurement& m) { return std::max(m.time.per_call_us.median, 0.1) * 1e-6; }
-
-// The shared calls (indices into `ms`) as loops of at most kSharedMaxColumns split columns, each
-// column whole in one loop, in the calls' order.
-std::vector<std::vector<std::size_t>> loops_of_columns(const std::vector<std::size_t>& shared,
-                                                       const std::vector<std::string>& keys,
-                                                       const std::vector<double>& targets,
-                                                       const std::vector<double>& times_s) {
-  const SplitColumns columns = pool_columns(keys, targets, times_s);
-  std::vector<std::vector<std::size_t>> loops;
-  for (std::size_t c = 0; c < columns.columns(); ++c) {
-    if (c % kSharedMaxColumns == 0) loops.emplace_back();
-    for (std::size_t k : columns.members[c]) loops.back().push_back(k);
+// The shared calls (indices into `ms`) pooled and packed into loops of at most
+// kSharedMaxColumns split columns: calls of one operator and dtype pool (pool_columns' rule on
+// their timing loops' GPU times: a member far from the others in size draws another power).
+std::vector<ColumnLoop> shared_loops(const std::vector<std::size_t>& shared, const std::vector<Measurement*>& ms,
+                                     const std::vector<double>& targets) {
+  std::vector<std::string> keys;
+  std::vector<double> times_s;
+  for (std::size_t i : shared) {
+    keys.push_back(ms[i]->display_name() + " " + ms[i]->dtype);
+    times_s.push_back(std::max(ms[i]->time.per_call_us.median, 0.1) * 1e-6);
   }
-  for (auto& loop : loops) {
-    std::sort(loop.begin(), loop.end());
-    for (auto& k : loop) k = shared[k];
-  }
+  std::vector<ColumnLoop> loops = pack_columns(pool_columns(keys, targets, times_s), kSharedMaxColumns);
+  for (auto& loop : loops)
+    for (auto& k : loop.ops) k = shared[k];
   return loops;
+}
+
+// The loop's split so far and each operator's own pace in it (a pooled member's time per call),
+// made together beside the loop.
+struct LoopFit {
+  LaggedSplit lagged;
+  std::vector<OwnPace> paces;
+};
+LoopFit fit_loop(const std::vector<CounterEdge>& edges, const std::vector<GroupCompletion>& timeline,
+                 const SplitColumns& columns, double settle_end_s, double period_s) {
+  return {split_with_counter_lag(edges, timeline, columns, settle_end_s, period_s),
+          own_paces(timeline, columns.of_op.size(), settle_end_s)};
 }
 
 // An exception's message without LibTorch's backtrace, for a row's method.
@@ -201,14 +204,12 @@ std::vector<Runner::GroupResult> Runner::measure_group(const std::vector<Prepare
     (m->waits_for_device ? alone : shared).push_back(i);
   }
   // Groups larger than a loop's columns allow run as several loops.
-  std::vector<std::string> keys;
-  std::vector<double> targets, times_s;
-  for (std::size_t i : shared) {
-    keys.push_back(pool_key(*out[i].measurement));
-    targets.push_back(target_rel_ci95(cfg_, parts[i], *out[i].measurement));
-    times_s.push_back(pool_time_s(*out[i].measurement));
-  }
-  for (const std::vector<std::size_t>& loop : loops_of_columns(shared, keys, targets, times_s)) {
+  std::vector<Measurement*> ms;
+  std::vector<double> targets;
+  for (auto& r : out) ms.push_back(r.measurement ? &*r.measurement : nullptr);
+  for (std::size_t i : shared) targets.push_back(target_rel_ci95(cfg_, parts[i], *ms[i]));
+  for (const ColumnLoop& packed : shared_loops(shared, ms, targets)) {
+    const std::vector<std::size_t>& loop = packed.ops;
     if (loop.size() < 2) {
       alone.insert(alone.end(), loop.begin(), loop.end());
       continue;
@@ -218,11 +219,12 @@ std::vector<Runner::GroupResult> Runner::measure_group(const std::vector<Prepare
     std::vector<std::optional<MeasureConfig::Whole>> group_parts;
     for (std::size_t i : loop) {
       group_calls.push_back(calls[i]);
-      group_ms.push_back(&*out[i].measurement);
+      group_ms.push_back(ms[i]);
       group_parts.push_back(parts[i]);
     }
     try {
-      for (std::size_t k : measure_energy_shared(group_calls, group_ms, group_parts)) alone.push_back(loop[k]);
+      for (std::size_t k : measure_energy_shared(group_calls, group_ms, group_parts, packed.columns))
+        alone.push_back(loop[k]);
     } catch (const std::exception& e) {
       // The shared loop failed as a whole (out of memory, abandoned): each gets its own loop,
       // where a failure is that call's alone.
@@ -267,13 +269,16 @@ std::vector<Runner::GroupResult> Runner::measure_group(const std::vector<Prepare
 
 std::vector<std::size_t> Runner::measure_energy_shared(const std::vector<PreparedCall*>& calls,
                                                        const std::vector<Measurement*>& ms,
-                                                       const std::vector<std::optional<MeasureConfig::Whole>>& parts) {
+                                                       const std::vector<std::optional<MeasureConfig::Whole>>& parts,
+                                                       const SplitColumns& columns) {
   const std::size_t ops = calls.size();
   const double period_s = *counter_period_s_;
   const double idle_W = *idle_power();
-  std::vector<double> per_call_s(ops), target(ops), weight(ops), pool_times_s(ops);
+  if (columns.of_op.size() != ops)
+    throw std::invalid_argument(
+        fmt::format("Runner::measure_energy_shared: {} calls but columns for {}", ops, columns.of_op.size()));
+  std::vector<double> per_call_s(ops), target(ops), weight(ops);
   std::vector<std::size_t> batch(ops);
-  std::vector<std::string> keys(ops);
   // A host-bound operator's calls replay from a CUDA graph, as in a loop of its own
   // (Runner::energy_graph): issued one by one they leave the GPU idle between its kernels, and
   // its share of the windows then holds that idle time's energy too (on the H100, a bf16 bmm of
@@ -295,12 +300,7 @@ std::vector<std::size_t> Runner::measure_energy_shared(const std::vector<Prepare
                   : std::clamp<std::size_t>(std::size_t(0.002 / per_call_s[i]), 1, 2000);  // ~2 ms, as measure_energy's
     // Its time in the step (one call where it is no part of one): a pooled column's mix.
     weight[i] = per_call_s[i] * (parts[i] && parts[i]->calls > 0 ? parts[i]->calls : 1.0);
-    keys[i] = pool_key(*ms[i]);
-    pool_times_s[i] = pool_time_s(*ms[i]);
   }
-  // The split's columns: an operator each, but for tiny ones pooled with their kind (as
-  // measure_group packed them into this loop).
-  const SplitColumns columns = pool_columns(keys, target, pool_times_s);
   const std::size_t cols = columns.columns();
   std::vector<double> column_target(cols, 1.0);
   for (std::size_t c = 0; c < cols; ++c)
@@ -354,12 +354,10 @@ std::vector<std::size_t> Runner::measure_energy_shared(const std::vector<Prepare
   const double settle_end = start + cfg_.energy_settle_s;
   std::size_t edges_seen = 0, windows_seen = 0, lost_windows = 0;
   bool stop = false;
-  std::future<LaggedSplit> pending;  // the split of the loop so far, computed beside it
+  std::future<LoopFit> pending;  // the split of the loop so far, computed beside it
   // Every pooled member has batches enough for its own time per call (a member short of them would
   // get a loop of its own after this one).
-  auto members_paced = [&] {
-    if (cols == ops) return true;
-    const std::vector<OwnPace> paces = own_paces(loop.timeline(), ops, settle_end);
+  auto members_paced = [&](const std::vector<OwnPace>& paces) {
     for (std::size_t i = 0; i < ops; ++i)
       if (columns.pooled(columns.of_op[i]) && paces[i].batches < kMinPooledMemberBatches) return false;
     return true;
@@ -383,12 +381,13 @@ std::vector<std::size_t> Runner::measure_energy_shared(const std::vector<Prepare
       if (t < settle_end + period_s) continue;
       bool enough = false;
       if (pending.valid() && pending.wait_for(std::chrono::seconds(0)) == std::future_status::ready) {
-        const LaggedSplit fit = pending.get();
+        const LoopFit loop_fit = pending.get();
+        const LaggedSplit& fit = loop_fit.lagged;
         windows_seen = fit.windows.size();
         lost_windows = fit.left_out.blurred + fit.left_out.stalled;
         // Identified means more windows than unknowns (split_shared_energy's rule); enough, kSharedMinResidualDof more.
         enough = fit.windows.size() >= std::max(cfg_.energy_min_windows, cols + 1 + kSharedMinResidualDof) &&
-                 identified_to_target(fit.split) && members_paced();
+                 identified_to_target(fit.split) && members_paced(loop_fit.paces);
         // Asked once a counter period, as the split comes in: the loop itself stays lean.
         capped_unlike_step = below_cap && saw_cap();
       }
@@ -405,7 +404,7 @@ std::vector<std::size_t> Runner::measure_energy_shared(const std::vector<Prepare
         edges_seen = edges;
         pending = std::async(std::launch::async,
                              [edges = monitor.edges(), timeline = loop.timeline(), &columns, settle_end, period_s] {
-                               return split_with_counter_lag(edges, timeline, columns, settle_end, period_s);
+                               return fit_loop(edges, timeline, columns, settle_end, period_s);
                              });
       }
     }
@@ -424,11 +423,11 @@ std::vector<std::size_t> Runner::measure_energy_shared(const std::vector<Prepare
   const StateSummary during = monitor.state_summary();
   capped_unlike_step = below_cap && (during.throttle_reasons_seen & throttle::kSwPowerCap);
   // At the cap, no split is used: none is made.
-  const LaggedSplit lagged =
-      capped_unlike_step ? LaggedSplit{}
-                         : split_with_counter_lag(monitor.edges(), loop.timeline(), columns, settle_end, period_s);
+  const LoopFit final_fit =
+      capped_unlike_step ? LoopFit{} : fit_loop(monitor.edges(), loop.timeline(), columns, settle_end, period_s);
+  const LaggedSplit& lagged = final_fit.lagged;
   // A pooled member's own time per call in the loop (its column's power over it is its energy).
-  const std::vector<OwnPace> own = own_paces(loop.timeline(), ops, settle_end);
+  const std::vector<OwnPace>& own = final_fit.paces;
   const auto& windows = lagged.windows;
   const SharedSplit& split = lagged.split;
   double window_s = 0;

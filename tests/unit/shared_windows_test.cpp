@@ -538,18 +538,31 @@ TEST(PooledColumns, MembersLieWithinTwiceTheFirstsTime) {
   EXPECT_EQ(c.members[1], (std::vector<std::size_t>{2}));
   EXPECT_EQ(c.members[2], (std::vector<std::size_t>{3, 4}));
   EXPECT_EQ(c.members[3], (std::vector<std::size_t>{5}));
-  // Whole columns taken in order give the same columns again (measure_group packs loops so, and
-  // each loop pools its calls again): 25 | 6, 12.
-  const SplitColumns again =
-      pool_columns(std::vector<std::string>(3, "relu f32"), {1.0, 1.0, 1.0}, {25e-6, 6e-6, 12e-6});
-  ASSERT_EQ(again.columns(), 2u);
-  EXPECT_EQ(again.members[1], (std::vector<std::size_t>{1, 2}));
   // Each within 2x of the first is not enough: 5.1 and 19.9 µs, both within 2x of 10, lie 3.9x
   // apart, and the second opens a column of its own.
   const SplitColumns spread =
       pool_columns(std::vector<std::string>(3, "relu f32"), {1.0, 1.0, 1.0}, {10e-6, 5.1e-6, 19.9e-6});
   ASSERT_EQ(spread.columns(), 2u);
   EXPECT_EQ(spread.members[0], (std::vector<std::size_t>{0, 1}));
+}
+
+// Columns packed whole into loops, in order, each loop's operators renumbered from 0.
+TEST(PooledColumns, ColumnsArePackedWholeIntoLoops) {
+  // Columns {0, 2}, {1}, {3, 4}, {5}: two to a loop.
+  const SplitColumns columns =
+      pool_columns({"a", "b", "a", "c", "c", "d"}, std::vector<double>(6, 1.0), std::vector<double>(6, 1e-5));
+  ASSERT_EQ(columns.columns(), 4u);
+  const std::vector<ColumnLoop> loops = pack_columns(columns, 2);
+  ASSERT_EQ(loops.size(), 2u);
+  EXPECT_EQ(loops[0].ops, (std::vector<std::size_t>{0, 1, 2}));
+  EXPECT_EQ(loops[0].columns.of_op, (std::vector<std::size_t>{0, 1, 0}));
+  EXPECT_EQ(loops[0].columns.members[0], (std::vector<std::size_t>{0, 2}));
+  EXPECT_EQ(loops[1].ops, (std::vector<std::size_t>{3, 4, 5}));
+  EXPECT_EQ(loops[1].columns.members[0], (std::vector<std::size_t>{0, 1}));
+  EXPECT_EQ(loops[1].columns.of_op, (std::vector<std::size_t>{0, 0, 1}));
+  EXPECT_EQ(pack_columns(columns, 16).size(), 1u);
+  EXPECT_TRUE(pack_columns(own_columns(0), 16).empty());
+  EXPECT_THROW(pack_columns(columns, 0), std::invalid_argument);
 }
 
 TEST(PooledColumns, MembersTakeTurnsByTheirWeights) {

@@ -398,6 +398,30 @@ SplitColumns pool_columns(const std::vector<std::string>& keys, const std::vecto
   return c;
 }
 
+std::vector<ColumnLoop> pack_columns(const SplitColumns& columns, std::size_t max_columns) {
+  require(max_columns > 0, "a loop needs room for a column");
+  std::vector<ColumnLoop> loops;
+  for (std::size_t first = 0; first < columns.columns(); first += max_columns) {
+    const std::size_t last = std::min(columns.columns(), first + max_columns);
+    ColumnLoop loop;
+    for (std::size_t c = first; c < last; ++c)
+      loop.ops.insert(loop.ops.end(), columns.members[c].begin(), columns.members[c].end());
+    std::sort(loop.ops.begin(), loop.ops.end());
+    loop.columns.of_op.resize(loop.ops.size());
+    for (std::size_t c = first; c < last; ++c) {
+      std::vector<std::size_t> members;
+      for (std::size_t op : columns.members[c]) {
+        const auto local = std::size_t(std::lower_bound(loop.ops.begin(), loop.ops.end(), op) - loop.ops.begin());
+        loop.columns.of_op[local] = c - first;
+        members.push_back(local);
+      }
+      loop.columns.members.push_back(std::move(members));
+    }
+    loops.push_back(std::move(loop));
+  }
+  return loops;
+}
+
 std::vector<OwnPace> own_paces(const std::vector<GroupCompletion>& timeline, std::size_t ops, double start_after_s) {
   check_timeline(timeline, ops);
   // A batch that stalled (or was seen at once with the one before) is left out, as its windows

@@ -168,10 +168,17 @@ struct SplitColumns {
   bool pooled(std::size_t column) const { return members[column].size() > 1; }
 };
 // Columns in the operators' order: a column per operator, but for those pooled as above
-// (`per_call_s`: each operator's time per call). The same operators in the same order give the
-// same columns, and so does any run of whole columns taken from them in order.
+// (`per_call_s`: each operator's time per call).
 SplitColumns pool_columns(const std::vector<std::string>& keys, const std::vector<double>& target_rel_ci95,
                           const std::vector<double>& per_call_s);
+// `columns` packed whole into loops of at most `max_columns`, in their order: each loop's
+// operators (indices into `columns`' operators, ascending) and its columns over them (indices
+// into the loop's operators).
+struct ColumnLoop {
+  std::vector<std::size_t> ops;
+  SplitColumns columns;
+};
+std::vector<ColumnLoop> pack_columns(const SplitColumns& columns, std::size_t max_columns);
 // One column per operator: the split of operators each with its own power.
 SplitColumns own_columns(std::size_t ops);
 // The split over `columns`: batches are judged irregular per operator (a column's members differ
