@@ -2,8 +2,8 @@
 """Issue 25's goals on a GPU: how long `opcost.validate` takes from an empty database, and how
 right its energy is, on a set of models nobody tuned for (vision, encoder, decoders, training).
 
-    PYTHONPATH=build/python python3 bench/energy_speed.py run OUT_DIR [--only REGEX] [--timeout S]
-    PYTHONPATH=build/python python3 bench/energy_speed.py model OUT_DIR BUILD_DIR
+    PYTHONPATH=build/python python3 bench/energy_speed.py run OUT_DIR [--only REGEX] [--timeout S] [--own-loops N]
+    PYTHONPATH=build/python python3 bench/energy_speed.py model OUT_DIR BUILD_DIR [--own-loops N]
     python3 bench/energy_speed.py summarize OUT_DIR
 
 run: each case in a process of its own (a fresh CUDA context, an empty database in OUT_DIR):
@@ -27,7 +27,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any, Callable, Dict, Tuple
+from typing import Any, Callable, Dict, Optional, Tuple
 
 # name -> (builder key, batch/shape, dtype or autocast, train)
 CASES: Dict[str, Dict[str, Any]] = {
@@ -113,7 +113,7 @@ class _TimedLines(logging.Handler):
         super().close()
 
 
-def run_case(name: str, out: Path) -> Dict[str, Any]:
+def run_case(name: str, out: Path, own_loops: Optional[int] = None) -> Dict[str, Any]:
     import torch
     import opcost
     spec = CASES[name]
@@ -122,6 +122,7 @@ def run_case(name: str, out: Path) -> Dict[str, Any]:
     db = out / f"db-{name}.sqlite"
     db.unlink(missing_ok=True)
     common = dict(train=bool(spec.get("train")), optimizer=opt, autocast=spec.get("autocast"), name=name)
+    options = {} if own_loops is None else dict(own_loops=own_loops)
     if spec.get("loss") == "ce":  # cross entropy against random labels (fixed: the same every step)
         labels = torch.randint(0, 1000, (spec["batch"],), device="cuda")
         common["loss_fn"] = lambda out: torch.nn.functional.cross_entropy(out, labels)
@@ -134,9 +135,9 @@ def run_case(name: str, out: Path) -> Dict[str, Any]:
     logger = logging.getLogger("opcost")
     logger.setLevel(logging.DEBUG)
     logger.addHandler(timed)
-    result: Dict[str, Any] = {"case": name, "spec": spec}
+    result: Dict[str, Any] = {"case": name, "spec": spec, "options": options}
     try:
-        p = opcost.validate(model, *inputs, db=str(db), **common)
+        p = opcost.validate(model, *inputs, db=str(db), **common, **options)
         result["validate_wall_s"] = time.perf_counter() - start
         d = p.to_dict()
         result.update(
@@ -170,7 +171,8 @@ def cmd_run(args) -> int:
     for name in names:
         start = time.perf_counter()
         try:
-            r = subprocess.run([sys.executable, __file__, "case", name, str(out)], timeout=args.timeout,
+            own = [] if args.own_loops is None else ["--own-loops", str(args.own_loops)]
+            r = subprocess.run([sys.executable, __file__, "case", name, str(out)] + own, timeout=args.timeout,
                                capture_output=True, text=True)
             rc, tail = r.returncode, (r.stderr or "")[-2000:]
         except subprocess.TimeoutExpired:
@@ -186,7 +188,7 @@ def cmd_run(args) -> int:
 
 def cmd_case(args) -> int:
     out = Path(args.out)
-    r = run_case(args.name, out)
+    r = run_case(args.name, out, args.own_loops)
     (out / f"case-{args.name}.json").write_text(json.dumps(r, indent=1))
     return 0
 
@@ -197,7 +199,7 @@ def cmd_model(args) -> int:
     db = out / "db-model-resnet50.sqlite"
     db.unlink(missing_ok=True)
     command = [str(Path(args.build) / "opcost"), "model", "resnet50", "--batch", "32", "--target", "0.95",
-               "--db", str(db), "--json"]
+               "--db", str(db), "--json"] + ([] if args.own_loops is None else ["--own-loops", str(args.own_loops)])
     start = time.perf_counter()
     r = subprocess.run(command, capture_output=True, text=True)
     wall = time.perf_counter() - start
@@ -263,6 +265,8 @@ def main() -> int:
     m = sub.add_parser("model")
     m.add_argument("out")
     m.add_argument("build")
+    for p in (r, c, m):  # validate's and model's --own-loops (heavy operators' loops of their own)
+        p.add_argument("--own-loops", type=int, default=None)
     s = sub.add_parser("summarize")
     s.add_argument("out")
     args = ap.parse_args()

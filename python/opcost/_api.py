@@ -354,8 +354,8 @@ def validate(model: Any, *inputs: Any, db: Optional[str] = None, cache: str = _V
              step_max_time: float = _VALIDATE["step_max_time"],
              short_loops_after: float = _VALIDATE["short_loops_after"],
              ops_energy_ci: float = _VALIDATE["ops_energy_ci"],
-             shared_windows: bool = _VALIDATE["shared_windows"], duty_cycle: bool = _VALIDATE["duty_cycle"],
-             **kwargs: Any) -> Prediction:
+             shared_windows: bool = _VALIDATE["shared_windows"], own_loops: int = _VALIDATE["own_loops"],
+             duty_cycle: bool = _VALIDATE["duty_cycle"], **kwargs: Any) -> Prediction:
     """Measures what the database lacks (stored as it goes), then the whole step, and returns
     the prediction beside the measurement (``time_error``, ``energy_error``).
 
@@ -371,7 +371,9 @@ def validate(model: Any, *inputs: Any, db: Optional[str] = None, cache: str = _V
     loops, and each short loop's energy stops at the interval its share of the step needs for
     the operators together to add ``ops_energy_ci`` (relative 95%, 0 to 1; 0: each at 5%). On a
     GPU such operators share one energy loop's counter windows, up to 16 at a time;
-    ``shared_windows=False`` gives each a loop of its own. An operator that reaches the power cap
+    ``shared_windows=False`` gives each a loop of its own, and the heaviest operators get loops of
+    their own until ``own_loops`` have one or they explain half the step (fewer is faster; 0: all
+    share). An operator that reaches the power cap
     in its own loop while the step stays below it has its energy measured again at the step's duty
     cycle; ``duty_cycle=False`` keeps the capped loop's figure.
     ``opcost._core.option_specs("validate")`` lists them all with their ranges; the result's

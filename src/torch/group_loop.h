@@ -3,6 +3,8 @@
 // complete: the timeline its counter windows are cut from (core/energy/shared_windows.h).
 // Header-only: one LibTorch translation unit uses it, and a test.
 #include <ATen/DeviceAccelerator.h>
+#include <ATen/core/Tensor.h>
+#include <ATen/ops/add.h>
 #include <c10/core/Event.h>
 #include <c10/core/Stream.h>
 
@@ -10,6 +12,7 @@
 #include <optional>
 #include <vector>
 
+#include "core/energy/duty_cycle.h"
 #include "core/energy/monitor.h"
 #include "core/energy/shared_windows.h"
 #include "torch/graph_batch.h"
@@ -40,6 +43,7 @@ class GroupLoop {
       return;
     }
     for (auto& ev : ends_) ev.emplace(c10::DeviceType::CUDA, c10::EventFlag::BACKEND_DEFAULT);
+    start_.emplace(c10::DeviceType::CUDA, c10::EventFlag::BACKEND_DEFAULT);
     anchor_.emplace(c10::DeviceType::CUDA, c10::EventFlag::BACKEND_DEFAULT);
     // On an idle device the anchor runs as soon as it is recorded: its host time is read a few
     // microseconds after its GPU time, against windows of ~100 ms.
@@ -71,12 +75,50 @@ class GroupLoop {
     ++k_;
   }
 
+  // A duty-cycled loop's batch (CUDA only; GapCharge in core/energy/shared_windows.h): issued
+  // alone, behind an event that marks when the GPU reached it, and waited for. The span from the
+  // gap before it to that start (the host issuing it while the GPU idles) is a completion of the
+  // gaps' operator `gap_op` with no calls, charged as gap time, so that the batch's span is its
+  // kernels' alone, as the duty-cycled loop of one operator times its bursts with events.
+  void issue_burst(PreparedCall& call, std::size_t op, std::size_t calls, GraphBatch* graph, std::size_t gap_op) {
+    if (!cuda_) {
+      issue_batch(call, op, calls, graph);
+      return;
+    }
+    drain();
+    start_->record(stream_);
+    issue_batch(call, op, calls, graph);
+    drain();
+    const GroupCompletion batch = timeline_.back();
+    timeline_.back() = {anchor_host_s_ + anchor_->elapsedTime(*start_) * 1e-3, gap_op, 0.0};
+    timeline_.back().t_s = std::max(timeline_.back().t_s, timeline_[timeline_.size() - 2].t_s);
+    timeline_.push_back(batch);
+  }
+
+  // The gap after the burst just issued (issue_burst): the GPU does what the gap probe does
+  // (`tiny` + `tiny`, launch-bound) until the burst's span × (1 − d) / d has passed since its end,
+  // recorded as a completion of `gap_op` (its calls the additions). The gap is timed from the
+  // burst's end as the host reads it: the GPU's clock mapped to the host's may run a little late
+  // or early (an anchor read after a delay), and a gap timed from it would be that much off.
+  void gap(std::size_t gap_op, double busy_share, const at::Tensor& tiny) {
+    if (!cuda_ || timeline_.size() < 2) return;
+    const double burst_s = timeline_.back().t_s - timeline_[timeline_.size() - 2].t_s;
+    const double gap_end_s = now_s() + gap_after_burst_s(burst_s, busy_share);
+    std::size_t adds = 0;
+    do {  // at least one addition: a gap of none would leave its span without a pace to judge
+      (void)at::add(tiny, tiny);
+      ++adds;
+    } while (now_s() < gap_end_s);
+    ends_[0]->record(stream_);
+    in_flight_[0] = {0, gap_op, double(adds)};
+    k_ = 1;
+    drain();
+  }
+
   // Waits for the batches in flight, in order: the timeline's end.
   void finish() {
     if (!cuda_) return;
-    for (std::size_t k = k_ > kBatchesInFlight ? k_ - kBatchesInFlight : 0; k < k_; ++k)
-      completed(k % kBatchesInFlight);
-    k_ = 0;
+    drain();
     at::accelerator::synchronizeDevice(index_);
   }
 
@@ -87,6 +129,13 @@ class GroupLoop {
   static constexpr std::size_t kBatchesInFlight = 8;
 
  private:
+  // The batches in flight completed, in order, none left in flight.
+  void drain() {
+    for (std::size_t k = k_ > kBatchesInFlight ? k_ - kBatchesInFlight : 0; k < k_; ++k)
+      completed(k % kBatchesInFlight);
+    k_ = 0;
+  }
+
   void completed(std::size_t slot) {
     ends_[slot]->synchronize();
     GroupCompletion c = in_flight_[slot];
@@ -97,7 +146,7 @@ class GroupLoop {
   bool cuda_;
   c10::DeviceIndex index_;
   c10::Stream stream_;
-  std::optional<c10::Event> anchor_;
+  std::optional<c10::Event> anchor_, start_;
   double anchor_host_s_ = 0;
   std::optional<c10::Event> ends_[kBatchesInFlight];
   GroupCompletion in_flight_[kBatchesInFlight];

@@ -6,6 +6,7 @@
 // (core/energy/shared_windows.h) gives each operator's energy per call with its interval. An
 // operator the split cannot tell apart gets its own loop, as measure() would have run it.
 #include <ATen/DeviceAccelerator.h>
+#include <ATen/ops/zeros.h>
 #include <c10/core/DeviceGuard.h>
 #include <c10/core/Event.h>
 #include <c10/core/InferenceMode.h>
@@ -142,10 +143,14 @@ struct LoopFit {
   LaggedSplit lagged;
   std::vector<OwnPace> paces;
 };
+// `gap`: a duty-cycled loop's, whose gaps are one more operator of the timeline.
 LoopFit fit_loop(const std::vector<CounterEdge>& edges, const std::vector<GroupCompletion>& timeline,
-                 const SplitColumns& columns, double settle_end_s, double period_s) {
-  return {split_with_counter_lag(edges, timeline, columns, settle_end_s, period_s),
-          own_paces(timeline, columns.of_op.size(), settle_end_s)};
+                 const SplitColumns& columns, double settle_end_s, double period_s, const GapCharge* gap) {
+  const std::size_t ops = columns.of_op.size();
+  LoopFit fit{split_with_counter_lag(edges, timeline, columns, settle_end_s, period_s, kCounterLagStepS, gap),
+              own_paces(timeline, ops + (gap ? 1 : 0), settle_end_s)};
+  fit.paces.resize(ops);
+  return fit;
 }
 
 // An exception's message without LibTorch's backtrace, for a row's method.
@@ -305,155 +310,237 @@ std::vector<std::size_t> Runner::measure_energy_shared(const std::vector<Prepare
   std::vector<double> column_target(cols, 1.0);
   for (std::size_t c = 0; c < cols; ++c)
     for (std::size_t i : columns.members[c]) column_target[c] = std::min(column_target[c], target[i]);
-  SegmentBatches batches(columns, per_call_s, weight, batch);
   const double budget_s = std::min(kSharedBaseS + kSharedPerOpS * double(cols), cfg_.energy_max_s * double(cols));
   // The most the loop runs on for windows it left out: kSharedMostBudgets budgets, and no more
   // than the operators' own loops would take after it (each a settle and its energy budget).
   const double extended_budget_s =
       std::min(kSharedMostBudgets * budget_s, budget_s + double(ops) * (cfg_.energy_settle_s + cfg_.energy_max_s));
   const double capped_factor = cfg_.energy_max_s > 0 ? std::max(1.0, cfg_.energy_max_capped_s / cfg_.energy_max_s) : 1;
-  // Enough segments for the longest loop (each is 0.25 to 0.75 of a period); the loop wraps
-  // around them if the counter runs slow.
-  const auto cycles = std::size_t(std::ceil((cfg_.energy_settle_s + extended_budget_s * capped_factor) /
-                                            (0.5 * period_s * double(cols)))) +
-                      1;
-  const std::vector<Segment> segments = plan_segments(batches.column_per_call_s(), period_s, cycles);
-
-  Watchdog::Options wo;
-  wo.budget_s = 2.0 + cfg_.energy_settle_s + extended_budget_s * capped_factor;
-  wo.abandon_factor = cfg_.abandon_factor;
-  Watchdog watch(fmt::format("{} operators in shared counter windows", ops), wo, cfg_.progress);
-  watch_ = &watch;
-
   const DeviceState before = probe_->state(false);
-  GroupLoop loop(device_.is_cuda(), c10::DeviceIndex(index_), ops);
-  // Abandoned by a throw (the watchdog, a call, the split), the loop's batches still in flight
-  // are waited for: the loops of their own that follow must not settle beside them.
-  struct DrainOnThrow {
-    GroupLoop& loop;
-    bool finished = false;
-    ~DrainOnThrow() {
-      if (finished) return;
-      try {
-        loop.finish();
-      } catch (...) {  // a device already failing: its own error is the one reported
-      }
-    }
-  } drain{loop};
   // A loop that reaches the power cap while the model's step runs below it measures its
-  // operators at the capped clocks: each then gets a loop of its own instead, where one that
-  // reaches the cap alone is measured again at the step's duty cycle (measure_energy_duty_cycled).
-  // On the H100, resnet50's heavier convolutions split in such a loop read 710-790 W, over the
-  // 700 W limit. The loop stops as soon as it sees the cap: its windows would go unused.
+  // operators at the capped clocks (on the H100, resnet50's heavier convolutions split in such a
+  // loop read 710-790 W, over the 700 W limit). It stops as soon as it sees the cap, and runs
+  // again duty-cycled (GapCharge in core/energy/shared_windows.h): about 1 ms of each batch, then
+  // the gap probe's work for a gap that brings the loop to the step's power, as one operator's
+  // loop at the cap is measured again (measure_energy_duty_cycled). Where no duty cycle can be
+  // had, each operator gets a loop of its own. Before, each got one: resnet50 b32's 15 shared
+  // convolutions took 12 s in loops of their own (9 of them duty-cycled) after 0.3 s shared.
   const bool below_cap = cfg_.step_power && step_below_cap(cfg_.step_power->step_W, before.power_limit_W);
-  bool capped_unlike_step = false;
-  EnergyMonitor monitor(*probe_);
-  auto saw_cap = [&] { return (monitor.state_summary().throttle_reasons_seen & throttle::kSwPowerCap) != 0; };
-  monitor.start();
-  const double start = now_s();
-  const double settle_end = start + cfg_.energy_settle_s;
-  std::size_t edges_seen = 0, windows_seen = 0, lost_windows = 0;
-  bool stop = false;
-  std::future<LoopFit> pending;  // the split of the loop so far, computed beside it
-  // Every pooled member has batches enough for its own time per call (a member short of them would
-  // get a loop of its own after this one).
-  auto members_paced = [&](const std::vector<OwnPace>& paces) {
-    for (std::size_t i = 0; i < ops; ++i)
-      if (columns.pooled(columns.of_op[i]) && paces[i].batches < kMinPooledMemberBatches) return false;
-    return true;
+  const std::string source = probe_->name() + "-energy-counter";
+
+  // One run of the loop: plain, or duty-cycled at `busy_share` with `gap` charging its gaps.
+  struct LoopRun {
+    LoopFit fit;
+    StateSummary during;
+    std::vector<CounterEdge> edges;
+    std::vector<PowerSample> power_trace, sm_clock_trace;  // kept where cfg_.keep_power_trace
+    double start_s = 0, looped_s = 0;
+    bool capped_unlike_step = false;  // a plain run that saw the cap (no split was made)
   };
-  auto identified_to_target = [&](const SharedSplit& split) {
-    for (std::size_t c = 0; c < cols; ++c)
-      if (split.per_call_mJ[c].n == 0 || split.per_call_mJ[c].rel_ci95() > column_target[c]) return false;
-    return true;
-  };
-  for (std::size_t s = 0; !stop; ++s) {
-    // The segment's calls of its column: one operator's, or its pooled members' in turn.
-    batches.start(segments[s % segments.size()]);
-    while (!stop) {
-      const std::optional<Segment> next = batches.next();
-      if (!next) break;
-      const std::size_t op = next->op;
-      loop.issue_batch(*calls[op], op, next->calls, graphs[op].get());
-      batches.ran(op, double(graphs[op] ? graphs[op]->calls() : next->calls));
-      watch.check("measuring energy in shared windows", windows_seen, "windows");
-      const double t = now_s();
-      if (t < settle_end + period_s) continue;
-      bool enough = false;
-      if (pending.valid() && pending.wait_for(std::chrono::seconds(0)) == std::future_status::ready) {
-        const LoopFit loop_fit = pending.get();
-        const LaggedSplit& fit = loop_fit.lagged;
-        windows_seen = fit.windows.size();
-        lost_windows = fit.left_out.blurred + fit.left_out.stalled;
-        // Identified means more windows than unknowns (split_shared_energy's rule); enough, kSharedMinResidualDof more.
-        enough = fit.windows.size() >= std::max(cfg_.energy_min_windows, cols + 1 + kSharedMinResidualDof) &&
-                 identified_to_target(fit.split) && members_paced(loop_fit.paces);
-        // Asked once a counter period, as the split comes in: the loop itself stays lean.
-        capped_unlike_step = below_cap && saw_cap();
+  auto run_loop = [&](SegmentBatches batches, const GapCharge* gap, double busy_share) {
+    const bool duty = gap != nullptr;
+    // A duty-cycled loop's windows hold `busy_share` of their time in the operators' calls: it
+    // runs longer for as many of their seconds, up to twice.
+    const double stretch = duty ? std::min(2.0, 1 / busy_share) : 1.0;
+    const double loop_budget_s = budget_s * stretch, loop_extended_s = extended_budget_s * stretch;
+    // Enough segments for the longest loop (each is 0.25 to 0.75 of a period, gaps included);
+    // the loop wraps around them if the counter runs slow.
+    std::vector<double> segment_per_call_s = batches.column_per_call_s();
+    if (duty)
+      for (double& t : segment_per_call_s) t /= busy_share;
+    const auto cycles = std::size_t(std::ceil((cfg_.energy_settle_s + loop_extended_s * (duty ? 1.0 : capped_factor)) /
+                                              (0.5 * period_s * double(cols)))) +
+                        1;
+    const std::vector<Segment> segments = plan_segments(segment_per_call_s, period_s, cycles);
+    Watchdog::Options wo;
+    wo.budget_s = 2.0 + cfg_.energy_settle_s + loop_extended_s * (duty ? 1.0 : capped_factor);
+    wo.abandon_factor = cfg_.abandon_factor;
+    Watchdog watch(fmt::format("{} operators in shared counter windows{}", ops, duty ? ", duty-cycled" : ""), wo,
+                   cfg_.progress);
+    watch_ = &watch;
+    // The gaps do what the gap probe does: a launch-bound aten::add of f32[1].
+    const at::Tensor tiny =
+        duty ? at::zeros({1}, at::TensorOptions().dtype(at::kFloat).device(at::kCUDA, c10::DeviceIndex(index_)))
+             : at::Tensor();
+    GroupLoop loop(device_.is_cuda(), c10::DeviceIndex(index_), ops);
+    // Abandoned by a throw (the watchdog, a call, the split), the loop's batches still in flight
+    // are waited for: the loops of their own that follow must not settle beside them.
+    struct DrainOnThrow {
+      GroupLoop& loop;
+      bool finished = false;
+      ~DrainOnThrow() {
+        if (finished) return;
+        try {
+          loop.finish();
+        } catch (...) {  // a device already failing: its own error is the one reported
+        }
       }
-      // Each window left out (an edge seen late, a stall) is made up for, within what the loops
-      // of their own it saves would take (extended_budget_s). Past it, the monitor is asked
-      // whether the loop ran at the power cap (its budget then stretches).
-      const double loop_s = std::min(extended_budget_s, budget_s + double(lost_windows) * period_s);
-      stop = enough || capped_unlike_step ||
-             (t - settle_end > loop_s && (t - settle_end > loop_s * capped_factor || !saw_cap()));
-      // Split again when the counter has moved, beside the loop: between two of its batches the
-      // split (21 lags) held the host while the GPU ran out of work (on the H100, 11-12 of a
-      // 12-operator group's ~20 windows were left out as stalled; 5 with the split beside it).
-      if (const std::size_t edges = stop || pending.valid() ? edges_seen : monitor.edge_count(); edges != edges_seen) {
-        edges_seen = edges;
-        pending = std::async(std::launch::async,
-                             [edges = monitor.edges(), timeline = loop.timeline(), &columns, settle_end, period_s] {
-                               return fit_loop(edges, timeline, columns, settle_end, period_s);
-                             });
+    } drain{loop};
+    LoopRun run;
+    EnergyMonitor monitor(*probe_);
+    auto saw_cap = [&] { return (monitor.state_summary().throttle_reasons_seen & throttle::kSwPowerCap) != 0; };
+    monitor.start();
+    run.start_s = now_s();
+    const double settle_end = run.start_s + cfg_.energy_settle_s;
+    std::size_t edges_seen = 0, windows_seen = 0, lost_windows = 0;
+    bool stop = false;
+    std::future<LoopFit> pending;  // the split of the loop so far, computed beside it
+    // Every pooled member has batches enough for its own time per call (a member short of them
+    // would get a loop of its own after this one).
+    auto members_paced = [&](const std::vector<OwnPace>& paces) {
+      for (std::size_t i = 0; i < ops; ++i)
+        if (columns.pooled(columns.of_op[i]) && paces[i].batches < kMinPooledMemberBatches) return false;
+      return true;
+    };
+    auto identified_to_target = [&](const SharedSplit& split) {
+      for (std::size_t c = 0; c < cols; ++c)
+        if (split.per_call_mJ[c].n == 0 || split.per_call_mJ[c].rel_ci95() > column_target[c]) return false;
+      return true;
+    };
+    for (std::size_t s = 0; !stop; ++s) {
+      // The segment's calls of its column: one operator's, or its pooled members' in turn.
+      batches.start(segments[s % segments.size()]);
+      while (!stop) {
+        const std::optional<Segment> next = batches.next();
+        if (!next) break;
+        const std::size_t op = next->op;
+        if (duty) {
+          loop.issue_burst(*calls[op], op, next->calls, graphs[op].get(), ops);
+          loop.gap(ops, busy_share, tiny);
+        } else {
+          loop.issue_batch(*calls[op], op, next->calls, graphs[op].get());
+        }
+        batches.ran(op, double(graphs[op] ? graphs[op]->calls() : next->calls));
+        watch.check("measuring energy in shared windows", windows_seen, "windows");
+        const double t = now_s();
+        if (t < settle_end + period_s) continue;
+        bool enough = false;
+        if (pending.valid() && pending.wait_for(std::chrono::seconds(0)) == std::future_status::ready) {
+          const LoopFit loop_fit = pending.get();
+          const LaggedSplit& fit = loop_fit.lagged;
+          windows_seen = fit.windows.size();
+          lost_windows = fit.left_out.blurred + fit.left_out.stalled;
+          // Identified means more windows than unknowns (split_shared_energy's rule); enough,
+          // kSharedMinResidualDof more.
+          enough = fit.windows.size() >= std::max(cfg_.energy_min_windows, cols + 1 + kSharedMinResidualDof) &&
+                   identified_to_target(fit.split) && members_paced(loop_fit.paces);
+          // Asked once a counter period, as the split comes in: the loop itself stays lean. A
+          // duty-cycled loop that still touches the cap runs on (its row says so).
+          run.capped_unlike_step = !duty && below_cap && saw_cap();
+        }
+        // Each window left out (an edge seen late, a stall) is made up for, within what the
+        // loops of their own it saves would take (loop_extended_s). Past it, the monitor is
+        // asked whether the loop ran at the power cap (its budget then stretches; not a duty-cycled
+        // one's: the monitor remembers the plain run's cap, and its stretch is in loop_s already).
+        const double loop_s = std::min(loop_extended_s, loop_budget_s + double(lost_windows) * period_s);
+        stop = enough || run.capped_unlike_step ||
+               (t - settle_end > loop_s && (duty || t - settle_end > loop_s * capped_factor || !saw_cap()));
+        // Split again when the counter has moved, beside the loop: between two of its batches
+        // the split (21 lags) held the host while the GPU ran out of work (on the H100, 11-12 of
+        // a 12-operator group's ~20 windows were left out as stalled; 5 with the split beside it).
+        if (const std::size_t edges = stop || pending.valid() ? edges_seen : monitor.edge_count();
+            edges != edges_seen) {
+          edges_seen = edges;
+          pending = std::async(std::launch::async,
+                               [edges = monitor.edges(), timeline = loop.timeline(), &columns, settle_end, period_s,
+                                gap] { return fit_loop(edges, timeline, columns, settle_end, period_s, gap); });
+        }
       }
     }
+    if (pending.valid()) pending.wait();  // its copies are its own; only its thread is waited for
+    loop.finish();
+    drain.finished = true;
+    monitor.stop();
+    watch_ = nullptr;
+    run.looped_s = now_s() - run.start_s;
+    run.during = monitor.state_summary();
+    run.edges = monitor.edges();
+    if (cfg_.keep_power_trace) {
+      run.power_trace = monitor.power_trace();
+      run.sm_clock_trace = monitor.sm_clock_trace();
+    }
+    if (!duty) run.capped_unlike_step = below_cap && (run.during.throttle_reasons_seen & throttle::kSwPowerCap);
+    for (std::size_t i = 0; i < ops; ++i) {
+      ms[i]->total_calls += loop.issued(i);
+      ms[i]->total_seconds += run.looped_s / double(ops);  // the loop's time, shared as the loop is
+    }
+    // At the cap, no split is used: none is made.
+    if (!run.capped_unlike_step) run.fit = fit_loop(run.edges, loop.timeline(), columns, settle_end, period_s, gap);
+    return run;
+  };
+
+  LoopRun run = run_loop(SegmentBatches(columns, per_call_s, weight, batch), nullptr, 0);
+  // At the cap while the step is not: again duty-cycled, each batch about kBurstBusyS.
+  std::optional<GapCharge> gap;
+  std::string duty_text;
+  double duty_busy_share = 0;
+  if (run.capped_unlike_step && may_duty_cycle(*ms.front())) {
+    DutyCycleInputs in;
+    in.power_limit_W = before.power_limit_W;
+    in.sw_power_cap_seen = true;
+    // At the cap the loop drew the limit at least (its edges may hold the settle's ramp from idle,
+    // or a burst over it): too low a busy power would leave the duty-cycled loop at the cap.
+    in.loop_power_W = std::max(average_power_W(run.edges).value_or(0), before.power_limit_W.value_or(0));
+    in.step_power_W = cfg_.step_power->step_W;
+    in.gap_power_W = cfg_.step_power->gap_W;
+    const DutyCyclePlan plan = plan_duty_cycle(in);
+    if (plan.run) {
+      std::vector<std::size_t> bursts(ops);
+      for (std::size_t i = 0; i < ops; ++i) bursts[i] = graphs[i] ? graphs[i]->calls() : calls_per_burst(per_call_s[i]);
+      gap = GapCharge{*cfg_.step_power->gap_W, cfg_.step_power->gap_ci_W};
+      duty_busy_share = plan.busy_share;
+      run = run_loop(SegmentBatches(columns, per_call_s, weight, bursts), &*gap, plan.busy_share);
+      const LaggedSplit& l = run.fit.lagged;
+      const double window_mJ = [&] {
+        double e = 0;
+        for (const auto& w : l.windows) e += w.energy_mJ;
+        return e + l.gap_mJ;
+      }();
+      const bool still_capped = run.during.throttle_reasons_seen & throttle::kSwPowerCap;
+      duty_text = fmt::format(
+          "; the {} operators' shared loop ran at the power cap ({:.0f} W), the model's step at {:.0f} W: measured "
+          "again in one duty-cycled loop, each batch of about {:.0f} ms followed by the gap probe's aten::add f32[1] "
+          "for a {:.0f}% busy share ({:.0f}% achieved{}), each window's energy less {:.0f} W × its gap time ({:.0f}% "
+          "of the energy taken off as gaps) before the split",
+          ops, in.loop_power_W, in.step_power_W.value_or(0), 1e3 * kBurstBusyS, 100 * plan.busy_share,
+          l.busy_s + l.gap_s > 0 ? 100 * l.busy_s / (l.busy_s + l.gap_s) : 0.0,
+          still_capped ? ", still reaching the power cap" : "", gap->power_W,
+          window_mJ > 0 ? 100 * l.gap_mJ / window_mJ : 0.0);
+    }  // else each operator's own loop that reaches the cap says why it was not duty-cycled
   }
-  if (pending.valid()) pending.wait();  // its copies are its own; only its thread is waited for
-  loop.finish();
-  drain.finished = true;
-  monitor.stop();
   for (std::size_t i = 0; i < ops; ++i)
     if (graphs[i]) {
       graphs[i]->release();  // its memory pool back to the allocator (one eager call)
       ms[i]->total_calls += 1;
     }
-  watch_ = nullptr;
-  const double looped_s = now_s() - start;
-  const StateSummary during = monitor.state_summary();
-  capped_unlike_step = below_cap && (during.throttle_reasons_seen & throttle::kSwPowerCap);
-  // At the cap, no split is used: none is made.
-  const LoopFit final_fit =
-      capped_unlike_step ? LoopFit{} : fit_loop(monitor.edges(), loop.timeline(), columns, settle_end, period_s);
-  const LaggedSplit& lagged = final_fit.lagged;
+  const LaggedSplit& lagged = run.fit.lagged;
   // A pooled member's own time per call in the loop (its column's power over it is its energy).
-  const std::vector<OwnPace>& own = final_fit.paces;
+  const std::vector<OwnPace>& own = run.fit.paces;
   const auto& windows = lagged.windows;
   const SharedSplit& split = lagged.split;
   double window_s = 0;
   for (const auto& w : windows) window_s += w.seconds();
   const DeviceState after = probe_->state(true);
-  const std::string source = probe_->name() + "-energy-counter";
 
   std::vector<std::size_t> unidentified;
   for (std::size_t i = 0; i < ops; ++i) {
     Measurement& m = *ms[i];
-    m.total_calls += loop.issued(i);
-    m.total_seconds += looped_s / double(ops);  // the loop's time, shared as the loop is
-    m.during = during;
+    m.during = run.during;
     if (cfg_.keep_power_trace) {
-      m.power_trace = monitor.power_trace();
-      m.sm_clock_trace = monitor.sm_clock_trace();
+      m.power_trace = run.power_trace;
+      m.sm_clock_trace = run.sm_clock_trace;
     }
     // The group's device state: its loop ran after every call's timing.
     if (!m.before.sm_clock_MHz) m.before = before;
     m.after = after;
-    if (capped_unlike_step) {
-      m.method += fmt::format(
-          "; the {} operators' shared loop ran at the power cap, the model's step below it: its own loop", ops);
+    if (run.capped_unlike_step) {
+      m.method +=
+          fmt::format("; the {} operators' shared loop ran at the power cap, the model's step below it: its own loop{}",
+                      ops, duty_text);
       unidentified.push_back(i);
       continue;
     }
+    m.method += duty_text;
     const std::size_t c = columns.of_op[i];
     const bool pooled = columns.pooled(c);
     const Summary& fit = split.per_call_mJ[c];
@@ -480,9 +567,13 @@ std::vector<std::size_t> Runner::measure_energy_shared(const std::vector<Prepare
     const double wall_s = pooled ? own[i].s_per_call : column_wall_s;
     e.available = true;
     e.unavailable_reason.clear();
-    e.source = source + ", shared windows";
+    e.source = source + ", shared windows" + (gap ? ", duty-cycled" : "");
     e.per_call_mJ = pooled ? pooled_member(fit, wall_s / column_wall_s) : fit;
+    // A duty-cycled loop's gap power is one figure for every window: its error, in full.
+    if (gap) e.per_call_mJ = with_systematic(e.per_call_mJ, lagged.gap_systematic_mJ[c] * wall_s / column_wall_s);
     e.idle_power_W = idle_W;
+    // A duty-cycled loop's spans are its batches' alone (the gaps are completions of their own):
+    // the gaps are charged, and the prediction's timeline charges the model's own.
     e.wall_us_per_call = wall_s * 1e6;
     e.above_idle_mJ = e.per_call_mJ.mean - idle_W * wall_s * 1000.0;
     e.power_W = split.power_W[c];
@@ -490,7 +581,10 @@ std::vector<std::size_t> Runner::measure_energy_shared(const std::vector<Prepare
     e.windows = split.windows;
     e.effective_windows = double(split.windows);
     e.seconds = window_s;
-    e.loop_start_s = start;
+    e.loop_start_s = run.start_s;
+    if (gap)
+      e.duty_cycle_busy_share =
+          lagged.busy_s + lagged.gap_s > 0 ? lagged.busy_s / (lagged.busy_s + lagged.gap_s) : duty_busy_share;
     m.method += fmt::format(
         "; energy from {} windows shared by {} operators in one loop, split by least squares{} at a counter lag "
         "of {:.0f} ms (residual {:.1f}% of a window's energy){}{}{}",

@@ -268,6 +268,14 @@ std::vector<PredictOptionSpec> make_predict_specs() {
       [](const PredictOptions& o) { return OptionValue(o.shared_windows); },
       [](PredictOptions& o, const OptionValue& v) { o.shared_windows = flag_of(v); });
   add(
+      info("own_loops", "--own-loops", OptionType::kWhole, "",
+           "with shared windows, the heaviest operators get energy loops of their own until this many have one or "
+           "they explain half the step, and the rest share (fewer: faster, each heavy operator's interval from a "
+           "shared split; 0: all share)",
+           {0, true, 100000}, false, kPredictMeasuring),
+      [](const PredictOptions& o) { return OptionValue(std::int64_t(o.own_loops)); },
+      [](PredictOptions& o, const OptionValue& v) { o.own_loops = std::size_t(whole_of(v)); });
+  add(
       info("duty_cycle", "--no-duty-cycle", OptionType::kFlag, "",
            "on a GPU, keep the energy of an operator that reaches the power cap in its own loop as that loop "
            "measured it, instead of measuring it again at the step's duty cycle when the step stays below the cap",

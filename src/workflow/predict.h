@@ -47,6 +47,10 @@ struct PredictOptions {
   // On a GPU, with short loops and ops_energy_rel_ci95 > 0: the operators' energies in groups of
   // up to 16 sharing one loop's counter windows (Runner::measure_group), instead of a loop each.
   bool shared_windows = true;
+  // With shared windows: the heaviest operators measured first get energy loops of their own,
+  // until this many have one or they explain kShareAfterExplained of the step (predict_stages.cpp);
+  // the rest share. 0: every operator shares from the first.
+  std::size_t own_loops = 16;
   // On a GPU: an operator whose own energy loop reaches the power cap while the step stays below
   // it has its energy measured again at the step's duty cycle (MeasureConfig::step_power).
   bool duty_cycle = true;

@@ -28,17 +28,18 @@ constexpr std::size_t kSharedWindowOps = 32;
 // all, as 16 × 4 was before groups of 32: each call's inputs stay allocated while its group runs).
 constexpr std::size_t kViewsPerSharedOp = 2;
 // Operators are measured one by one, heaviest first, until the measured ones explain this share
-// of the step's time (or, in a host-bound step whose GPU time never does, this many were), and
-// the rest (each a small share) share counter windows. A heavy operator keeps a loop of its own:
-// alone it may reach the power cap, which its own loop sees and measures again at the step's
-// duty cycle (MeasureConfig::step_power). A shared loop that reaches the cap while the step does
-// not gives its operators loops of their own (Runner::measure_group). Sharing after the 6
-// heaviest (a quarter of the step explained) was tried on the H100 with that fallback
-// (bench/results/2026-11-27-h100-gpu-timed-shared-windows/, calls 7 and 8): `model resnet50`
-// 34.9 s against 40.0 s after the 16, but more groups reached the cap (8 operators duty-cycled)
-// and BERT's training step no longer answered within 80 s (50.6 s before): not kept.
+// of the step's time (or, in a host-bound step whose GPU time never does, PredictOptions::own_loops
+// were: --own-loops, 16 by default), and the rest (each a small share) share counter windows. A
+// heavy operator keeps a loop of its own: alone it may reach the power cap, which its own loop
+// sees and measures again at the step's duty cycle (MeasureConfig::step_power); a shared loop that
+// reaches the cap while the step does not runs again duty-cycled (Runner::measure_group). Sharing
+// after the 6 heaviest, when such a loop gave its operators loops of their own, made `model
+// resnet50` 34.9 s against 40.0 s, and BERT's training step no longer answered within 80 s
+// (bench/results/2026-11-27-h100-gpu-timed-shared-windows/, calls 7 and 8). With duty-cycled
+// shared loops, --own-loops 4 made `model resnet50` 28.5 s against 29.6 s, validate's resnet50
+// 34.5 s against 32.6 s, and BERT's training step again beyond 70 s
+// (bench/results/2026-11-27-duty-cycled-shared-loops/): 16 stays the default.
 constexpr double kShareAfterExplained = 0.5;
-constexpr std::size_t kShareAfterAlone = 16;
 
 // The share of the step's time that the measured operators' GPU time explains.
 double explained_share(const Inventory& inv, const std::map<std::size_t, OpCost>& costs, const StepMeasurement& step) {
@@ -406,7 +407,7 @@ MissingMeasured measure_missing(const PredictContext& ctx, const Inventory& inv,
     // same cache mode, so that they share replay options.
     const std::string mode = cache_mode_for(inv.entries[remaining.front()], o.cache);
     std::vector<std::size_t> group;
-    const bool sharing = loops.groups(step) && (out.measured.size() >= kShareAfterAlone ||
+    const bool sharing = loops.groups(step) && (out.measured.size() >= o.own_loops ||
                                                 explained_share(inv, out.costs, *step) >= kShareAfterExplained);
     // A view takes no place in a shared loop (it has no energy loop): a group holds up to
     // kSharedWindowOps others, so that DenseNet's hundreds of narrows do not split its

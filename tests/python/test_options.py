@@ -26,7 +26,7 @@ OTHER = {"device": "auto", "cache": "cold", "seed": 7, "autocast": "bf16", "cold
          "energy_max_time_capped": 0.06, "energy_settle": 0.01, "energy_target_ci": 0.5, "energy_min_windows": 3,
          "energy_graphs": "off",
          "cache_bytes": 4096, "step_max_time": 0.3, "short_loops_after": 0.5, "ops_energy_ci": 0.1,
-         "shared_windows": False, "duty_cycle": False,
+         "shared_windows": False, "own_loops": 4, "duty_cycle": False,
          "estimate": True, "cost_model": __file__}  # --cost-model: a file that is there (checked as a model later)
 # What a value reads as in the settings (the registry's canonical text).
 TEXT = {"autocast": "bf16", "energy": "true", "shared_windows": "false", "duty_cycle": "false", "estimate": "true",

@@ -5,6 +5,7 @@
 // that, whatever the mix of its windows.
 #include <gtest/gtest.h>
 
+#include <ATen/ops/zeros.h>
 #include <c10/core/InferenceMode.h>
 
 #include <chrono>
@@ -97,6 +98,43 @@ TEST(GroupLoop, TheTimelineHoldsEveryBatchInOrder) {
   EXPECT_EQ(double(loop.issued(0)), calls[0]);
   EXPECT_EQ(double(loop.issued(1)), calls[1]);
   if (graph) graph->release();
+}
+
+// A duty-cycled shared loop's timeline (CUDA only: the CPU has no power cap to duty-cycle
+// against): each burst opens with a completion of the gaps' operator without calls (the GPU idle
+// while the host issued it), then the burst, then its gap with at least one addition.
+TEST(GroupLoop, ADutyCycledLoopAlternatesBurstsAndGaps) {
+  const char* device_env = std::getenv("OPCOST_TEST_DEVICE");
+  if (!device_env || std::string(device_env) != "cuda") GTEST_SKIP() << "a duty-cycled loop runs on CUDA only";
+  c10::InferenceMode guard;
+  ReplayOptions o;
+  o.device = "cuda";
+  auto mul = PreparedCall::prepare(parse_call("aten::mul.Tensor", {"self=f32[64,64]", "other=f32[64,64]"}), o);
+  const at::Tensor tiny = at::zeros({1}, at::TensorOptions().dtype(at::kFloat).device(at::kCUDA, 0));
+  constexpr std::size_t kGap = 1;  // the gaps' operator, after the group's one
+  GroupLoop loop(true, 0, 1);
+  for (std::size_t k = 0; k < 5; ++k) {
+    loop.issue_burst(*mul, 0, 20, nullptr, kGap);
+    loop.gap(kGap, 0.5, tiny);
+  }
+  loop.finish();
+  const auto& timeline = loop.timeline();
+  ASSERT_EQ(timeline.size(), 1 + 5 * 3u);
+  for (std::size_t k = 0; k < 5; ++k) {
+    const auto& start = timeline[1 + 3 * k];
+    const auto& burst = timeline[2 + 3 * k];
+    const auto& gap = timeline[3 + 3 * k];
+    EXPECT_EQ(start.op, kGap) << k;
+    EXPECT_EQ(start.calls, 0) << k;
+    EXPECT_EQ(burst.op, 0u) << k;
+    EXPECT_EQ(burst.calls, 20) << k;
+    EXPECT_EQ(gap.op, kGap) << k;
+    EXPECT_GE(gap.calls, 1) << k;
+  }
+  for (std::size_t k = 1; k < timeline.size(); ++k) EXPECT_GE(timeline[k].t_s, timeline[k - 1].t_s) << k;
+  EXPECT_EQ(loop.issued(0), 100u);
+  // The split takes it: the gaps charged, one column for the operator.
+  EXPECT_NO_THROW(own_paces(timeline, 2, 0));
 }
 
 TEST(SharedEnergyLoop, SplitsASlowCountersWindowsIntoEachCallsEnergyAtThePowerItDrew) {

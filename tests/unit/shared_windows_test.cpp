@@ -715,3 +715,104 @@ TEST(PooledColumns, APooledColumnsEnergyInTheStepIsItsMembersSum) {
   // The pool's power is its members' weighted by their time in the step (240:48:100 µs), 325 W.
   EXPECT_NEAR(lagged.split.power_W[2], step_power_us / step_us, 0.02 * 325);
 }
+
+namespace {
+
+// A duty-cycled shared loop as Runner::measure_energy_shared issues it at the power cap: each
+// batch of about 1 ms followed by a gap of the gap probe's 5 µs additions at `gap_W`, for a busy
+// share of `busy_share`; the gaps are operator `ops.size()` of the timeline.
+struct DutyCycledLoop {
+  std::vector<PlantedOp> with_gap;  // the operators, then the gap
+  std::vector<Segment> segments;
+};
+DutyCycledLoop duty_cycled(const std::vector<PlantedOp>& ops, double gap_W, double busy_share, std::size_t cycles) {
+  DutyCycledLoop out{ops, {}};
+  const PlantedOp gap{5e-6, gap_W};
+  out.with_gap.push_back(gap);
+  std::vector<double> segment_per_call_s;
+  for (const auto& o : ops) segment_per_call_s.push_back(o.per_call_s / busy_share);
+  for (const Segment& s : plan_segments(segment_per_call_s, 0.1, cycles)) {
+    const auto burst = std::max<std::size_t>(1, std::size_t(std::lround(1e-3 / ops[s.op].per_call_s)));
+    for (std::size_t left = s.calls; left > 0;) {
+      const std::size_t calls = std::min(left, burst);
+      left -= calls;
+      out.segments.push_back({s.op, calls});
+      const double gap_s = double(calls) * ops[s.op].per_call_s * (1 - busy_share) / busy_share;
+      out.segments.push_back({ops.size(), std::max<std::size_t>(1, std::size_t(std::lround(gap_s / gap.per_call_s)))});
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+// The duty-cycled loop's split takes each window's gaps off at the gap power and finds each
+// operator's own energy per call, as a loop without gaps would.
+TEST(DutyCycledSharedLoop, ChargesTheGapsAndSplitsTheRest) {
+  const auto ops = planted_group();
+  const double gap_W = 130, busy_share = 0.6;
+  const DutyCycledLoop loop = duty_cycled(ops, gap_W, busy_share, 8);
+  const auto sim = simulate(loop.with_gap, loop.segments, 0.1, 0.0137);
+  const GapCharge charge{gap_W, 4};
+  const LaggedSplit lagged =
+      split_with_counter_lag(sim.edges, sim.timeline, own_columns(ops.size()), 0, 0.1, kCounterLagStepS, &charge);
+  ASSERT_EQ(lagged.split.why, "");
+  ASSERT_EQ(lagged.split.per_call_mJ.size(), ops.size());
+  for (std::size_t i = 0; i < ops.size(); ++i)
+    EXPECT_NEAR(lagged.split.per_call_mJ[i].mean, ops[i].energy_mJ(), 0.01 * ops[i].energy_mJ()) << i;
+  ASSERT_FALSE(lagged.windows.empty());
+  for (const auto& w : lagged.windows) {
+    EXPECT_EQ(w.busy_s.size(), ops.size());  // the gaps are no column of the split
+    EXPECT_GT(w.gap_s, 0);
+  }
+  EXPECT_NEAR(lagged.busy_s / (lagged.busy_s + lagged.gap_s), busy_share, 0.02);
+  EXPECT_NEAR(lagged.gap_mJ, gap_W * lagged.gap_s * 1000, 1e-6 * lagged.gap_mJ);
+  // The gap power's interval over each operator's share of the gaps: 4 W × 0.4/0.6 of its time.
+  ASSERT_EQ(lagged.gap_systematic_mJ.size(), ops.size());
+  for (std::size_t i = 0; i < ops.size(); ++i)
+    EXPECT_NEAR(lagged.gap_systematic_mJ[i], 4 * (1 - busy_share) / busy_share * ops[i].per_call_s * 1000,
+                0.03 * lagged.gap_systematic_mJ[i])
+        << i;
+  // Without the charge, the gaps' energy would land on the operators: its own columns' windows
+  // hold the gaps' time as an operator outside the group.
+  EXPECT_THROW(split_with_counter_lag(sim.edges, sim.timeline, own_columns(ops.size()), 0, 0.1), std::invalid_argument);
+}
+
+// A gap power off by δ moves every operator's fitted power by δ × gaps / busy: what its
+// systematic interval says, so the interval holds the truth where the charge is off by less.
+TEST(DutyCycledSharedLoop, AGapPowerOffByItsIntervalStaysInsideTheSystematicPart) {
+  const auto ops = planted_group();
+  const double true_gap_W = 130, off_W = 9, busy_share = 0.45;
+  const DutyCycledLoop loop = duty_cycled(ops, true_gap_W, busy_share, 8);
+  const auto sim = simulate(loop.with_gap, loop.segments, 0.1, 0.0137);
+  // Off by 9 W with an interval of ±9 W (the shift) and of ±11 W (the containment, with room for
+  // the shift's 5%: the simulation has no noise to widen the rest of the interval).
+  const GapCharge charge{true_gap_W + off_W, off_W};
+  const GapCharge wider{true_gap_W + off_W, 1.2 * off_W};
+  const LaggedSplit widened_split =
+      split_with_counter_lag(sim.edges, sim.timeline, own_columns(ops.size()), 0, 0.1, kCounterLagStepS, &wider);
+  const LaggedSplit lagged =
+      split_with_counter_lag(sim.edges, sim.timeline, own_columns(ops.size()), 0, 0.1, kCounterLagStepS, &charge);
+  ASSERT_EQ(lagged.split.why, "");
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    const double shift_mJ = ops[i].energy_mJ() - lagged.split.per_call_mJ[i].mean;
+    EXPECT_NEAR(shift_mJ, lagged.gap_systematic_mJ[i], 0.05 * lagged.gap_systematic_mJ[i]) << i;
+    const Summary widened = with_systematic(widened_split.split.per_call_mJ[i], widened_split.gap_systematic_mJ[i]);
+    EXPECT_LE(widened.ci95_low, ops[i].energy_mJ()) << i;
+    EXPECT_GE(widened.ci95_high, ops[i].energy_mJ()) << i;
+    // The widening is the systematic part, in full.
+    EXPECT_NEAR(widened.ci95_half_width(),
+                widened_split.split.per_call_mJ[i].ci95_half_width() + widened_split.gap_systematic_mJ[i], 1e-9)
+        << i;
+  }
+}
+
+TEST(DutyCycledSharedLoop, RejectsAGapChargeThatIsNoPower) {
+  const std::vector<GroupCompletion> timeline{{0.0, 0, 0}, {0.1, 0, 10}, {0.12, 1, 5}};
+  const std::vector<CounterEdge> edges{{0.05, 100}, {0.15, 200}};
+  const GapCharge good{100, 5};
+  EXPECT_NO_THROW(split_with_counter_lag(edges, timeline, own_columns(1), 0, 0.1, kCounterLagStepS, &good));
+  for (GapCharge bad : {GapCharge{-1, 0}, GapCharge{NAN, 0}, GapCharge{100, -1}, GapCharge{100, INFINITY}})
+    EXPECT_THROW(split_with_counter_lag(edges, timeline, own_columns(1), 0, 0.1, kCounterLagStepS, &bad),
+                 std::invalid_argument);
+}

@@ -507,19 +507,55 @@ void SegmentBatches::ran(std::size_t op, double calls) {
   issued_in_segment_ = true;
 }
 
+namespace {
+
+// A duty-cycled loop's windows (GapCharge): each window's gaps (the last operator of `windows`)
+// moved to its gap_s, their energy taken off.
+void charge_gaps(std::vector<SharedWindow>& windows, const GapCharge& gap) {
+  for (auto& w : windows) {
+    w.gap_s = w.busy_s.back();
+    w.energy_mJ -= gap.power_W * w.gap_s * 1000.0;
+    w.calls.pop_back();
+    w.busy_s.pop_back();
+  }
+}
+
+}  // namespace
+
+Summary with_systematic(Summary s, double systematic_mJ) {
+  if (!(systematic_mJ > 0)) return s;
+  const double half = (s.ci95_high - s.ci95_low) / 2;
+  // stdev in step with the interval, as a summary's stdev/√n is its standard error
+  s.stdev = half > 0 ? s.stdev * (half + systematic_mJ) / half
+                     : systematic_mJ / student_t975(std::max<std::size_t>(s.n, 2) - 1) * std::sqrt(double(s.n));
+  s.ci95_low -= systematic_mJ;
+  s.ci95_high += systematic_mJ;
+  return s;
+}
+
 LaggedSplit split_with_counter_lag(const std::vector<CounterEdge>& edges, const std::vector<GroupCompletion>& timeline,
                                    const SplitColumns& columns, double start_after_s, double counter_period_s,
-                                   double step_s) {
+                                   double step_s, const GapCharge* gap) {
   require(std::isfinite(counter_period_s) && counter_period_s > 0 && std::isfinite(step_s) && step_s > 0,
           "the counter's period and the lag's step must be finite and above 0");
+  require(!gap || (std::isfinite(gap->power_W) && gap->power_W >= 0 && std::isfinite(gap->power_ci_W) &&
+                   gap->power_ci_W >= 0),
+          "the gaps' power and its interval must be finite and not negative");
   const double max_lag_s = std::min(kMaxCounterLagS, kMaxLagPeriodShare * counter_period_s);
   const std::size_t ops_in = columns.of_op.size();
-  check_timeline(timeline, ops_in);
-  const std::vector<bool> irregular = irregular_batches(timeline, ops_in);  // the same at every lag
-  // From here on, a column is an operator: its batches are its members'.
+  // A duty-cycled loop's gaps are one more operator of the timeline, after the group's.
+  const std::size_t timeline_ops = ops_in + (gap ? 1 : 0);
+  check_timeline(timeline, timeline_ops);
+  // The same at every lag; a gap that stalled leaves its windows out as a batch's does.
+  const std::vector<bool> irregular = irregular_batches(timeline, timeline_ops);
+  // From here on, a column is an operator: its batches are its members'; the gaps come last.
   const std::size_t ops = columns.columns();
   std::vector<GroupCompletion> by_column = timeline;
   for (auto& c : by_column) {
+    if (gap && c.op == ops_in) {
+      c.op = ops;
+      continue;
+    }
     require(columns.of_op[c.op] < ops, "an operator's column is outside the split");
     c.op = columns.of_op[c.op];
   }
@@ -533,14 +569,30 @@ LaggedSplit split_with_counter_lag(const std::vector<CounterEdge>& edges, const 
     for (std::size_t i = 0; i < edges.size(); ++i)
       moved[i] = {edges[i].t_s - lag, edges[i].energy_mJ, edges[i].half_gap_s};
     LeftOutWindows left_out;
-    auto windows = windows_of(moved, by_column, ops, start_after_s, irregular, &left_out);
+    auto windows = windows_of(moved, by_column, ops + (gap ? 1 : 0), start_after_s, irregular, &left_out);
+    if (gap) charge_gaps(windows, *gap);
     SharedSplit split = split_shared_energy(windows, ops, searched);
     // A split that made no fit has no residual to compare (NaN); the first lag is kept for its why.
     const bool fitted = std::isfinite(split.residual_rel);
     if (!have || (fitted && !(best.split.residual_rel <= split.residual_rel))) {
-      best = {std::move(split), std::move(windows), lag, left_out};
+      best = {std::move(split), std::move(windows), lag, left_out, {}, 0, 0, 0};
       have = true;
     }
+  }
+  for (const auto& w : best.windows) {
+    for (double b : w.busy_s) best.busy_s += b;
+    best.gap_s += w.gap_s;
+  }
+  if (gap) {
+    best.gap_mJ = gap->power_W * best.gap_s * 1000.0;
+    // Every gap is the same share of the batch before it, so a gap power off by δ moves every
+    // column's fitted power by δ × gaps / busy alike: per call, δ × that ratio × its time per call.
+    const double gaps_per_busy = best.busy_s > 0 ? best.gap_s / best.busy_s : 0.0;
+    best.gap_systematic_mJ.assign(ops, 0.0);
+    for (std::size_t c = 0; c < ops; ++c)
+      if (best.split.calls[c] > 0)
+        best.gap_systematic_mJ[c] =
+            gap->power_ci_W * gaps_per_busy * best.split.busy_s[c] / best.split.calls[c] * 1000.0;
   }
   return best;
 }

@@ -37,6 +37,7 @@ struct SharedWindow {
   double t0_s = 0, t1_s = 0, energy_mJ = 0;
   std::vector<double> calls;   // per operator of the group
   std::vector<double> busy_s;  // per operator: its batches' spans inside the window
+  double gap_s = 0;            // a duty-cycled loop's gaps inside it, their energy taken off (GapCharge)
   double seconds() const { return t1_s - t0_s; }
 };
 
@@ -133,6 +134,13 @@ struct LaggedSplit {
   std::vector<SharedWindow> windows;
   double lag_s = 0;
   LeftOutWindows left_out;  // at that lag (make_shared_windows)
+  // A duty-cycled loop's (GapCharge): per column, the gap power's interval over its calls' share
+  // of the gaps, in mJ per call: one error for every window, added to the column's interval in
+  // full and not narrowed by more windows (empty without gaps).
+  std::vector<double> gap_systematic_mJ;
+  // Over the windows used: the operators' time and the gaps' (the busy share achieved) and the
+  // gaps' energy taken off.
+  double busy_s = 0, gap_s = 0, gap_mJ = 0;
 };
 LaggedSplit split_with_counter_lag(const std::vector<CounterEdge>& edges, const std::vector<GroupCompletion>& timeline,
                                    std::size_t ops, double start_after_s, double counter_period_s,
@@ -181,11 +189,27 @@ struct ColumnLoop {
 std::vector<ColumnLoop> pack_columns(const SplitColumns& columns, std::size_t max_columns);
 // One column per operator: the split of operators each with its own power.
 SplitColumns own_columns(std::size_t ops);
+// A duty-cycled shared loop (one that ran at the power cap while the model's step runs below
+// it, measured again at the step's duty cycle: core/energy/duty_cycle.h): after each batch of
+// about kBurstBusyS the GPU does what the gap probe does for a gap that brings the loop to the
+// step's busy share. The timeline holds each gap as a completion of one more operator, numbered
+// after the group's (`columns.of_op.size()`). Its energy is charged, not fitted: every gap is
+// the same share of the batch before it, so the gaps' time in a window is that share of the
+// operators' and a column of its own would be collinear with their sum. Each window's energy
+// less power_W × its gap time is split as a plain loop's, as the duty-cycled loop of one
+// operator takes its gaps off (the prediction's timeline charges the model's gaps at that power).
+struct GapCharge {
+  double power_W = 0;
+  double power_ci_W = 0;  // its 95% half-width
+};
 // The split over `columns`: batches are judged irregular per operator (a column's members differ
-// in pace), the windows and their fit per column.
+// in pace), the windows and their fit per column; with `gap`, a duty-cycled loop's (above).
 LaggedSplit split_with_counter_lag(const std::vector<CounterEdge>& edges, const std::vector<GroupCompletion>& timeline,
                                    const SplitColumns& columns, double start_after_s, double counter_period_s,
-                                   double step_s = kCounterLagStepS);
+                                   double step_s = kCounterLagStepS, const GapCharge* gap = nullptr);
+// `s` with `systematic_mJ` added to its interval's half-width on either side (an error shared
+// by every window, as the gap power's), its stdev in step.
+Summary with_systematic(Summary s, double systematic_mJ);
 // Per operator: its batches' spans over their calls in the timeline from the first completion
 // after `start_after_s`, irregular batches (irregular_batches) left out: its own time per call in
 // the loop (0 for one without such batches), and how many batches that is.
@@ -193,6 +217,7 @@ struct OwnPace {
   double s_per_call = 0;
   std::size_t batches = 0;
 };
+// `ops` counts a duty-cycled loop's gaps as an operator where the timeline has them.
 std::vector<OwnPace> own_paces(const std::vector<GroupCompletion>& timeline, std::size_t ops, double start_after_s);
 // The member of a column to issue next: the one whose issued seconds lag its weight the most
 // (the first of equals), so that each member's time in the loop follows its weight.
