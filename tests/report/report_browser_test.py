@@ -342,6 +342,18 @@ def main() -> int:
                 if (said not in dom or 'data-key="/data/untied_device_us"' not in dom
                         or 'data-key="/data/traced_device_us"' not in dom):
                     fails.add(page, "GPU time no call launched is not said, with its figures, on the page")
+        # Pooled energies: counted on the page, the count checked against the JSON with every number.
+        pooled = os.path.join(args.out, "validate-pooled.json")
+        with open(pooled, "w", encoding="utf-8") as f:
+            json.dump(dict(base, pooled_energy=523), f)
+        page = os.path.join(args.out, "validate-pooled.html")
+        run = subprocess.run([args.opcost, "report", pooled, "-o", page], capture_output=True, text=True, timeout=120)
+        if run.returncode != 0:
+            fails.add(pooled, f"opcost report exited {run.returncode}: {run.stderr.strip()}")
+        elif check_page("validate-pooled", pooled, page, args.out, args.chromium, fails) is not None:
+            dom = drawn_text(os.path.join(args.out, "validate-pooled.dom.html"))
+            if "have pooled energies" not in dom or 'data-key="/data/pooled_energy"' not in dom:
+                fails.add(page, "the pooled energies' count is not said, with its figure, on the page")
         covered_dom = os.path.join(args.out, "validate.dom.html")
         if not os.path.exists(covered_dom):
             fails.add(os.path.join(args.out, "validate.html"), "not dumped: its page cannot be checked for the flag")
