@@ -51,6 +51,13 @@ constexpr std::size_t kSharedMinResidualDof = 4;
 // A counter that updates faster than this (RAPL: ~1 ms) gives every operator enough windows of
 // its own within its settle: sharing them would only add the split's error.
 constexpr double kSlowCounterS = 0.01;
+// The least busy share at which a shared loop at the power cap runs again duty-cycled; below it
+// (a host-bound step, far below the cap) each operator gets a loop of its own, as before duty-
+// cycled shared loops. A window then holds too little of the operators' energy to split among
+// up to 16 columns: on the H100, BERT-base's training step (197 W) with --own-loops 4 put its
+// heavy matrix products in such loops at 20% busy and no longer answered within 70 s
+// (bench/results/2026-11-27-duty-cycled-shared-loops/, call c); resnet50's ran at 60-67%.
+constexpr double kMinSharedDutyBusyShare = 0.4;
 
 // What the split left out, for a row's method ("" for nothing).
 std::string left_out_text(const LeftOutWindows& left) {
@@ -484,7 +491,12 @@ std::vector<std::size_t> Runner::measure_energy_shared(const std::vector<Prepare
     in.step_power_W = cfg_.step_power->step_W;
     in.gap_power_W = cfg_.step_power->gap_W;
     const DutyCyclePlan plan = plan_duty_cycle(in);
-    if (plan.run) {
+    if (plan.run && plan.busy_share < kMinSharedDutyBusyShare) {
+      duty_text = fmt::format(
+          "; the step's busy share of {:.0f}% is below the {:.0f}% a duty-cycled shared loop needs (its windows would "
+          "hold too little of the operators' energy to split)",
+          100 * plan.busy_share, 100 * kMinSharedDutyBusyShare);
+    } else if (plan.run) {
       std::vector<std::size_t> bursts(ops);
       for (std::size_t i = 0; i < ops; ++i) bursts[i] = graphs[i] ? graphs[i]->calls() : calls_per_burst(per_call_s[i]);
       gap = GapCharge{*cfg_.step_power->gap_W, cfg_.step_power->gap_ci_W};
