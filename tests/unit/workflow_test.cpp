@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <map>
+#include <optional>
 #include <set>
 #include <stdexcept>
 
@@ -480,8 +481,10 @@ namespace {
 
 // Every entry of `inv` missing, measured on a GPU whose step takes `step_us`, short loops from
 // the first operator, warm inputs.
-MissingMeasured measure_all_on_gpu(const Inventory& inv, double step_us, FakeSession& session) {
+MissingMeasured measure_all_on_gpu(const Inventory& inv, double step_us, FakeSession& session,
+                                   std::optional<std::size_t> own_loops = std::nullopt) {
   Stages s;
+  if (own_loops) s.options.own_loops = *own_loops;
   s.options.short_loops_after = 0;
   s.options.cache = "warm";
   LookedUp looked_up;
@@ -508,6 +511,23 @@ TEST(MeasureStage, AHostBoundStepSharesWindowsAfterSixteenOperatorsAlone) {
   ASSERT_EQ(session.groups.size(), 1u);
   EXPECT_EQ(session.groups[0].size(), 4u);
   EXPECT_EQ(m.measured.size(), 20u);
+}
+
+TEST(MeasureStage, OwnLoopsSetsHowManyOperatorsAreMeasuredAloneBeforeTheRestShare) {
+  // The same host-bound step: --own-loops 4 leaves 16 to share, 0 shares every one.
+  for (const std::size_t own : {std::size_t(4), std::size_t(0)}) {
+    InventoryBuilder b;
+    for (int i = 0; i < 20; ++i) {
+      b.add("aten::add", "Tensor", fmt::format("self=f32[{}] other=f32[{}]", 100 + i, 100 + i), "l", {});
+      b.time_last(0, 0);
+    }
+    FakeEnergyProbe probe(200, 0.01);
+    FakeSession session(probe);
+    const MissingMeasured m = measure_all_on_gpu(b.take(), 1000, session, own);
+    ASSERT_EQ(session.groups.size(), 1u) << own;
+    EXPECT_EQ(session.groups[0].size(), 20u - own) << own;
+    EXPECT_EQ(m.measured.size(), 20u) << own;
+  }
 }
 
 TEST(MeasureStage, ViewsTakeNoPlaceInAGroupsThirtyTwo) {
