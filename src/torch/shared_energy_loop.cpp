@@ -51,13 +51,6 @@ constexpr std::size_t kSharedMinResidualDof = 4;
 // A counter that updates faster than this (RAPL: ~1 ms) gives every operator enough windows of
 // its own within its settle: sharing them would only add the split's error.
 constexpr double kSlowCounterS = 0.01;
-// The least busy share at which a shared loop at the power cap runs again duty-cycled; below it
-// (a host-bound step, far below the cap) each operator gets a loop of its own, as before duty-
-// cycled shared loops. A window then holds too little of the operators' energy to split among
-// up to 16 columns: on the H100, BERT-base's training step (197 W) with --own-loops 4 put its
-// heavy matrix products in such loops at 20% busy and no longer answered within 70 s
-// (bench/results/2026-11-27-duty-cycled-shared-loops/, call c); resnet50's ran at 60-67%.
-constexpr double kMinSharedDutyBusyShare = 0.4;
 
 // What the split left out, for a row's method ("" for nothing).
 std::string left_out_text(const LeftOutWindows& left) {
@@ -438,7 +431,8 @@ std::vector<std::size_t> Runner::measure_energy_shared(const std::vector<Prepare
         // Each window left out (an edge seen late, a stall) is made up for, within what the
         // loops of their own it saves would take (loop_extended_s). Past it, the monitor is
         // asked whether the loop ran at the power cap (its budget then stretches; not a duty-cycled
-        // one's: the monitor remembers the plain run's cap, and its stretch is in loop_s already).
+        // one's: the GPU is often still capped from the plain run as it starts, and its stretch is
+        // in loop_s already).
         const double loop_s = std::min(loop_extended_s, loop_budget_s + double(lost_windows) * period_s);
         stop = enough || run.capped_unlike_step ||
                (t - settle_end > loop_s && (duty || t - settle_end > loop_s * capped_factor || !saw_cap()));
@@ -491,12 +485,7 @@ std::vector<std::size_t> Runner::measure_energy_shared(const std::vector<Prepare
     in.step_power_W = cfg_.step_power->step_W;
     in.gap_power_W = cfg_.step_power->gap_W;
     const DutyCyclePlan plan = plan_duty_cycle(in);
-    if (plan.run && plan.busy_share < kMinSharedDutyBusyShare) {
-      duty_text = fmt::format(
-          "; the step's busy share of {:.0f}% is below the {:.0f}% a duty-cycled shared loop needs (its windows would "
-          "hold too little of the operators' energy to split)",
-          100 * plan.busy_share, 100 * kMinSharedDutyBusyShare);
-    } else if (plan.run) {
+    if (plan.run) {
       std::vector<std::size_t> bursts(ops);
       for (std::size_t i = 0; i < ops; ++i) bursts[i] = graphs[i] ? graphs[i]->calls() : calls_per_burst(per_call_s[i]);
       gap = GapCharge{*cfg_.step_power->gap_W, cfg_.step_power->gap_ci_W};
@@ -508,15 +497,16 @@ std::vector<std::size_t> Runner::measure_energy_shared(const std::vector<Prepare
         for (const auto& w : l.windows) e += w.energy_mJ;
         return e + l.gap_mJ;
       }();
-      const bool still_capped = run.during.throttle_reasons_seen & throttle::kSwPowerCap;
+      // Whether it still touched the cap is not said: its monitor sees the cap the plain run left
+      // as it starts (every such loop on the H100 read "still reaching the power cap", the one at
+      // 20% busy and 197 W too), and the row's flags carry what the monitor saw.
       duty_text = fmt::format(
           "; the {} operators' shared loop ran at the power cap ({:.0f} W), the model's step at {:.0f} W: measured "
           "again in one duty-cycled loop, each batch of about {:.0f} ms followed by the gap probe's aten::add f32[1] "
-          "for a {:.0f}% busy share ({:.0f}% achieved{}), each window's energy less {:.0f} W × its gap time ({:.0f}% "
+          "for a {:.0f}% busy share ({:.0f}% achieved), each window's energy less {:.0f} W × its gap time ({:.0f}% "
           "of the energy taken off as gaps) before the split",
           ops, in.loop_power_W, in.step_power_W.value_or(0), 1e3 * kBurstBusyS, 100 * plan.busy_share,
-          l.busy_s + l.gap_s > 0 ? 100 * l.busy_s / (l.busy_s + l.gap_s) : 0.0,
-          still_capped ? ", still reaching the power cap" : "", gap->power_W,
+          l.busy_s + l.gap_s > 0 ? 100 * l.busy_s / (l.busy_s + l.gap_s) : 0.0, gap->power_W,
           window_mJ > 0 ? 100 * l.gap_mJ / window_mJ : 0.0);
     }  // else each operator's own loop that reaches the cap says why it was not duty-cycled
   }

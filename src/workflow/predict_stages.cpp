@@ -36,9 +36,8 @@ constexpr std::size_t kViewsPerSharedOp = 2;
 // after the 6 heaviest, when such a loop gave its operators loops of their own, made `model
 // resnet50` 34.9 s against 40.0 s, and BERT's training step no longer answered within 80 s
 // (bench/results/2026-11-27-h100-gpu-timed-shared-windows/, calls 7 and 8). With duty-cycled
-// shared loops, --own-loops 4 made `model resnet50` 28.5 s against 29.6 s, validate's resnet50
-// 34.5 s against 32.6 s, and BERT's training step again beyond 70 s
-// (bench/results/2026-11-27-duty-cycled-shared-loops/): 16 stays the default.
+// shared loops, --own-loops 4 made `model resnet50` 28.5 s against 29.6 s and validate's resnet50
+// 34.5 s against 32.6 s (bench/results/2026-11-27-duty-cycled-shared-loops/): 16 stays the default.
 constexpr double kShareAfterExplained = 0.5;
 
 // The share of the step's time that the measured operators' GPU time explains.
