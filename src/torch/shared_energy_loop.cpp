@@ -425,7 +425,8 @@ std::vector<std::size_t> Runner::measure_energy_shared(const std::vector<Prepare
           enough = fit.windows.size() >= std::max(cfg_.energy_min_windows, cols + 1 + kSharedMinResidualDof) &&
                    identified_to_target(fit.split) && members_paced(loop_fit.paces);
           // Asked once a counter period, as the split comes in: the loop itself stays lean. A
-          // duty-cycled loop that still touches the cap runs on (its row says so).
+          // duty-cycled loop that still touches the cap runs on (the row's flags carry what its
+          // monitor saw).
           run.capped_unlike_step = !duty && below_cap && saw_cap();
         }
         // Each window left out (an edge seen late, a stall) is made up for, within what the
