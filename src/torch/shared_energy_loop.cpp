@@ -99,16 +99,10 @@ ReplayError out_of_memory(const PreparedCall& call, const c10::OutOfMemoryError&
 // per call), its interval widened by the spread of members' powers about their pool's
 // (kPooledMemberRelCi95, in quadrature).
 Summary pooled_member(Summary s, double factor) {
-  for (double* v : {&s.mean, &s.median, &s.min, &s.max, &s.clipped_mean}) *v *= factor;
-  const double column_half = (s.ci95_high - s.ci95_low) / 2 * factor;
-  const double column_rel = s.mean > 0 ? column_half / s.mean : 0.0;
-  const double half = s.mean * std::hypot(column_rel, kPooledMemberRelCi95);
-  // stdev in step with the interval, as a summary's stdev/√n is its standard error
-  s.stdev = column_half > 0 ? s.stdev * factor * half / column_half
-                            : half / student_t975(std::max<std::size_t>(s.n, 2) - 1) * std::sqrt(double(s.n));
-  s.ci95_low = s.mean - half;
-  s.ci95_high = s.mean + half;
-  return s;
+  for (double* v : {&s.mean, &s.median, &s.min, &s.max, &s.clipped_mean, &s.stdev, &s.ci95_low, &s.ci95_high})
+    *v *= factor;
+  const double column_rel = s.mean > 0 ? s.ci95_half_width() / s.mean : 0.0;
+  return with_ci95_half_width(s, s.mean * std::hypot(column_rel, kPooledMemberRelCi95));
 }
 
 // A pooled member's method: whose power its energy is.
@@ -475,7 +469,6 @@ std::vector<std::size_t> Runner::measure_energy_shared(const std::vector<Prepare
   // At the cap while the step is not: again duty-cycled, each batch about kBurstBusyS.
   std::optional<GapCharge> gap;
   std::string duty_text;
-  double duty_busy_share = 0;
   if (run.capped_unlike_step && may_duty_cycle(*ms.front())) {
     DutyCycleInputs in;
     in.power_limit_W = before.power_limit_W;
@@ -490,7 +483,6 @@ std::vector<std::size_t> Runner::measure_energy_shared(const std::vector<Prepare
       std::vector<std::size_t> bursts(ops);
       for (std::size_t i = 0; i < ops; ++i) bursts[i] = graphs[i] ? graphs[i]->calls() : calls_per_burst(per_call_s[i]);
       gap = GapCharge{*cfg_.step_power->gap_W, cfg_.step_power->gap_ci_W};
-      duty_busy_share = plan.busy_share;
       run = run_loop(SegmentBatches(columns, per_call_s, weight, bursts), &*gap, plan.busy_share);
       const LaggedSplit& l = run.fit.lagged;
       const double window_mJ = [&] {
@@ -507,8 +499,7 @@ std::vector<std::size_t> Runner::measure_energy_shared(const std::vector<Prepare
           "for a {:.0f}% busy share ({:.0f}% achieved), each window's energy less {:.0f} W × its gap time ({:.0f}% "
           "of the energy taken off as gaps) before the split",
           ops, in.loop_power_W, in.step_power_W.value_or(0), 1e3 * kBurstBusyS, 100 * plan.busy_share,
-          l.busy_s + l.gap_s > 0 ? 100 * l.busy_s / (l.busy_s + l.gap_s) : 0.0, gap->power_W,
-          window_mJ > 0 ? 100 * l.gap_mJ / window_mJ : 0.0);
+          100 * l.busy_share(), gap->power_W, window_mJ > 0 ? 100 * l.gap_mJ / window_mJ : 0.0);
     }  // else each operator's own loop that reaches the cap says why it was not duty-cycled
   }
   for (std::size_t i = 0; i < ops; ++i)
@@ -585,9 +576,7 @@ std::vector<std::size_t> Runner::measure_energy_shared(const std::vector<Prepare
     e.effective_windows = double(split.windows);
     e.seconds = window_s;
     e.loop_start_s = run.start_s;
-    if (gap)
-      e.duty_cycle_busy_share =
-          lagged.busy_s + lagged.gap_s > 0 ? lagged.busy_s / (lagged.busy_s + lagged.gap_s) : duty_busy_share;
+    if (gap) e.duty_cycle_busy_share = lagged.busy_share();
     m.method += fmt::format(
         "; energy from {} windows shared by {} operators in one loop, split by least squares{} at a counter lag "
         "of {:.0f} ms (residual {:.1f}% of a window's energy){}{}{}",

@@ -52,6 +52,23 @@ TEST(Summary, IntervalCoversTheTrueMeanAbout95PercentOfTheTime) {
   EXPECT_LT(rate, 0.975);
 }
 
+TEST(Summary, AWidenedIntervalIsCentredAndItsStdevKeepsStep) {
+  const std::vector<double> xs{9.0, 10.0, 11.0, 10.5, 9.5};
+  const Summary s = summarize(xs);
+  const Summary w = with_ci95_half_width(s, 3 * s.ci95_half_width());
+  EXPECT_DOUBLE_EQ(w.mean, s.mean);
+  EXPECT_NEAR(w.ci95_half_width(), 3 * s.ci95_half_width(), 1e-12);
+  EXPECT_NEAR(w.ci95_low, s.mean - 3 * s.ci95_half_width(), 1e-12);
+  EXPECT_NEAR(w.stdev, 3 * s.stdev, 1e-12);  // stdev/√n stays the interval's standard error
+  // A figure without width (a split's exact fit) gets a stdev from the new half-width and t.
+  Summary exact;
+  exact.n = 5;
+  exact.mean = exact.ci95_low = exact.ci95_high = 2.0;
+  const Summary e = with_ci95_half_width(exact, 0.5);
+  EXPECT_NEAR(student_t975(4) * e.stdev / std::sqrt(5.0), 0.5, 1e-12);
+  EXPECT_NEAR(e.ci95_high, 2.5, 1e-12);
+}
+
 TEST(Summary, ClippedMeanDropsOutliersButMeanDoesNot) {
   std::mt19937_64 rng(3);
   std::normal_distribution<double> d(10.0, 0.1);

@@ -523,14 +523,7 @@ void charge_gaps(std::vector<SharedWindow>& windows, const GapCharge& gap) {
 }  // namespace
 
 Summary with_systematic(Summary s, double systematic_mJ) {
-  if (!(systematic_mJ > 0)) return s;
-  const double half = (s.ci95_high - s.ci95_low) / 2;
-  // stdev in step with the interval, as a summary's stdev/√n is its standard error
-  s.stdev = half > 0 ? s.stdev * (half + systematic_mJ) / half
-                     : systematic_mJ / student_t975(std::max<std::size_t>(s.n, 2) - 1) * std::sqrt(double(s.n));
-  s.ci95_low -= systematic_mJ;
-  s.ci95_high += systematic_mJ;
-  return s;
+  return systematic_mJ > 0 ? with_ci95_half_width(s, s.ci95_half_width() + systematic_mJ) : s;
 }
 
 LaggedSplit split_with_counter_lag(const std::vector<CounterEdge>& edges, const std::vector<GroupCompletion>& timeline,

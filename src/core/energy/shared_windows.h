@@ -138,9 +138,10 @@ struct LaggedSplit {
   // of the gaps, in mJ per call: one error for every window, added to the column's interval in
   // full and not narrowed by more windows (empty without gaps).
   std::vector<double> gap_systematic_mJ;
-  // Over the windows used: the operators' time and the gaps' (the busy share achieved) and the
-  // gaps' energy taken off.
+  // Over the windows used: the operators' time and the gaps', and the gaps' energy taken off.
   double busy_s = 0, gap_s = 0, gap_mJ = 0;
+  // The operators' share of those windows' time: a duty-cycled loop's busy share achieved.
+  double busy_share() const { return busy_s + gap_s > 0 ? busy_s / (busy_s + gap_s) : 0.0; }
 };
 LaggedSplit split_with_counter_lag(const std::vector<CounterEdge>& edges, const std::vector<GroupCompletion>& timeline,
                                    std::size_t ops, double start_after_s, double counter_period_s,
@@ -207,8 +208,8 @@ struct GapCharge {
 LaggedSplit split_with_counter_lag(const std::vector<CounterEdge>& edges, const std::vector<GroupCompletion>& timeline,
                                    const SplitColumns& columns, double start_after_s, double counter_period_s,
                                    double step_s = kCounterLagStepS, const GapCharge* gap = nullptr);
-// `s` with `systematic_mJ` added to its interval's half-width on either side (an error shared
-// by every window, as the gap power's), its stdev in step.
+// `s` with `systematic_mJ` added to its interval's half-width (an error shared by every window,
+// as the gap power's): with_ci95_half_width.
 Summary with_systematic(Summary s, double systematic_mJ);
 // Per operator: its batches' spans over their calls in the timeline from the first completion
 // after `start_after_s`, irregular batches (irregular_batches) left out: its own time per call in

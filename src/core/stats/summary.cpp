@@ -60,6 +60,15 @@ double sigma_clipped_mean(std::span<const double> samples, double k, std::size_t
   return mean_of(kept);
 }
 
+Summary with_ci95_half_width(Summary s, double half_width) {
+  const double old_half = s.ci95_half_width();
+  s.stdev = old_half > 0 ? s.stdev * half_width / old_half
+                         : half_width / student_t975(std::max<std::size_t>(s.n, 2) - 1) * std::sqrt(double(s.n));
+  s.ci95_low = s.mean - half_width;
+  s.ci95_high = s.mean + half_width;
+  return s;
+}
+
 Summary summarize(std::span<const double> samples) {
   Summary s;
   s.n = samples.size();

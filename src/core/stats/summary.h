@@ -24,6 +24,10 @@ double student_t975(std::size_t dof);
 
 Summary summarize(std::span<const double> samples);
 
+// `s` with its 95% interval set to mean ± `half_width` (widened for an error its samples do not
+// show), its stdev in step so that stdev/√n stays its standard error.
+Summary with_ci95_half_width(Summary s, double half_width);
+
 // Mean after iterative sigma clipping: samples farther than k standard deviations from the
 // median of the kept set are dropped until none is (at most 10 rounds).
 double sigma_clipped_mean(std::span<const double> samples, double k, std::size_t* removed);
