@@ -262,6 +262,17 @@ def _launch_inputs(args: Tuple[Any, ...]) -> Tuple[List[str], List[int]]:
     return texts, touches
 
 
+def _named_launch(kernel: Callable[..., Any], record: str) -> Callable[..., Any]:
+    """``kernel``'s launches, each in a record that carries its name alone (``watch(names_only=True)``)."""
+    def launch(*args: Any) -> Any:
+        _core.open_compiled_kernel_record(record)
+        try:
+            return kernel(*args)
+        finally:
+            _core.close_compiled_kernel_record()
+    return launch
+
+
 class CompiledKernels:
     """Wraps each generated kernel's launch in a record while on (``watch(True)``); off, every
     launch is inductor's own again. ``layer_of()`` is the innermost layer open where the
@@ -327,16 +338,21 @@ class CompiledKernels:
             raise
         return opened
 
-    def __call__(self, on: bool) -> None:  # the core calls the hook itself (watch_compiled_kernels)
-        self.watch(on)
+    def __call__(self, on: bool, names_only: bool = False) -> None:  # the core's hook (watch_compiled_kernels)
+        self.watch(on, names_only)
 
-    def watch(self, on: bool) -> None:
+    def watch(self, on: bool, names_only: bool = False) -> None:
+        """Wraps every launch in a record while on. ``names_only``: the record carries the kernel's
+        name and nothing else, and no layer is opened (the host-timing steps, whose calls are
+        matched by name: writing a launch's arguments out costs the host several times what the
+        observer costs an ATen call, core's KernelRecords)."""
         if on and not self._restore:
             self._launches.clear()
             self._outer_of_node.clear()
-            self._wrap_cpp_kernels()
-            self._wrap_triton_launches()
-            self._wrap_aten_calls()
+            self._wrap_cpp_kernels(names_only)
+            self._wrap_triton_launches(names_only)
+            if not names_only:
+                self._wrap_aten_calls()
         elif not on:
             self.remove()
 
@@ -365,7 +381,7 @@ class CompiledKernels:
             for _ in range(opened):
                 _core.close_layer_scope()
 
-    def _wrap_cpp_kernels(self) -> None:
+    def _wrap_cpp_kernels(self, names_only: bool) -> None:
         for module in _wrapper_modules():
             module_file = getattr(module, "__file__", "") or ""
             for name, kernel in list(vars(module).items()):
@@ -375,9 +391,12 @@ class CompiledKernels:
                 _KERNELS[(_op_name(name), source_hash)] = ("cpp", kernel)
                 record = f"{_op_name(name)}.{source_hash}"
 
-                def wrapped(*args: Any, _kernel=kernel, _name=name, _record=record, _file=module_file) -> Any:
-                    with self._launch(_name, _record, _file, args):
-                        return _kernel(*args)
+                if names_only:
+                    wrapped = _named_launch(kernel, record)
+                else:
+                    def wrapped(*args: Any, _kernel=kernel, _name=name, _record=record, _file=module_file) -> Any:
+                        with self._launch(_name, _record, _file, args):
+                            return _kernel(*args)
 
                 setattr(module, name, wrapped)
                 self._restore.append(lambda m=module, n=name, k=kernel: setattr(m, n, k))
@@ -402,7 +421,7 @@ class CompiledKernels:
                 setattr(module, root, _LayeredCalls(target, root, sites, under, module_file, self))
                 self._restore.append(lambda m=module, r=root, t=target: setattr(m, r, t))
 
-    def _wrap_triton_launches(self) -> None:
+    def _wrap_triton_launches(self, names_only: bool) -> None:
         try:
             from torch._inductor.runtime.triton_heuristics import CachingAutotuner
         except Exception:
@@ -423,13 +442,26 @@ class CompiledKernels:
                     name_kernel(kernel, name, module_file, module_file + name)
         original_run = CachingAutotuner.run
 
-        def run(autotuner: Any, *args: Any, **kwargs: Any) -> Any:
-            named = kernel_of.get(id(autotuner))
-            if named is None:  # compiled after the watch began: named by inductor's own metadata, once
+        def named(autotuner: Any) -> Tuple[str, str, str]:
+            found = kernel_of.get(id(autotuner))
+            if found is None:  # compiled after the watch began: named by inductor's own metadata, once
                 name = (getattr(autotuner, "inductor_meta", None) or {}).get("kernel_name", "triton_kernel")
-                named = name_kernel(autotuner, name, "", name)
-            with self._launch(*named, args):
+                found = name_kernel(autotuner, name, "", name)
+            return found
+
+        def run(autotuner: Any, *args: Any, **kwargs: Any) -> Any:
+            with self._launch(*named(autotuner), args):
                 return original_run(autotuner, *args, **kwargs)
+
+        def run_named(autotuner: Any, *args: Any, **kwargs: Any) -> Any:
+            _core.open_compiled_kernel_record(named(autotuner)[1])
+            try:
+                return original_run(autotuner, *args, **kwargs)
+            finally:
+                _core.close_compiled_kernel_record()
+
+        if names_only:
+            run = run_named
 
         CachingAutotuner.run = run
         self._restore.append(lambda: setattr(CachingAutotuner, "run", original_run))

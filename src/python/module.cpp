@@ -221,8 +221,8 @@ class PythonModel : public RunnableModel {
   bool trains() const override { return train_; }
   void synchronize() override { synchronize_device(kind_, index_); }
   void name_layers(bool on) override { call_python(name_layers_, on); }
-  void watch_compiled_kernels(bool on) override {
-    if (watch_compiled_) call_python(watch_compiled_, on);
+  void watch_compiled_kernels(bool on, KernelRecords records) override {
+    if (watch_compiled_) call_python(watch_compiled_, on, records == KernelRecords::kNamesOnly);
   }
 
  protected:
@@ -718,8 +718,8 @@ void bind_faces(py::module_& m) {
   m.def("close_layer_scope", &close_layer_scope);
   // A launch of a kernel torch.compile generated (opcost/_compiled.py): its arguments as text.
   m.def("set_generated_kernel_replayer", &set_python_kernel_replayer, py::arg("maker"));
-  m.def("open_compiled_kernel_record", &open_compiled_kernel_record, py::arg("record_name"), py::arg("args"),
-        py::arg("touches") = std::vector<int64_t>{});
+  m.def("open_compiled_kernel_record", &open_compiled_kernel_record, py::arg("record_name"),
+        py::arg("args") = std::vector<std::string>{}, py::arg("touches") = std::vector<int64_t>{});
   m.def("close_compiled_kernel_record", &close_compiled_kernel_record);
   m.def("default_db_path", &Database::default_path);
   m.def(

@@ -32,6 +32,12 @@ struct ModelInfo {
 
 const std::vector<ModelInfo>& builtin_models();
 
+// What the record of a generated kernel's launch carries while a step is observed: its arguments
+// as text (the step whose signatures make the inventory), or its name alone (the timing rounds:
+// writing arguments out costs the host far more per launch than the observer costs an ATen call,
+// and that cost would sit in the host times the prediction scales, bench/results/2026-11-27-compiled-idle/).
+enum class KernelRecords { kWithArguments, kNamesOnly };
+
 // A model instantiated on a device with its example input, ready to run forward.
 class RunnableModel {
  public:
@@ -64,8 +70,9 @@ class RunnableModel {
   // Turns on (and off) the records of the kernels torch.compile generated, for the steps the
   // observer records (torch/compiled_kernel_record.h): every observed step, so that their calls
   // are the same, and no other, as each record costs the step host time. Nothing to do for a
-  // model that runs no generated code (built-in, TorchScript).
-  virtual void watch_compiled_kernels(bool /*on*/) {}
+  // model that runs no generated code (built-in, TorchScript). `records` says what each record
+  // carries (KernelRecords).
+  virtual void watch_compiled_kernels(bool /*on*/, KernelRecords /*records*/) {}
 
  protected:
   // The face's own step, which step() runs under the step's modes.
@@ -75,10 +82,13 @@ class RunnableModel {
 // Keeps the records of generated kernels on while it lives (and off after, also on a throw).
 class CompiledKernelWatch {
  public:
-  explicit CompiledKernelWatch(RunnableModel& model) : model_(model) { model_.watch_compiled_kernels(true); }
+  explicit CompiledKernelWatch(RunnableModel& model, KernelRecords records = KernelRecords::kWithArguments)
+      : model_(model), records_(records) {
+    model_.watch_compiled_kernels(true, records_);
+  }
   ~CompiledKernelWatch() {
     try {
-      model_.watch_compiled_kernels(false);
+      model_.watch_compiled_kernels(false, records_);
     } catch (...) {  // a destructor must not throw; the face's next step turns it off again
     }
   }
@@ -87,6 +97,7 @@ class CompiledKernelWatch {
 
  private:
   RunnableModel& model_;
+  KernelRecords records_;
 };
 
 // Throws std::invalid_argument naming what is wrong and what would fit.
