@@ -436,8 +436,10 @@ MissingMeasured measure_missing(const PredictContext& ctx, const Inventory& inv,
     std::vector<std::optional<MeasureConfig::Whole>> parts;
     for (std::size_t i : group) {
       const InventoryEntry& e = inv.entries[i];
+      // A view rides along for its host time only: no energy loop is shared with it.
       ctx.notes.say(
-          fmt::format("[{}/{}] {} ×{} (energy in shared counter windows)", ++done, total, e.signature(), e.count));
+          fmt::format("[{}/{}] {} ×{} ({})", ++done, total, e.signature(), e.count,
+                      e.returns_views ? "returns views: its host time only" : "energy in shared counter windows"));
       signatures.push_back(e.signature());
       parts.push_back(loops.part_for(e, step));
     }

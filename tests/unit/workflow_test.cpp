@@ -482,7 +482,8 @@ namespace {
 // Every entry of `inv` missing, measured on a GPU whose step takes `step_us`, short loops from
 // the first operator, warm inputs.
 MissingMeasured measure_all_on_gpu(const Inventory& inv, double step_us, FakeSession& session,
-                                   std::optional<std::size_t> own_loops = std::nullopt) {
+                                   std::optional<std::size_t> own_loops = std::nullopt,
+                                   std::vector<std::string>* said = nullptr) {
   Stages s;
   if (own_loops) s.options.own_loops = *own_loops;
   s.options.short_loops_after = 0;
@@ -493,7 +494,9 @@ MissingMeasured measure_all_on_gpu(const Inventory& inv, double step_us, FakeSes
   step.time_us = step_us;
   PredictionInputs pin;
   pin.on_gpu = true;
-  return measure_missing(s.gpu(), inv, looked_up, pin, step, session);
+  MissingMeasured m = measure_missing(s.gpu(), inv, looked_up, pin, step, session);
+  if (said) *said = s.said;
+  return m;
 }
 
 }  // namespace
@@ -550,8 +553,21 @@ TEST(MeasureStage, ViewsTakeNoPlaceInAGroupsThirtyTwo) {
   FakeEnergyProbe probe(200, 0.01);
   FakeSession session(probe);
   session.time_us_by_op = {{"aten::add.Tensor", 100.0}, {"aten::narrow", 3.0}};
-  const MissingMeasured m = measure_all_on_gpu(b.take(), 150, session);
+  std::vector<std::string> said;
+  const MissingMeasured m = measure_all_on_gpu(b.take(), 150, session, std::nullopt, &said);
   EXPECT_EQ(m.measured.size(), 80u);
+  // Their progress lines say which get an energy loop: no narrow does.
+  std::size_t views = 0, shared = 0;
+  for (const std::string& line : said) {
+    if (line.find("aten::narrow") != std::string::npos) {
+      views += line.find("(returns views: its host time only)") != std::string::npos ? 1 : 0;
+      EXPECT_EQ(line.find("energy in shared"), std::string::npos) << line;
+    } else if (line.find("(energy in shared counter windows)") != std::string::npos) {
+      ++shared;
+    }
+  }
+  EXPECT_EQ(views, 40u);
+  EXPECT_EQ(shared, 39u);
   EXPECT_EQ(session.measured.front(), "aten::add.Tensor");
   ASSERT_EQ(session.groups.size(), 2u);
   const auto adds_in = [](const std::vector<std::string>& g) {
