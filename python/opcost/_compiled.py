@@ -263,7 +263,9 @@ def _launch_inputs(args: Tuple[Any, ...]) -> Tuple[List[str], List[int]]:
 
 
 def _named_launch(kernel: Callable[..., Any], record: str) -> Callable[..., Any]:
-    """``kernel``'s launches, each in a record that carries its name alone (``watch(names_only=True)``)."""
+    """``kernel``'s launches, each in a record that carries its name alone (``watch(names_only=True)``).
+    A try/finally, not a context manager: these records are timed, so the wrapper adds as little
+    host time as it can."""
     def launch(*args: Any) -> Any:
         _core.open_compiled_kernel_record(record)
         try:
@@ -281,6 +283,7 @@ class CompiledKernels:
     def __init__(self, layer_of: Callable[[], Optional[str]] = lambda: None):
         self._layer_of = layer_of
         self._restore: List[Callable[[], None]] = []
+        self._names_only = False  # the mode the launches are wrapped in while on
         self._launches: Dict[Tuple[str, str], int] = {}  # launches of each site list this watch
         # A compiled region's backward node (its sequence number) -> the layer it ran forward in.
         self._outer_of_node: Dict[int, str] = {}
@@ -344,9 +347,12 @@ class CompiledKernels:
     def watch(self, on: bool, names_only: bool = False) -> None:
         """Wraps every launch in a record while on. ``names_only``: the record carries the kernel's
         name and nothing else, and no layer is opened (the host-timing steps, whose calls are
-        matched by name: writing a launch's arguments out costs the host several times what the
-        observer costs an ATen call, core's KernelRecords)."""
+        matched by name; core's KernelRecords says why). Turned on in the other mode while on,
+        the launches are wrapped again in that one."""
+        if on and self._restore and names_only != self._names_only:
+            self.remove()
         if on and not self._restore:
+            self._names_only = names_only
             self._launches.clear()
             self._outer_of_node.clear()
             self._wrap_cpp_kernels(names_only)

@@ -456,6 +456,32 @@ TEST(Models, AStepRunsUnderItsOwnGradAndInferenceModesWhateverTheCallers) {
   EXPECT_TRUE(c10::GradMode::is_enabled() && !c10::InferenceMode::is_enabled());  // the caller's, restored
 }
 
+// A face that says how the workflow asked it to record generated kernels' launches.
+class KernelWatchRecordingModel : public ModeRecordingModel {
+ public:
+  KernelWatchRecordingModel() : ModeRecordingModel(false) {}
+  std::vector<std::pair<bool, KernelRecords>> watches;
+  void watch_compiled_kernels(bool on, KernelRecords records) override { watches.push_back({on, records}); }
+
+ protected:
+  void run_step() override { at::mul(at::ones({2}), 2); }
+};
+
+TEST(Inventory, TheRecordedStepWritesGeneratedKernelsArgumentsAndTheTimingRoundsTheirNamesAlone) {
+  KernelWatchRecordingModel m;
+  ModelOptions mo;
+  mo.model = "watch-recorder";
+  const Inventory inv = take_inventory(m, mo, 3);
+  EXPECT_EQ(inv.host_calibration.rounds, 3);
+  using W = std::pair<bool, KernelRecords>;
+  std::vector<W> expected = {{true, KernelRecords::kWithArguments}, {false, KernelRecords::kWithArguments}};
+  for (int i = 0; i < 3; ++i) {
+    expected.push_back({true, KernelRecords::kNamesOnly});
+    expected.push_back({false, KernelRecords::kNamesOnly});
+  }
+  EXPECT_EQ(m.watches, expected);
+}
+
 TEST(Models, AMeasuredTrainingStepRunsWithAutogradAndItsBackward) {
   // The path `validate --train` measures the whole step on: the runner's loop, in inference mode.
   MeasureConfig cfg;
