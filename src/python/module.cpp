@@ -716,7 +716,8 @@ void bind_faces(py::module_& m) {
   bind_trace(m);
   bind_estimate(m);
   m.def("close_layer_scope", &close_layer_scope);
-  // A launch of a kernel torch.compile generated (opcost/_compiled.py): its arguments as text.
+  // A launch of a kernel torch.compile generated (opcost/_compiled.py): its arguments as text, or
+  // none where a host-timing round records its name alone (KernelRecords::kNamesOnly).
   m.def("set_generated_kernel_replayer", &set_python_kernel_replayer, py::arg("maker"));
   m.def("open_compiled_kernel_record", &open_compiled_kernel_record, py::arg("record_name"),
         py::arg("args") = std::vector<std::string>{}, py::arg("touches") = std::vector<int64_t>{});
