@@ -527,10 +527,9 @@ std::vector<std::size_t> Runner::measure_energy_shared(const std::vector<Prepare
     // The group's device state: its loop ran after every call's timing.
     if (!m.before.sm_clock_MHz) m.before = before;
     m.after = after;
-    if (run.capped_unlike_step) {
-      m.method +=
-          fmt::format("; the {} operators' shared loop ran at the power cap, the model's step below it: its own loop{}",
-                      ops, duty_text);
+    if (run.capped_unlike_step) {  // a plain run, no duty cycle to be had (a duty-cycled run never is)
+      m.method += fmt::format(
+          "; the {} operators' shared loop ran at the power cap, the model's step below it: its own loop", ops);
       unidentified.push_back(i);
       continue;
     }
