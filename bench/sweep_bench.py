@@ -3,8 +3,14 @@
 interval targets, the share of items within their targets, and how energy per call moves
 with the input data. On the GPU machine, from the repo root:
 
-    python3 bench/sweep_bench.py run DB GRID... [--deadline S]   # resumable: run it again to go on
+    python3 bench/sweep_bench.py run DB GRID... [--deadline S] [--opcost-arg=--energy-group=1]...
     python3 bench/sweep_bench.py summarize DB OUT_DIR GRID...
+    python3 bench/sweep_bench.py agree DB_A DB_B OUT.json   # the same items' energies in both
+
+`agree` pairs the newest row of each call in two databases (e.g. a sweep with its items' energies
+in shared counter windows, the default, and one with `--energy-group 1`, each in its own loop)
+and says how often the two energies per call differ by less than their 95% intervals together
+(half-widths in quadrature), with the distribution of their ratios.
 
 `run` runs `opcost sweep GRID --db DB` for each grid, each with the command line's default
 budgets and targets, and stops after --deadline seconds (a sweep stopped
@@ -36,7 +42,8 @@ def run(args) -> int:
         t0 = time.monotonic()
         # At the deadline the sweep gets SIGTERM: its item goes back to pending, and the next run
         # resumes there.
-        sweep = subprocess.Popen([OPCOST, "sweep", grid, "--db", args.db, "--progress-every", "30"])
+        sweep = subprocess.Popen([OPCOST, "sweep", grid, "--db", args.db, "--progress-every", "30",
+                                  *args.opcost_arg])
         try:
             rc = sweep.wait(timeout=max(1.0, args.deadline - (t0 - start)))
         except subprocess.TimeoutExpired:
@@ -157,6 +164,40 @@ def summarize(args) -> int:
     return 0
 
 
+def newest_rows(db: str) -> pd.DataFrame:
+    csv = subprocess.run([OPCOST, "db", "export", "--csv", "--db", db], check=True, capture_output=True,
+                         text=True).stdout
+    return pd.read_csv(io.StringIO(csv)).sort_values("id").groupby("args_hash").last()
+
+
+def agree(args) -> int:
+    a, b = newest_rows(args.db_a), newest_rows(args.db_b)
+    both = a.merge(b, left_index=True, right_index=True, suffixes=("_a", "_b"))
+    both = both[both["energy_per_call_mJ_a"].notna() & both["energy_per_call_mJ_b"].notna()]
+    half_a = (both["energy_ci95_high_mJ_a"] - both["energy_ci95_low_mJ_a"]) / 2
+    half_b = (both["energy_ci95_high_mJ_b"] - both["energy_ci95_low_mJ_b"]) / 2
+    diff = both["energy_per_call_mJ_a"] - both["energy_per_call_mJ_b"]
+    within = diff.abs() <= (half_a ** 2 + half_b ** 2) ** 0.5
+    ratio = both["energy_per_call_mJ_a"] / both["energy_per_call_mJ_b"] - 1
+    time_ratio = both["time_median_us_a"] / both["time_median_us_b"] - 1
+    out = {"db_a": args.db_a, "db_b": args.db_b, "calls_in_both": int(len(both)),
+           "energy_within_joint_ci95": float(within.mean()) if len(both) else None,
+           "energy_ratio_a_over_b_minus_1": {q: float(ratio.quantile(v)) for q, v in
+                                             (("p10", 0.1), ("median", 0.5), ("p90", 0.9))} if len(both) else None,
+           "energy_abs_diff_median": float(ratio.abs().median()) if len(both) else None,
+           "time_ratio_median": float(time_ratio.median()) if len(both) else None,
+           "gpu_seconds_per_item_mean": {"a": float(both["seconds_a"].mean()), "b": float(both["seconds_b"].mean())}
+           if len(both) else None,
+           "calls": [{"op": r["op_a"], "args": r["args_a"], "energy_mJ_a": r["energy_per_call_mJ_a"],
+                      "energy_ci95_mJ_a": ha, "energy_mJ_b": r["energy_per_call_mJ_b"], "energy_ci95_mJ_b": hb,
+                      "within": bool(w)}
+                     for (_, r), ha, hb, w in zip(both.iterrows(), half_a, half_b, within)]}
+    with open(args.out, "w") as f:
+        json.dump(out, f, indent=1, default=float)
+    print(json.dumps({k: v for k, v in out.items() if k != "calls"}, indent=1, default=float))
+    return 0
+
+
 def grid_name(path: str) -> str:
     for line in open(path):
         if line.startswith("name:"):
@@ -171,12 +212,18 @@ def main() -> int:
     r.add_argument("db")
     r.add_argument("grids", nargs="+")
     r.add_argument("--deadline", type=float, default=1e9, help="stop (resumably) after this many seconds")
+    r.add_argument("--opcost-arg", action="append", default=[],
+                   help="one more word for `opcost sweep` (repeatable), e.g. --opcost-arg=--energy-group=1")
     s = sub.add_parser("summarize")
     s.add_argument("db")
     s.add_argument("out")
     s.add_argument("grids", nargs="+")
+    g = sub.add_parser("agree")
+    g.add_argument("db_a")
+    g.add_argument("db_b")
+    g.add_argument("out")
     args = p.parse_args()
-    return run(args) if args.command == "run" else summarize(args)
+    return {"run": run, "summarize": summarize, "agree": agree}[args.command](args)
 
 
 if __name__ == "__main__":

@@ -109,6 +109,20 @@ check "the crash is reported" has "$dir/e6b" "the worker process was killed by s
 check "status: 9 done after the crash" has "$dir/s6" "done     9"
 check "status: the crashed item failed, with why" has "$dir/s6" "was killed by signal 9"
 
+# 3c. Items measured together (--energy-group 5) when their worker is killed: the death is none
+# of theirs for sure, so none fails even at --max-attempts 1; each is measured again, alone.
+kill_a_worker_mid_run "$dir/g5.db" "$dir/e6c" --max-attempts 1 --energy-group 5
+check "a worker killed holding a group: exit 0" test $status -eq 0
+check "... says the group goes back, alone" has "$dir/e6c" "while measuring 5 items together; each goes back for another try, alone"
+check "... and measures them all" has "$dir/e6c" "10 measured and 0 failed in this run (.*, 1 worker crash)"
+check "... each once" test "$(rows "$dir/g5.db")" -eq 10 -a "$(distinct_args "$dir/g5.db")" -eq 10
+# A group with items the op refuses: those fail, the others are measured.
+"$bin" sweep "$dir/mm.yaml" --db "$dir/g8.db" "${fast[@]}" --energy-group 8 2>"$dir/e6d"
+check "a group of 8 with 4 refused items: 4 measured, 4 failed" has "$dir/e6d" "4 measured and 4 failed in this run"
+check "... the refusal named with its item" has "$dir/e6d" "failed: aten::mm self=f32\[8,8\] mat2=f32\[16,4\]"
+"$bin" sweep "$dir/mm.yaml" --db "$dir/g8.db" "${fast[@]}" --energy-group 65 2>"$dir/e6e"
+check "--energy-group past 64 is refused, naming the bound" has "$dir/e6e" "energy-group: must be a whole number from 0 to 64, not 65"
+
 # 4. kill -9 of the whole sweep (supervisor and worker), then resume: every item measured once.
 setsid "$bin" sweep "$dir/slow.yaml" --db "$dir/k.db" "${slow[@]}" >/dev/null 2>&1 &
 group=$!

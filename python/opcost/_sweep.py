@@ -135,7 +135,7 @@ def sweep(path: str | os.PathLike, *, db: Optional[str] = None, device: str = _S
           energy_max_time_capped: float = _SWEEP["energy_max_time_capped"],
           energy_settle: float = _SWEEP["energy_settle"], energy_target_ci: float = _SWEEP["energy_target_ci"],
           energy_min_windows: int = _SWEEP["energy_min_windows"], energy_graphs: str = _SWEEP["energy_graphs"],
-          force: bool = False, retry_failed: bool = False,
+          energy_group: int = _SWEEP["energy_group"], force: bool = False, retry_failed: bool = False,
           workers: int = 1, max_attempts: int = _core.DEFAULTS["max_attempts"], progress: bool = True,
           progress_every: float = _core.DEFAULTS["progress_every"],
           stream: Optional[TextIO] = None, max_items: int = _core.DEFAULTS["max_items"]) -> SweepResult:
@@ -145,6 +145,10 @@ def sweep(path: str | os.PathLike, *, db: Optional[str] = None, device: str = _S
     A model list may name Python models (``package.module:callable``, ``file.py:callable``).
     The measuring options are ``opcost sweep``'s (``opcost._core.option_specs("sweep")``), each
     taking effect on its own and part of every item's key.
+
+    ``energy_group`` items are measured together: each timed alone, their energies split from
+    one loop's shared counter windows (0, the default: 16 where the energy counter is slow, as
+    NVML's on a GPU, else 1); it is not part of an item's key.
 
     ``force`` measures every item again; ``retry_failed`` the failed ones. ``workers`` processes
     measure at once, one per GPU (on the CPU they share it); an item whose worker dies
@@ -207,7 +211,7 @@ def sweep_status(path: str | os.PathLike, *, db: Optional[str] = None, device: s
                  energy_max_time_capped: float = _SWEEP["energy_max_time_capped"],
                  energy_settle: float = _SWEEP["energy_settle"], energy_target_ci: float = _SWEEP["energy_target_ci"],
                  energy_min_windows: int = _SWEEP["energy_min_windows"],
-                 energy_graphs: str = _SWEEP["energy_graphs"],
+                 energy_graphs: str = _SWEEP["energy_graphs"], energy_group: int = _SWEEP["energy_group"],
                  max_items: int = _core.DEFAULTS["max_items"]) -> SweepStatus:
     """A sweep's items in the database (``opcost sweep status``). The measurement settings are part
     of an item's key: give the ones the sweep ran with (``opcost._core.option_specs("sweep")``

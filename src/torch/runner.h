@@ -102,6 +102,9 @@ class Runner {
   };
   std::vector<GroupResult> measure_group(const std::vector<PreparedCall*>& calls,
                                          const std::vector<std::optional<MeasureConfig::Whole>>& parts);
+  // Whether measure_group shares counter windows here: energy on, and a counter that updates
+  // slowly enough for shared windows to pay (NVML's ~100 ms, not RAPL's ~1 ms).
+  bool shares_counter_windows();
   // Later measurements use these loops; energy stays as the constructor chose (on or off).
   void reconfigure(MeasureConfig cfg) {
     cfg.energy = cfg_.energy;
@@ -172,9 +175,6 @@ class Runner {
                                                  const std::vector<Measurement*>& ms,
                                                  const std::vector<std::optional<MeasureConfig::Whole>>& parts,
                                                  const SplitColumns& columns);
-  // Whether the counter updates slowly enough for shared windows to pay (not RAPL's ~1 ms).
-  bool shares_counter_windows();
-
   class EnergyLoop;  // the energy loop's batches and their completions (runner.cpp)
 
   DeviceSpec device_;  // the kind ("cuda" or "cpu"), parsed once

@@ -32,7 +32,15 @@ struct MeasureOptions {
   bool resume = false;            // skip calls that already have an unflagged row
   // sweep: the items a sweep file may make, counted before any is made (core/sweep/sweep_limits.h)
   std::uint64_t max_sweep_items = kDefaultMaxSweepItems;
+  // sweep: the items a worker measures together, their time loops one by one and their energies
+  // split from one loop's shared counter windows (Runner::measure_group). 0: kSweepEnergyGroup
+  // where the session shares counter windows (NVML's slow counter), else 1 (each its own loop).
+  std::size_t energy_group = 0;
 };
+// The items a sweep worker measures together by default where the energy counter is slow: one
+// shared loop of at most 16 split columns (shared_energy_loop.cpp).
+inline constexpr std::size_t kSweepEnergyGroup = 16;
+inline constexpr std::size_t kMaxSweepEnergyGroup = 64;
 
 struct MeasureOutcome {
   enum class Kind { kMeasured, kSkipped, kBadInput, kFailed };

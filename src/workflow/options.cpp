@@ -195,6 +195,15 @@ std::vector<MeasureOptionSpec> make_measure_specs() {
            true, kMeasuring),
       [](const MeasureOptions& o) { return OptionValue(std::int64_t(o.replay.cold_footprint_bytes)); },
       [](MeasureOptions& o, const OptionValue& v) { o.replay.cold_footprint_bytes = std::size_t(whole_of(v)); });
+  // Not part of an item's key: measured together or alone, each row is the same call's figure,
+  // its method saying how its energy was had.
+  add(
+      info("energy_group", "--energy-group", OptionType::kWhole, "",
+           "items measured together: each timed alone, their energies split from one loop's shared counter "
+           "windows; 0: 16 where the energy counter is slow (NVML's), else 1 (each its own energy loop)",
+           {0, true, double(kMaxSweepEnergyGroup)}, false, kSweepCommand),
+      [](const MeasureOptions& o) { return OptionValue(std::int64_t(o.energy_group)); },
+      [](MeasureOptions& o, const OptionValue& v) { o.energy_group = std::size_t(whole_of(v)); });
   for (const ConfigOption& c : config_options()) {
     auto i = c.info;
     i.commands &= kMeasuring;

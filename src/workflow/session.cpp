@@ -47,6 +47,8 @@ const std::string& MeasuringSession::energy_unavailable_reason() const {
   return runner_->energy_unavailable_reason();
 }
 
+bool MeasuringSession::shares_counter_windows() { return runner_ && runner_->shares_counter_windows(); }
+
 Runner& MeasuringSession::runner_for(const PreparedCall& prepared, const ReplayOptions& replay) {
   if (runner_) return *runner_;
   runner_ = std::make_unique<Runner>(prepared.device_kind(), prepared.device_index(), options_.config);
@@ -123,6 +125,13 @@ SessionOutcome MeasuringSession::measure(const OpCall& call, const ReplayOptions
 std::vector<SessionOutcome> MeasuringSession::measure_group(
     const std::vector<OpCall>& calls, const ReplayOptions& replay,
     const std::vector<std::optional<MeasureConfig::Whole>>& parts) {
+  return measure_group(calls, replay, parts, {});
+}
+
+std::vector<SessionOutcome> MeasuringSession::measure_group(
+    const std::vector<OpCall>& calls, const ReplayOptions& replay,
+    const std::vector<std::optional<MeasureConfig::Whole>>& parts,
+    const std::function<void(std::size_t, int64_t)>& also) {
   if (parts.size() != calls.size())
     throw std::invalid_argument(
         fmt::format("MeasuringSession::measure_group: {} calls but {} parts", calls.size(), parts.size()));
@@ -170,7 +179,14 @@ std::vector<SessionOutcome> MeasuringSession::measure_group(
     }
     out.measurement = std::move(results[k].measurement);
     // Stored one by one, as measure() stores: a refused row is still returned.
-    out.not_stored = store_.store(*out.measurement, stamp);
+    try {
+      std::function<void(int64_t)> also_k;
+      if (also) also_k = [&also, i = which[k]](int64_t id) { also(i, id); };
+      out.not_stored = store_.store(*out.measurement, stamp, also_k);
+    } catch (const std::exception& e) {  // `also` refused this row: the others go on
+      out.also_error = std::current_exception();
+      out.not_stored = e.what();
+    }
     if (!out.not_stored.empty()) out.kind = SessionOutcome::Kind::kFailed;
   }
   return outs;

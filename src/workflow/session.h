@@ -5,6 +5,7 @@
 // and stored at once, and a database that stops taking rows (full, read-only, failing) stops
 // the run without losing the measurement in hand. Torch-free header.
 #include <cstdint>
+#include <exception>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -61,7 +62,10 @@ struct SessionOutcome {
   bool from_arguments = false;
   // kBadInput / kFailed: the replay's kind of error (ReplayError::Kind), kOther for any other.
   ReplayError::Kind error_kind = ReplayError::Kind::kOther;
-  std::string not_stored;       // the database refused the measurement (it is still here)
+  std::string not_stored;  // the database refused the measurement (it is still here)
+  // What a group's `also` threw for this call inside the insert's transaction (the insert rolled
+  // back: a sweep's LeaseLost), for its caller to tell apart; null when nothing was thrown.
+  std::exception_ptr also_error;
   int64_t existing_row = -1;    // kSkipped: the row that made it unnecessary (resume)
   std::string resolution_note;  // how the overload was chosen, when the call named none
 };
@@ -108,6 +112,12 @@ class MeasuringSession final : public OperatorSession {
   SessionOutcome measure(const OpCall& call, const ReplayOptions& replay, const std::function<void(int64_t)>& also);
   std::vector<SessionOutcome> measure_group(const std::vector<OpCall>& calls, const ReplayOptions& replay,
                                             const std::vector<std::optional<MeasureConfig::Whole>>& parts) override;
+  // The same, with `also(i, row id)` run inside call i's insert transaction (a sweep marks its
+  // item done there). What `also` throws, other than DatabaseError, is that call's also_error:
+  // its row is not stored, and the group's other calls go on.
+  std::vector<SessionOutcome> measure_group(const std::vector<OpCall>& calls, const ReplayOptions& replay,
+                                            const std::vector<std::optional<MeasureConfig::Whole>>& parts,
+                                            const std::function<void(std::size_t, int64_t)>& also);
   std::string store(Measurement& m, const ReplayOptions& replay, const MeasureConfig& ran_with) override;
   void reconfigure(const MeasureConfig& config) override;
   const std::string& stopped() const override { return store_.stopped(); }
@@ -116,6 +126,9 @@ class MeasuringSession final : public OperatorSession {
   bool started() const { return runner_ != nullptr; }
   const std::string& device_name() const;
   const std::string& energy_unavailable_reason() const;
+  // Whether a group's energies share one loop's counter windows on this device (a counter as
+  // slow as NVML's, energy on): where they do not, measuring calls together saves nothing.
+  bool shares_counter_windows();
 
  private:
   Runner& runner_for(const PreparedCall& prepared, const ReplayOptions& replay);

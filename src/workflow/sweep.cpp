@@ -257,9 +257,9 @@ std::vector<std::vector<std::pair<std::string, std::string>>> worker_environment
 // One worker process as the supervisor follows it.
 struct WorkerSlot {
   std::unique_ptr<ChildProcess> process;
-  std::optional<std::string> key, call;  // the item in hand
-  std::string name;                      // host:pid, as it claims items
-  bool progressed = false;               // it finished an item
+  std::map<std::string, std::string> held;  // the items in hand: key -> call
+  std::string name;                         // host:pid, as it claims items
+  bool progressed = false;                  // it finished an item
 };
 
 // The supervisor of one run: starts the workers, follows their events, replaces one that ends
@@ -321,21 +321,20 @@ class Supervisor {
     }
     const std::string kind = e.value("event", "");
     if (kind == "start") {
-      w.key = e.value("key", "");
+      w.held[e.value("key", "")] = e.value("call", "");
       w.name = e.value("worker", "");
-      w.call = e.value("call", "");
-      progress(*w.call);
+      progress(e.value("call", ""));
     } else if (kind == "done" || kind == "failed") {
       ++done_;
       w.progressed = true;
       failed_starts_in_a_row_ = 0;
       ++(kind == "done" ? run_.measured : run_.failed);
       if (kind == "failed") notes_.failed(fmt::format("{}: {}", e.value("call", ""), e.value("reason", "")));
-      w.key.reset();
-      progress("");
+      w.held.erase(e.value("key", ""));
+      progress(w.held.empty() ? "" : w.held.begin()->second);
     } else if (kind == "lost") {
       notes_.say(fmt::format("{}: {}; the other worker's result is kept", e.value("call", ""), e.value("reason", "")));
-      w.key.reset();
+      w.held.erase(e.value("key", ""));
     } else if (kind == "note") {
       if (said_.insert(e.value("text", "")).second) notes_.say(e.value("text", ""));  // once, not once a worker
     } else if (kind == "stop") {
@@ -351,18 +350,18 @@ class Supervisor {
     const pid_t pid = w.process->pid();
     w.process.reset();
     if (ended.empty()) return;  // nothing left to claim
-    if (!w.key) held_without_saying(w, pid);
+    if (w.held.empty()) held_without_saying(w, pid);
     // Interrupted (Ctrl-C reaches the whole process group, a job scheduler's TERM): not the
     // item's fault. It goes back to pending for the next run.
     if (signal == SIGINT || signal == SIGTERM || signal == SIGHUP) {
       if (run_.stopped.empty())
         run_.stopped = fmt::format("interrupted: a worker {}; run the sweep again to go on", ended);
-      if (w.key) state_.requeue_abandoned([&](const std::string& name) { return name != w.name; });
+      if (!w.held.empty()) state_.requeue_abandoned([&](const std::string& name) { return name != w.name; });
       return;
     }
     ++run_.crashes;
-    if (w.key)
-      worker_died_in_item(w, ended);
+    if (!w.held.empty())
+      worker_died_in_items(w, ended);
     else if (!w.progressed)
       // One that dies before any item (it cannot start, open the database, import) is the
       // environment's fault: a few of those in a row stop the sweep.
@@ -376,25 +375,35 @@ class Supervisor {
     if (run_.stopped.empty()) start(i);
   }
 
-  // A worker killed after it claimed an item but before its "start" event reached us: the
-  // database knows the item under the worker's name.
+  // A worker killed after it claimed items but before their "start" events reached us: the
+  // database knows them under the worker's name.
   void held_without_saying(WorkerSlot& w, pid_t pid) {
     const std::string name = w.name.empty() ? fmt::format("{}:{}", host_name(), pid) : w.name;
-    if (auto held = state_.held_by({run_.plan.name, run_.plan.scope}, name)) {
-      w.key = held->key;
-      w.call = held->call;
-    }
+    for (const ItemState& held : state_.held_by({run_.plan.name, run_.plan.scope}, name)) w.held[held.key] = held.call;
   }
 
-  void worker_died_in_item(const WorkerSlot& w, const std::string& ended) {
-    const std::string why = fmt::format("the worker process {} while measuring it", ended);
-    if (state_.worker_died(*w.key, why, o_.lease.max_attempts)) {
-      notes_.failed(fmt::format("{}: {} (again); the sweep goes on in a fresh worker", *w.call, why));
-      ++done_;
-      ++run_.failed;
-      progress("");
-    } else {
-      notes_.say(fmt::format("{}: {}; it goes back for another try", *w.call, why));
+  // A worker that died holding one item died of it, maybe: the item goes back, or is failed
+  // after --max-attempts such deaths. Holding several (measured together), the death is none's
+  // for sure: each goes back, to be measured alone (SweepState::worker_died).
+  void worker_died_in_items(const WorkerSlot& w, const std::string& ended) {
+    const bool alone = w.held.size() == 1;
+    const std::string why =
+        alone ? fmt::format("the worker process {} while measuring it", ended)
+              : fmt::format("the worker process {} while measuring it with {} other item(s)", ended, w.held.size() - 1);
+    if (!alone)
+      notes_.say(
+          fmt::format("the worker process {} while measuring {} items together; each goes back for another "
+                      "try, alone",
+                      ended, w.held.size()));
+    for (const auto& [key, call] : w.held) {
+      if (state_.worker_died(key, why, o_.lease.max_attempts, alone)) {
+        notes_.failed(fmt::format("{}: {} (again); the sweep goes on in a fresh worker", call, why));
+        ++done_;
+        ++run_.failed;
+        progress("");
+      } else if (alone) {
+        notes_.say(fmt::format("{}: {}; it goes back for another try", call, why));
+      }
     }
   }
 
@@ -502,7 +511,8 @@ class LeaseKeeper {
             std::unique_lock lock(mutex_);
             while (!stop_) {
               cv_.wait_for(lock, std::chrono::duration<double>(lease_s / 4));
-              if (!stop_ && !key_.empty()) state.heartbeat(key_, worker, lease_s);
+              if (stop_) break;
+              for (const auto& key : keys_) state.heartbeat(key, worker, lease_s);
             }
           } catch (const std::exception&) {
             // The measurement goes on; without renewals another worker may take the item
@@ -518,18 +528,18 @@ class LeaseKeeper {
     cv_.notify_one();
     thread_.join();
   }
-  // The item now in hand ("" when none). Claiming set its lease: the first renewal is due
+  // The items now in hand (none: empty). Claiming set their leases: the first renewal is due
   // a quarter of a lease later.
-  void hold(const std::string& key) {
+  void hold(std::vector<std::string> keys) {
     std::lock_guard lock(mutex_);
-    key_ = key;
+    keys_ = std::move(keys);
   }
 
  private:
   std::mutex mutex_;
   std::condition_variable cv_;
   bool stop_ = false;
-  std::string key_;
+  std::vector<std::string> keys_;
   std::thread thread_;  // last: it starts once the members above exist
 };
 
@@ -549,30 +559,51 @@ std::optional<ItemState> next_item(SweepState& state, const SweepId& sweep, cons
   }
 }
 
-// One claimed item measured in the session and marked done in its row's transaction; a failure
-// inside the item is recorded and the worker goes on. Returns false when the database stopped
-// taking rows.
-bool measure_item(MeasuringSession& session, SweepState& state, const ItemState& item, const MeasureOptions& o,
-                  const SweepId& sweep, const std::string& me, EventWriter& events) {
+// The items a worker claims at once: its session's group (--energy-group; by default
+// kSweepEnergyGroup where the session shares counter windows, which it knows once it measured a
+// call: its first claim is one item), never more than the sweep's items.
+std::vector<ItemState> next_items(SweepState& state, const SweepId& sweep, const std::string& me,
+                                  const SweepState::Lease& lease, std::size_t group) {
+  std::vector<ItemState> items;
+  auto first = next_item(state, sweep, me, lease);
+  if (!first) return items;
+  items.push_back(std::move(*first));
+  // An item claimed again (its worker died, maybe of it) is measured alone: a death among several
+  // items is none's for sure (SweepState::worker_died), a death alone is its own. Claimed after a
+  // group's others, it is measured after them (measure_claimed).
+  while (items.size() < group && items.front().attempts <= 1 && items.back().attempts <= 1) {
+    auto more = state.claim(sweep, me, lease);
+    if (!more) break;
+    items.push_back(std::move(*more));
+  }
+  return items;
+}
+
+// The session's group: given, or by default kSweepEnergyGroup where its energies share counter
+// windows (1 before its first call, when it knows no device yet).
+std::size_t group_size(const MeasureOptions& o, MeasuringSession& session) {
+  if (o.energy_group > 0) return o.energy_group;
+  return session.started() && session.shares_counter_windows() ? kSweepEnergyGroup : 1;
+}
+
+// An outcome of the session as the item's event (and its failure in the database); false when
+// the database stopped taking rows (the item stays running: the next run takes it again).
+bool report_outcome(MeasuringSession& session, SweepState& state, const ItemState& item, const SessionOutcome& out,
+                    const std::string& me, EventWriter& events) {
   auto fail = [&](const std::string& reason) {
     state.mark_failed(item.key, me, reason);
     events.write({{"event", "failed"}, {"key", item.key}, {"call", item.call}, {"reason", reason}});
   };
-  std::optional<OpCall> call;
-  try {
-    call = parse_call_line(item.call, fmt::format("sweep {}", sweep.name));
-  } catch (const std::exception& e) {
-    fail(user_message(e.what()));
-    return true;
-  }
-  ReplayOptions replay = o.replay;
-  replay.autocast = item.autocast;
-  SessionOutcome out;
-  try {
-    out = session.measure(*call, replay, [&](int64_t id) { state.mark_done(item.key, me, id); });
-  } catch (const LeaseLost& e) {
-    events.write({{"event", "lost"}, {"key", item.key}, {"call", item.call}, {"reason", e.what()}});
-    return true;
+  if (out.also_error) {
+    try {
+      std::rethrow_exception(out.also_error);
+    } catch (const LeaseLost& e) {
+      events.write({{"event", "lost"}, {"key", item.key}, {"call", item.call}, {"reason", e.what()}});
+      return true;
+    } catch (const std::exception& e) {
+      fail(user_message(e.what()));
+      return true;
+    }
   }
   if (out.kind == SessionOutcome::Kind::kSkipped) {
     // A row of the same identity is stored already (a `measure`, another sweep, a release
@@ -581,14 +612,69 @@ bool measure_item(MeasuringSession& session, SweepState& state, const ItemState&
     events.write({{"event", "done"}, {"key", item.key}, {"call", item.call}, {"existing_row", out.existing_row}});
   } else if (!out.measurement) {  // the op refused its inputs, out of memory, an error in the op
     fail(user_message(out.error));
-  } else if (!session.stopped().empty()) {
-    events.write({{"event", "stop"}, {"reason", session.stopped()}});
-    return false;
   } else if (!out.not_stored.empty()) {
+    // The database stopped taking rows: the item stays running (the next run takes it again).
+    if (!session.stopped().empty()) {
+      events.write({{"event", "stop"}, {"reason", session.stopped()}});
+      return false;
+    }
     fail(out.not_stored);
   } else {
     events.write({{"event", "done"}, {"key", item.key}, {"call", item.call}});
   }
+  return true;
+}
+
+// Claimed items measured in the session, each marked done in its row's transaction: one alone,
+// several together (Runner::measure_group: timed one by one, their energies from one loop's
+// shared counter windows), those of one autocast at a time. A failure inside an item is recorded
+// and the worker goes on. Returns false when the database stopped taking rows.
+bool measure_claimed(MeasuringSession& session, SweepState& state, const std::vector<ItemState>& items,
+                     const MeasureOptions& o, const SweepId& sweep, const std::string& me, EventWriter& events) {
+  std::vector<const ItemState*> pending;
+  std::vector<OpCall> calls;
+  for (const ItemState& item : items) {
+    try {
+      calls.push_back(parse_call_line(item.call, fmt::format("sweep {}", sweep.name)));
+      pending.push_back(&item);
+    } catch (const std::exception& e) {
+      state.mark_failed(item.key, me, user_message(e.what()));
+      events.write({{"event", "failed"}, {"key", item.key}, {"call", item.call}, {"reason", user_message(e.what())}});
+    }
+  }
+  // A retried item comes last (next_items) and is measured alone, after the others are done.
+  const bool last_alone = pending.size() > 1 && pending.back()->attempts > 1;
+  const std::size_t together = last_alone ? pending.size() - 1 : pending.size();
+  std::set<std::string> autocasts;
+  for (std::size_t i = 0; i < together; ++i) autocasts.insert(pending[i]->autocast);
+  for (const std::string& autocast : autocasts) {
+    std::vector<std::size_t> which;
+    std::vector<OpCall> group;
+    for (std::size_t i = 0; i < together; ++i)
+      if (pending[i]->autocast == autocast) {
+        which.push_back(i);
+        group.push_back(calls[i]);
+      }
+    ReplayOptions replay = o.replay;
+    replay.autocast = autocast;
+    std::vector<SessionOutcome> outs;
+    if (group.size() == 1) {
+      try {
+        outs.push_back(
+            session.measure(group[0], replay, [&](int64_t id) { state.mark_done(pending[which[0]]->key, me, id); }));
+      } catch (const LeaseLost&) {
+        outs.emplace_back().also_error = std::current_exception();
+      }
+    } else {
+      outs = session.measure_group(group, replay, std::vector<std::optional<MeasureConfig::Whole>>(group.size()),
+                                   [&](std::size_t k, int64_t id) { state.mark_done(pending[which[k]]->key, me, id); });
+    }
+    bool stopped = false;
+    for (std::size_t k = 0; k < outs.size(); ++k)
+      stopped |= !report_outcome(session, state, *pending[which[k]], outs[k], me, events);
+    if (stopped) return false;
+  }
+  if (last_alone) return measure_claimed(session, state, {*pending.back()}, o, sweep, me, events);
   return true;
 }
 
@@ -614,10 +700,16 @@ int run_sweep_worker(const MeasureOptions& o, const SweepId& sweep, const SweepS
   so.resume = o.resume;
   MeasuringSession session(&db, so, notes);
   LeaseKeeper keeper(o.db, me, lease.seconds);
-  while (auto item = next_item(state, sweep, me, lease)) {
-    events.write({{"event", "start"}, {"key", item->key}, {"call", item->call}, {"worker", me}});
-    keeper.hold(item->key);
-    if (!measure_item(session, state, *item, o, sweep, me, events)) return 1;
+  while (true) {
+    const std::vector<ItemState> items = next_items(state, sweep, me, lease, group_size(o, session));
+    if (items.empty()) break;
+    std::vector<std::string> keys;
+    for (const ItemState& item : items) {
+      events.write({{"event", "start"}, {"key", item.key}, {"call", item.call}, {"worker", me}});
+      keys.push_back(item.key);
+    }
+    keeper.hold(std::move(keys));
+    if (!measure_claimed(session, state, items, o, sweep, me, events)) return 1;
   }
   return 0;
 }

@@ -24,7 +24,7 @@ ADD = dict(self="f32[4]", other="f32[4]")
 OTHER = {"device": "auto", "cache": "cold", "seed": 7, "autocast": "bf16", "cold_footprint": 2 << 20,
          "max_time": 0.02, "target_ci": 0.5, "energy": True, "energy_max_time": 0.07,
          "energy_max_time_capped": 0.06, "energy_settle": 0.01, "energy_target_ci": 0.5, "energy_min_windows": 3,
-         "energy_graphs": "off",
+         "energy_graphs": "off", "energy_group": 4,
          "cache_bytes": 4096, "step_max_time": 0.3, "short_loops_after": 0.5, "ops_energy_ci": 0.1,
          "shared_windows": False, "own_loops": 4, "duty_cycle": False,
          "estimate": True, "cost_model": __file__}  # --cost-model: a file that is there (checked as a model later)

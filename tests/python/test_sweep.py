@@ -56,6 +56,21 @@ def test_a_sweep_measures_each_item_once_and_records_the_failures(tmp_path):
     assert (forced.measured, forced.failed, forced.crashes) == (2, 2, 0)
 
 
+def test_items_measured_together_are_each_stored_once_and_refusals_fail_alone(tmp_path):
+    grid = tmp_path / "grid.yaml"
+    grid.write_text(GRID)
+    db = tmp_path / "ops.db"
+    r = opcost.sweep(grid, db=db, progress=False, energy_group=4, **FAST)
+    assert (r.items, r.measured, r.failed, r.crashes) == (4, 2, 2, 0)
+    rows = r.rows()
+    assert len(rows) == 2 and len({row["args"] for row in rows}) == 2
+    # Not part of an item's key: a status at another group sees the same items done.
+    s = opcost.sweep_status(grid, db=db, energy_group=1, **FAST)
+    assert (s.done, s.failed, s.pending) == (2, 2, 0)
+    with pytest.raises(ValueError, match=r"energy_group \(--energy-group\)"):
+        opcost.sweep(grid, db=db, progress=False, energy_group=65, **FAST)
+
+
 def test_sweep_errors_name_the_file_and_the_fix(tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text("op: aten::mm\naxes: {k: []}\n")

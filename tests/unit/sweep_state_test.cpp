@@ -225,21 +225,44 @@ TEST_P(SweepStateTest, AWorkerThatDiesInAnItemGetsItRetriedThenFailed) {
   EXPECT_FALSE(s.claim({"a", "scope-1"}, "host:3"));
 }
 
-TEST_P(SweepStateTest, TheItemAWorkerHoldsIsFoundByItsNameInItsSweepOnly) {
+TEST_P(SweepStateTest, AWorkerThatDiesHoldingSeveralItemsFailsNoneOfThemWhateverTheirAttempts) {
   opcost::testing::TestDatabase t(GetParam());
   Database db(t.location());
   SweepState s(db);
   s.enroll({"a", "scope-1"}, {item(1), item(2)}, SweepState::Reset::kNone);
-  EXPECT_FALSE(s.held_by({"a", "scope-1"}, "host:1"));  // nothing claimed yet
+  const auto one = s.claim({"a", "scope-1"}, "host:1");
+  const auto two = s.claim({"a", "scope-1"}, "host:1");
+  ASSERT_TRUE(one && two);
+  // At max_attempts 1 a death alone fails the item; in a group it is no item's for sure.
+  EXPECT_FALSE(s.worker_died(one->key, "killed by signal 9", 1, /*alone=*/false));
+  EXPECT_FALSE(s.worker_died(two->key, "killed by signal 9", 1, /*alone=*/false));
+  EXPECT_EQ(s.counts({"a", "scope-1"}).pending, 2u);
+  const auto again = s.claim({"a", "scope-1"}, "host:2");
+  ASSERT_TRUE(again);
+  EXPECT_EQ(again->attempts, 2);                                     // claimed again: the worker measures it alone
+  EXPECT_TRUE(s.worker_died(again->key, "killed by signal 11", 1));  // alone: its own
+  EXPECT_EQ(s.items({"a", "scope-1"}, ItemStatus::kFailed).size(), 1u);
+}
+
+TEST_P(SweepStateTest, TheItemsAWorkerHoldsAreFoundByItsNameInItsSweepOnly) {
+  opcost::testing::TestDatabase t(GetParam());
+  Database db(t.location());
+  SweepState s(db);
+  s.enroll({"a", "scope-1"}, {item(1), item(2), item(3)}, SweepState::Reset::kNone);
+  EXPECT_TRUE(s.held_by({"a", "scope-1"}, "host:1").empty());  // nothing claimed yet
   const auto taken = s.claim({"a", "scope-1"}, "host:1");
+  const auto also = s.claim({"a", "scope-1"}, "host:1");
+  s.claim({"a", "scope-1"}, "host:2");
   const auto held = s.held_by({"a", "scope-1"}, "host:1");
-  ASSERT_TRUE(held);
-  EXPECT_EQ(held->key, taken->key);
-  EXPECT_EQ(held->call, taken->call);
-  EXPECT_FALSE(s.held_by({"a", "scope-1"}, "host:2"));  // another worker's name
-  EXPECT_FALSE(s.held_by({"a", "scope-2"}, "host:1"));  // another scope
+  ASSERT_EQ(held.size(), 2u);
+  EXPECT_EQ(held[0].key, taken->key);
+  EXPECT_EQ(held[0].call, taken->call);
+  EXPECT_EQ(held[1].key, also->key);
+  EXPECT_EQ(s.held_by({"a", "scope-1"}, "host:2").size(), 1u);  // another worker's
+  EXPECT_TRUE(s.held_by({"a", "scope-2"}, "host:1").empty());   // another scope
   s.mark_failed(taken->key, "host:1", "refused");
-  EXPECT_FALSE(s.held_by({"a", "scope-1"}, "host:1"));  // no longer running
+  s.mark_failed(also->key, "host:1", "refused");
+  EXPECT_TRUE(s.held_by({"a", "scope-1"}, "host:1").empty());  // no longer running
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <limits>
 #include <stdexcept>
 
 #include "core/measurement.h"
@@ -213,12 +214,13 @@ bool SweepState::heartbeat(const std::string& key, const std::string& worker, do
                      {key, worker, epoch_seconds() + lease_s}) == 1;
 }
 
-bool SweepState::worker_died(const std::string& key, const std::string& reason, int64_t max_attempts) {
+bool SweepState::worker_died(const std::string& key, const std::string& reason, int64_t max_attempts, bool alone) {
   return in_transaction(db_, [&] {
     db_.execute(
         "UPDATE sweep_items SET status = CASE WHEN attempts >= ?3 THEN 'failed' ELSE 'pending' END, "
         "reason = ?2, updated_at = ?4 WHERE key = ?1 AND status = 'running'",
-        {key, reason, max_attempts, utc_timestamp()});
+        // Not alone: no number of attempts fails it (?3 above any count).
+        {key, reason, alone ? max_attempts : std::numeric_limits<int64_t>::max(), utc_timestamp()});
     auto now = db_.prepare("SELECT status FROM sweep_items WHERE key = ?1");
     now->bind(1, key);
     return now->step() && now->column(0).get<std::string>() == "failed";
@@ -296,15 +298,16 @@ std::vector<ItemState> SweepState::items(const SweepId& sweep, std::optional<Ite
   return out;
 }
 
-std::optional<ItemState> SweepState::held_by(const SweepId& sweep, const std::string& worker) const {
-  if (!has_tables_) return std::nullopt;
+std::vector<ItemState> SweepState::held_by(const SweepId& sweep, const std::string& worker) const {
+  std::vector<ItemState> out;
+  if (!has_tables_) return out;
   auto s =
       db_.query(fmt::format("SELECT {} FROM sweep_members m JOIN sweep_items i ON i.key = m.key WHERE m.sweep = ?1 "
-                            "AND m.scope = ?2 AND i.status = 'running' AND i.worker = ?3 LIMIT 1",
+                            "AND m.scope = ?2 AND i.status = 'running' AND i.worker = ?3 ORDER BY m.position",
                             kItemColumns),
                 {sweep.name, sweep.scope, worker});
-  if (!s->step()) return std::nullopt;
-  return item_from(*s);
+  while (s->step()) out.push_back(item_from(*s));
+  return out;
 }
 
 SweepState::DoneSummary SweepState::done_summary(const SweepId& sweep) const {

@@ -110,8 +110,11 @@ class SweepState {
   bool heartbeat(const std::string& key, const std::string& worker, double lease_s = kSweepLeaseSeconds);
   // A worker died while measuring the item: it goes back to pending for another try, or, once
   // `max_attempts` workers died on it, it is failed with `reason` (an item that crashes the
-  // process every time). Returns true when it was failed.
-  bool worker_died(const std::string& key, const std::string& reason, int64_t max_attempts);
+  // process every time). Returns true when it was failed. Not `alone`: the worker held other
+  // items too (measured together), so the death is not known to be this item's: it goes back
+  // to pending whatever its attempts, and its next worker measures it alone (an item claimed
+  // again, attempts above 1).
+  bool worker_died(const std::string& key, const std::string& reason, int64_t max_attempts, bool alone = true);
   // Inside Database::insert's transaction (its `also`), with the new row's id. Throws LeaseLost
   // when `worker` no longer holds the item (its lease ran out and another worker took it): the
   // insert then rolls back, so no item is stored twice.
@@ -123,9 +126,9 @@ class SweepState {
   // Items the sweep (by name) has in other scopes: runs at other settings or on another device.
   std::size_t items_elsewhere(const SweepId& sweep) const;
   std::vector<ItemState> items(const SweepId& sweep, std::optional<ItemStatus> only = std::nullopt) const;
-  // The item of the sweep that `worker` holds (running under its name), if any: a worker killed
-  // between claiming an item and telling its supervisor which one still holds it here.
-  std::optional<ItemState> held_by(const SweepId& sweep, const std::string& worker) const;
+  // The items of the sweep that `worker` holds (running under its name): a worker killed
+  // between claiming items and telling its supervisor which still holds them here.
+  std::vector<ItemState> held_by(const SweepId& sweep, const std::string& worker) const;
   std::vector<std::string> sweeps() const;  // names of every enrolled sweep
   // For each measurement that a sweep made: that sweep and the item's axis values (the first
   // sweep that has the item, or `sweep` only when given).
