@@ -37,6 +37,14 @@ namespace {
 // several loops (pooled columns, core/energy/shared_windows.h, hold several operators each).
 constexpr double kSharedBaseS = 0.2, kSharedPerOpS = 0.15;
 constexpr std::size_t kSharedMaxColumns = 16;
+// Calls that are no part of a whole (a sweep's items measured together, workflow/sweep.cpp) each
+// keep their own energy target (±2% by default), not a share of a step's: their loop runs
+// segments of 1 to 3 counter periods, so that most windows hold one operator alone, and up to
+// kStandalonePerColumnS a column before it stops short of the targets. On the H100, the conv2d
+// grid's 264 items in loops of a model's shape (0.15 s a column, segments under a period) took
+// 0.34 GPU-s each, but their energy intervals' median was ±12% (±2% targets). On a synthetic
+// trace of the same length, segments 4 times as long narrowed every interval (shared_windows_test).
+constexpr double kStandaloneSegmentPeriods = 4.0, kStandalonePerColumnS = 0.5;
 // Windows left out of the split are made up for by a longer loop, up to this many times its
 // budget (and never longer than the loops of their own it saves): at ~0.15 s per operator even
 // three budgets cost less than a loop of its own for each (a settle and several counter periods:
@@ -304,7 +312,10 @@ std::vector<std::size_t> Runner::measure_energy_shared(const std::vector<Prepare
   std::vector<double> column_target(cols, 1.0);
   for (std::size_t c = 0; c < cols; ++c)
     for (std::size_t i : columns.members[c]) column_target[c] = std::min(column_target[c], target[i]);
-  const double budget_s = std::min(kSharedBaseS + kSharedPerOpS * double(cols), cfg_.energy_max_s * double(cols));
+  const bool standalone = std::none_of(parts.begin(), parts.end(), [](const auto& p) { return p && p->time_us > 0; });
+  const double segment_periods = standalone ? kStandaloneSegmentPeriods : 1.0;
+  const double budget_s = std::min(kSharedBaseS + (standalone ? kStandalonePerColumnS : kSharedPerOpS) * double(cols),
+                                   cfg_.energy_max_s * double(cols));
   // The most the loop runs on for windows it left out: kSharedMostBudgets budgets, and no more
   // than the operators' own loops would take after it (each a settle and its energy budget).
   const double extended_budget_s =
@@ -337,15 +348,15 @@ std::vector<std::size_t> Runner::measure_energy_shared(const std::vector<Prepare
     // runs longer for as many of their seconds, up to twice.
     const double stretch = duty ? std::min(2.0, 1 / busy_share) : 1.0;
     const double loop_budget_s = budget_s * stretch, loop_extended_s = extended_budget_s * stretch;
-    // Enough segments for the longest loop (each is 0.25 to 0.75 of a period, gaps included);
-    // the loop wraps around them if the counter runs slow.
+    // Enough segments for the longest loop (each 0.25 to 0.75 of a period, times segment_periods,
+    // gaps included); the loop wraps around them if the counter runs slow.
     std::vector<double> segment_per_call_s = batches.column_per_call_s();
     if (duty)
       for (double& t : segment_per_call_s) t /= busy_share;
     const auto cycles = std::size_t(std::ceil((cfg_.energy_settle_s + loop_extended_s * (duty ? 1.0 : capped_factor)) /
-                                              (0.5 * period_s * double(cols)))) +
+                                              (0.5 * period_s * segment_periods * double(cols)))) +
                         1;
-    const std::vector<Segment> segments = plan_segments(segment_per_call_s, period_s, cycles);
+    const std::vector<Segment> segments = plan_segments(segment_per_call_s, period_s, cycles, segment_periods);
     Watchdog::Options wo;
     wo.budget_s = 2.0 + cfg_.energy_settle_s + loop_extended_s * (duty ? 1.0 : capped_factor);
     wo.abandon_factor = cfg_.abandon_factor;

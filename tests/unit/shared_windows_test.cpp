@@ -481,6 +481,38 @@ TEST(SharedWindows, ASearchedLagCostsAWindowAndWidensTheIntervals) {
   EXPECT_NE(refused.why.find("and 1 searched parameter(s)"), std::string::npos) << refused.why;
 }
 
+TEST(SharedWindows, LongerSegmentsNarrowEachOperatorsIntervalInALoopOfTheSameLength) {
+  // A sweep's 16 items, each with its own ±2% target: in a loop of the same length (about 9.6 s
+  // of 0.1 s periods, 1% noise a period), segments of 1 to 3 periods leave most windows one
+  // operator's alone, and every interval narrower than with segments of 0.25 to 0.75 periods,
+  // each still holding the planted energy.
+  std::vector<PlantedOp> ops;
+  for (int i = 0; i < 16; ++i) ops.push_back({4e-6 * std::pow(1.6, i), 300.0 + 25.0 * i});
+  auto split_at = [&](double length_periods, std::size_t cycles) {
+    const auto plan = plan_segments(per_call_s(ops), 0.1, cycles, length_periods);
+    const auto sim = simulate(ops, plan, 0.1, 0.0137, /*period_noise_rel=*/0.01, 5);
+    double loop_s = 0;
+    for (const auto& s : plan) loop_s += double(s.calls) * ops[s.op].per_call_s;
+    EXPECT_NEAR(loop_s, 9.6, 0.5) << length_periods;
+    return split_shared_energy(make_shared_windows(sim.edges, sim.timeline, ops.size(), 0), ops.size());
+  };
+  const auto short_segments = split_at(1.0, 12), long_segments = split_at(4.0, 3);
+  ASSERT_EQ(short_segments.why, "");
+  ASSERT_EQ(long_segments.why, "");
+  std::vector<double> short_rel, long_rel;
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    const auto& e = long_segments.per_call_mJ[i];
+    EXPECT_LE(e.ci95_low, ops[i].energy_mJ()) << i;
+    EXPECT_GE(e.ci95_high, ops[i].energy_mJ()) << i;
+    short_rel.push_back(short_segments.per_call_mJ[i].rel_ci95());
+    long_rel.push_back(e.rel_ci95());
+    EXPECT_LT(long_rel.back(), short_rel.back()) << i;
+  }
+  std::sort(short_rel.begin(), short_rel.end());
+  std::sort(long_rel.begin(), long_rel.end());
+  EXPECT_LT(long_rel[8], 0.75 * short_rel[8]);  // the medians: 0.8% against 1.4% here
+}
+
 TEST(SharedWindows, TheLagSearchStaysWellUnderTheCountersPeriod) {
   // A counter of a 25 ms period: lags up to 10 ms are searched, whatever the data (a 24 ms lag
   // would be a relabelling of the windows by almost a whole period).

@@ -131,8 +131,10 @@ std::vector<SharedWindow> make_shared_windows(const std::vector<CounterEdge>& ed
   return windows_of(edges, timeline, ops, start_after_s, irregular_batches(timeline, ops), left_out);
 }
 
-std::vector<Segment> plan_segments(const std::vector<double>& per_call_s, double counter_period_s, std::size_t cycles) {
+std::vector<Segment> plan_segments(const std::vector<double>& per_call_s, double counter_period_s, std::size_t cycles,
+                                   double length_periods) {
   require(std::isfinite(counter_period_s) && counter_period_s > 0, "the counter period is not positive");
+  require(std::isfinite(length_periods) && length_periods > 0, "the segments' length is not positive");
   for (double t : per_call_s) require(std::isfinite(t) && t > 0, "an operator's time per call is not positive");
   // Golden-ratio fractions: an evenly spread, never repeating sequence in [0, 1), so segment
   // lengths are neither equal nor commensurate with the counter period, with no random source.
@@ -148,7 +150,7 @@ std::vector<Segment> plan_segments(const std::vector<double>& per_call_s, double
     for (std::size_t j = 0; j < ops; ++j, ++k) {
       const std::size_t op = order[j];
       const double fraction = std::fmod(double(k + 1) * inverse_golden, 1.0);
-      const double length_s = (0.25 + 0.5 * fraction) * counter_period_s;
+      const double length_s = (0.25 + 0.5 * fraction) * counter_period_s * length_periods;
       const double calls = std::max(1.0, std::round(length_s / per_call_s[op]));
       out.push_back({op, std::size_t(std::min(calls, 1e9))});
     }

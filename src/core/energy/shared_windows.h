@@ -92,8 +92,10 @@ struct Segment {
   std::size_t calls = 0;
 };
 // `per_call_s`: each operator's time per call (GPU time, or its loop's pace when longer);
-// `cycles`: how often every operator appears. Deterministic for the same inputs.
-std::vector<Segment> plan_segments(const std::vector<double>& per_call_s, double counter_period_s, std::size_t cycles);
+// `cycles`: how often every operator appears; `length_periods` scales every segment (4: 1 to 3
+// periods, most windows then one operator's alone). Deterministic for the same inputs.
+std::vector<Segment> plan_segments(const std::vector<double>& per_call_s, double counter_period_s, std::size_t cycles,
+                                   double length_periods = 1.0);
 
 struct SharedSplit {
   // Per operator: energy per call, mean = the fit, ci95 from the residuals (n = the windows).
