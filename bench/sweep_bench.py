@@ -78,7 +78,8 @@ def summarize(args) -> int:
         d = rows[rows["sweep"] == name].copy()
         if d.empty:
             continue
-        d = d.sort_values("id").groupby("args_hash").last()  # the newest row of each item
+        # The newest row of each item, whole (groupby().last() would mix rows' non-null cells).
+        d = d.sort_values("id").drop_duplicates("args_hash", keep="last").set_index("args_hash")
         d["time_rel_ci"] = rel_half_width(d["time_ci95_low_us"], d["time_ci95_high_us"], d["time_mean_us"])
         d["energy_rel_ci"] = rel_half_width(d["energy_ci95_low_mJ"], d["energy_ci95_high_mJ"], d["energy_per_call_mJ"])
         within_time = (d["time_rel_ci"] <= TIME_TARGET * 1.0001).mean()
@@ -167,7 +168,8 @@ def summarize(args) -> int:
 def newest_rows(db: str) -> pd.DataFrame:
     csv = subprocess.run([OPCOST, "db", "export", "--csv", "--db", db], check=True, capture_output=True,
                          text=True).stdout
-    return pd.read_csv(io.StringIO(csv)).sort_values("id").groupby("args_hash").last()
+    rows = pd.read_csv(io.StringIO(csv)).sort_values("id")
+    return rows.drop_duplicates("args_hash", keep="last").set_index("args_hash")
 
 
 def agree(args) -> int:

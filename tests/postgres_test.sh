@@ -144,8 +144,11 @@ check "the surviving node's sweep finishes" test $? -eq 0
 "$bin" sweep status "$dir/slow.yaml" --db "$k" "${slow[@]}" >"$dir/ks" 2>&1
 check "every item done, the lost node's too" has "$dir/ks" "done     6"
 check "... each stored once" test "$(rows "$k")" -eq 6 -a "$(distinct_args "$k")" -eq 6
-check "the lost item was taken again after its lease (2 attempts)" \
-  test "$("$cluster" sql "$dir/pg" lease "SELECT max(attempts) FROM sweep_items")" -eq 2
+# Taken again after its lease: its second attempt. Or, when the surviving sweep starts after the
+# kill, put back by it at once: a claim stopped from outside is no attempt, so its first.
+attempts=$("$cluster" sql "$dir/pg" lease "SELECT max(attempts) FROM sweep_items")
+check "the lost item was taken again, as its first or second attempt (not $attempts)" \
+  test "$attempts" -ge 1 -a "$attempts" -le 2
 
 # 4b. The workers of a sweep get the database through their environment: `ps`, which every local
 #     user may run, shows no password on any command line while they measure, whether the URL

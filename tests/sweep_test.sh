@@ -74,8 +74,9 @@ axes: {n: [60, 61, 62, 63, 64, 65, 66, 67, 68, 69]}
 YAML
 # Starts a sweep of slow.yaml into DB with the extra options, kills its worker mid-item once a
 # few items are done, and leaves the sweep's exit status in $status.
+# $in_hand: the items the frozen worker must hold (1 unless set: a group's are claimed one by one).
 kill_a_worker_mid_run() {
-  local db=$1 err=$2; shift 2
+  local db=$1 err=$2 want=${in_hand:-1}; shift 2
   "$bin" sweep "$dir/slow.yaml" --db "$db" "${slow[@]}" "$@" 2>"$err" &
   local sweep=$!
   check "the sweep of $db has an item in hand" wait_for "$dir/slow.yaml" "$db" "^running: " "${slow[@]}" "$@"
@@ -84,7 +85,7 @@ kill_a_worker_mid_run() {
   local held=false
   for _ in $(seq 50); do
     pkill -STOP -P "$sweep" -f -- "--worker --sweep-name"
-    if "$bin" sweep status "$dir/slow.yaml" --db "$db" "${slow[@]}" "$@" 2>/dev/null | grep -q "^running: "; then
+    if [ "$("$bin" sweep status "$dir/slow.yaml" --db "$db" "${slow[@]}" "$@" 2>/dev/null | grep -c "^running: ")" -eq "$want" ]; then
       held=true
       break
     fi
@@ -111,14 +112,18 @@ check "status: the crashed item failed, with why" has "$dir/s6" "was killed by s
 
 # 3c. Items measured together (--energy-group 5) when their worker is killed: the death is none
 # of theirs for sure, so none fails even at --max-attempts 1; each is measured again, alone.
-kill_a_worker_mid_run "$dir/g5.db" "$dir/e6c" --max-attempts 1 --energy-group 5
+in_hand=5 kill_a_worker_mid_run "$dir/g5.db" "$dir/e6c" --max-attempts 1 --energy-group 5
 check "a worker killed holding a group: exit 0" test $status -eq 0
 check "... says the group goes back, alone" has "$dir/e6c" "while measuring 5 items together; each goes back for another try, alone"
 check "... and measures them all" has "$dir/e6c" "10 measured and 0 failed in this run (.*, 1 worker crash)"
 check "... each once" test "$(rows "$dir/g5.db")" -eq 10 -a "$(distinct_args "$dir/g5.db")" -eq 10
 # A group with items the op refuses: those fail, the others are measured.
-"$bin" sweep "$dir/mm.yaml" --db "$dir/g8.db" "${fast[@]}" --energy-group 8 2>"$dir/e6d"
+"$bin" sweep "$dir/mm.yaml" --db "$dir/g8.db" "${fast[@]}" --energy-group 8 --progress-every 0 2>"$dir/e6d"
 check "a group of 8 with 4 refused items: 4 measured, 4 failed" has "$dir/e6d" "4 measured and 4 failed in this run"
+# Every item was claimed before any was done (the progress line of each start: 0 of 8), where
+# one at a time the first is done before the second starts.
+check "... all 8 claimed together" test "$(grep -c "mm-check: 0 of 8 items (0%)" "$dir/e6d")" -ge 8
+check "... not so one at a time" test "$(grep -c "mm-check: 0 of 8 items (0%)" "$dir/e1")" -le 2
 check "... the refusal named with its item" has "$dir/e6d" "failed: aten::mm self=f32\[8,8\] mat2=f32\[16,4\]"
 "$bin" sweep "$dir/mm.yaml" --db "$dir/g8.db" "${fast[@]}" --energy-group 65 2>"$dir/e6e"
 check "--energy-group past 64 is refused, naming the bound" has "$dir/e6e" "energy-group: must be a whole number from 0 to 64, not 65"

@@ -214,7 +214,10 @@ std::vector<Runner::GroupResult> Runner::measure_group(const std::vector<Prepare
   std::vector<Measurement*> ms;
   std::vector<double> targets;
   for (auto& r : out) ms.push_back(r.measurement ? &*r.measurement : nullptr);
-  for (std::size_t i : shared) targets.push_back(target_rel_ci95(cfg_, parts[i], *ms[i]));
+  // Calls of no whole (a sweep's items) are never pooled: each is a row of its own figure, not a
+  // tiny share of a step (a pooled member's energy is its column's power over its time).
+  for (std::size_t i : shared)
+    targets.push_back(parts[i] && parts[i]->time_us > 0 ? target_rel_ci95(cfg_, parts[i], *ms[i]) : 0.0);
   for (const ColumnLoop& packed : shared_loops(shared, ms, targets)) {
     const std::vector<std::size_t>& loop = packed.ops;
     if (loop.size() < 2) {

@@ -350,7 +350,7 @@ class Supervisor {
     const pid_t pid = w.process->pid();
     w.process.reset();
     if (ended.empty()) return;  // nothing left to claim
-    if (w.held.empty()) held_without_saying(w, pid);
+    held_without_saying(w, pid);
     // Interrupted (Ctrl-C reaches the whole process group, a job scheduler's TERM): not the
     // item's fault. It goes back to pending for the next run.
     if (signal == SIGINT || signal == SIGTERM || signal == SIGHUP) {
@@ -375,11 +375,19 @@ class Supervisor {
     if (run_.stopped.empty()) start(i);
   }
 
-  // A worker killed after it claimed items but before their "start" events reached us: the
-  // database knows them under the worker's name.
+  // What a worker that ended held, as the database knows it under the worker's name: items it
+  // claimed before their "start" events reached us are held too; items it stored before their
+  // "done" events did are measured, not held.
   void held_without_saying(WorkerSlot& w, pid_t pid) {
     const std::string name = w.name.empty() ? fmt::format("{}:{}", host_name(), pid) : w.name;
-    for (const ItemState& held : state_.held_by({run_.plan.name, run_.plan.scope}, name)) w.held[held.key] = held.call;
+    std::map<std::string, std::string> running;
+    for (const ItemState& held : state_.held_by({run_.plan.name, run_.plan.scope}, name)) running[held.key] = held.call;
+    for (const auto& [key, call] : w.held)
+      if (!running.count(key) && state_.item_status(key) == ItemStatus::kDone) {
+        ++done_;
+        ++run_.measured;
+      }
+    w.held = std::move(running);
   }
 
   // A worker that died holding one item died of it, maybe: the item goes back, or is failed
@@ -498,9 +506,9 @@ class EventWriter {
   std::FILE* out_;
 };
 
-// Renews a worker's lease on the item in hand while it measures, from a thread with a
+// Renews a worker's leases on the items in hand while it measures, from a thread with a
 // connection of its own, opened once for the worker's life: a worker that hangs or dies stops
-// renewing, and the item goes back to the queue.
+// renewing, and its items go back to the queue.
 class LeaseKeeper {
  public:
   LeaseKeeper(const std::string& db_location, std::string worker, double lease_s)
@@ -608,12 +616,18 @@ bool report_outcome(MeasuringSession& session, SweepState& state, const ItemStat
   if (out.kind == SessionOutcome::Kind::kSkipped) {
     // A row of the same identity is stored already (a `measure`, another sweep, a release
     // before this sweep's keys changed): the item is done with it, not measured again.
-    state.mark_done(item.key, me, out.existing_row);
+    try {
+      state.mark_done(item.key, me, out.existing_row);
+    } catch (const LeaseLost& e) {
+      events.write({{"event", "lost"}, {"key", item.key}, {"call", item.call}, {"reason", e.what()}});
+      return true;
+    }
     events.write({{"event", "done"}, {"key", item.key}, {"call", item.call}, {"existing_row", out.existing_row}});
   } else if (!out.measurement) {  // the op refused its inputs, out of memory, an error in the op
     fail(user_message(out.error));
   } else if (!out.not_stored.empty()) {
-    // The database stopped taking rows: the item stays running (the next run takes it again).
+    // The database stopped taking rows: the worker stops, and the supervisor puts the items it
+    // holds back (SweepState::worker_died).
     if (!session.stopped().empty()) {
       events.write({{"event", "stop"}, {"reason", session.stopped()}});
       return false;
@@ -668,6 +682,18 @@ bool measure_claimed(MeasuringSession& session, SweepState& state, const std::ve
     } else {
       outs = session.measure_group(group, replay, std::vector<std::optional<MeasureConfig::Whole>>(group.size()),
                                    [&](std::size_t k, int64_t id) { state.mark_done(pending[which[k]]->key, me, id); });
+      // Out of memory beside the group's other inputs and graphs, which stay allocated while it
+      // runs: measured again alone, as it would have been.
+      for (std::size_t k = 0; k < outs.size(); ++k) {
+        if (outs[k].measurement || outs[k].error_kind != ReplayError::Kind::kOutOfMemory) continue;
+        try {
+          outs[k] =
+              session.measure(group[k], replay, [&](int64_t id) { state.mark_done(pending[which[k]]->key, me, id); });
+        } catch (const LeaseLost&) {
+          outs[k] = SessionOutcome{};
+          outs[k].also_error = std::current_exception();
+        }
+      }
     }
     bool stopped = false;
     for (std::size_t k = 0; k < outs.size(); ++k)

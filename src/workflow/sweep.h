@@ -2,10 +2,12 @@
 // sweep as a workflow: a grid file (or a model list) expands to calls, each call is
 // identified (its canonical signature, settings and GPU make its key), enrolled in the
 // database's sweep state, and measured by worker processes that claim pending items one at a
-// time, each holding a lease on its item that a heartbeat renews. A worker is this program
+// time, or several measured together (--energy-group: their energies in shared counter
+// windows), each holding leases on its items that a heartbeat renews. A worker is this program
 // again (`worker_command`). One that dies in an item (a crash, a CUDA error that breaks the
-// context, kill -9) gets the item retried by a fresh worker; an item that kills its worker
-// again is failed with what happened, and the sweep goes on. A failure inside an item (shapes
+// context, kill -9) gets the item retried by a fresh worker (items it held together, each
+// alone); an item that kills its worker again is failed with what happened, and the sweep goes
+// on. A failure inside an item (shapes
 // the op rejects, out of memory, an error in the op) is recorded by the worker itself, which
 // goes on. Torch-free header.
 #include <cstddef>

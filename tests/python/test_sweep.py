@@ -60,8 +60,11 @@ def test_items_measured_together_are_each_stored_once_and_refusals_fail_alone(tm
     grid = tmp_path / "grid.yaml"
     grid.write_text(GRID)
     db = tmp_path / "ops.db"
-    r = opcost.sweep(grid, db=db, progress=False, energy_group=4, **FAST)
+    out = io.StringIO()
+    r = opcost.sweep(grid, db=db, stream=out, progress_every=0, energy_group=4, **FAST)
     assert (r.items, r.measured, r.failed, r.crashes) == (4, 2, 2, 0)
+    # All four claimed before any was done: a progress line for each start at 0 of 4.
+    assert out.getvalue().splitlines().count("py-grid: 0 of 4 items (0%)") >= 4
     rows = r.rows()
     assert len(rows) == 2 and len({row["args"] for row in rows}) == 2
     # Not part of an item's key: a status at another group sees the same items done.

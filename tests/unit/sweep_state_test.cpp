@@ -112,6 +112,10 @@ TEST_P(SweepStateTest, ResetsAndSharedItemsAndAbandonedWorkers) {
   EXPECT_EQ(s.requeue_abandoned([](const std::string& w) { return w != "host:3"; }), 1u);
   EXPECT_EQ(s.counts({"b", "scope-1"}).pending, 2u);
   EXPECT_EQ(s.requeue_abandoned([](const std::string&) { return false; }), 0u);
+  // The stopped claim was no attempt of the item's: claimed again, it is on its first.
+  const auto items = s.items({"b", "scope-1"}, ItemStatus::kPending);
+  ASSERT_FALSE(items.empty());
+  for (const auto& it : items) EXPECT_EQ(it.attempts, 0) << it.call;
 }
 
 TEST_P(SweepStateTest, ARunSeesOnlyTheItemsOfItsScope) {

@@ -130,9 +130,12 @@ std::size_t SweepState::requeue_abandoned(const std::function<bool(const std::st
   for (auto s = db_.prepare("SELECT key, worker FROM sweep_items WHERE status = 'running'"); s->step();)
     running.emplace_back(s->column(0).get<std::string>(), text_or_empty(s->column(1)));
   // Each item back only if the same worker still holds it: another may have finished it since.
+  // The claim is not counted as an attempt: the run was stopped (Ctrl-C, a job's TERM, a sweep
+  // killed whole), which is no item's doing, and an item claimed again after an attempt is
+  // measured alone (workflow/sweep.cpp).
   auto back = db_.prepare(
-      "UPDATE sweep_items SET status = 'pending', updated_at = ?3 WHERE key = ?1 AND worker = ?2 AND "
-      "status = 'running'");
+      "UPDATE sweep_items SET status = 'pending', attempts = CASE WHEN attempts > 0 THEN attempts - 1 ELSE 0 END, "
+      "updated_at = ?3 WHERE key = ?1 AND worker = ?2 AND status = 'running'");
   std::size_t requeued = 0;
   for (const auto& [key, worker] : running) {
     if (alive(worker)) continue;
@@ -296,6 +299,13 @@ std::vector<ItemState> SweepState::items(const SweepId& sweep, std::optional<Ite
   std::vector<ItemState> out;
   while (s->step()) out.push_back(item_from(*s));
   return out;
+}
+
+std::optional<ItemStatus> SweepState::item_status(const std::string& key) const {
+  if (!has_tables_) return std::nullopt;
+  auto s = db_.query("SELECT status FROM sweep_items WHERE key = ?1", {key});
+  if (!s->step()) return std::nullopt;
+  return status_of(s->column(0).get<std::string>());
 }
 
 std::vector<ItemState> SweepState::held_by(const SweepId& sweep, const std::string& worker) const {

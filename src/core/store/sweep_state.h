@@ -98,8 +98,8 @@ class SweepState {
   void enroll(const SweepId& sweep, const std::vector<SweepItem>& items, Reset reset,
               const std::vector<std::pair<SweepItem, std::string>>& failed_now = {});
   // Running items whose worker is a process of this host that no longer runs (`alive` says
-  // so) go back to pending. Returns how many. (Items whose lease ran out need no call: claim
-  // takes them.)
+  // so) go back to pending, their claim not counted as an attempt. Returns how many. (Items whose lease ran out need no
+  // call: claim takes them.)
   std::size_t requeue_abandoned(const std::function<bool(const std::string& worker)>& alive);
   using Lease = SweepLease;  // outside the class: a default argument below needs it complete
   // The sweep's next pending item, or a running one whose lease ran out, now running for
@@ -126,6 +126,8 @@ class SweepState {
   // Items the sweep (by name) has in other scopes: runs at other settings or on another device.
   std::size_t items_elsewhere(const SweepId& sweep) const;
   std::vector<ItemState> items(const SweepId& sweep, std::optional<ItemStatus> only = std::nullopt) const;
+  // An item's status now (none for a key the database does not have).
+  std::optional<ItemStatus> item_status(const std::string& key) const;
   // The items of the sweep that `worker` holds (running under its name): a worker killed
   // between claiming items and telling its supervisor which still holds them here.
   std::vector<ItemState> held_by(const SweepId& sweep, const std::string& worker) const;
