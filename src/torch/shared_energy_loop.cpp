@@ -42,8 +42,9 @@ constexpr std::size_t kSharedMaxColumns = 16;
 // segments of 1 to 3 counter periods, so that most windows hold one operator alone, and up to
 // kStandalonePerColumnS a column before it stops short of the targets. On the H100, the conv2d
 // grid's 264 items in loops of a model's shape (0.15 s a column, segments under a period) took
-// 0.34 GPU-s each, but their energy intervals' median was ±12% (±2% targets). On a synthetic
-// trace of the same length, segments 4 times as long narrowed every interval (shared_windows_test).
+// 0.34 GPU-s each, but their energy intervals' median was ±12% (±2% targets); with these, ±2.6%
+// at 0.78 GPU-s (bench/results/2026-11-27-h100-sweep-groups/). On a synthetic trace of one
+// length, segments 4 times as long narrowed every interval (shared_windows_test).
 constexpr double kStandaloneSegmentPeriods = 4.0, kStandalonePerColumnS = 0.5;
 // Windows left out of the split are made up for by a longer loop, up to this many times its
 // budget (and never longer than the loops of their own it saves): at ~0.15 s per operator even

@@ -595,7 +595,7 @@ std::size_t group_size(const MeasureOptions& o, MeasuringSession& session) {
 }
 
 // An outcome of the session as the item's event (and its failure in the database); false when
-// the database stopped taking rows (the item stays running: the next run takes it again).
+// the database stopped taking rows (the worker then stops).
 bool report_outcome(MeasuringSession& session, SweepState& state, const ItemState& item, const SessionOutcome& out,
                     const std::string& me, EventWriter& events) {
   auto fail = [&](const std::string& reason) {
