@@ -29,7 +29,7 @@ void Runner::time_host_only(PreparedCall& call, Measurement& m, DeviceWork work)
   rule.max_seconds = std::min(rule.max_seconds, kHostOnlyMaxS);
   rule.min_seconds = std::min(rule.min_seconds, kHostOnlyWarmupS);
   double warmup_s = std::min(cfg_.warmup_s, kHostOnlyWarmupS);
-  const bool part = cfg_.part_of && cfg_.part_of->time_us > 0;
+  const bool part = is_part_of_whole(cfg_.part_of);
   if (part) {
     rule.share_of = {cfg_.part_of->time_us, cfg_.part_of->calls};
     rule.min_seconds = std::min(rule.min_seconds, kHostOnlyPartMinS);

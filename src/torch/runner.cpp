@@ -302,7 +302,7 @@ double Runner::share_of_whole(double per_call_us) const {
 }
 
 double Runner::energy_target_rel_ci95(double per_call_us) const {
-  if (!cfg_.part_of || !(cfg_.part_of->time_us > 0)) return cfg_.energy_target_rel_ci95;
+  if (!is_part_of_whole(cfg_.part_of)) return cfg_.energy_target_rel_ci95;
   return part_rel_ci95(cfg_.part_of->energy_rel_ci95, share_of_whole(per_call_us));
 }
 
@@ -639,7 +639,7 @@ Measurement Runner::measure_call(PreparedCall& call) {
   if (m.energy.available && plan.energy_loop)
     m.method += fmt::format("; energy from {} over {} aligned windows{}", m.energy.source, m.energy.windows,
                             m.energy.loop_note.empty() ? "" : " (" + m.energy.loop_note + ")");
-  if (m.energy.available && plan.energy_loop && cfg_.part_of && cfg_.part_of->time_us > 0)
+  if (m.energy.available && plan.energy_loop && is_part_of_whole(cfg_.part_of))
     m.method += fmt::format(" to a ±{:.1f}% target ({:.2f}% of the whole's time)",
                             100 * energy_target_rel_ci95(m.time.per_call_us.median),
                             100 * share_of_whole(m.time.per_call_us.median));

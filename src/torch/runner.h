@@ -73,6 +73,10 @@ struct MeasureConfig {
   ProgressFn progress;
 };
 
+// Whether `part` is a share of a whole with its time (a step's operator): its energy interval is
+// then sized to that share, else it keeps energy_target_rel_ci95 (a sweep's item, a measure).
+inline bool is_part_of_whole(const std::optional<MeasureConfig::Whole>& part) { return part && part->time_us > 0; }
+
 class Runner {
  public:
   // Opens the energy probe for the device (NVML on CUDA, RAPL on the CPU) if there is one.

@@ -72,13 +72,13 @@ std::string left_out_text(const LeftOutWindows& left) {
 // The energy interval call `m` aims at: its share of the whole's, or the configured target.
 double target_rel_ci95(const MeasureConfig& cfg, const std::optional<MeasureConfig::Whole>& part,
                        const Measurement& m) {
-  if (!part || !(part->time_us > 0)) return cfg.energy_target_rel_ci95;
+  if (!is_part_of_whole(part)) return cfg.energy_target_rel_ci95;
   return part_rel_ci95(part->energy_rel_ci95, part->calls * m.time.per_call_us.median / part->time_us);
 }
 
 std::string target_text(const MeasureConfig& cfg, const std::optional<MeasureConfig::Whole>& part,
                         const Measurement& m) {
-  if (!part || !(part->time_us > 0)) return "";
+  if (!is_part_of_whole(part)) return "";
   return fmt::format(" to a ±{:.1f}% target ({:.2f}% of the whole's time)", 100 * target_rel_ci95(cfg, part, m),
                      100 * part->calls * m.time.per_call_us.median / part->time_us);
 }
@@ -216,9 +216,10 @@ std::vector<Runner::GroupResult> Runner::measure_group(const std::vector<Prepare
   std::vector<double> targets;
   for (auto& r : out) ms.push_back(r.measurement ? &*r.measurement : nullptr);
   // Calls of no whole (a sweep's items) are never pooled: each is a row of its own figure, not a
-  // tiny share of a step (a pooled member's energy is its column's power over its time).
+  // tiny share of a step (a pooled member's energy is its column's power over its time). A
+  // target of 0 is strict: pool_columns gives it a column of its own.
   for (std::size_t i : shared)
-    targets.push_back(parts[i] && parts[i]->time_us > 0 ? target_rel_ci95(cfg_, parts[i], *ms[i]) : 0.0);
+    targets.push_back(is_part_of_whole(parts[i]) ? target_rel_ci95(cfg_, parts[i], *ms[i]) : 0.0);
   for (const ColumnLoop& packed : shared_loops(shared, ms, targets)) {
     const std::vector<std::size_t>& loop = packed.ops;
     if (loop.size() < 2) {
@@ -316,7 +317,7 @@ std::vector<std::size_t> Runner::measure_energy_shared(const std::vector<Prepare
   std::vector<double> column_target(cols, 1.0);
   for (std::size_t c = 0; c < cols; ++c)
     for (std::size_t i : columns.members[c]) column_target[c] = std::min(column_target[c], target[i]);
-  const bool standalone = std::none_of(parts.begin(), parts.end(), [](const auto& p) { return p && p->time_us > 0; });
+  const bool standalone = std::none_of(parts.begin(), parts.end(), is_part_of_whole);
   const double segment_periods = standalone ? kStandaloneSegmentPeriods : 1.0;
   const double budget_s = std::min(kSharedBaseS + (standalone ? kStandalonePerColumnS : kSharedPerOpS) * double(cols),
                                    cfg_.energy_max_s * double(cols));

@@ -350,7 +350,7 @@ class Supervisor {
     const pid_t pid = w.process->pid();
     w.process.reset();
     if (ended.empty()) return;  // nothing left to claim
-    held_without_saying(w, pid);
+    read_held_from_database(w, pid);
     // Interrupted (Ctrl-C reaches the whole process group, a job scheduler's TERM): not the
     // item's fault. It goes back to pending for the next run.
     if (signal == SIGINT || signal == SIGTERM || signal == SIGHUP) {
@@ -378,7 +378,7 @@ class Supervisor {
   // What a worker that ended held, as the database knows it under the worker's name: items it
   // claimed before their "start" events reached us are held too; items it stored before their
   // "done" events did are measured, not held.
-  void held_without_saying(WorkerSlot& w, pid_t pid) {
+  void read_held_from_database(WorkerSlot& w, pid_t pid) {
     const std::string name = w.name.empty() ? fmt::format("{}:{}", host_name(), pid) : w.name;
     std::map<std::string, std::string> running;
     for (const ItemState& held : state_.held_by({run_.plan.name, run_.plan.scope}, name)) running[held.key] = held.call;
@@ -588,20 +588,25 @@ std::vector<ItemState> next_items(SweepState& state, const SweepId& sweep, const
 }
 
 // The session's group: given, or by default kSweepEnergyGroup where its energies share counter
-// windows (1 before its first call, when it knows no device yet).
-std::size_t group_size(const MeasureOptions& o, MeasuringSession& session) {
+// windows; none before its first call, when it knows no device yet (claim one item then).
+std::optional<std::size_t> group_size(const MeasureOptions& o, MeasuringSession& session) {
   if (o.energy_group > 0) return o.energy_group;
-  return session.started() && session.shares_counter_windows() ? kSweepEnergyGroup : 1;
+  if (!session.started()) return std::nullopt;
+  return session.shares_counter_windows() ? kSweepEnergyGroup : 1;
+}
+
+// An item failed (its reason in the database) and said so to the supervisor.
+void fail_item(SweepState& state, const ItemState& item, const std::string& reason, const std::string& me,
+               EventWriter& events) {
+  state.mark_failed(item.key, me, reason);
+  events.write({{"event", "failed"}, {"key", item.key}, {"call", item.call}, {"reason", reason}});
 }
 
 // An outcome of the session as the item's event (and its failure in the database); false when
 // the database stopped taking rows (the worker then stops).
 bool report_outcome(MeasuringSession& session, SweepState& state, const ItemState& item, const SessionOutcome& out,
                     const std::string& me, EventWriter& events) {
-  auto fail = [&](const std::string& reason) {
-    state.mark_failed(item.key, me, reason);
-    events.write({{"event", "failed"}, {"key", item.key}, {"call", item.call}, {"reason", reason}});
-  };
+  auto fail = [&](const std::string& reason) { fail_item(state, item, reason, me, events); };
   if (out.also_error) {
     try {
       std::rethrow_exception(out.also_error);
@@ -652,8 +657,7 @@ bool measure_claimed(MeasuringSession& session, SweepState& state, const std::ve
       calls.push_back(parse_call_line(item.call, fmt::format("sweep {}", sweep.name)));
       pending.push_back(&item);
     } catch (const std::exception& e) {
-      state.mark_failed(item.key, me, user_message(e.what()));
-      events.write({{"event", "failed"}, {"key", item.key}, {"call", item.call}, {"reason", user_message(e.what())}});
+      fail_item(state, item, user_message(e.what()), me, events);
     }
   }
   // A retried item comes last (next_items) and is measured alone, after the others are done.
@@ -671,29 +675,26 @@ bool measure_claimed(MeasuringSession& session, SweepState& state, const std::ve
       }
     ReplayOptions replay = o.replay;
     replay.autocast = autocast;
+    auto done = [&](std::size_t k, int64_t id) { state.mark_done(pending[which[k]]->key, me, id); };
+    // The group's k-th call measured alone, a lease lost in its insert kept as the group keeps it.
+    auto alone = [&](std::size_t k) {
+      SessionOutcome out;
+      try {
+        out = session.measure(group[k], replay, [&](int64_t id) { done(k, id); });
+      } catch (const LeaseLost&) {
+        out.also_error = std::current_exception();
+      }
+      return out;
+    };
     std::vector<SessionOutcome> outs;
     if (group.size() == 1) {
-      try {
-        outs.push_back(
-            session.measure(group[0], replay, [&](int64_t id) { state.mark_done(pending[which[0]]->key, me, id); }));
-      } catch (const LeaseLost&) {
-        outs.emplace_back().also_error = std::current_exception();
-      }
+      outs.push_back(alone(0));
     } else {
-      outs = session.measure_group(group, replay, std::vector<std::optional<MeasureConfig::Whole>>(group.size()),
-                                   [&](std::size_t k, int64_t id) { state.mark_done(pending[which[k]]->key, me, id); });
+      outs = session.measure_group(group, replay, std::vector<std::optional<MeasureConfig::Whole>>(group.size()), done);
       // Out of memory beside the group's other inputs and graphs, which stay allocated while it
       // runs: measured again alone, as it would have been.
-      for (std::size_t k = 0; k < outs.size(); ++k) {
-        if (outs[k].measurement || outs[k].error_kind != ReplayError::Kind::kOutOfMemory) continue;
-        try {
-          outs[k] =
-              session.measure(group[k], replay, [&](int64_t id) { state.mark_done(pending[which[k]]->key, me, id); });
-        } catch (const LeaseLost&) {
-          outs[k] = SessionOutcome{};
-          outs[k].also_error = std::current_exception();
-        }
-      }
+      for (std::size_t k = 0; k < outs.size(); ++k)
+        if (!outs[k].measurement && outs[k].error_kind == ReplayError::Kind::kOutOfMemory) outs[k] = alone(k);
     }
     bool stopped = false;
     for (std::size_t k = 0; k < outs.size(); ++k)
@@ -726,8 +727,10 @@ int run_sweep_worker(const MeasureOptions& o, const SweepId& sweep, const SweepS
   so.resume = o.resume;
   MeasuringSession session(&db, so, notes);
   LeaseKeeper keeper(o.db, me, lease.seconds);
+  std::optional<std::size_t> group;  // decided once the session knows its device
   while (true) {
-    const std::vector<ItemState> items = next_items(state, sweep, me, lease, group_size(o, session));
+    if (!group) group = group_size(o, session);
+    const std::vector<ItemState> items = next_items(state, sweep, me, lease, group.value_or(1));
     if (items.empty()) break;
     std::vector<std::string> keys;
     for (const ItemState& item : items) {
