@@ -2,7 +2,7 @@
 """Issue 25's goals on a GPU: how long `opcost.validate` takes from an empty database, and how
 right its energy is, on a set of models nobody tuned for (vision, encoder, decoders, training).
 
-    PYTHONPATH=build/python python3 bench/energy_speed.py run OUT_DIR [--only REGEX] [--timeout S] [--own-loops N]
+    PYTHONPATH=build/python python3 bench/energy_speed.py run OUT_DIR [--only REGEX] [--timeout S] [--own-loops N] [--no-trace]
     PYTHONPATH=build/python python3 bench/energy_speed.py model OUT_DIR BUILD_DIR [--own-loops N]
     python3 bench/energy_speed.py summarize OUT_DIR
 
@@ -14,6 +14,7 @@ with their times (log-NAME.txt) so that where the time went can be read afterwar
 --timeout is written as such; a run stopped by SIGTERM (an outer `timeout`) writes the case in
 hand as cut off, with its seconds, and stops.
 model: `opcost model resnet50 --batch 32 --target 0.95` from an empty database, timed.
+--no-trace leaves the trace out (a comparison of validate's wall alone: no trace_energy_error).
 summarize: summary.json (one object per case: case, validate_wall_s, paired_time_error,
 paired_energy_error, trace_energy_error; errors as fractions) and summary.md.
 """
@@ -116,7 +117,7 @@ class _TimedLines(logging.Handler):
         super().close()
 
 
-def run_case(name: str, out: Path, own_loops: Optional[int] = None) -> Dict[str, Any]:
+def run_case(name: str, out: Path, own_loops: Optional[int] = None, trace: bool = True) -> Dict[str, Any]:
     import torch
     import opcost
     spec = CASES[name]
@@ -150,6 +151,8 @@ def run_case(name: str, out: Path, own_loops: Optional[int] = None) -> Dict[str,
             measured_energy_mJ=p.measured_energy_mJ, calls=d.get("calls"),
             energy_unavailable=p.energy_unavailable, capped_energy_mJ=p.capped_energy_mJ)
         (out / f"validate-{name}.json").write_text(p.to_json())
+        if not trace:
+            return result
         t0 = time.perf_counter()
         tr = opcost.trace_model(model, *inputs, energy=True, db=str(db), **common)
         table = json.loads(tr.run.table_json("layer"))
@@ -186,6 +189,7 @@ def cmd_run(args) -> int:
     for name in names:
         start = time.perf_counter()
         own = [] if args.own_loops is None else ["--own-loops", str(args.own_loops)]
+        own += [] if args.trace else ["--no-trace"]
         child = None
         try:
             child = subprocess.Popen([sys.executable, __file__, "case", name, str(out)] + own,
@@ -217,7 +221,7 @@ def cmd_run(args) -> int:
 
 def cmd_case(args) -> int:
     out = Path(args.out)
-    r = run_case(args.name, out, args.own_loops)
+    r = run_case(args.name, out, args.own_loops, args.trace)
     (out / f"case-{args.name}.json").write_text(json.dumps(r, indent=1))
     return 0
 
@@ -296,6 +300,8 @@ def main() -> int:
     m.add_argument("build")
     for p in (r, c, m):  # validate's and model's --own-loops (heavy operators' loops of their own)
         p.add_argument("--own-loops", type=int, default=None)
+    for p in (r, c):
+        p.add_argument("--no-trace", dest="trace", action="store_false", help="validate alone, no trace_model")
     s = sub.add_parser("summarize")
     s.add_argument("out")
     args = ap.parse_args()

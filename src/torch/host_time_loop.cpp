@@ -18,24 +18,27 @@ namespace {
 constexpr double kHostOnlyMaxS = 0.1;
 constexpr double kHostOnlyWarmupS = 0.02;
 // Part of a model's step, its interval is sized to its share (core/stats/stopping.h), which a
-// view meets in its first samples: then ten samples of a millisecond, after a short warm-up,
-// decide. DenseNet-121's training step holds 597 distinct narrows: 0.1 s each was a minute.
-constexpr double kHostOnlyPartMinS = 0.01;
-constexpr double kHostOnlyPartWarmupS = 0.005;
+// view meets in its first samples: then ten samples of a quarter of a millisecond (a narrow's
+// ~80 calls), after a short warm-up, decide. DenseNet-121's training step holds 597 distinct
+// narrows: 0.1 s each was a minute, 17 ms each (samples of a millisecond) 10 s.
+constexpr double kHostOnlyPartMinS = 0.0025;
+constexpr double kHostOnlyPartWarmupS = 0.002;
+constexpr double kHostOnlyPartSampleS = 0.00025;
 }  // namespace
 
 void Runner::time_host_only(PreparedCall& call, Measurement& m, DeviceWork work) {
   StoppingCriterion rule = cfg_.time;
   rule.max_seconds = std::min(rule.max_seconds, kHostOnlyMaxS);
   rule.min_seconds = std::min(rule.min_seconds, kHostOnlyWarmupS);
-  double warmup_s = std::min(cfg_.warmup_s, kHostOnlyWarmupS);
+  double warmup_s = std::min(cfg_.warmup_s, kHostOnlyWarmupS), sample_s = cfg_.target_sample_s;
   const bool part = is_part_of_whole(cfg_.part_of);
   if (part) {
     rule.share_of = {cfg_.part_of->time_us, cfg_.part_of->calls};
     rule.min_seconds = std::min(rule.min_seconds, kHostOnlyPartMinS);
     warmup_s = std::min(warmup_s, kHostOnlyPartWarmupS);
+    sample_s = std::min(sample_s, kHostOnlyPartSampleS);
   }
-  time_cpu(call, m, rule, warmup_s);
+  time_cpu(call, m, rule, warmup_s, sample_s);
   m.time.host_us = m.time.per_call_us;
   // The GPU time is exactly 0, from as many samples as the host time: a figure with an
   // interval (of zero width), so that nothing takes it for a time from a single sample.

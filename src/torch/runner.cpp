@@ -124,9 +124,10 @@ std::optional<double> Runner::idle_power() {
   return idle_W_;
 }
 
-void Runner::time_cpu(PreparedCall& call, Measurement& m, const StoppingCriterion& rule, double warmup_s) {
+void Runner::time_cpu(PreparedCall& call, Measurement& m, const StoppingCriterion& rule, double warmup_s,
+                      double sample_s) {
   // Warm-up (three calls, or one when a call alone outlasts the timing budget), then batches
-  // of about target_sample_s each. On CUDA (a call that synchronises itself, or waits for the
+  // of about sample_s each. On CUDA (a call that synchronises itself, or waits for the
   // device) each batch ends with a synchronisation, so its kernels are inside the sample.
   const bool cuda = device_.is_cuda();
   auto sync = [&] {
@@ -141,7 +142,7 @@ void Runner::time_cpu(PreparedCall& call, Measurement& m, const StoppingCriterio
     watch_->check("warming up", n, "calls");
   }
   const double per_call = (now_s() - t0) / double(n);
-  const std::size_t batch = std::clamp<std::size_t>(std::size_t(cfg_.target_sample_s / per_call), 1, 10000);
+  const std::size_t batch = std::clamp<std::size_t>(std::size_t(sample_s / per_call), 1, 10000);
   AdaptiveStop stop(rule);
   std::vector<double> samples, cpu;
   const double start = now_s();
@@ -624,7 +625,7 @@ Measurement Runner::measure_call(PreparedCall& call) {
     }
     measure_energy_duty_cycled(call, m);  // at the power cap, in a step below it (duty_cycle_loop.cpp)
   } else {
-    time_cpu(call, m, cfg_.time, cfg_.warmup_s);
+    time_cpu(call, m, cfg_.time, cfg_.warmup_s, cfg_.target_sample_s);
     if (device_.is_cuda() && !cfg_.synchronous_calls) {
       m.method += kWaitsForDeviceNote;
       m.waits_for_device = true;

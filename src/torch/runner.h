@@ -140,7 +140,8 @@ class Runner {
   double budget_s() const;
   // The watchdog's settings for one measurement: this budget, the abandon factor.
   Watchdog::Options watchdog_options() const;
-  void time_cpu(PreparedCall& call, Measurement& m, const StoppingCriterion& rule, double warmup_s);
+  // Batches of about `sample_s` each (cfg_.target_sample_s but for a view's host time).
+  void time_cpu(PreparedCall& call, Measurement& m, const StoppingCriterion& rule, double warmup_s, double sample_s);
   // A call without device work on CUDA: host wall time with its interval (a short budget), GPU
   // time 0, and no energy loop (plan_loops).
   void time_host_only(PreparedCall& call, Measurement& m, DeviceWork work);

@@ -26,6 +26,13 @@
 
 namespace opcost {
 
+namespace {
+// The short loops' warm-up, least timing and sample length (PredictOptions::short_op_config).
+constexpr double kShortWarmupS = 0.005;
+constexpr double kShortTimingMinS = 0.005;
+constexpr double kShortSampleS = 0.0005;
+}  // namespace
+
 // The presets are data in the options registry (workflow/options.cpp): one place for them.
 PredictOptions PredictOptions::predict_only() { return predict_preset(kPredictCommand); }
 
@@ -45,11 +52,14 @@ MeasureConfig PredictOptions::short_op_config() const {
   MeasureConfig c = op_config;
   c.time.max_seconds = op_config.time.max_seconds / 5;
   c.time.target_rel_ci95 = std::max(op_config.time.target_rel_ci95, 0.02);
-  // The first ten calls warm an operator up (they pick its kernels), and ten samples of a
-  // millisecond reach 2% for nearly every operator (the H100's resnet50 b32: 0.04–0.9% after
-  // the 0.05 s minimum): 0.02 s of each is enough here.
-  c.warmup_s = std::min(op_config.warmup_s, 0.02);
-  c.time.min_seconds = std::min(op_config.time.min_seconds, 0.02);
+  // The first ten calls warm an operator up (they pick its kernels; the warm-up runs at least
+  // ten), and ten samples reach 2% for nearly every operator (the H100's resnet50 b32: 0.04–0.9%
+  // after the 0.05 s minimum, with samples of a millisecond). Samples of half a millisecond and
+  // 5 ms of warm-up and timing: each of DenseNet-121's training step's 576 small operators spent
+  // ~50 ms in them at 20 ms each and millisecond samples, a third of its validate's wall.
+  c.warmup_s = std::min(op_config.warmup_s, kShortWarmupS);
+  c.time.min_seconds = std::min(op_config.time.min_seconds, kShortTimingMinS);
+  c.target_sample_s = std::min(op_config.target_sample_s, kShortSampleS);
   c.time_in_energy_settle = c.energy;
   c.energy_settle_s = std::min(op_config.energy_settle_s, 0.15);
   c.energy_min_windows = std::min<std::size_t>(op_config.energy_min_windows, 3);
