@@ -22,11 +22,18 @@ constexpr double kPairedSeconds = 1.0;
 constexpr std::size_t kPairedMinRounds = 5, kPairedMaxRounds = 200;
 // The most operators with kernels a group holds: Runner::measure_group runs them in loops of at
 // most 16 split columns, where tiny operators of one kind share a column (pool_columns,
-// core/energy/shared_windows.h): a group of 32 is one loop where they pool, two where none does.
-constexpr std::size_t kSharedWindowOps = 32;
-// With views (which need no energy loop) a group may hold this many times as many calls (64 in
-// all, as 16 × 4 was before groups of 32: each call's inputs stay allocated while its group runs).
-constexpr std::size_t kViewsPerSharedOp = 2;
+// core/energy/shared_windows.h): a group of 64 is one loop where they pool into 16 columns, four
+// where none does. Each call's inputs stay allocated while its group runs: one out of memory
+// beside the others is measured again alone. A loop costs about a second however few its
+// columns (a settle and 5 windows more than it has columns): on the H100, DenseNet-121's
+// training step's groups of 32 took ~2 s of loops each.
+constexpr std::size_t kSharedWindowOps = 64;
+// `model` asks after each group whether the measured operators explain its target: there a
+// group stays at 32, which measures fewer operators past it.
+constexpr std::size_t kSharedWindowOpsToTarget = 32;
+// Views (no energy loop) met while a group is gathered are measured apart, this many at a time:
+// in the groups they left DenseNet's convolutions in loops of 4 to 26.
+constexpr std::size_t kViewsTogether = 64;
 // Operators are measured one by one, heaviest first, until the measured ones explain this share
 // of the step's time (or, in a host-bound step whose GPU time never does, PredictOptions::own_loops
 // were: --own-loops, 16 by default), and the rest (each a small share) share counter windows. A
@@ -387,6 +394,33 @@ MissingMeasured measure_missing(const PredictContext& ctx, const Inventory& inv,
       out.failed[i] = entry_failure(inv, inv.entries[i], m, ctx.notes);
     }
   };
+  // Several entries measured together (their energies in shared counter windows, a view its host
+  // time alone); one out of memory beside the others' inputs and graphs is measured again alone.
+  auto measure_together = [&](const std::vector<std::size_t>& group, const ReplayOptions& replay) {
+    loops.for_group();
+    std::vector<std::string> signatures;
+    std::vector<std::optional<MeasureConfig::Whole>> parts;
+    for (std::size_t i : group) {
+      const InventoryEntry& e = inv.entries[i];
+      ctx.notes.say(
+          fmt::format("[{}/{}] {} ×{} ({})", ++done, total, e.signature(), e.count,
+                      e.returns_views ? "returns views: its host time only" : "energy in shared counter windows"));
+      signatures.push_back(e.signature());
+      parts.push_back(loops.part_for(e, step));
+    }
+    const std::vector<SessionOutcome> outcomes = measure_signatures(session, signatures, replay, parts);
+    for (std::size_t k = 0; k < group.size(); ++k) {
+      if (outcomes[k].measurement || outcomes[k].error_kind != ReplayError::Kind::kOutOfMemory) {
+        take(group[k], outcomes[k]);
+        continue;
+      }
+      const InventoryEntry& e = inv.entries[group[k]];
+      ctx.notes.say(fmt::format("{}: out of memory beside the other calls of its group of {}; measured again alone",
+                                elide(e.signature(), 200), group.size()));
+      loops.for_entry(e, step);
+      take(group[k], measure_signature(session, e.signature(), replay));
+    }
+  };
   while (!remaining.empty()) {
     if (!session.stopped().empty()) {
       out.stopped = session.stopped();
@@ -408,43 +442,34 @@ MissingMeasured measure_missing(const PredictContext& ctx, const Inventory& inv,
     std::vector<std::size_t> group;
     const bool sharing = loops.groups(step) && (out.measured.size() >= o.own_loops ||
                                                 explained_share(inv, out.costs, *step) >= kShareAfterExplained);
-    // A view takes no place in a shared loop (it has no energy loop): a group holds up to
-    // kSharedWindowOps others, so that DenseNet's hundreds of narrows do not split its
-    // convolutions over twice the shared loops.
-    const std::size_t most = sharing ? kSharedWindowOps : 1;
-    std::size_t with_device_work = 0;
-    for (auto it = remaining.begin();
-         it != remaining.end() && with_device_work < most && group.size() < most * kViewsPerSharedOp;) {
+    // A view takes no place in a shared loop (it has no energy loop): those met on the way are
+    // measured apart, so that DenseNet's hundreds of narrows do not split its convolutions over
+    // more shared loops.
+    const std::size_t most = !sharing ? 1 : o.target > 0 ? kSharedWindowOpsToTarget : kSharedWindowOps;
+    const ReplayOptions replay = replay_for(ctx, inv.autocast, mode);
+    std::vector<std::size_t> views;
+    auto measure_views = [&] {
+      measure_together(views, replay);
+      views.clear();
+    };
+    for (auto it = remaining.begin(); it != remaining.end() && group.size() < most;) {
       if (cache_mode_for(inv.entries[*it], o.cache) != mode) {
         ++it;
         continue;
       }
-      with_device_work += sharing && inv.entries[*it].returns_views ? 0 : 1;
-      group.push_back(*it);
+      (sharing && inv.entries[*it].returns_views ? views : group).push_back(*it);
       it = remaining.erase(it);
+      if (views.size() == kViewsTogether) measure_views();
     }
-    const ReplayOptions replay = replay_for(ctx, inv.autocast, mode);
+    if (!views.empty()) measure_views();
     if (group.size() == 1) {
       const InventoryEntry& e = inv.entries[group[0]];
       loops.for_entry(e, step);
       ctx.notes.say(fmt::format("[{}/{}] {} ×{}", ++done, total, e.signature(), e.count));
       take(group[0], measure_signature(session, e.signature(), replay));
-      continue;
+    } else if (!group.empty()) {
+      measure_together(group, replay);
     }
-    loops.for_group();
-    std::vector<std::string> signatures;
-    std::vector<std::optional<MeasureConfig::Whole>> parts;
-    for (std::size_t i : group) {
-      const InventoryEntry& e = inv.entries[i];
-      // A view rides along for its host time only: no energy loop is shared with it.
-      ctx.notes.say(
-          fmt::format("[{}/{}] {} ×{} ({})", ++done, total, e.signature(), e.count,
-                      e.returns_views ? "returns views: its host time only" : "energy in shared counter windows"));
-      signatures.push_back(e.signature());
-      parts.push_back(loops.part_for(e, step));
-    }
-    const std::vector<SessionOutcome> outcomes = measure_signatures(session, signatures, replay, parts);
-    for (std::size_t k = 0; k < group.size(); ++k) take(group[k], outcomes[k]);
   }
   if (out.stopped.empty()) out.stopped = session.stopped();
   return out;

@@ -86,7 +86,17 @@ class FakeSession final : public OperatorSession {
     group_parts.push_back(parts);
     group_configs.push_back(config);
     std::vector<SessionOutcome> outs;
-    for (const auto& c : calls) outs.push_back(measure(c, replay));
+    for (const auto& c : calls) {
+      if (out_of_memory_in_group.count(c.display_name()) && calls.size() > 1) {
+        SessionOutcome oom;
+        oom.kind = SessionOutcome::Kind::kFailed;
+        oom.error = c.display_name() + ": CUDA out of memory";
+        oom.error_kind = ReplayError::Kind::kOutOfMemory;
+        outs.push_back(oom);
+        continue;
+      }
+      outs.push_back(measure(c, replay));
+    }
     return outs;
   }
   std::string store(Measurement& m, const ReplayOptions&, const MeasureConfig& ran_with) override {
@@ -107,6 +117,7 @@ class FakeSession final : public OperatorSession {
   std::map<std::string, double> time_us_by_op;
   std::map<std::string, std::string> failing;
   std::map<std::string, ReplayError::Kind> failing_kind;  // the replay's kind of each failure (default kOther)
+  std::set<std::string> out_of_memory_in_group;           // out of memory beside others, measured alone when alone
   std::size_t rows_before_full = 1000;
   std::vector<std::string> measured;             // display names, in order
   std::vector<std::vector<std::string>> groups;  // the calls measured together, by display name
@@ -538,10 +549,10 @@ TEST(MeasureStage, OwnLoopsSetsHowManyOperatorsAreMeasuredAloneBeforeTheRestShar
   }
 }
 
-TEST(MeasureStage, ViewsTakeNoPlaceInAGroupsThirtyTwo) {
+TEST(MeasureStage, ViewsAreMeasuredApartFromTheGroupsWithKernels) {
   // DenseNet's pattern: a narrow beside every add. The first (heaviest) add alone explains the
-  // step; then 39 adds and 40 narrows share windows: two groups (32 adds, then 7), where
-  // counting the narrows would make three (32 calls, 32, 15) and so one shared loop more.
+  // step; then 39 adds share windows in one group, and the 40 narrows (no energy loop) are
+  // measured together apart from it, so that they never split the adds over more shared loops.
   InventoryBuilder b;
   for (int i = 0; i < 40; ++i) {
     b.add("aten::add", "Tensor", fmt::format("self=f32[{}] other=f32[{}]", 1000000 + i, 1000000 + i), "l", {});
@@ -570,12 +581,66 @@ TEST(MeasureStage, ViewsTakeNoPlaceInAGroupsThirtyTwo) {
   EXPECT_EQ(shared, 39u);
   EXPECT_EQ(session.measured.front(), "aten::add.Tensor");
   ASSERT_EQ(session.groups.size(), 2u);
-  const auto adds_in = [](const std::vector<std::string>& g) {
-    return std::size_t(std::count(g.begin(), g.end(), "aten::add.Tensor"));
+  const auto count_of = [](const std::vector<std::string>& g, const char* name) {
+    return std::size_t(std::count(g.begin(), g.end(), name));
   };
-  EXPECT_EQ(adds_in(session.groups[0]), 32u);
-  EXPECT_EQ(adds_in(session.groups[1]), 7u);
-  EXPECT_EQ(session.groups[0].size() + session.groups[1].size(), 79u);
+  EXPECT_EQ(count_of(session.groups[0], "aten::narrow"), 40u);  // gathered on the way, measured first
+  EXPECT_EQ(session.groups[0].size(), 40u);
+  EXPECT_EQ(count_of(session.groups[1], "aten::add.Tensor"), 39u);
+  EXPECT_EQ(session.groups[1].size(), 39u);
+}
+
+TEST(MeasureStage, ValidatesGroupsHoldSixtyFourWithKernelsAndViewsGoSixtyFourAtATime) {
+  // 81 adds, heaviest first, and 80 narrows behind them: the first add alone, then 64 adds, then
+  // the last 16 with the narrows met on the way, measured 64 and then 16 at a time before them.
+  InventoryBuilder b;
+  for (int i = 0; i < 81; ++i) {
+    b.add("aten::add", "Tensor", fmt::format("self=f32[{}] other=f32[{}]", 1000000 - i, 1000000 - i), "l", {});
+    b.time_last(0, 0);
+  }
+  for (int i = 0; i < 80; ++i) {
+    b.add("aten::narrow", "", fmt::format("self=f32[{}] dim=0 start=0 length=1", 100 + i), "l", {}, "forward", {},
+          /*returns_views=*/true);
+    b.time_last(0, 0);
+  }
+  FakeEnergyProbe probe(200, 0.01);
+  FakeSession session(probe);
+  session.time_us_by_op = {{"aten::add.Tensor", 100.0}, {"aten::narrow", 3.0}};
+  const MissingMeasured m = measure_all_on_gpu(b.take(), 150, session);
+  EXPECT_EQ(m.measured.size(), 161u);
+  EXPECT_EQ(m.failures, 0u);
+  std::vector<std::pair<std::string, std::size_t>> groups;
+  for (const auto& g : session.groups) {
+    ASSERT_FALSE(g.empty());
+    EXPECT_EQ(std::size_t(std::count(g.begin(), g.end(), g.front())), g.size()) << "one kind a group";
+    groups.emplace_back(g.front(), g.size());
+  }
+  const std::vector<std::pair<std::string, std::size_t>> expected{
+      {"aten::add.Tensor", 64}, {"aten::narrow", 64}, {"aten::narrow", 16}, {"aten::add.Tensor", 16}};
+  EXPECT_EQ(groups, expected);
+}
+
+TEST(MeasureStage, ACallOutOfMemoryBesideItsGroupIsMeasuredAgainAlone) {
+  Stages s;
+  s.options.short_loops_after = 0;
+  s.options.cache = "warm";
+  FakeEnergyProbe probe(200, 0.01);
+  FakeSession session(probe);
+  session.out_of_memory_in_group = {"aten::relu"};
+  session.time_us_by_op = {{"aten::mm", 600}};
+  const MissingMeasured m = measure_on_gpu(s, session, {0, 1, 2});
+  ASSERT_EQ(session.groups.size(), 1u);
+  EXPECT_EQ(m.failures, 0u);
+  EXPECT_EQ(m.costs.count(2), 1u);  // the relu, from its own measurement
+  EXPECT_EQ(session.measured.back(), "aten::relu");
+  EXPECT_EQ(std::count(session.measured.begin(), session.measured.end(), "aten::relu"), 1);  // once, alone
+  const bool said = std::any_of(s.said.begin(), s.said.end(), [](const std::string& t) {
+    return t.find(
+               "aten::relu self=f32[4]: out of memory beside the other calls of its group of 2; measured again "
+               "alone") != std::string::npos;
+  });
+  EXPECT_TRUE(said);
+  EXPECT_TRUE(s.failed.empty());
 }
 
 TEST(MeasureStage, ModelChecksItsTargetBeforeEachGroupAndAGroupHasAtMost32WithKernels) {
