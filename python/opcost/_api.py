@@ -370,7 +370,7 @@ def validate(model: Any, *inputs: Any, db: Optional[str] = None, cache: str = _V
     measured operators explain ``short_loops_after`` of the step (0 to 1; 0: from the first, 1: never), the rest get short
     loops, and each short loop's energy stops at the interval its share of the step needs for
     the operators together to add ``ops_energy_ci`` (relative 95%, 0 to 1; 0: each at 5%). On a
-    GPU such operators share one energy loop's counter windows, up to 16 at a time;
+    GPU such operators share energy loops' counter windows, up to 16 columns a loop;
     ``shared_windows=False`` gives each a loop of its own, and the heaviest operators get loops of
     their own until ``own_loops`` have one or they explain half the step (fewer: more share
     loops; 0: all share). An operator that reaches the power cap

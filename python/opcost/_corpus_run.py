@@ -16,8 +16,8 @@ from . import _api, _core
 from ._corpus_models import Case, CorpusModel
 
 # The shortest budgets that still replay every signature: short loops from the first operator
-# (20 ms of warm-up and 20 ms of timing each, against 50 ms and more for full loops: about 25 ms
-# an operator on a CPU), a 10 ms budget for the whole step, no energy loops.
+# (5 ms of warm-up and 5 ms of timing each, against 50 ms and more for full loops), a 10 ms
+# budget for the whole step, no energy loops.
 SHORT_BUDGETS = dict(max_time=0.001, step_max_time=0.01, short_loops_after=0.0, energy=False)
 # On a GPU: loops long enough for a time error worth reading, still no energy loops.
 GPU_BUDGETS = dict(max_time=0.02, step_max_time=0.5, energy=False)

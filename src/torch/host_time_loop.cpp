@@ -18,8 +18,8 @@ namespace {
 constexpr double kHostOnlyMaxS = 0.1;
 constexpr double kHostOnlyWarmupS = 0.02;
 // Part of a model's step, its interval is sized to its share (core/stats/stopping.h), which a
-// view meets in its first samples: then ten samples of a quarter of a millisecond (a narrow's
-// ~80 calls), after a short warm-up, decide. DenseNet-121's training step holds 597 distinct
+// view meets in its first samples: then ten samples of a quarter of a millisecond (a few dozen
+// of a narrow's calls), after a short warm-up, decide. DenseNet-121's training step holds 597 distinct
 // narrows: 0.1 s each was a minute, 17 ms each (samples of a millisecond) 10 s.
 constexpr double kHostOnlyPartMinS = 0.0025;
 constexpr double kHostOnlyPartWarmupS = 0.002;

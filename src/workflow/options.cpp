@@ -272,7 +272,7 @@ std::vector<PredictOptionSpec> make_predict_specs() {
   add(
       info("shared_windows", "--no-shared-windows", OptionType::kFlag, "",
            "with short loops on a GPU, give each operator an energy loop of its own instead of sharing one loop's "
-           "counter windows among up to 16",
+           "counter windows with other operators (up to 16 columns a loop)",
            {}, false, kPredictMeasuring),
       [](const PredictOptions& o) { return OptionValue(o.shared_windows); },
       [](PredictOptions& o, const OptionValue& v) { o.shared_windows = flag_of(v); });

@@ -45,7 +45,8 @@ struct PredictOptions {
   // By default the target a measurement on its own aims at: the step keeps an operator's precision.
   double ops_energy_rel_ci95 = MeasureConfig{}.energy_target_rel_ci95;
   // On a GPU, with short loops and ops_energy_rel_ci95 > 0: the operators' energies in groups of
-  // up to 16 sharing one loop's counter windows (Runner::measure_group), instead of a loop each.
+  // up to 64 (32 for `model`), their loops' counter windows shared by up to 16 columns each
+  // (Runner::measure_group), instead of a loop each.
   bool shared_windows = true;
   // With shared windows: the heaviest operators measured first get energy loops of their own,
   // until this many have one or they explain kShareAfterExplained of the step (predict_stages.cpp);
@@ -72,7 +73,8 @@ struct PredictOptions {
   static PredictOptions predict_only();
   static PredictOptions validate();
   static PredictOptions model_to(double target = 0.9);
-  // op_config with a fifth of its timing budget (2% target, 0.02 s warm-up and minimum), GPU
+  // op_config with a fifth of its timing budget (2% target, 5 ms warm-up and minimum, samples of
+  // 0.5 ms), GPU
   // time from the energy loop's settle where the GPU never waits for the host, a 0.15 s settle
   // and 3 to 5 counter periods of energy (5% target; see ops_energy_rel_ci95).
   MeasureConfig short_op_config() const;

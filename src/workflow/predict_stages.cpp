@@ -395,7 +395,8 @@ MissingMeasured measure_missing(const PredictContext& ctx, const Inventory& inv,
     }
   };
   // Several entries measured together (their energies in shared counter windows, a view its host
-  // time alone); one out of memory beside the others' inputs and graphs is measured again alone.
+  // time alone); one out of memory beside the others' inputs and graphs is measured again alone,
+  // unless the database has stopped taking rows.
   auto measure_together = [&](const std::vector<std::size_t>& group, const ReplayOptions& replay) {
     loops.for_group();
     std::vector<std::string> signatures;
@@ -410,7 +411,8 @@ MissingMeasured measure_missing(const PredictContext& ctx, const Inventory& inv,
     }
     const std::vector<SessionOutcome> outcomes = measure_signatures(session, signatures, replay, parts);
     for (std::size_t k = 0; k < group.size(); ++k) {
-      if (outcomes[k].measurement || outcomes[k].error_kind != ReplayError::Kind::kOutOfMemory) {
+      if (outcomes[k].measurement || outcomes[k].error_kind != ReplayError::Kind::kOutOfMemory || group.size() < 2 ||
+          !session.stopped().empty()) {
         take(group[k], outcomes[k]);
         continue;
       }
@@ -459,9 +461,14 @@ MissingMeasured measure_missing(const PredictContext& ctx, const Inventory& inv,
       }
       (sharing && inv.entries[*it].returns_views ? views : group).push_back(*it);
       it = remaining.erase(it);
-      if (views.size() == kViewsTogether) measure_views();
+      if (views.size() < kViewsTogether) continue;
+      measure_views();
+      // A stopped database ends the gathering (the loop's top says so); `model` asks about its
+      // target again after at most these views and the operators gathered so far.
+      if (!session.stopped().empty() || o.target > 0) break;
     }
-    if (!views.empty()) measure_views();
+    if (!views.empty() && session.stopped().empty()) measure_views();
+    if (!session.stopped().empty()) continue;
     if (group.size() == 1) {
       const InventoryEntry& e = inv.entries[group[0]];
       loops.for_entry(e, step);

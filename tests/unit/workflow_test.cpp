@@ -620,6 +620,35 @@ TEST(MeasureStage, ValidatesGroupsHoldSixtyFourWithKernelsAndViewsGoSixtyFourAtA
   EXPECT_EQ(groups, expected);
 }
 
+TEST(MeasureStage, ADatabaseThatStopsDuringAViewsFlushEndsTheGathering) {
+  // 100 narrows of large tensors (heavier than the adds behind them), every operator sharing:
+  // the first 64 narrows are measured together while the group is gathered, and the database
+  // stops within them. Nothing more is measured: neither the other narrows nor the adds.
+  InventoryBuilder b;
+  for (int i = 0; i < 100; ++i) {
+    b.add("aten::narrow", "", fmt::format("self=f32[{}] dim=0 start=0 length=1", 10000000 + i), "l", {}, "forward", {},
+          /*returns_views=*/true);
+    b.time_last(0, 0);
+  }
+  for (int i = 0; i < 10; ++i) {
+    b.add("aten::add", "Tensor", fmt::format("self=f32[{}] other=f32[{}]", 10 + i, 10 + i), "l", {});
+    b.time_last(0, 0);
+  }
+  FakeEnergyProbe probe(200, 0.01);
+  FakeSession session(probe);
+  session.rows_before_full = 10;
+  session.time_us_by_op = {{"aten::add.Tensor", 1.0}, {"aten::narrow", 3.0}};
+  std::vector<std::string> said;
+  const MissingMeasured m = measure_all_on_gpu(b.take(), 1000, session, std::size_t(0), &said);
+  ASSERT_EQ(session.groups.size(), 1u);
+  EXPECT_EQ(session.groups[0].size(), 64u);
+  EXPECT_EQ(std::count(session.measured.begin(), session.measured.end(), "aten::add.Tensor"), 0);
+  EXPECT_EQ(m.measured.size(), 64u);  // those in hand are used (10 stored), as one call alone would be
+  EXPECT_EQ(m.stopped, "database or disk is full: fake.db");
+  ASSERT_FALSE(said.empty());
+  EXPECT_EQ(said.back(), "stopped measuring: database or disk is full: fake.db");
+}
+
 TEST(MeasureStage, ACallOutOfMemoryBesideItsGroupIsMeasuredAgainAlone) {
   Stages s;
   s.options.short_loops_after = 0;
