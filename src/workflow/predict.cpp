@@ -55,8 +55,9 @@ MeasureConfig PredictOptions::short_op_config() const {
   // The first ten calls warm an operator up (they pick its kernels; the warm-up runs at least
   // ten), and ten samples reach 2% for nearly every operator (the H100's resnet50 b32: 0.04–0.9%
   // after the 0.05 s minimum, with samples of a millisecond). Samples of half a millisecond and
-  // 5 ms of warm-up and timing: each of DenseNet-121's training step's 576 small operators spent
-  // ~50 ms in them at 20 ms each and millisecond samples, a third of its validate's wall.
+  // 5 ms of warm-up and timing: against 20 ms and samples of a millisecond, with a view's shorter
+  // loops (host_time_loop.cpp), DenseNet-121's training step validated in 96.2 s instead of
+  // 115.1 s on one H100 (bench/results/2026-11-27-h100-short-timing/).
   c.warmup_s = std::min(op_config.warmup_s, kShortWarmupS);
   c.time.min_seconds = std::min(op_config.time.min_seconds, kShortTimingMinS);
   c.target_sample_s = std::min(op_config.target_sample_s, kShortSampleS);

@@ -74,9 +74,8 @@ struct PredictOptions {
   static PredictOptions validate();
   static PredictOptions model_to(double target = 0.9);
   // op_config with a fifth of its timing budget (2% target, 5 ms warm-up and minimum, samples of
-  // 0.5 ms), GPU
-  // time from the energy loop's settle where the GPU never waits for the host, a 0.15 s settle
-  // and 3 to 5 counter periods of energy (5% target; see ops_energy_rel_ci95).
+  // 0.5 ms), GPU time from the energy loop's settle where the GPU never waits for the host, a
+  // 0.15 s settle and 3 to 5 counter periods of energy (5% target; see ops_energy_rel_ci95).
   MeasureConfig short_op_config() const;
   // Throws std::invalid_argument naming the option when a budget, share or target is not a
   // finite number in its range (the registry's check_options): run_predict calls it first, so
