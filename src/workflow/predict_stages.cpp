@@ -24,9 +24,9 @@ constexpr std::size_t kPairedMinRounds = 5, kPairedMaxRounds = 200;
 // most 16 split columns, where tiny operators of one kind share a column (pool_columns,
 // core/energy/shared_windows.h): a group of 64 is one loop where they pool into 16 columns, four
 // where none does. Each call's inputs stay allocated while its group runs: one out of memory
-// beside the others is measured again alone. A loop costs about a second however few its
-// columns (a settle and 5 windows more than it has columns): on the H100, DenseNet-121's
-// training step's groups of 32 took ~2 s of loops each.
+// beside the others is measured again alone (MeasuringSession::measure_group). A loop costs about a second however few
+// its columns (a settle and 5 windows more than it has columns): on the H100, DenseNet-121's training step's groups of
+// 32 took ~2 s of loops each.
 constexpr std::size_t kSharedWindowOps = 64;
 // `model` asks after each group whether the measured operators explain its target: there a
 // group stays at 32, which measures fewer operators past it.
@@ -395,8 +395,7 @@ MissingMeasured measure_missing(const PredictContext& ctx, const Inventory& inv,
     }
   };
   // Several entries measured together (their energies in shared counter windows, a view its host
-  // time alone); one out of memory beside the others' inputs and graphs is measured again alone,
-  // unless the database has stopped taking rows.
+  // time alone); the session measures one out of memory beside the others again alone.
   auto measure_together = [&](const std::vector<std::size_t>& group, const ReplayOptions& replay) {
     loops.for_group();
     std::vector<std::string> signatures;
@@ -410,18 +409,7 @@ MissingMeasured measure_missing(const PredictContext& ctx, const Inventory& inv,
       parts.push_back(loops.part_for(e, step));
     }
     const std::vector<SessionOutcome> outcomes = measure_signatures(session, signatures, replay, parts);
-    for (std::size_t k = 0; k < group.size(); ++k) {
-      if (outcomes[k].measurement || outcomes[k].error_kind != ReplayError::Kind::kOutOfMemory || group.size() < 2 ||
-          !session.stopped().empty()) {
-        take(group[k], outcomes[k]);
-        continue;
-      }
-      const InventoryEntry& e = inv.entries[group[k]];
-      ctx.notes.say(fmt::format("{}: out of memory beside the other calls of its group of {}; measured again alone",
-                                elide(e.signature(), 200), group.size()));
-      loops.for_entry(e, step);
-      take(group[k], measure_signature(session, e.signature(), replay));
-    }
+    for (std::size_t k = 0; k < group.size(); ++k) take(group[k], outcomes[k]);
   };
   while (!remaining.empty()) {
     if (!session.stopped().empty()) {

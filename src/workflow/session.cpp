@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "core/store/database.h"
+#include "core/text/text.h"
 #include "workflow/options.h"
 
 namespace opcost {
@@ -153,13 +154,17 @@ std::vector<SessionOutcome> MeasuringSession::measure_group(
     measured_parts.push_back(parts[i]);
     which.push_back(i);
   }
-  if (measured.empty()) return outs;
+  if (measured.empty()) {
+    retry_out_of_memory_alone(calls, replay, parts, also, std::move(prepared), outs);
+    return outs;
+  }
   std::vector<Runner::GroupResult> results;
   try {
     results = runner_->measure_group(measured, measured_parts);
   } catch (const std::exception& e) {  // the group as a whole failed: each call says so
     notes_.done();
     for (std::size_t i : which) take_failure(outs[i], e);
+    retry_out_of_memory_alone(calls, replay, parts, also, std::move(prepared), outs);
     return outs;
   }
   notes_.done();
@@ -189,7 +194,43 @@ std::vector<SessionOutcome> MeasuringSession::measure_group(
     }
     if (!out.not_stored.empty()) out.kind = SessionOutcome::Kind::kFailed;
   }
+  retry_out_of_memory_alone(calls, replay, parts, also, std::move(prepared), outs);
   return outs;
+}
+
+void MeasuringSession::retry_out_of_memory_alone(const std::vector<OpCall>& calls, const ReplayOptions& replay,
+                                                 const std::vector<std::optional<MeasureConfig::Whole>>& parts,
+                                                 const std::function<void(std::size_t, int64_t)>& also,
+                                                 std::vector<std::unique_ptr<PreparedCall>> group,
+                                                 std::vector<SessionOutcome>& outs) {
+  // A call out of memory beside the group's other inputs and graphs (they stay allocated while
+  // the group runs) is measured again alone once they are freed, with its share of the whole, as
+  // it would have been measured without the group: a sweep's item or a step's operator alike.
+  std::vector<std::size_t> again;
+  for (std::size_t i = 0; i < outs.size(); ++i)
+    if (!outs[i].measurement && outs[i].error_kind == ReplayError::Kind::kOutOfMemory) again.push_back(i);
+  if (again.empty() || calls.size() < 2) return;
+  group.clear();
+  const MeasureConfig group_config = options_.config;
+  for (std::size_t i : again) {
+    if (!stopped().empty()) break;
+    notes_.say(fmt::format("{}: out of memory beside its group's other calls ({} in all); measuring it again alone",
+                           elide(calls[i].display_name() + " " + format_args(calls[i].args), 200), calls.size()));
+    MeasureConfig alone = group_config;
+    alone.part_of = parts[i];
+    reconfigure(alone);
+    std::function<void(int64_t)> also_i;
+    if (also) also_i = [&also, i](int64_t id) { also(i, id); };
+    try {
+      outs[i] = measure(calls[i], replay, also_i);
+    } catch (const std::exception& e) {  // `also` refused its row (a sweep's LeaseLost), as in the group
+      outs[i] = SessionOutcome{};
+      outs[i].kind = SessionOutcome::Kind::kFailed;
+      outs[i].also_error = std::current_exception();
+      outs[i].not_stored = e.what();
+    }
+  }
+  reconfigure(group_config);
 }
 
 std::string MeasuringSession::store(Measurement& m, const ReplayOptions& replay, const MeasureConfig& ran_with) {

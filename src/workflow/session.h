@@ -137,6 +137,12 @@ class MeasuringSession final : public OperatorSession {
   // Prepares `call` and its runner: the prepared call, or `out` says why not (a failure, or
   // skipped on resume).
   std::unique_ptr<PreparedCall> prepare(const OpCall& call, const ReplayOptions& replay, SessionOutcome& out);
+  // measure_group's calls out of memory beside the others: measured again alone, `group` (the
+  // group's prepared calls, their inputs) freed first.
+  void retry_out_of_memory_alone(const std::vector<OpCall>& calls, const ReplayOptions& replay,
+                                 const std::vector<std::optional<MeasureConfig::Whole>>& parts,
+                                 const std::function<void(std::size_t, int64_t)>& also,
+                                 std::vector<std::unique_ptr<PreparedCall>> group, std::vector<SessionOutcome>& outs);
 
   SessionOptions options_;
   Notes notes_;

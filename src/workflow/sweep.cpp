@@ -675,27 +675,11 @@ bool measure_claimed(MeasuringSession& session, SweepState& state, const std::ve
       }
     ReplayOptions replay = o.replay;
     replay.autocast = autocast;
-    auto done = [&](std::size_t k, int64_t id) { state.mark_done(pending[which[k]]->key, me, id); };
-    // The group's k-th call measured alone, a lease lost in its insert kept as the group keeps it.
-    auto alone = [&](std::size_t k) {
-      SessionOutcome out;
-      try {
-        out = session.measure(group[k], replay, [&](int64_t id) { done(k, id); });
-      } catch (const LeaseLost&) {
-        out.also_error = std::current_exception();
-      }
-      return out;
-    };
-    std::vector<SessionOutcome> outs;
-    if (group.size() == 1) {
-      outs.push_back(alone(0));
-    } else {
-      outs = session.measure_group(group, replay, std::vector<std::optional<MeasureConfig::Whole>>(group.size()), done);
-      // Out of memory beside the group's other inputs and graphs, which stay allocated while it
-      // runs: measured again alone, as it would have been.
-      for (std::size_t k = 0; k < outs.size(); ++k)
-        if (!outs[k].measurement && outs[k].error_kind == ReplayError::Kind::kOutOfMemory) outs[k] = alone(k);
-    }
+    // One call or several (a group of one is measured as measure() would), each marked done in
+    // its row's transaction; one out of memory beside the others is measured again alone there.
+    const std::vector<SessionOutcome> outs =
+        session.measure_group(group, replay, std::vector<std::optional<MeasureConfig::Whole>>(group.size()),
+                              [&](std::size_t k, int64_t id) { state.mark_done(pending[which[k]]->key, me, id); });
     bool stopped = false;
     for (std::size_t k = 0; k < outs.size(); ++k)
       stopped |= !report_outcome(session, state, *pending[which[k]], outs[k], me, events);

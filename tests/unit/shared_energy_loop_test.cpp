@@ -7,7 +7,10 @@
 
 #include <ATen/ops/zeros.h>
 #include <c10/core/InferenceMode.h>
+#include <torch/library.h>
 
+#include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <memory>
@@ -19,6 +22,7 @@
 #include "fake_energy_probe.h"
 #include "torch/group_loop.h"
 #include "torch/runner.h"
+#include "workflow/session.h"
 
 using namespace opcost;
 using opcost::fakes::FakeEnergyProbe;
@@ -407,4 +411,55 @@ TEST(SharedEnergyLoop, TinyCallsOfOneKindShareAPooledPower) {
     }
   }
   EXPECT_EQ(shared_tries, 1) << "six shared loops in a row could not split their windows into a pool and a product";
+}
+
+namespace {
+
+// An operator out of memory in its first call only, as one is beside its group's other inputs and
+// graphs (they stay allocated while the group runs) and not once they are freed.
+std::atomic<int> oom_once_calls{0};
+
+at::Tensor oom_once(const at::Tensor& self) {
+  TORCH_CHECK_WITH(OutOfMemoryError, oom_once_calls++ > 0, "simulated: out of memory beside the group's inputs");
+  return self.clone();
+}
+
+}  // namespace
+
+TORCH_LIBRARY(opcost_session_test, m) { m.def("oom_once(Tensor self) -> Tensor", &oom_once); }
+
+// MeasuringSession::measure_group, which sweeps and validate share: a call out of memory beside
+// the others is measured again alone (and said), the others kept; a call alone is not retried.
+TEST(SessionGroup, ACallOutOfMemoryBesideItsGroupIsMeasuredAgainAlone) {
+  std::vector<std::string> said;
+  Notes notes;
+  notes.note = [&](const std::string& t) { said.push_back(t); };
+  SessionOptions options;
+  options.config = quick_config();
+  options.config.energy = false;
+  MeasuringSession session(nullptr, options, notes);
+  ReplayOptions replay;
+  replay.device = "cpu";
+  const std::vector<OpCall> calls{parse_call("opcost_session_test::oom_once", {"self=f32[8]"}),
+                                  parse_call("aten::mul.Tensor", {"self=f32[8]", "other=f32[8]"})};
+  oom_once_calls = 0;
+  const std::vector<SessionOutcome> outs = session.measure_group(calls, replay, {std::nullopt, std::nullopt});
+  ASSERT_EQ(outs.size(), 2u);
+  ASSERT_TRUE(outs[0].measurement) << outs[0].error;
+  EXPECT_GT(outs[0].measurement->time.per_call_us.n, 0u);
+  ASSERT_TRUE(outs[1].measurement) << outs[1].error;
+  const bool retried = std::any_of(said.begin(), said.end(), [](const std::string& t) {
+    return t.find(
+               "opcost_session_test::oom_once self=f32[8]: out of memory beside its group's other calls (2 in "
+               "all); measuring it again alone") != std::string::npos;
+  });
+  EXPECT_TRUE(retried);
+
+  oom_once_calls = 0;
+  said.clear();
+  const std::vector<SessionOutcome> alone = session.measure_group({calls[0]}, replay, {std::nullopt});
+  ASSERT_EQ(alone.size(), 1u);
+  EXPECT_FALSE(alone[0].measurement);
+  EXPECT_EQ(alone[0].error_kind, ReplayError::Kind::kOutOfMemory) << alone[0].error;
+  EXPECT_TRUE(said.empty());
 }

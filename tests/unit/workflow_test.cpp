@@ -9,7 +9,6 @@
 #include <cstdio>
 #include <map>
 #include <optional>
-#include <set>
 #include <stdexcept>
 
 #include "core/store/database.h"
@@ -86,17 +85,7 @@ class FakeSession final : public OperatorSession {
     group_parts.push_back(parts);
     group_configs.push_back(config);
     std::vector<SessionOutcome> outs;
-    for (const auto& c : calls) {
-      if (out_of_memory_in_group.count(c.display_name()) && calls.size() > 1) {
-        SessionOutcome oom;
-        oom.kind = SessionOutcome::Kind::kFailed;
-        oom.error = c.display_name() + ": CUDA out of memory";
-        oom.error_kind = ReplayError::Kind::kOutOfMemory;
-        outs.push_back(oom);
-        continue;
-      }
-      outs.push_back(measure(c, replay));
-    }
+    for (const auto& c : calls) outs.push_back(measure(c, replay));
     return outs;
   }
   std::string store(Measurement& m, const ReplayOptions&, const MeasureConfig& ran_with) override {
@@ -117,7 +106,6 @@ class FakeSession final : public OperatorSession {
   std::map<std::string, double> time_us_by_op;
   std::map<std::string, std::string> failing;
   std::map<std::string, ReplayError::Kind> failing_kind;  // the replay's kind of each failure (default kOther)
-  std::set<std::string> out_of_memory_in_group;           // out of memory beside others, measured alone when alone
   std::size_t rows_before_full = 1000;
   std::vector<std::string> measured;             // display names, in order
   std::vector<std::vector<std::string>> groups;  // the calls measured together, by display name
@@ -647,29 +635,6 @@ TEST(MeasureStage, ADatabaseThatStopsDuringAViewsFlushEndsTheGathering) {
   EXPECT_EQ(m.stopped, "database or disk is full: fake.db");
   ASSERT_FALSE(said.empty());
   EXPECT_EQ(said.back(), "stopped measuring: database or disk is full: fake.db");
-}
-
-TEST(MeasureStage, ACallOutOfMemoryBesideItsGroupIsMeasuredAgainAlone) {
-  Stages s;
-  s.options.short_loops_after = 0;
-  s.options.cache = "warm";
-  FakeEnergyProbe probe(200, 0.01);
-  FakeSession session(probe);
-  session.out_of_memory_in_group = {"aten::relu"};
-  session.time_us_by_op = {{"aten::mm", 600}};
-  const MissingMeasured m = measure_on_gpu(s, session, {0, 1, 2});
-  ASSERT_EQ(session.groups.size(), 1u);
-  EXPECT_EQ(m.failures, 0u);
-  EXPECT_EQ(m.costs.count(2), 1u);  // the relu, from its own measurement
-  EXPECT_EQ(session.measured.back(), "aten::relu");
-  EXPECT_EQ(std::count(session.measured.begin(), session.measured.end(), "aten::relu"), 1);  // once, alone
-  const bool said = std::any_of(s.said.begin(), s.said.end(), [](const std::string& t) {
-    return t.find(
-               "aten::relu self=f32[4]: out of memory beside the other calls of its group of 2; measured again "
-               "alone") != std::string::npos;
-  });
-  EXPECT_TRUE(said);
-  EXPECT_TRUE(s.failed.empty());
 }
 
 TEST(MeasureStage, ModelChecksItsTargetBeforeEachGroupAndAGroupHasAtMost32WithKernels) {
