@@ -56,7 +56,8 @@ bool outputs_are_views_of_inputs(const c10::FunctionSchema& schema, const std::v
   });
 }
 
-std::optional<double> gpu_us_per_call_behind_sleep(PreparedCall& call, int device_index) {
+std::optional<double> gpu_us_per_call_behind_sleep(PreparedCall& call, int device_index,
+                                                   std::optional<double> one_call_us) {
 #if defined(OPCOST_TORCH_HAS_CUDA)
   const auto device = c10::DeviceIndex(device_index);
   const c10::Stream stream = at::accelerator::getCurrentStream(device);
@@ -85,7 +86,7 @@ std::optional<double> gpu_us_per_call_behind_sleep(PreparedCall& call, int devic
   };
   // One call first: a kernel of more than a few µs shows at once, and a long op is never run
   // a hundred times for the check.
-  std::optional<double> one;
+  std::optional<double> one = one_call_us;
   for (int attempt = 0; attempt < 4 && !one; ++attempt) one = span_us(1);
   if (!one) return std::nullopt;
   if (*one >= kClearKernelUs) return *one;
@@ -105,7 +106,7 @@ std::optional<double> gpu_us_per_call_behind_sleep(PreparedCall& call, int devic
   }
   return std::max(0.0, median_of(with_calls) - median_of(empty)) / double(kCalls);
 #else
-  (void)call, (void)device_index;
+  (void)call, (void)device_index, (void)one_call_us;
   return std::nullopt;
 #endif
 }
@@ -123,9 +124,10 @@ Runner::WorkCheck Runner::check_device_work(PreparedCall& call) {
   if (!device_.is_cuda()) return c;
   // A call that waits for the device would hold the host behind the check's prefill: it has
   // device work to wait for (a copy, a value), and is timed by wall clock.
-  c.synchronous = waits_for_device(call);
+  const DeviceWait wait = waits_for_device(call);
+  c.synchronous = wait.waits;
   if (c.synchronous) return c;
-  const std::optional<double> gpu_us = gpu_us_per_call_behind_sleep(call, index_);
+  const std::optional<double> gpu_us = gpu_us_per_call_behind_sleep(call, index_, wait.one_call_gpu_us);
   if (gpu_us && *gpu_us < kNoKernelGpuUsPerCall) c.work = DeviceWork::kNoneNoKernel;
   return c;
 }

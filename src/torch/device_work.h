@@ -28,6 +28,9 @@ inline constexpr double kNoKernelGpuUsPerCall = 0.2;
 // that of an empty event pair timed the same way. A single call that shows a kernel clearly
 // (≥ 10 µs), or a batch that does (≥ 1 µs per call), ends the check at once: a few ms. nullopt without CUDA, or when
 // the host could not issue the batch within the longest prefill (then the GPU may have idled between the events).
-std::optional<double> gpu_us_per_call_behind_sleep(PreparedCall& call, int device_index);
+// `one_call_us`: one call's span, timed the same way already (Runner::waits_for_device), which
+// the check then starts from.
+std::optional<double> gpu_us_per_call_behind_sleep(PreparedCall& call, int device_index,
+                                                   std::optional<double> one_call_us = std::nullopt);
 
 }  // namespace opcost

@@ -18,12 +18,14 @@ namespace {
 constexpr double kHostOnlyMaxS = 0.1;
 constexpr double kHostOnlyWarmupS = 0.02;
 // Part of a model's step, its interval is sized to its share (core/stats/stopping.h), which a
-// view meets in its first samples: then ten samples of a quarter of a millisecond (a few dozen
-// of a narrow's calls), after a short warm-up, decide. DenseNet-121's training step holds 597 distinct
-// narrows: 0.1 s each was a minute, 17 ms each (samples of a millisecond) 10 s.
-constexpr double kHostOnlyPartMinS = 0.0025;
-constexpr double kHostOnlyPartWarmupS = 0.002;
-constexpr double kHostOnlyPartSampleS = 0.00025;
+// view meets in its first samples: then ten samples of a tenth of a millisecond (about twenty
+// of a narrow's calls), after a warm-up of a hundred or so calls, decide. DenseNet-121's training
+// step holds 597 distinct narrows and 671 views in all: 0.1 s each was a minute, 17 ms each
+// (samples of a millisecond) 10 s, 6 ms each (2 ms of warm-up, 2.5 ms of samples of a quarter of
+// a millisecond) 3.8 s on the H100.
+constexpr double kHostOnlyPartMinS = 0.001;
+constexpr double kHostOnlyPartWarmupS = 0.0005;
+constexpr double kHostOnlyPartSampleS = 0.0001;
 }  // namespace
 
 void Runner::time_host_only(PreparedCall& call, Measurement& m, DeviceWork work) {

@@ -124,24 +124,30 @@ std::optional<double> Runner::idle_power() {
   return idle_W_;
 }
 
-void Runner::time_cpu(PreparedCall& call, Measurement& m, const StoppingCriterion& rule, double warmup_s,
-                      double sample_s) {
-  // Warm-up (three calls, or one when a call alone outlasts the timing budget), then batches
-  // of about sample_s each. On CUDA (a call that synchronises itself, or waits for the
-  // device) each batch ends with a synchronisation, so its kernels are inside the sample.
-  const bool cuda = device_.is_cuda();
-  auto sync = [&] {
-    if (cuda) at::accelerator::synchronizeDevice(index_);
-  };
+double Runner::warm_up_host(PreparedCall& call, Measurement& m, const StoppingCriterion& rule, double warmup_s) {
+  // Three calls, or one when a call alone outlasts the timing budget, and at least warmup_s.
   const double t0 = now_s();
   std::size_t n = 0;
   while ((n < 3 && now_s() - t0 < rule.max_seconds) || now_s() - t0 < warmup_s) {
     call.call();
-    sync();
+    if (device_.is_cuda()) at::accelerator::synchronizeDevice(index_);
     ++n;
     watch_->check("warming up", n, "calls");
   }
-  const double per_call = (now_s() - t0) / double(n);
+  m.total_calls += n;
+  return (now_s() - t0) / double(n);
+}
+
+void Runner::time_cpu(PreparedCall& call, Measurement& m, const StoppingCriterion& rule, double warmup_s,
+                      double sample_s) {
+  // After the warm-up, batches of about sample_s each. On CUDA (a call that synchronises
+  // itself, or waits for the device) each batch ends with a synchronisation, so its kernels
+  // are inside the sample.
+  const bool cuda = device_.is_cuda();
+  auto sync = [&] {
+    if (cuda) at::accelerator::synchronizeDevice(index_);
+  };
+  const double per_call = warm_up_host(call, m, rule, warmup_s);
   const std::size_t batch = std::clamp<std::size_t>(std::size_t(sample_s / per_call), 1, 10000);
   AdaptiveStop stop(rule);
   std::vector<double> samples, cpu;
@@ -163,31 +169,52 @@ void Runner::time_cpu(PreparedCall& call, Measurement& m, const StoppingCriterio
   // host time equals the measured time.
   m.time.host_us_per_call = m.time.per_call_us.median;
   m.time.host_cpu_us_per_call = median_of(cpu);
-  m.total_calls += n + samples.size() * batch;
+  m.total_calls += samples.size() * batch;
   m.method = cuda ? "wall clock, batches ending in a device synchronisation" : "cpu-wall-clock";
 }
 
-bool Runner::waits_for_device(PreparedCall& call) {
+bool Runner::take_loop_wall_timing(const LoopWallTiming& t, Measurement& m) const {
+  // Too few samples: the energy loop stopped early (or never ran); a timing loop of its own.
+  if (t.per_call_us.size() < cfg_.time.min_samples) return false;
+  m.time.per_call_us = summarize(t.per_call_us);
+  m.time.stop_reason = to_string(t.stop.reason());
+  m.time.calls_per_sample = t.calls_per_sample;
+  m.time.host_us_per_call = m.time.per_call_us.median;  // the call holds the host throughout
+  m.time.host_cpu_us_per_call = median_of(t.cpu_us);
+  m.method = fmt::format("wall clock in its energy loop, batches of {} ending in the call's own synchronisation",
+                         t.calls_per_sample);
+  return true;
+}
+
+Runner::DeviceWait Runner::waits_for_device(PreparedCall& call) {
 #if defined(OPCOST_TORCH_HAS_CUDA)
   // A call issued behind a GPU sleep returns at once, unless it waits for the GPU (.item(),
   // nonzero, a copy to the host): then it returns only when the sleep is over. Only a wait
   // grows with the sleep, which tells it from a call that is merely slow on the host.
+  const c10::Stream stream = at::accelerator::getCurrentStream(index_);
+  c10::Event start(c10::DeviceType::CUDA, c10::EventFlag::BACKEND_DEFAULT);
+  c10::Event end(c10::DeviceType::CUDA, c10::EventFlag::BACKEND_DEFAULT);
   auto issue_behind = [&](double sleep_s) {
     gpu_sleep_s(sleep_s);
+    start.record(stream);
     const double t0 = now_s();
     call.call();
     const double issue = now_s() - t0;
+    end.record(stream);
     at::accelerator::synchronizeDevice(index_);
     return issue;
   };
-  // 4 ms: every signature pays it (10 ms was 6 s of DenseNet-121's training step); a host
-  // slower than half of it to issue one call is asked again behind the long sleep.
-  const double short_sleep = issue_behind(0.004);
-  if (short_sleep < 0.002) return false;
-  return issue_behind(0.05) - short_sleep > 0.02;
+  // 2 ms: every signature pays it (10 ms was 6 s of DenseNet-121's training step, 4 ms 2.4 s); a
+  // host slower than half of it to issue one call is asked again behind the long sleep. A call
+  // issued within half the sleep ran on the GPU after it: the events around it time its kernels,
+  // which the check for kernels (gpu_us_per_call_behind_sleep) would otherwise time again.
+  constexpr double kShortSleepS = 0.002;
+  const double short_sleep = issue_behind(kShortSleepS);
+  if (short_sleep < kShortSleepS / 2) return {false, double(start.elapsedTime(end)) * 1e3};
+  return {issue_behind(0.05) - short_sleep > 0.02, std::nullopt};
 #else
   (void)call;
-  return false;
+  return {};
 #endif
 }
 
@@ -215,11 +242,12 @@ Runner::CudaWarmUp Runner::warm_up_cuda(PreparedCall& call, Measurement& m) {
     c10::Event first(c10::DeviceType::CUDA, c10::EventFlag::BACKEND_DEFAULT);
     c10::Event last(c10::DeviceType::CUDA, c10::EventFlag::BACKEND_DEFAULT);
     // Long enough for ten issues, which the warm-up's synchronised batches bound from above
-    // (each call's issue, its GPU time and a synchronisation's share): 20 ms for every call
-    // cost validate ~20 ms a signature, 12 s of DenseNet-121's training step's 600. A host held
-    // past the shorter sleep is asked once more behind the 20 ms one: a GPU time left unknown
-    // would cost a host-bound call its CUDA graph in the energy loop (Runner::energy_graph).
-    for (double sleep_s = std::clamp(20 * per_call, 0.005, 0.02);; sleep_s = 0.02) {
+    // (each call's issue, its GPU time and a synchronisation's share), and at least 2 ms: 20 ms
+    // for every call cost validate ~20 ms a signature, 12 s of DenseNet-121's training step's
+    // 600, and 5 ms 3 s. A host held past the shorter sleep is asked once more behind the 20 ms
+    // one: a GPU time left unknown would cost a host-bound call its CUDA graph in the energy
+    // loop (Runner::energy_graph).
+    for (double sleep_s = std::clamp(20 * per_call, 0.002, 0.02);; sleep_s = 0.02) {
       gpu_sleep_s(sleep_s);
       first.record(stream);
       const double i0 = now_s();
@@ -481,7 +509,7 @@ std::unique_ptr<GraphBatch> Runner::energy_graph(PreparedCall& call, Measurement
 }
 
 void Runner::measure_energy(PreparedCall& call, Measurement& m, double per_call_s, SettleTiming* timing,
-                            const CudaWarmUp* warm) {
+                            const CudaWarmUp* warm, LoopWallTiming* wall) {
   auto& e = m.energy;
   if (!probe_) {
     e.unavailable_reason = energy_why_;
@@ -508,15 +536,26 @@ void Runner::measure_energy(PreparedCall& call, Measurement& m, double per_call_
   const double start = now_s();
   const double settle_end = start + cfg_.energy_settle_s;
   EnergyWindows w;
+  if (wall) wall->calls_per_sample = batch;
   while (true) {
+    const double w0 = now_s(), c0 = wall ? thread_cpu_s() : 0;
     loop.issue_batch(call, settle_end);
-    watch_->check("measuring energy", w.windows.size(), "windows");
     const double t = now_s();
+    if (wall && !wall->stop.done()) {  // each batch ended in the call's own synchronisation
+      wall->per_call_us.push_back((t - w0) * 1e6 / double(batch));
+      wall->cpu_us.push_back((thread_cpu_s() - c0) * 1e6 / double(batch));
+      wall->stop.add(wall->per_call_us.back(), t - start);
+      watch_->check("timing in the energy loop", wall->per_call_us.size(), "samples");
+    } else {
+      watch_->check("measuring energy", w.windows.size(), "windows");
+    }
     if (t < settle_end + 0.1) continue;
+    // Timed here too: the loop runs until the timing has its samples as well.
+    const bool timed = !wall || wall->stop.done();
     // Recompute the windows only when the counter has moved: the loop stays lean.
     const bool capped = monitor.state_summary().throttle_reasons_seen & throttle::kSwPowerCap;
     const bool over_budget = t - start > (capped ? cfg_.energy_max_capped_s : cfg_.energy_max_s);
-    if (monitor.edge_count() == w.edges_seen && !over_budget) continue;
+    if (monitor.edge_count() == w.edges_seen && !(over_budget && timed)) continue;
     w.update(monitor.edges(), loop.timeline(), settle_end, *e.idle_power_W);
     if (!target_rel_ci95) {
       const double per_call_us = timing && !timing->per_call_us.empty() ? median_of(timing->per_call_us)
@@ -534,7 +573,7 @@ void Runner::measure_energy(PreparedCall& call, Measurement& m, double per_call_
     // cycle), 1.0 s with this stop.
     const bool duty_cycle_follows =
         capped && w.windows.size() >= kWindowsBeforeDutyCycle && duty_cycle_will_run(m, w.estimate.power_W);
-    if (enough || over_budget || duty_cycle_follows) break;
+    if ((enough || over_budget || duty_cycle_follows) && timed) break;
   }
   loop.finish();
   monitor.stop();
@@ -624,6 +663,15 @@ Measurement Runner::measure_call(PreparedCall& call) {
       measure_energy(call, m, estimate_s(), nullptr);
     }
     measure_energy_duty_cycled(call, m);  // at the power cap, in a step below it (duty_cycle_loop.cpp)
+  } else if (cfg_.synchronous_calls && probe_ && !energy_deferred_) {
+    // A whole step: timed in its energy loop, which runs until both have their samples, not in
+    // a timing loop before it. Each of the loop's batches ends in the step's own synchronisation,
+    // as a timing loop's would. On the H100 the timing loop and then the energy loop took 5.6 s
+    // of DenseNet-121's training step's validation, twice.
+    LoopWallTiming wall(cfg_.time);
+    const double per_call_s = warm_up_host(call, m, cfg_.time, cfg_.warmup_s);
+    measure_energy(call, m, per_call_s, nullptr, nullptr, &wall);
+    if (!take_loop_wall_timing(wall, m)) time_cpu(call, m, cfg_.time, cfg_.warmup_s, cfg_.target_sample_s);
   } else {
     time_cpu(call, m, cfg_.time, cfg_.warmup_s, cfg_.target_sample_s);
     if (device_.is_cuda() && !cfg_.synchronous_calls) {

@@ -135,11 +135,28 @@ class Runner {
   };
   // Fills m.time from them, or says there are too few (the GPU waited for the host).
   bool take_settle_timing(const SettleTiming& t, Measurement& m) const;
-  // Whether a call blocks until the device is idle (.item(), nonzero, a copy to the host).
-  bool waits_for_device(PreparedCall& call);
+  // A call that synchronises itself (a whole step), timed by wall clock batch by batch in its
+  // energy loop, which then runs until this rule is done too.
+  struct LoopWallTiming {
+    explicit LoopWallTiming(const StoppingCriterion& rule) : stop(rule) {}
+    AdaptiveStop stop;
+    std::vector<double> per_call_us, cpu_us;
+    std::size_t calls_per_sample = 0;
+  };
+  // Fills m.time from them, or says there are too few (the loop stopped early or never ran).
+  bool take_loop_wall_timing(const LoopWallTiming& t, Measurement& m) const;
+  // Whether a call blocks until the device is idle (.item(), nonzero, a copy to the host), and
+  // for one that does not, the GPU time of the one call the check issued behind a sleep.
+  struct DeviceWait {
+    bool waits = false;
+    std::optional<double> one_call_gpu_us;
+  };
+  DeviceWait waits_for_device(PreparedCall& call);
   double budget_s() const;
   // The watchdog's settings for one measurement: this budget, the abandon factor.
   Watchdog::Options watchdog_options() const;
+  // Calls one by one, each synchronised on CUDA, for at least `warmup_s`: the time per call.
+  double warm_up_host(PreparedCall& call, Measurement& m, const StoppingCriterion& rule, double warmup_s);
   // Batches of about `sample_s` each (cfg_.target_sample_s but for a view's host time).
   void time_cpu(PreparedCall& call, Measurement& m, const StoppingCriterion& rule, double warmup_s, double sample_s);
   // A call without device work on CUDA: host wall time with its interval (a short budget), GPU
@@ -154,8 +171,10 @@ class Runner {
   // times (energy before timing).
   // `warm` (energy before timing): the warm-up's GPU and issue times, whether the op is host-bound
   // (once timed, m.time says); a host-bound op's loop replays a CUDA graph (cfg_.energy_graphs).
+  // `wall` (a call that synchronises itself): its wall time per batch, the loop running until
+  // wall's rule is done as well.
   void measure_energy(PreparedCall& call, Measurement& m, double per_call_s, SettleTiming* timing,
-                      const CudaWarmUp* warm = nullptr);
+                      const CudaWarmUp* warm = nullptr, LoopWallTiming* wall = nullptr);
   // The energy loop's batch as a CUDA graph, for a host-bound op with graphs on
   // (energy_loop_replays_graph), else nullptr; sets `gpu_us` (its GPU time per call) and
   // m.energy.loop_note (the graph's size, or why the capture failed).

@@ -46,6 +46,10 @@ constexpr std::size_t kViewsTogether = 64;
 // shared loops, --own-loops 4 made `model resnet50` 28.5 s against 29.6 s and validate's resnet50
 // 34.5 s against 32.6 s (bench/results/2026-11-27-duty-cycled-shared-loops/): 16 stays the default.
 constexpr double kShareAfterExplained = 0.5;
+// validate's first step measurement sizes the operators' shares and tells the power the step
+// runs at; the one compared comes after the operators, with the full budget. A second of
+// timing gives DenseNet-121's training step (55 ms) 18 samples, a median to a few percent.
+constexpr double kStepBeforeOpsMaxS = 1.0;
 
 // The share of the step's time that the measured operators' GPU time explains.
 double explained_share(const Inventory& inv, const std::map<std::size_t, OpCost>& costs, const StepMeasurement& step) {
@@ -272,9 +276,11 @@ void take_gap_power(PredictionInputs& pin, const GapProbe& probe) {
 }
 
 StepMeasured measure_whole_step(const PredictContext& ctx, const Inventory& inv, ModelSteps& model,
-                                OperatorSession& session) {
-  ctx.notes.say(fmt::format("measuring the whole step of {} ({})", inv.model, inv.input));
+                                OperatorSession& session, bool before_ops) {
+  ctx.notes.say(fmt::format("measuring the whole step of {} ({}){}", inv.model, inv.input,
+                            before_ops ? ", for the operators' shares of it" : ""));
   MeasureConfig config = ctx.options.step_config;
+  if (before_ops) config.time.max_seconds = std::min(config.time.max_seconds, kStepBeforeOpsMaxS);
   config.progress = ctx.notes.progress;
   Measurement m = model.measure_step(config);
   ctx.notes.done();
@@ -623,7 +629,7 @@ void run_predict_stages(const PredictContext& ctx, PredictReport& r, StoredCosts
   // `model` measures the step first (it decides when enough operators are measured);
   // `validate` measures it before and after the operator loops, and reports the drift.
   if (o.measure && (o.target > 0 || !looked_up.missing.empty()))
-    take_step(r, measure_whole_step(ctx, r.inventory, model, session));
+    take_step(r, measure_whole_step(ctx, r.inventory, model, session, o.target == 0));
   const std::optional<double> before_ops = o.target > 0 || !r.step ? std::nullopt : std::optional(r.step->time_us);
   r.target = o.target;
   MissingMeasured measured;

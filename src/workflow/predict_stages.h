@@ -118,8 +118,10 @@ struct StepMeasured {
   StepMeasurement step;
   bool stored = true;
 };
+// `before_ops`: validate's first measurement, before the operators' loops, which sizes their
+// shares of the step and is not the one compared: a shorter timing budget (kStepBeforeOpsMaxS).
 StepMeasured measure_whole_step(const PredictContext& ctx, const Inventory& inv, ModelSteps& model,
-                                OperatorSession& session);
+                                OperatorSession& session, bool before_ops = false);
 
 struct MissingMeasured {
   std::map<std::size_t, OpCost> costs;        // the looked-up costs and the new ones

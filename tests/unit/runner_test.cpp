@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <memory>
 #include <nlohmann/json.hpp>
 
 #include "core/report/report.h"
 #include "core/spec/op_call.h"
+#include "fake_energy_probe.h"
 #include "torch/runner.h"
 
 using namespace opcost;
@@ -85,6 +87,42 @@ TEST(Runner, AbandonsAMeasurementFarPastItsBudget) {
     EXPECT_NE(std::string(e.what()).find("aten::mm self=f32[256,256] mat2=f32[256,256]: abandoned"), std::string::npos)
         << e.what();
   }
+}
+
+TEST(Runner, ACallThatSynchronisesItselfIsTimedInItsEnergyLoopUntilBothAreDone) {
+  // A whole step (synchronous_calls): its wall-clock samples come from the energy loop, which
+  // runs on past the energy's own budget until the timing's is spent. A simulated counter.
+  ReplayOptions o;
+  o.device = "cpu";
+  auto call = PreparedCall::prepare(parse_call("aten::mm", {"self=f32[64,64]", "mat2=f32[64,64]"}), o);
+  MeasureConfig cfg;
+  cfg.synchronous_calls = true;
+  cfg.warmup_s = 0.01;
+  cfg.time.max_seconds = 0.6;
+  cfg.time.target_rel_ci95 = 1e-9;  // never converges: the timing runs to its budget
+  cfg.energy_settle_s = 0.02;
+  cfg.energy_min_windows = 2;
+  cfg.energy_target_rel_ci95 = 1.0;  // met at once
+  cfg.energy_max_s = cfg.energy_max_capped_s = 0.15;
+  Runner runner("cpu", 0, cfg, std::make_unique<fakes::FakeEnergyProbe>(50.0, 0.01));
+  const Measurement m = runner.measure(*call);
+  EXPECT_NE(m.method.find("wall clock in its energy loop"), std::string::npos) << m.method;
+  EXPECT_EQ(m.time.stop_reason, "time_budget");
+  EXPECT_GE(m.time.per_call_us.n, 10u);
+  ASSERT_TRUE(m.energy.available) << m.energy.unavailable_reason;
+  // A fast counter's periods make windows of about 0.1 s: stopped at the energy's 0.15 s, the
+  // loop would hold one at most (no figure); run on to the timing's 0.6 s, about five.
+  EXPECT_GE(m.energy.windows, 4u);
+  EXPECT_GE(m.energy.seconds, 0.35);
+  // One loop: the timing's samples and the energy windows' pace agree.
+  EXPECT_NEAR(m.time.per_call_us.median / m.energy.wall_us_per_call, 1.0, 0.5);
+  // Without energy, the step gets a timing loop of its own.
+  cfg.energy = false;
+  Runner no_energy("cpu", 0, cfg, nullptr);
+  const Measurement t = no_energy.measure(*call);
+  EXPECT_EQ(t.method, "cpu-wall-clock");
+  EXPECT_EQ(t.time.stop_reason, "time_budget");
+  EXPECT_FALSE(t.energy.available);
 }
 
 // tests/gpu/run sets OPCOST_TEST_DEVICE=cuda; elsewhere these skip.

@@ -769,6 +769,14 @@ TEST(PredictStages, ValidateOnFakesMeasuresWhatIsMissingAndTheStepTwice) {
   EXPECT_DOUBLE_EQ(r.step->time_us, 90);
   ASSERT_EQ(model.step_configs.size(), 2u);  // before the operator loops and after the paired rounds
   EXPECT_TRUE(model.step_configs[0].synchronous_calls);
+  // The first sizes the operators' shares on a second of timing; the compared one gets the full budget.
+  const double full_s = PredictOptions::validate().step_config.time.max_seconds;
+  ASSERT_GT(full_s, 1.0);
+  EXPECT_DOUBLE_EQ(model.step_configs[0].time.max_seconds, 1.0);
+  EXPECT_DOUBLE_EQ(model.step_configs[1].time.max_seconds, full_s);
+  EXPECT_TRUE(std::any_of(s.said.begin(), s.said.end(), [](const std::string& t) {
+    return t.find("measuring the whole step of") == 0 && t.find("for the operators' shares of it") != std::string::npos;
+  }));
   ASSERT_TRUE(r.paired);
   EXPECT_EQ(r.paired->predicted_us.size(), r.paired->measured_us.size());
   EXPECT_EQ(r.failures, 0u);
