@@ -115,8 +115,6 @@ TEST(Runner, ACallThatSynchronisesItselfIsTimedInItsEnergyLoopUntilBothAreDone) 
   // H100's host kept three to seven, leaving out windows around stalled batches).
   EXPECT_GE(m.energy.windows, 2u);
   EXPECT_GE(m.energy.seconds, 0.18);
-  // One loop: the timing's samples and the energy windows' pace agree.
-  EXPECT_NEAR(m.time.per_call_us.median / m.energy.wall_us_per_call, 1.0, 0.5);
   // Without energy, the step gets a timing loop of its own.
   cfg.energy = false;
   Runner no_energy("cpu", 0, cfg, nullptr);
