@@ -372,8 +372,8 @@ def validate(model: Any, *inputs: Any, db: Optional[str] = None, cache: str = _V
     the operators together to add ``ops_energy_ci`` (relative 95%, 0 to 1; 0: each at 5%). On a
     GPU such operators share energy loops' counter windows, up to 16 columns a loop;
     ``shared_windows=False`` gives each a loop of its own, and the heaviest operators get loops of
-    their own until ``own_loops`` have one, they explain half the step, or one of them holds under
-    2% of it (fewer: more share loops; 0: all share). An operator that reaches the power cap
+    their own until ``own_loops`` have one or they explain half the step (fewer: more share
+    loops; 0: all share). An operator that reaches the power cap
     in its own loop while the step stays below it has its energy measured again at the step's duty
     cycle; ``duty_cycle=False`` keeps the capped loop's figure.
     ``opcost._core.option_specs("validate")`` lists them all with their ranges; the result's

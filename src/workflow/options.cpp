@@ -278,9 +278,9 @@ std::vector<PredictOptionSpec> make_predict_specs() {
       [](PredictOptions& o, const OptionValue& v) { o.shared_windows = flag_of(v); });
   add(
       info("own_loops", "--own-loops", OptionType::kWhole, "",
-           "with shared windows, the heaviest operators get energy loops of their own until this many have one, "
-           "they explain half the step, or one of them holds under 2% of it, and the rest share (fewer: more "
-           "share loops, each heavy operator's interval from a shared split; 0: all share)",
+           "with shared windows, the heaviest operators get energy loops of their own until this many have one or "
+           "they explain half the step, and the rest share (fewer: more share loops, each heavy operator's "
+           "interval from a shared split; 0: all share)",
            {0, true, 100000}, false, kPredictMeasuring),
       [](const PredictOptions& o) { return OptionValue(std::int64_t(o.own_loops)); },
       [](PredictOptions& o, const OptionValue& v) { o.own_loops = std::size_t(whole_of(v)); });

@@ -49,9 +49,8 @@ struct PredictOptions {
   // (Runner::measure_group), instead of a loop each.
   bool shared_windows = true;
   // With shared windows: the heaviest operators measured first get energy loops of their own,
-  // until this many have one, they explain kShareAfterExplained of the step, or one of them holds
-  // under kOwnLoopMinShare of it (predict_stages.cpp); the rest share. 0: every operator shares
-  // from the first.
+  // until this many have one or they explain kShareAfterExplained of the step (predict_stages.cpp);
+  // the rest share. 0: every operator shares from the first.
   std::size_t own_loops = 16;
   // On a GPU: an operator whose own energy loop reaches the power cap while the step stays below
   // it has its energy measured again at the step's duty cycle (MeasureConfig::step_power).

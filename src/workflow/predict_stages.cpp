@@ -45,13 +45,12 @@ constexpr std::size_t kViewsTogether = 64;
 // (bench/results/2026-11-27-h100-gpu-timed-shared-windows/, calls 7 and 8). With duty-cycled
 // shared loops, --own-loops 4 made `model resnet50` 28.5 s against 29.6 s and validate's resnet50
 // 34.5 s against 32.6 s (bench/results/2026-11-27-duty-cycled-shared-loops/): 16 stays the default.
+// Ending the loops of their own at the first operator under 2% of the step saved DenseNet-121's
+// training step (heaviest operator 1.1%) nothing on one H100: 67.7 s against 68.0 s, the shared
+// loops running longer by what the 16 loops had cost, for their heavier operators' tighter
+// targets; `model resnet50` at --own-loops 0 took 22.0 and 23.4 s against 23.0 and 23.3 s
+// (bench/results/2026-11-27-h100-step-in-energy-loop/, calls d and e).
 constexpr double kShareAfterExplained = 0.5;
-// An operator measured in a loop of its own that holds less of the step's time than this ends
-// the loops of their own: those after it are lighter (heaviest first), and a loop of its own
-// pays only for an operator heavy enough to reach the power cap alone or to move the step's
-// energy by its error. DenseNet-121's training step (1252 signatures, the heaviest 1.1% of the
-// step) spent 7.6 s on 17 loops of their own (0.08-1.1% each, ±19-71% targets) on the H100.
-constexpr double kOwnLoopMinShare = 0.02;
 // validate's first step measurement sizes the operators' shares and tells the power the step
 // runs at; the one compared comes after the operators, with the full budget. A second of
 // timing gives DenseNet-121's training step (55 ms) 18 samples, a median to a few percent.
@@ -423,7 +422,6 @@ MissingMeasured measure_missing(const PredictContext& ctx, const Inventory& inv,
     const std::vector<SessionOutcome> outcomes = measure_signatures(session, signatures, replay, parts);
     for (std::size_t k = 0; k < group.size(); ++k) take(group[k], outcomes[k]);
   };
-  bool light_alone = false;  // an operator measured alone held under kOwnLoopMinShare of the step
   while (!remaining.empty()) {
     if (!session.stopped().empty()) {
       out.stopped = session.stopped();
@@ -443,7 +441,7 @@ MissingMeasured measure_missing(const PredictContext& ctx, const Inventory& inv,
     // same cache mode, so that they share replay options.
     const std::string mode = cache_mode_for(inv.entries[remaining.front()], o.cache);
     std::vector<std::size_t> group;
-    const bool sharing = loops.groups(step) && (light_alone || out.measured.size() >= o.own_loops ||
+    const bool sharing = loops.groups(step) && (out.measured.size() >= o.own_loops ||
                                                 explained_share(inv, out.costs, *step) >= kShareAfterExplained);
     // A view takes no place in a shared loop (it has no energy loop): those met on the way are
     // measured apart, so that DenseNet's hundreds of narrows do not split its convolutions over
@@ -475,9 +473,6 @@ MissingMeasured measure_missing(const PredictContext& ctx, const Inventory& inv,
       loops.for_entry(e, step);
       ctx.notes.say(fmt::format("[{}/{}] {} ×{}", ++done, total, e.signature(), e.count));
       take(group[0], measure_signature(session, e.signature(), replay));
-      const auto cost = out.costs.find(group[0]);
-      if (step && step->time_us > 0 && cost != out.costs.end())
-        light_alone = light_alone || double(e.count) * cost->second.gpu_us < kOwnLoopMinShare * step->time_us;
     } else if (!group.empty()) {
       measure_together(group, replay);
     }

@@ -502,20 +502,18 @@ MissingMeasured measure_all_on_gpu(const Inventory& inv, double step_us, FakeSes
 
 namespace {
 
-// 20 adds of `add_us` in a 1000 µs step, measured on a GPU with `own_loops` (the default where
-// unset). At 24 µs (2.4% of the step each) their GPU time never explains half of it, so how many
-// are measured alone is own_loops' choice.
+// 20 adds of 1 µs in a 1000 µs step, measured on a GPU with `own_loops` (the default where unset):
+// their GPU time never explains half of it, so how many are measured alone is own_loops' choice.
 struct HostBoundStep {
   FakeEnergyProbe probe{200, 0.01};
   FakeSession session{probe};
   MissingMeasured measured;
-  explicit HostBoundStep(std::optional<std::size_t> own_loops = std::nullopt, double add_us = 24) {
+  explicit HostBoundStep(std::optional<std::size_t> own_loops = std::nullopt) {
     InventoryBuilder b;
     for (int i = 0; i < 20; ++i) {
       b.add("aten::add", "Tensor", fmt::format("self=f32[{}] other=f32[{}]", 100 + i, 100 + i), "l", {});
       b.time_last(0, 0);
     }
-    session.time_us_by_op["aten::add.Tensor"] = add_us;
     measured = measure_all_on_gpu(b.take(), 1000, session, own_loops);
   }
 };
@@ -527,17 +525,6 @@ TEST(MeasureStage, AHostBoundStepSharesWindowsAfterSixteenOperatorsAlone) {
   ASSERT_EQ(step.session.groups.size(), 1u);
   EXPECT_EQ(step.session.groups[0].size(), 4u);
   EXPECT_EQ(step.measured.measured.size(), 20u);
-}
-
-TEST(MeasureStage, AnOperatorAloneUnderTwoPercentOfTheStepEndsTheLoopsOfTheirOwn) {
-  // 1 µs each, 0.1% of the step: the first alone says the rest are no heavier.
-  const HostBoundStep light(std::nullopt, 1);
-  ASSERT_EQ(light.session.groups.size(), 1u);
-  EXPECT_EQ(light.session.groups[0].size(), 19u);
-  EXPECT_EQ(light.measured.measured.size(), 20u);
-  // Just under 2% ends them as well; 2% keeps them to own_loops (16).
-  EXPECT_EQ(HostBoundStep(std::nullopt, 19.9).session.groups.at(0).size(), 19u);
-  EXPECT_EQ(HostBoundStep(std::nullopt, 20.0).session.groups.at(0).size(), 4u);
 }
 
 TEST(MeasureStage, OwnLoopsSetsHowManyOperatorsAreMeasuredAloneBeforeTheRestShare) {
