@@ -143,10 +143,10 @@ class Runner {
     std::vector<double> per_call_us, cpu_us;
     std::size_t calls_per_sample = 0;
   };
-  // Fills m.time from them, or says there are too few (the loop stopped early or never ran).
+  // Fills m.time from them, or says there are none (the loop never ran).
   bool take_loop_wall_timing(const LoopWallTiming& t, Measurement& m) const;
   // Whether a call blocks until the device is idle (.item(), nonzero, a copy to the host), and
-  // for one that does not, the GPU time of the one call the check issued behind a sleep.
+  // for one issued within half the check's sleep (so it did not wait), the GPU time of that call.
   struct DeviceWait {
     bool waits = false;
     std::optional<double> one_call_gpu_us;
@@ -155,10 +155,16 @@ class Runner {
   double budget_s() const;
   // The watchdog's settings for one measurement: this budget, the abandon factor.
   Watchdog::Options watchdog_options() const;
-  // Calls one by one, each synchronised on CUDA, for at least `warmup_s`: the time per call.
-  double warm_up_host(PreparedCall& call, Measurement& m, const StoppingCriterion& rule, double warmup_s);
-  // Batches of about `sample_s` each (cfg_.target_sample_s but for a view's host time).
-  void time_cpu(PreparedCall& call, Measurement& m, const StoppingCriterion& rule, double warmup_s, double sample_s);
+  // Calls one by one for at least `warmup_s`, each synchronised on CUDA where `sync_device`:
+  // the time per call.
+  double warm_up_host(PreparedCall& call, Measurement& m, const StoppingCriterion& rule, double warmup_s,
+                      bool sync_device);
+  // Batches of about `sample_s` each (cfg_.target_sample_s but for a view's host time), each
+  // ending in a device synchronisation on CUDA where `sync_device` (not for a call without
+  // device work: there is nothing to wait for, and the synchronisation's own cost would be
+  // counted in its host time).
+  void time_cpu(PreparedCall& call, Measurement& m, const StoppingCriterion& rule, double warmup_s, double sample_s,
+                bool sync_device);
   // A call without device work on CUDA: host wall time with its interval (a short budget), GPU
   // time 0, and no energy loop (plan_loops).
   void time_host_only(PreparedCall& call, Measurement& m, DeviceWork work);

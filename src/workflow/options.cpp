@@ -251,7 +251,9 @@ std::vector<PredictOptionSpec> make_predict_specs() {
         [set = c.set](PredictOptions& o, const OptionValue& v) { set(o.op_config, v); });
   }
   add(
-      info("step_max_time", "--step-max-time", OptionType::kNumber, "s", "timing budget for the whole step, seconds",
+      info("step_max_time", "--step-max-time", OptionType::kNumber, "s",
+           "timing budget for the whole step, seconds (validate's first measurement, before the operators, "
+           "takes at most 1)",
            {0, false, kMaxBudgetSeconds}, false, kPredictMeasuring),
       [](const PredictOptions& o) { return OptionValue(o.step_config.time.max_seconds); },
       [](PredictOptions& o, const OptionValue& v) { o.step_config.time.max_seconds = number_of(v); });

@@ -47,7 +47,7 @@ constexpr std::size_t kViewsTogether = 64;
 // 34.5 s against 32.6 s (bench/results/2026-11-27-duty-cycled-shared-loops/): 16 stays the default.
 // Ending the loops of their own at the first operator under 2% of the step saved DenseNet-121's
 // training step (heaviest operator 1.1%) nothing on one H100: 67.7 s against 68.0 s, the shared
-// loops running longer by what the 16 loops had cost, for their heavier operators' tighter
+// loops running longer by what the 17 loops had cost, for their heavier operators' tighter
 // targets; `model resnet50` at --own-loops 0 took 22.0 and 23.4 s against 23.0 and 23.3 s
 // (bench/results/2026-11-27-h100-step-in-energy-loop/, calls d and e).
 constexpr double kShareAfterExplained = 0.5;
@@ -586,8 +586,8 @@ void pair_energy(PredictReport& r) {
 void flag_drift(StepMeasurement& step, double other_us, const char* when) {
   const double change = step.time_us / other_us - 1;
   if (std::abs(change) > kStepDriftFlag)
-    step.flags.push_back(fmt::format("drift: the step took {:.0f} µs {} and {:.0f} µs in its timing loop ({:+.1f}%)",
-                                     other_us, when, step.time_us, 100 * change));
+    step.flags.push_back(fmt::format("drift: the step took {:.0f} µs {} and {:.0f} µs as measured ({:+.1f}%)", other_us,
+                                     when, step.time_us, 100 * change));
 }
 
 void flag_drifts(StepMeasurement& step, const std::optional<PairedRounds>& paired, std::optional<double> before_ops) {
@@ -596,8 +596,10 @@ void flag_drifts(StepMeasurement& step, const std::optional<PairedRounds>& paire
     step.before_ops_time_us = before_ops;
     flag_drift(step, *before_ops, "before the operator loops");
   }
-  // The step's energy loop runs just after its timing loop, and the host can change speed
-  // between them: its energy then belongs to another step time (see pair_energy).
+  // The step's time and its energy come from one loop where energy is measured, but the time's
+  // samples start with the loop and the energy's windows after its settle (without energy, a
+  // timing loop of its own): the host can change speed between them, and the energy then
+  // belongs to another step time (see pair_energy).
   if (step.energy_loop_time_us) flag_drift(step, *step.energy_loop_time_us, "in its energy loop");
 }
 
