@@ -124,6 +124,28 @@ TEST(Runner, ACallThatSynchronisesItselfIsTimedInItsEnergyLoopUntilBothAreDone) 
   EXPECT_FALSE(t.energy.available);
 }
 
+TEST(Runner, AStepThatSpendsItsTimingBudgetInFewSamplesKeepsThemFromItsEnergyLoop) {
+  // A step longer than a tenth of its timing budget: the energy loop's few samples are its
+  // time, as a timing loop's would be, not a reason to time it again in a loop of its own.
+  ReplayOptions o;
+  o.device = "cpu";
+  auto call = PreparedCall::prepare(parse_call("aten::mm", {"self=f32[256,256]", "mat2=f32[256,256]"}), o);
+  MeasureConfig cfg;
+  cfg.synchronous_calls = true;
+  cfg.warmup_s = 0;
+  cfg.time.max_seconds = 1e-6;  // spent by the first sample
+  cfg.energy_settle_s = 0.02;
+  cfg.energy_min_windows = 2;
+  cfg.energy_target_rel_ci95 = 1.0;
+  cfg.energy_max_s = cfg.energy_max_capped_s = 0.4;
+  Runner runner("cpu", 0, cfg, std::make_unique<fakes::FakeEnergyProbe>(50.0, 0.01));
+  const Measurement m = runner.measure(*call);
+  EXPECT_NE(m.method.find("wall clock in its energy loop"), std::string::npos) << m.method;
+  EXPECT_EQ(m.time.per_call_us.n, 1u);
+  EXPECT_EQ(m.time.stop_reason, "time_budget");
+  EXPECT_TRUE(m.energy.available) << m.energy.unavailable_reason;
+}
+
 // tests/gpu/run sets OPCOST_TEST_DEVICE=cuda; elsewhere these skip.
 bool on_test_gpu() {
   const char* d = std::getenv("OPCOST_TEST_DEVICE");
