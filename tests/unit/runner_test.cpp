@@ -1,3 +1,4 @@
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -89,23 +90,39 @@ TEST(Runner, AbandonsAMeasurementFarPastItsBudget) {
   }
 }
 
-TEST(Runner, ACallThatSynchronisesItselfIsTimedInItsEnergyLoopUntilBothAreDone) {
-  // A whole step (synchronous_calls): its wall-clock samples come from the energy loop, which
-  // runs on past the energy's own budget until the timing's is spent. A simulated counter.
-  ReplayOptions o;
-  o.device = "cpu";
-  auto call = PreparedCall::prepare(parse_call("aten::mm", {"self=f32[64,64]", "mat2=f32[64,64]"}), o);
+namespace {
+
+// A whole step's measurement (synchronous_calls) on the CPU: an energy target met at once, the
+// loop's budget `energy_max_s`, the simulated counter of fake_energy_probe.h.
+MeasureConfig step_config(double energy_max_s) {
   MeasureConfig cfg;
   cfg.synchronous_calls = true;
+  cfg.energy_settle_s = 0.02;
+  cfg.energy_min_windows = 2;
+  cfg.energy_target_rel_ci95 = 1.0;
+  cfg.energy_max_s = cfg.energy_max_capped_s = energy_max_s;
+  return cfg;
+}
+
+Measurement measure_step(const MeasureConfig& cfg, const std::string& mm_side) {
+  ReplayOptions o;
+  o.device = "cpu";
+  const std::string arg = fmt::format("f32[{0},{0}]", mm_side);
+  auto call = PreparedCall::prepare(parse_call("aten::mm", {"self=" + arg, "mat2=" + arg}), o);
+  Runner runner("cpu", 0, cfg, cfg.energy ? std::make_unique<fakes::FakeEnergyProbe>(50.0, 0.01) : nullptr);
+  return runner.measure(*call);
+}
+
+}  // namespace
+
+TEST(Runner, ACallThatSynchronisesItselfIsTimedInItsEnergyLoopUntilBothAreDone) {
+  // Its wall-clock samples come from the energy loop, which runs on past the energy's own
+  // budget until the timing's is spent.
+  MeasureConfig cfg = step_config(0.15);
   cfg.warmup_s = 0.01;
   cfg.time.max_seconds = 0.8;
   cfg.time.target_rel_ci95 = 1e-9;  // never converges: the timing runs to its budget
-  cfg.energy_settle_s = 0.02;
-  cfg.energy_min_windows = 2;
-  cfg.energy_target_rel_ci95 = 1.0;  // met at once
-  cfg.energy_max_s = cfg.energy_max_capped_s = 0.15;
-  Runner runner("cpu", 0, cfg, std::make_unique<fakes::FakeEnergyProbe>(50.0, 0.01));
-  const Measurement m = runner.measure(*call);
+  const Measurement m = measure_step(cfg, "64");
   EXPECT_NE(m.method.find("wall clock in its energy loop"), std::string::npos) << m.method;
   EXPECT_EQ(m.time.stop_reason, "time_budget");
   EXPECT_GE(m.time.per_call_us.n, 10u);
@@ -117,8 +134,7 @@ TEST(Runner, ACallThatSynchronisesItselfIsTimedInItsEnergyLoopUntilBothAreDone) 
   EXPECT_GE(m.energy.seconds, 0.18);
   // Without energy, the step gets a timing loop of its own.
   cfg.energy = false;
-  Runner no_energy("cpu", 0, cfg, nullptr);
-  const Measurement t = no_energy.measure(*call);
+  const Measurement t = measure_step(cfg, "64");
   EXPECT_EQ(t.method, "cpu-wall-clock");
   EXPECT_EQ(t.time.stop_reason, "time_budget");
   EXPECT_FALSE(t.energy.available);
@@ -127,19 +143,10 @@ TEST(Runner, ACallThatSynchronisesItselfIsTimedInItsEnergyLoopUntilBothAreDone) 
 TEST(Runner, AStepThatSpendsItsTimingBudgetInFewSamplesKeepsThemFromItsEnergyLoop) {
   // A step longer than a tenth of its timing budget: the energy loop's few samples are its
   // time, as a timing loop's would be, not a reason to time it again in a loop of its own.
-  ReplayOptions o;
-  o.device = "cpu";
-  auto call = PreparedCall::prepare(parse_call("aten::mm", {"self=f32[256,256]", "mat2=f32[256,256]"}), o);
-  MeasureConfig cfg;
-  cfg.synchronous_calls = true;
+  MeasureConfig cfg = step_config(0.4);
   cfg.warmup_s = 0;
   cfg.time.max_seconds = 1e-6;  // spent by the first sample
-  cfg.energy_settle_s = 0.02;
-  cfg.energy_min_windows = 2;
-  cfg.energy_target_rel_ci95 = 1.0;
-  cfg.energy_max_s = cfg.energy_max_capped_s = 0.4;
-  Runner runner("cpu", 0, cfg, std::make_unique<fakes::FakeEnergyProbe>(50.0, 0.01));
-  const Measurement m = runner.measure(*call);
+  const Measurement m = measure_step(cfg, "256");
   EXPECT_NE(m.method.find("wall clock in its energy loop"), std::string::npos) << m.method;
   EXPECT_EQ(m.time.per_call_us.n, 1u);
   EXPECT_EQ(m.time.stop_reason, "time_budget");
