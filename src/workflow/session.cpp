@@ -206,10 +206,11 @@ void MeasuringSession::retry_out_of_memory_alone(const std::vector<OpCall>& call
   // A call out of memory beside the group's other inputs and graphs (they stay allocated while
   // the group runs) is measured again alone once they are freed, with its share of the whole, as
   // it would have been measured without the group: a sweep's item or a step's operator alike.
+  if (calls.size() < 2) return;  // measured alone already
   std::vector<std::size_t> again;
   for (std::size_t i = 0; i < outs.size(); ++i)
     if (!outs[i].measurement && outs[i].error_kind == ReplayError::Kind::kOutOfMemory) again.push_back(i);
-  if (again.empty() || calls.size() < 2) return;
+  if (again.empty()) return;
   group.clear();
   const MeasureConfig group_config = options_.config;
   for (std::size_t i : again) {
